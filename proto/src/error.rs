@@ -1,0 +1,250 @@
+//! Protocol errors (spec "Error codes") and their transport across gRPC.
+//!
+//! A service answers a failed call with a tonic [`Status`] built by
+//! [`RpcError::into_status`]: the Snowpea string code travels in the `snowpea-code`
+//! metadata key and extra facts (JSON) in `snowpea-details-bin`; the gRPC code is the
+//! closest standard one so grpcurl users see something sensible. The gateway turns a
+//! `Status` back into an [`RpcError`] with [`RpcError::from_status`] — the one mapping
+//! function of that boundary — and then into a JSON-RPC error object.
+
+use serde_json::Value as Json;
+use tonic::metadata::{BinaryMetadataValue, MetadataValue};
+use tonic::{Code, Status};
+
+pub use crate::rpc::v1::ErrorCode;
+
+const CODE_KEY: &str = "snowpea-code";
+const DETAILS_KEY: &str = "snowpea-details-bin";
+
+impl ErrorCode {
+    /// The protocol's string code, e.g. `not_found` (option `wire`).
+    pub fn wire(self) -> &'static str {
+        match self {
+            ErrorCode::Unspecified => "internal",
+            ErrorCode::ApprovalDenied => "approval_denied",
+            ErrorCode::ApprovalTimeout => "approval_timeout",
+            ErrorCode::AuthExpired => "auth_expired",
+            ErrorCode::EmptyResponse => "empty_response",
+            ErrorCode::Internal => "internal",
+            ErrorCode::InvalidOutput => "invalid_output",
+            ErrorCode::InvalidParams => "invalid_params",
+            ErrorCode::LoginUnsupported => "login_unsupported",
+            ErrorCode::McpExists => "mcp_exists",
+            ErrorCode::McpInvalid => "mcp_invalid",
+            ErrorCode::McpNotFound => "mcp_not_found",
+            ErrorCode::McpReadOnly => "mcp_read_only",
+            ErrorCode::McpStartFailed => "mcp_start_failed",
+            ErrorCode::McpUnsafe => "mcp_unsafe",
+            ErrorCode::MethodNotFound => "method_not_found",
+            ErrorCode::ModeDenied => "mode_denied",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::NotImplemented => "not_implemented",
+            ErrorCode::ProtocolIncompatible => "protocol_incompatible",
+            ErrorCode::SessionBusy => "session_busy",
+            ErrorCode::ToolInactive => "tool_inactive",
+            ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::Unavailable => "unavailable",
+        }
+    }
+
+    /// The numeric JSON-RPC `error.code` (spec "Error codes": -32601 only for
+    /// method_not_found, -32004 for a missing entity, -32602 invalid params,
+    /// -32603 internal, -32000 everything else).
+    pub fn jsonrpc_code(self) -> i32 {
+        match self {
+            ErrorCode::MethodNotFound => -32601,
+            ErrorCode::NotFound | ErrorCode::McpNotFound => -32004,
+            ErrorCode::InvalidParams => -32602,
+            ErrorCode::Internal | ErrorCode::Unspecified => -32603,
+            _ => -32000,
+        }
+    }
+
+    /// Parses a wire string; `None` for an unknown code.
+    pub fn from_wire(s: &str) -> Option<ErrorCode> {
+        (1..=ErrorCode::Unavailable as i32)
+            .filter_map(|n| ErrorCode::try_from(n).ok())
+            .find(|c| c.wire() == s)
+    }
+
+    /// The gRPC status code used when this error crosses a service boundary.
+    pub fn grpc_code(self) -> Code {
+        match self {
+            ErrorCode::NotFound | ErrorCode::McpNotFound => Code::NotFound,
+            ErrorCode::InvalidParams | ErrorCode::McpInvalid => Code::InvalidArgument,
+            ErrorCode::Unauthorized => Code::PermissionDenied,
+            ErrorCode::Unavailable => Code::Unavailable,
+            ErrorCode::NotImplemented | ErrorCode::MethodNotFound => Code::Unimplemented,
+            ErrorCode::Internal | ErrorCode::Unspecified => Code::Internal,
+            ErrorCode::McpExists => Code::AlreadyExists,
+            ErrorCode::ApprovalTimeout => Code::DeadlineExceeded,
+            _ => Code::FailedPrecondition,
+        }
+    }
+}
+
+/// A protocol error: string code, message and optional details (`error.data.details`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code:?}: {message}")]
+pub struct RpcError {
+    /// The protocol error code.
+    pub code: ErrorCode,
+    /// Human-readable message.
+    pub message: String,
+    /// Extra facts, sent as `error.data.details`.
+    pub details: Option<Json>,
+}
+
+impl RpcError {
+    /// An error with a code and message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+            details: None,
+        }
+    }
+    /// Adds `error.data.details`.
+    pub fn with_details(mut self, details: Json) -> Self {
+        self.details = Some(details);
+        self
+    }
+    /// `invalid_params` naming a field.
+    pub fn invalid_params(field: &str, message: impl std::fmt::Display) -> Self {
+        RpcError::new(ErrorCode::InvalidParams, format!("{field}: {message}"))
+            .with_details(serde_json::json!({ "field": field }))
+    }
+    /// `not_found` for an entity.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        RpcError::new(ErrorCode::NotFound, message)
+    }
+    /// `internal`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        RpcError::new(ErrorCode::Internal, message)
+    }
+    /// `unauthorized`.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        RpcError::new(ErrorCode::Unauthorized, message)
+    }
+
+    /// Encodes the error as a gRPC status for the service→gateway hop.
+    pub fn into_status(self) -> Status {
+        let mut status = Status::new(self.code.grpc_code(), self.message);
+        status
+            .metadata_mut()
+            .insert(CODE_KEY, MetadataValue::from_static(self.code.wire()));
+        if let Some(details) = self.details {
+            if let Ok(bytes) = serde_json::to_vec(&details) {
+                status
+                    .metadata_mut()
+                    .insert_bin(DETAILS_KEY, BinaryMetadataValue::from_bytes(&bytes));
+            }
+        }
+        status
+    }
+
+    /// Decodes a status from a service. A status without a Snowpea code is mapped from
+    /// its gRPC code: `Unimplemented` → `not_implemented` (a schema'd method the service
+    /// does not implement yet), `Unavailable` → `unavailable`, `InvalidArgument` →
+    /// `invalid_params`, `NotFound` → `not_found`, `PermissionDenied`/`Unauthenticated` →
+    /// `unauthorized`, `DeadlineExceeded` → `unavailable`, everything else `internal`.
+    pub fn from_status(status: &Status) -> Self {
+        let code = status
+            .metadata()
+            .get(CODE_KEY)
+            .and_then(|v| v.to_str().ok())
+            .and_then(ErrorCode::from_wire)
+            .unwrap_or(match status.code() {
+                Code::Unimplemented => ErrorCode::NotImplemented,
+                Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => {
+                    ErrorCode::Unavailable
+                }
+                Code::InvalidArgument => ErrorCode::InvalidParams,
+                Code::NotFound => ErrorCode::NotFound,
+                Code::PermissionDenied | Code::Unauthenticated => ErrorCode::Unauthorized,
+                _ => ErrorCode::Internal,
+            });
+        let details = status
+            .metadata()
+            .get_bin(DETAILS_KEY)
+            .and_then(|v| v.to_bytes().ok())
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        let message =
+            if status.code() == Code::Unimplemented && status.metadata().get(CODE_KEY).is_none() {
+                "not implemented yet".to_owned()
+            } else {
+                status.message().to_owned()
+            };
+        RpcError {
+            code,
+            message,
+            details,
+        }
+    }
+
+    /// The JSON-RPC error object: `{code, message, data: {code, details?}}`.
+    pub fn to_jsonrpc(&self) -> Json {
+        let mut data = serde_json::json!({ "code": self.code.wire() });
+        if let Some(d) = &self.details {
+            data["details"] = d.clone();
+        }
+        serde_json::json!({
+            "code": self.code.jsonrpc_code(),
+            "message": self.message,
+            "data": data,
+        })
+    }
+}
+
+impl From<RpcError> for Status {
+    fn from(e: RpcError) -> Status {
+        e.into_status()
+    }
+}
+
+impl From<crate::json::ParamError> for RpcError {
+    fn from(e: crate::json::ParamError) -> Self {
+        RpcError::new(ErrorCode::InvalidParams, e.message)
+            .with_details(serde_json::json!({ "field": e.field }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_round_trip_keeps_code_and_details() {
+        let e = RpcError::not_found("no session s1")
+            .with_details(serde_json::json!({"sessionId": "s1"}));
+        let back = RpcError::from_status(&e.clone().into_status());
+        assert_eq!(back, e);
+        assert_eq!(back.to_jsonrpc()["code"], -32004);
+    }
+
+    #[test]
+    fn plain_unimplemented_status_is_not_implemented() {
+        let e = RpcError::from_status(&Status::unimplemented("Not yet implemented"));
+        assert_eq!(e.code, ErrorCode::NotImplemented);
+        assert_eq!(e.to_jsonrpc()["code"], -32000);
+        assert_eq!(e.to_jsonrpc()["data"]["code"], "not_implemented");
+    }
+
+    #[test]
+    fn every_wire_code_parses_back() {
+        for n in 1..=ErrorCode::Unavailable as i32 {
+            let c = ErrorCode::try_from(n).unwrap();
+            assert_eq!(ErrorCode::from_wire(c.wire()), Some(c));
+        }
+    }
+
+    #[test]
+    fn wire_names_match_the_descriptor_options() {
+        let schema = crate::schema::schema();
+        for spec in &schema.error_codes {
+            let c = ErrorCode::from_wire(&spec.wire).expect("declared code known");
+            assert_eq!(c.jsonrpc_code(), spec.jsonrpc_code, "{}", spec.wire);
+        }
+        assert_eq!(schema.error_codes.len(), ErrorCode::Unavailable as usize);
+    }
+}

@@ -1,0 +1,398 @@
+//! JSON ⇄ protobuf mapping for the gateway (DESIGN.md §3–4).
+//!
+//! [`to_message`] validates a JSON-RPC `params` object against a message descriptor
+//! — types, required fields, allowed string values, unknown fields — and builds the
+//! dynamic message; every error names the offending field as a dotted path
+//! (`params.mode`, `params.items[2].name`). [`to_json`] writes a message back as the
+//! protocol's JSON: camelCase names, 64-bit integers as JSON numbers, integral doubles
+//! as integers, unset optional fields omitted.
+
+use prost_reflect::{
+    DynamicMessage, FieldDescriptor, Kind, MapKey, MessageDescriptor, ReflectMessage, Value,
+};
+use serde_json::{Map, Number, Value as Json};
+
+use crate::schema::field_rules;
+
+/// A params validation failure (answered as `invalid_params`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ParamError {
+    /// Dotted path of the offending field, e.g. `params.mode`.
+    pub field: String,
+    /// Human-readable reason, naming the field.
+    pub message: String,
+}
+
+impl ParamError {
+    fn new(field: &str, message: impl Into<String>) -> Self {
+        let message = message.into();
+        ParamError {
+            field: field.to_owned(),
+            message: format!("{field}: {message}"),
+        }
+    }
+}
+
+const WKT_STRUCT: &str = "google.protobuf.Struct";
+const WKT_VALUE: &str = "google.protobuf.Value";
+const WKT_LIST: &str = "google.protobuf.ListValue";
+const WKT_EMPTY: &str = "google.protobuf.Empty";
+
+/// Validates `json` (a params object; `null`/absent is treated as `{}`) against `desc`
+/// and builds the message. `path` is the prefix used in error messages, e.g. `params`.
+pub fn to_message(
+    desc: &MessageDescriptor,
+    json: &Json,
+    path: &str,
+) -> Result<DynamicMessage, ParamError> {
+    match json {
+        Json::Null => object_to_message(desc, &Map::new(), path),
+        Json::Object(map) => object_to_message(desc, map, path),
+        other => Err(ParamError::new(
+            path,
+            format!("expected an object, got {}", type_name(other)),
+        )),
+    }
+}
+
+fn type_name(v: &Json) -> &'static str {
+    match v {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
+    }
+}
+
+fn object_to_message(
+    desc: &MessageDescriptor,
+    map: &Map<String, Json>,
+    path: &str,
+) -> Result<DynamicMessage, ParamError> {
+    match desc.full_name() {
+        WKT_STRUCT | WKT_VALUE | WKT_LIST | WKT_EMPTY => {
+            return wkt_from_json(desc, &Json::Object(map.clone()), path)
+        }
+        _ => {}
+    }
+    let mut msg = DynamicMessage::new(desc.clone());
+    for (key, value) in map {
+        let field = desc
+            .get_field_by_json_name(key)
+            .or_else(|| desc.get_field_by_name(key));
+        let Some(field) = field else {
+            let sub = format!("{path}.{key}");
+            return Err(ParamError::new(&sub, "unknown field"));
+        };
+        let sub = format!("{path}.{}", field.json_name());
+        if value.is_null() {
+            // `T | null` and absent mean the same on the wire; a required field may not be null.
+            if field_rules(&field).required && !field_rules(&field).nullable {
+                return Err(ParamError::new(&sub, "is required and may not be null"));
+            }
+            continue;
+        }
+        let v = field_value(&field, value, &sub)?;
+        msg.set_field(&field, v);
+    }
+    for field in desc.fields() {
+        let rules = field_rules(&field);
+        if rules.required
+            && !map.get(field.json_name()).is_some_and(|v| !v.is_null())
+            && !map.get(field.name()).is_some_and(|v| !v.is_null())
+        {
+            if rules.nullable && (map.contains_key(field.json_name())) {
+                continue;
+            }
+            return Err(ParamError::new(
+                &format!("{path}.{}", field.json_name()),
+                "is required",
+            ));
+        }
+    }
+    Ok(msg)
+}
+
+fn field_value(field: &FieldDescriptor, value: &Json, path: &str) -> Result<Value, ParamError> {
+    if field.is_map() {
+        let Json::Object(obj) = value else {
+            return Err(ParamError::new(
+                path,
+                format!("expected an object, got {}", type_name(value)),
+            ));
+        };
+        let Kind::Message(entry) = field.kind() else {
+            unreachable!("map fields are messages")
+        };
+        let key_field = entry.map_entry_key_field();
+        let value_field = entry.map_entry_value_field();
+        let mut out = std::collections::HashMap::new();
+        for (k, v) in obj {
+            let key = match key_field.kind() {
+                Kind::String => MapKey::String(k.clone()),
+                Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
+                    MapKey::I64(k.parse().map_err(|_| {
+                        ParamError::new(path, format!("key {k:?} is not an integer"))
+                    })?)
+                }
+                Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => {
+                    MapKey::I32(k.parse().map_err(|_| {
+                        ParamError::new(path, format!("key {k:?} is not an integer"))
+                    })?)
+                }
+                Kind::Bool => MapKey::Bool(k == "true"),
+                _ => MapKey::String(k.clone()),
+            };
+            let sub = format!("{path}.{k}");
+            out.insert(key, single_value(&value_field, v, &sub, &[])?);
+        }
+        return Ok(Value::Map(out));
+    }
+    let rules = field_rules(field);
+    if field.is_list() {
+        let Json::Array(items) = value else {
+            return Err(ParamError::new(
+                path,
+                format!("expected an array, got {}", type_name(value)),
+            ));
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let sub = format!("{path}[{i}]");
+            out.push(single_value(field, item, &sub, &rules.values)?);
+        }
+        return Ok(Value::List(out));
+    }
+    single_value(field, value, path, &rules.values)
+}
+
+fn single_value(
+    field: &FieldDescriptor,
+    value: &Json,
+    path: &str,
+    allowed: &[String],
+) -> Result<Value, ParamError> {
+    let wrong =
+        |want: &str| ParamError::new(path, format!("expected {want}, got {}", type_name(value)));
+    Ok(match field.kind() {
+        Kind::String => {
+            let Json::String(s) = value else {
+                return Err(wrong("a string"));
+            };
+            if !allowed.is_empty() && !allowed.iter().any(|a| a == s) {
+                return Err(ParamError::new(
+                    path,
+                    format!("must be one of {}, got {s:?}", allowed.join(", ")),
+                ));
+            }
+            Value::String(s.clone())
+        }
+        Kind::Bool => Value::Bool(value.as_bool().ok_or_else(|| wrong("a boolean"))?),
+        Kind::Double => Value::F64(value.as_f64().ok_or_else(|| wrong("a number"))?),
+        Kind::Float => Value::F32(value.as_f64().ok_or_else(|| wrong("a number"))? as f32),
+        Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => Value::I64(integer(value, path)?),
+        Kind::Uint64 | Kind::Fixed64 => {
+            let i = integer(value, path)?;
+            Value::U64(u64::try_from(i).map_err(|_| ParamError::new(path, "must not be negative"))?)
+        }
+        Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 => {
+            let i = integer(value, path)?;
+            Value::I32(i32::try_from(i).map_err(|_| ParamError::new(path, "is out of range"))?)
+        }
+        Kind::Uint32 | Kind::Fixed32 => {
+            let i = integer(value, path)?;
+            Value::U32(u32::try_from(i).map_err(|_| ParamError::new(path, "is out of range"))?)
+        }
+        Kind::Bytes => {
+            let Json::String(s) = value else {
+                return Err(wrong("a string"));
+            };
+            Value::Bytes(s.clone().into_bytes().into())
+        }
+        Kind::Enum(e) => match value {
+            Json::String(s) => Value::EnumNumber(
+                e.get_value_by_name(s)
+                    .ok_or_else(|| ParamError::new(path, format!("unknown value {s:?}")))?
+                    .number(),
+            ),
+            Json::Number(n) => Value::EnumNumber(n.as_i64().unwrap_or(0) as i32),
+            _ => return Err(wrong("a string")),
+        },
+        Kind::Message(m) => match m.full_name() {
+            WKT_STRUCT | WKT_VALUE | WKT_LIST | WKT_EMPTY => {
+                Value::Message(wkt_from_json(&m, value, path)?)
+            }
+            _ => {
+                let Json::Object(obj) = value else {
+                    return Err(wrong("an object"));
+                };
+                Value::Message(object_to_message(&m, obj, path)?)
+            }
+        },
+    })
+}
+
+fn integer(value: &Json, path: &str) -> Result<i64, ParamError> {
+    match value {
+        Json::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                return Ok(i);
+            }
+            match n.as_f64() {
+                Some(f) if f.fract() == 0.0 && f.abs() < 9.2e18 => Ok(f as i64),
+                _ => Err(ParamError::new(path, "expected an integer")),
+            }
+        }
+        other => Err(ParamError::new(
+            path,
+            format!("expected an integer, got {}", type_name(other)),
+        )),
+    }
+}
+
+/// Builds a well-known-type message (Struct, Value, ListValue, Empty) from JSON.
+fn wkt_from_json(
+    desc: &MessageDescriptor,
+    value: &Json,
+    path: &str,
+) -> Result<DynamicMessage, ParamError> {
+    match desc.full_name() {
+        WKT_STRUCT if !value.is_object() => Err(ParamError::new(
+            path,
+            format!("expected an object, got {}", type_name(value)),
+        )),
+        WKT_LIST if !value.is_array() => Err(ParamError::new(
+            path,
+            format!("expected an array, got {}", type_name(value)),
+        )),
+        _ => DynamicMessage::deserialize(desc.clone(), value)
+            .map_err(|e| ParamError::new(path, e.to_string())),
+    }
+}
+
+/// Writes a message as protocol JSON. Unset fields with presence are omitted; other
+/// fields are written even when default (`ok: false`, `items: []`), so required
+/// result fields are always there.
+pub fn to_json(msg: &DynamicMessage) -> Json {
+    match msg.descriptor().full_name() {
+        WKT_STRUCT | WKT_VALUE | WKT_LIST => return wkt_to_json(msg),
+        WKT_EMPTY => return Json::Object(Map::new()),
+        _ => {}
+    }
+    let mut out = Map::new();
+    for field in msg.descriptor().fields() {
+        if field.supports_presence() && !msg.has_field(&field) {
+            continue;
+        }
+        let value = msg.get_field(&field);
+        out.insert(field.json_name().to_owned(), value_to_json(&field, &value));
+    }
+    Json::Object(out)
+}
+
+fn value_to_json(field: &FieldDescriptor, value: &Value) -> Json {
+    match value {
+        Value::List(items) => Json::Array(items.iter().map(|v| value_to_json(field, v)).collect()),
+        Value::Map(map) => {
+            let mut out = Map::new();
+            let Kind::Message(entry) = field.kind() else {
+                return Json::Null;
+            };
+            let vf = entry.map_entry_value_field();
+            for (k, v) in map {
+                let key = match k {
+                    MapKey::String(s) => s.clone(),
+                    MapKey::Bool(b) => b.to_string(),
+                    MapKey::I32(i) => i.to_string(),
+                    MapKey::I64(i) => i.to_string(),
+                    MapKey::U32(i) => i.to_string(),
+                    MapKey::U64(i) => i.to_string(),
+                };
+                out.insert(key, value_to_json(&vf, v));
+            }
+            Json::Object(out)
+        }
+        Value::Bool(b) => Json::Bool(*b),
+        Value::I32(i) => Json::from(*i),
+        Value::I64(i) => Json::from(*i),
+        Value::U32(i) => Json::from(*i),
+        Value::U64(i) => Json::from(*i),
+        Value::F32(f) => number(f64::from(*f)),
+        Value::F64(f) => number(*f),
+        Value::String(s) => Json::String(s.clone()),
+        Value::Bytes(b) => Json::String(String::from_utf8_lossy(b).into_owned()),
+        Value::EnumNumber(n) => match field.kind() {
+            Kind::Enum(e) => e
+                .get_value(*n)
+                .map(|v| Json::String(v.name().to_owned()))
+                .unwrap_or(Json::from(*n)),
+            _ => Json::from(*n),
+        },
+        Value::Message(m) => to_json(m),
+    }
+}
+
+/// A JSON number, written as an integer when it is integral and exactly representable.
+pub fn number(f: f64) -> Json {
+    if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
+        Json::from(f as i64)
+    } else {
+        Number::from_f64(f).map(Json::Number).unwrap_or(Json::Null)
+    }
+}
+
+fn wkt_to_json(msg: &DynamicMessage) -> Json {
+    let desc = msg.descriptor();
+    match desc.full_name() {
+        WKT_STRUCT => {
+            let mut out = Map::new();
+            if let Some(f) = desc.get_field_by_name("fields") {
+                if let Value::Map(map) = &*msg.get_field(&f) {
+                    for (k, v) in map {
+                        if let (MapKey::String(k), Value::Message(v)) = (k, v) {
+                            out.insert(k.clone(), wkt_to_json(v));
+                        }
+                    }
+                }
+            }
+            Json::Object(out)
+        }
+        WKT_LIST => {
+            let mut out = Vec::new();
+            if let Some(f) = desc.get_field_by_name("values") {
+                if let Value::List(items) = &*msg.get_field(&f) {
+                    for v in items {
+                        if let Value::Message(v) = v {
+                            out.push(wkt_to_json(v));
+                        }
+                    }
+                }
+            }
+            Json::Array(out)
+        }
+        WKT_VALUE => {
+            for field in desc.fields() {
+                if !msg.has_field(&field) {
+                    continue;
+                }
+                return match (field.name(), &*msg.get_field(&field)) {
+                    ("null_value", _) => Json::Null,
+                    ("number_value", Value::F64(f)) => number(*f),
+                    ("string_value", Value::String(s)) => Json::String(s.clone()),
+                    ("bool_value", Value::Bool(b)) => Json::Bool(*b),
+                    ("struct_value" | "list_value", Value::Message(m)) => wkt_to_json(m),
+                    _ => Json::Null,
+                };
+            }
+            Json::Null
+        }
+        _ => to_json(msg),
+    }
+}
+
+#[cfg(test)]
+#[path = "json_tests.rs"]
+mod tests;

@@ -1,0 +1,106 @@
+use super::*;
+use serde_json::json;
+
+fn desc() -> MessageDescriptor {
+    crate::descriptor_pool()
+        .get_message_by_name("snowpea.rpc.v1.SelfTestParams")
+        .expect("selftest message")
+}
+
+fn err(j: Json) -> ParamError {
+    to_message(&desc(), &j, "params").unwrap_err()
+}
+
+#[test]
+fn round_trip_writes_camel_case_and_integers() {
+    let input = json!({
+        "sessionId": "s1", "mode": "plan", "afterSeq": 9007199254740993_i64,
+        "score": 2.0, "items": [{"name": "a", "count": 3}],
+        "meta": {"n": 5, "f": 1.5, "nested": {"x": [1, 2]}}, "any": 7,
+        "env": {"A": "b"}, "tags": ["x"]
+    });
+    let msg = to_message(&desc(), &input, "params").unwrap();
+    let out = to_json(&msg);
+    assert_eq!(out["afterSeq"], json!(9007199254740993_i64));
+    assert_eq!(out["score"], json!(2));
+    assert_eq!(
+        out["meta"],
+        json!({"n": 5, "f": 1.5, "nested": {"x": [1, 2]}})
+    );
+    assert_eq!(out["any"], json!(7));
+    assert_eq!(out["items"], json!([{"name": "a", "count": 3}]));
+    assert_eq!(out["env"], json!({"A": "b"}));
+}
+
+#[test]
+fn unset_optional_fields_are_omitted_and_defaults_written() {
+    let msg = to_message(&desc(), &json!({"sessionId": "s"}), "params").unwrap();
+    let out = to_json(&msg);
+    assert!(out.get("mode").is_none());
+    assert!(out.get("score").is_none());
+    assert_eq!(out["afterSeq"], json!(0));
+    assert_eq!(out["tags"], json!([]));
+}
+
+#[test]
+fn missing_required_field_is_named() {
+    let e = err(json!({}));
+    assert_eq!(e.field, "params.sessionId");
+    assert!(e.message.contains("required"));
+    let e = err(json!({"sessionId": "s", "items": [{"count": 1}]}));
+    assert_eq!(e.field, "params.items[0].name");
+}
+
+#[test]
+fn wrong_types_are_named() {
+    assert_eq!(err(json!({"sessionId": 5})).field, "params.sessionId");
+    assert_eq!(
+        err(json!({"sessionId": "s", "afterSeq": "x"})).field,
+        "params.afterSeq"
+    );
+    assert_eq!(
+        err(json!({"sessionId": "s", "afterSeq": 1.5})).field,
+        "params.afterSeq"
+    );
+    assert_eq!(
+        err(json!({"sessionId": "s", "meta": [1]})).field,
+        "params.meta"
+    );
+    assert_eq!(
+        err(json!({"sessionId": "s", "tags": "x"})).field,
+        "params.tags"
+    );
+    assert_eq!(err(json!([1])).field, "params");
+}
+
+#[test]
+fn disallowed_value_lists_the_allowed_ones() {
+    let e = err(json!({"sessionId": "s", "mode": "yolo"}));
+    assert_eq!(e.field, "params.mode");
+    assert!(e.message.contains("plan, accept, auto"), "{}", e.message);
+}
+
+#[test]
+fn unknown_field_is_rejected_by_name() {
+    let e = err(json!({"sessionId": "s", "bogus": 1}));
+    assert_eq!(e.field, "params.bogus");
+}
+
+#[test]
+fn null_means_absent_for_optional_fields() {
+    let msg = to_message(
+        &desc(),
+        &json!({"sessionId": "s", "mode": null, "items": null}),
+        "params",
+    )
+    .unwrap();
+    assert!(to_json(&msg).get("mode").is_none());
+    let e = err(json!({"sessionId": null}));
+    assert_eq!(e.field, "params.sessionId");
+}
+
+#[test]
+fn null_params_are_an_empty_object() {
+    let e = to_message(&desc(), &Json::Null, "params").unwrap_err();
+    assert_eq!(e.field, "params.sessionId");
+}

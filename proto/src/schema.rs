@@ -1,0 +1,335 @@
+//! The JSON-RPC method table, read at run time from the `snowpea.rpc.v1` custom options
+//! of the embedded descriptor set (DESIGN.md §3). The gateway routes with it and
+//! `gen-protocol` documents from it, so a method is declared exactly once: in proto.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
+
+use prost_reflect::{
+    DescriptorPool, EnumValueDescriptor, ExtensionDescriptor, FieldDescriptor, MessageDescriptor,
+    MethodDescriptor, Value,
+};
+
+use crate::descriptor_pool;
+
+/// How a JSON-RPC method travels (option `snowpea.rpc.v1.direction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// A request the client sends and the daemon answers.
+    ClientToServer,
+    /// A request the daemon sends to one client (approval.request, …).
+    ServerToClient,
+    /// A notification the client sends (tool.progress).
+    ClientNotification,
+}
+
+impl Direction {
+    /// The arrow text the spec's method index uses.
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Direction::ClientToServer | Direction::ClientNotification => "client → server",
+            Direction::ServerToClient => "server → client",
+        }
+    }
+}
+
+/// One JSON-RPC method of the protocol.
+#[derive(Debug, Clone)]
+pub struct MethodSpec {
+    /// JSON-RPC name, e.g. `session.create`.
+    pub name: String,
+    /// Direction of the call.
+    pub direction: Direction,
+    /// Protocol version that introduced it, when declared.
+    pub since: Option<String>,
+    /// Owning service: the proto package's middle segment (`session`, `memory`,
+    /// `scheduler`, `mcp`, `audio`, `system`). `system` is answered by the gateway.
+    pub owner: String,
+    /// gRPC path, e.g. `/snowpea.session.v1.SessionService/Create`.
+    pub grpc_path: String,
+    /// The rpc descriptor.
+    pub method: MethodDescriptor,
+    /// Leading comment of the rpc: the spec's description.
+    pub description: String,
+}
+
+impl MethodSpec {
+    /// Params message.
+    pub fn input(&self) -> MessageDescriptor {
+        self.method.input()
+    }
+    /// Result message.
+    pub fn output(&self) -> MessageDescriptor {
+        self.method.output()
+    }
+}
+
+/// A protocol error code (enum `snowpea.rpc.v1.ErrorCode` value).
+#[derive(Debug, Clone)]
+pub struct ErrorCodeSpec {
+    /// Wire string, e.g. `not_found`.
+    pub wire: String,
+    /// Numeric JSON-RPC `error.code`.
+    pub jsonrpc_code: i32,
+    /// Meaning (leading comment).
+    pub description: String,
+}
+
+/// The whole protocol as declared in proto.
+#[derive(Debug)]
+pub struct Schema {
+    /// Methods by JSON-RPC name.
+    pub methods: BTreeMap<String, MethodSpec>,
+    /// Server→client notifications by name → params message.
+    pub notifications: BTreeMap<String, MessageDescriptor>,
+    /// `session.event` kinds → payload message.
+    pub event_kinds: BTreeMap<String, MessageDescriptor>,
+    /// Error codes in declaration order.
+    pub error_codes: Vec<ErrorCodeSpec>,
+    /// Capability names declared by `snowpea.system.v1.Capability` (empty if absent).
+    pub capabilities: Vec<String>,
+    comments: HashMap<(String, Vec<i32>), String>,
+}
+
+/// Names of the custom options (extensions) in `snowpea/rpc/v1/options.proto`.
+pub mod opt {
+    /// Method: JSON-RPC name.
+    pub const JSON_METHOD: &str = "snowpea.rpc.v1.json_method";
+    /// Method: direction.
+    pub const DIRECTION: &str = "snowpea.rpc.v1.direction";
+    /// Method: since version.
+    pub const SINCE: &str = "snowpea.rpc.v1.since";
+    /// Field: required.
+    pub const REQUIRED: &str = "snowpea.rpc.v1.required";
+    /// Field: allowed string values.
+    pub const VALUES: &str = "snowpea.rpc.v1.values";
+    /// Field: since version.
+    pub const FIELD_SINCE: &str = "snowpea.rpc.v1.field_since";
+    /// Field: `T | null`.
+    pub const NULLABLE: &str = "snowpea.rpc.v1.nullable";
+    /// Message: notification name.
+    pub const NOTIFICATION: &str = "snowpea.rpc.v1.notification";
+    /// Message: session.event kind.
+    pub const EVENT_KIND: &str = "snowpea.rpc.v1.event_kind";
+    /// Message: since version.
+    pub const MESSAGE_SINCE: &str = "snowpea.rpc.v1.message_since";
+    /// Enum value: wire spelling.
+    pub const WIRE: &str = "snowpea.rpc.v1.wire";
+    /// Enum value: JSON-RPC numeric code.
+    pub const JSONRPC_CODE: &str = "snowpea.rpc.v1.jsonrpc_code";
+}
+
+fn ext(pool: &DescriptorPool, name: &str) -> ExtensionDescriptor {
+    pool.get_extension_by_name(name)
+        .unwrap_or_else(|| panic!("extension {name} declared in options.proto"))
+}
+
+fn opt_string(
+    options: &prost_reflect::DynamicMessage,
+    ext: &ExtensionDescriptor,
+) -> Option<String> {
+    if !options.has_extension(ext) {
+        return None;
+    }
+    match &*options.get_extension(ext) {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// Field-level options of the protocol.
+#[derive(Debug, Clone, Default)]
+pub struct FieldRules {
+    /// Must be present.
+    pub required: bool,
+    /// Allowed string values (empty: any).
+    pub values: Vec<String>,
+    /// `T | null` in the spec.
+    pub nullable: bool,
+    /// Version that introduced the field.
+    pub since: Option<String>,
+}
+
+/// Reads the protocol options of a field.
+pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
+    static EXTS: LazyLock<[ExtensionDescriptor; 4]> = LazyLock::new(|| {
+        let p = descriptor_pool();
+        [
+            ext(p, opt::REQUIRED),
+            ext(p, opt::VALUES),
+            ext(p, opt::NULLABLE),
+            ext(p, opt::FIELD_SINCE),
+        ]
+    });
+    let options = field.options();
+    let mut rules = FieldRules::default();
+    if options.has_extension(&EXTS[0]) {
+        rules.required = options.get_extension(&EXTS[0]).as_bool().unwrap_or(false);
+    }
+    if options.has_extension(&EXTS[1]) {
+        if let Some(list) = options.get_extension(&EXTS[1]).as_list() {
+            rules.values = list
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect();
+        }
+    }
+    if options.has_extension(&EXTS[2]) {
+        rules.nullable = options.get_extension(&EXTS[2]).as_bool().unwrap_or(false);
+    }
+    rules.nullable |= field.field_descriptor_proto().proto3_optional();
+    rules.since = opt_string(&options, &EXTS[3]);
+    rules
+}
+
+fn enum_wire(value: &EnumValueDescriptor, wire: &ExtensionDescriptor) -> Option<String> {
+    opt_string(&value.options(), wire)
+}
+
+impl Schema {
+    fn load(pool: &DescriptorPool) -> Schema {
+        let json_method = ext(pool, opt::JSON_METHOD);
+        let direction = ext(pool, opt::DIRECTION);
+        let since = ext(pool, opt::SINCE);
+        let notification = ext(pool, opt::NOTIFICATION);
+        let event_kind = ext(pool, opt::EVENT_KIND);
+        let wire = ext(pool, opt::WIRE);
+        let jsonrpc_code = ext(pool, opt::JSONRPC_CODE);
+
+        let mut comments = HashMap::new();
+        for file in pool.files() {
+            if let Some(info) = &file.file_descriptor_proto().source_code_info {
+                for loc in &info.location {
+                    if let Some(c) = &loc.leading_comments {
+                        comments.insert((file.name().to_owned(), loc.path.clone()), clean(c));
+                    }
+                }
+            }
+        }
+
+        let mut schema = Schema {
+            methods: BTreeMap::new(),
+            notifications: BTreeMap::new(),
+            event_kinds: BTreeMap::new(),
+            error_codes: Vec::new(),
+            capabilities: Vec::new(),
+            comments,
+        };
+
+        for service in pool.services() {
+            let package = service.package_name().to_owned();
+            let owner = package
+                .strip_prefix("snowpea.")
+                .and_then(|p| p.split('.').next())
+                .unwrap_or_default()
+                .to_owned();
+            for method in service.methods() {
+                let options = method.options();
+                let Some(name) = opt_string(&options, &json_method) else {
+                    continue;
+                };
+                let dir = match options.get_extension(&direction).as_enum_number() {
+                    Some(2) => Direction::ServerToClient,
+                    Some(3) => Direction::ClientNotification,
+                    _ => Direction::ClientToServer,
+                };
+                let description = schema.comment_of(method.parent_file().name(), method.path());
+                schema.methods.insert(
+                    name.clone(),
+                    MethodSpec {
+                        name,
+                        direction: dir,
+                        since: opt_string(&options, &since),
+                        owner: owner.clone(),
+                        grpc_path: format!("/{}/{}", service.full_name(), method.name()),
+                        method,
+                        description,
+                    },
+                );
+            }
+        }
+        for message in pool.all_messages() {
+            let options = message.options();
+            if let Some(n) = opt_string(&options, &notification) {
+                schema.notifications.insert(n, message.clone());
+            }
+            if let Some(k) = opt_string(&options, &event_kind) {
+                schema.event_kinds.insert(k, message.clone());
+            }
+        }
+        if let Some(codes) = pool.get_enum_by_name("snowpea.rpc.v1.ErrorCode") {
+            for value in codes.values() {
+                let Some(w) = enum_wire(&value, &wire) else {
+                    continue;
+                };
+                let o = value.options();
+                let code = o.get_extension(&jsonrpc_code).as_i32().unwrap_or(-32000);
+                schema.error_codes.push(ErrorCodeSpec {
+                    wire: w,
+                    jsonrpc_code: code,
+                    description: schema.comment_of(value.parent_file().name(), value.path()),
+                });
+            }
+        }
+        if let Some(caps) = pool.get_enum_by_name("snowpea.system.v1.Capability") {
+            schema.capabilities = caps.values().filter_map(|v| enum_wire(&v, &wire)).collect();
+        }
+        schema
+    }
+
+    /// Leading comment at a descriptor path of a file ("" when none).
+    pub fn comment_of(&self, file: &str, path: &[i32]) -> String {
+        self.comments
+            .get(&(file.to_owned(), path.to_vec()))
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Leading comment of a message.
+    pub fn message_doc(&self, m: &MessageDescriptor) -> String {
+        self.comment_of(m.parent_file().name(), m.path())
+    }
+
+    /// Leading comment of a field.
+    pub fn field_doc(&self, f: &FieldDescriptor) -> String {
+        self.comment_of(f.parent_file().name(), f.path())
+    }
+
+    /// Looks up a method by JSON-RPC name.
+    pub fn method(&self, name: &str) -> Option<&MethodSpec> {
+        self.methods.get(name)
+    }
+
+    /// The error code spec for a wire string.
+    pub fn error_code(&self, wire: &str) -> Option<&ErrorCodeSpec> {
+        self.error_codes.iter().find(|c| c.wire == wire)
+    }
+}
+
+/// Joins a proto comment's lines into one paragraph text (keeps blank-line breaks).
+fn clean(comment: &str) -> String {
+    let mut out = String::new();
+    for line in comment.lines() {
+        let line = line.trim();
+        if line.starts_with("int64:") || line.starts_with("spec type:") {
+            continue;
+        }
+        if line.is_empty() {
+            if !out.ends_with("\n\n") && !out.is_empty() {
+                out.push_str("\n\n");
+            }
+            continue;
+        }
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push(' ');
+        }
+        out.push_str(line);
+    }
+    out.trim().to_owned()
+}
+
+/// The schema of the embedded descriptor set (loaded once).
+pub fn schema() -> &'static Schema {
+    static SCHEMA: LazyLock<Schema> = LazyLock::new(|| Schema::load(descriptor_pool()));
+    &SCHEMA
+}
