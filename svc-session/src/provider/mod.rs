@@ -1,0 +1,197 @@
+//! Model providers: the one interface the agent loop uses to call a model, and its
+//! implementations (issue 2 "Providers"):
+//! * [`fake`] — the scripted provider selected by `SNOWPEA_PROVIDER=fake:<script.json>`;
+//! * [`openai`] — OpenAI-compatible streaming chat completions with tool calls (OpenAI,
+//!   OpenRouter, llama.cpp server, Ollama, vLLM, LM Studio);
+//! * [`anthropic`] — Anthropic Messages streaming with tool use.
+//!
+//! A provider turns a [`ModelRequest`] into a stream of [`StreamEvent`]s. Dropping the
+//! stream cancels the call (that is how `session.interrupt` stops a model call).
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub mod anthropic;
+pub mod fake;
+pub mod openai;
+mod select;
+
+pub use select::{select_provider, ProviderConfig};
+
+/// Who wrote a chat message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The person (or the system on their behalf).
+    User,
+    /// The model.
+    Assistant,
+    /// A tool result fed back to the model.
+    Tool,
+}
+
+/// One tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Provider-assigned call id (generated when the vendor gives none).
+    pub id: String,
+    /// Tool name, e.g. `shell`.
+    pub name: String,
+    /// Parsed JSON arguments (an object; `{}` when the model sent none).
+    pub arguments: Value,
+}
+
+/// One message of the conversation history sent to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Author.
+    pub role: Role,
+    /// Text content (may be empty for an assistant message that only calls tools).
+    pub content: String,
+    /// Tool calls of an assistant message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For a `Tool` message: the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// For a `Tool` message: the tool's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// For a `Tool` message: true when the tool failed or was denied.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+impl ChatMessage {
+    /// A user message.
+    pub fn user(text: impl Into<String>) -> Self {
+        ChatMessage { role: Role::User, content: text.into(), tool_calls: vec![], tool_call_id: None, tool_name: None, is_error: false }
+    }
+    /// An assistant message with optional tool calls.
+    pub fn assistant(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        ChatMessage { role: Role::Assistant, content: text.into(), tool_calls, tool_call_id: None, tool_name: None, is_error: false }
+    }
+    /// A tool result.
+    pub fn tool_result(call: &ToolCall, content: impl Into<String>, is_error: bool) -> Self {
+        ChatMessage {
+            role: Role::Tool,
+            content: content.into(),
+            tool_calls: vec![],
+            tool_call_id: Some(call.id.clone()),
+            tool_name: Some(call.name.clone()),
+            is_error,
+        }
+    }
+}
+
+/// A tool the model may call: name, description and JSON Schema of its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Tool name (API), e.g. `read_file`.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema (`{"type":"object",...}`) of the arguments.
+    pub parameters: Value,
+}
+
+/// One model call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    /// Model id; empty = the provider's configured default.
+    pub model: String,
+    /// System prompt.
+    pub system: String,
+    /// Conversation so far, oldest first.
+    pub messages: Vec<ChatMessage>,
+    /// Tools offered to the model.
+    pub tools: Vec<ToolSpec>,
+    /// Output token cap, when set.
+    pub max_tokens: Option<u32>,
+}
+
+/// Token usage of one model call (the `usage` session event).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt / input tokens.
+    pub input_tokens: u64,
+    /// Completion / output tokens.
+    pub output_tokens: u64,
+    /// Input tokens served from the vendor's prompt cache, when reported.
+    pub cached_tokens: u64,
+}
+
+/// What a provider streams back for one call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    /// A piece of the answer text.
+    TextDelta(String),
+    /// A piece of the model's visible reasoning, when the vendor streams it.
+    ReasoningDelta(String),
+    /// A complete tool call (arguments fully received and parsed).
+    ToolCall(ToolCall),
+    /// Token usage (sent once per call, before `Done`).
+    Usage(Usage),
+    /// The call finished; `stop_reason` is the vendor's (`stop`, `end_turn`,
+    /// `tool_calls`, `tool_use`, `length`, …).
+    Done {
+        /// Vendor stop reason, normalised to lower case.
+        stop_reason: String,
+    },
+}
+
+/// Why a model call failed (ends the turn with an `error` event + `turn.done{reason:"error"}`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ProviderError {
+    /// The vendor answered with a non-success HTTP status (after retries for 429/5xx).
+    #[error("{vendor} returned HTTP {status}: {message}")]
+    Http {
+        /// Vendor name.
+        vendor: String,
+        /// HTTP status code.
+        status: u16,
+        /// The vendor's error message (body), trimmed; never contains the API key.
+        message: String,
+    },
+    /// The connection failed or broke mid-stream.
+    #[error("{vendor}: network error: {message}")]
+    Network {
+        /// Vendor name.
+        vendor: String,
+        /// What failed.
+        message: String,
+    },
+    /// The stream did not follow the vendor's wire format.
+    #[error("{vendor}: malformed stream: {message}")]
+    Protocol {
+        /// Vendor name.
+        vendor: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// The provider is not usable as configured (no API key, bad script file, …).
+    #[error("provider configuration: {0}")]
+    Config(String),
+}
+
+/// The stream a provider returns for one call.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
+
+/// A model provider. Implementations are cheap to clone behind an `Arc` and safe to use
+/// from several sessions at once.
+pub trait Provider: Send + Sync + std::fmt::Debug {
+    /// Vendor name as the protocol reports it (`fake`, `openai`, `anthropic`, …).
+    fn vendor(&self) -> &str;
+    /// Default model id.
+    fn default_model(&self) -> &str;
+    /// Starts one streaming call. Errors are reported inside the stream; dropping the
+    /// stream aborts the HTTP request.
+    fn stream(&self, request: ModelRequest) -> EventStream;
+}
+
+/// A shared provider handle.
+pub type SharedProvider = Arc<dyn Provider>;
