@@ -1,1 +1,18 @@
-//! placeholder
+//! Shared building blocks of the Snowpea suite (DESIGN.md §2 `common/`): the home layout,
+//! settings, service bootstrap (unix socket, health, reflection, SIGTERM), the internal
+//! bus every service serves to the gateway, connection context, tracing, SQLite, ids and
+//! time.
+
+pub mod bus;
+pub mod client;
+pub mod context;
+pub mod db;
+pub mod home;
+pub mod ids;
+pub mod logging;
+pub mod service;
+pub mod settings;
+pub mod time;
+
+/// Version of every Snowpea binary (the workspace version).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,89 @@
+//! SQLite for service state (DESIGN.md §6): one database per service under
+//! `$SNOWPEA_HOME/state/`, WAL journal, `busy_timeout`, `synchronous=NORMAL` (in WAL mode a
+//! committed transaction survives a process crash — kill -9 — which is the durability the
+//! suite promises), and versioned migrations tracked in `PRAGMA user_version`.
+
+use std::path::Path;
+
+use anyhow::Context;
+use rusqlite::Connection;
+
+/// Opens (creating) the database at `path` and applies `migrations` in order: migration
+/// `i` (0-based) brings the schema to `user_version = i + 1`. Each runs in its own
+/// transaction together with its version bump.
+pub fn open(path: &Path, migrations: &[&str]) -> anyhow::Result<Connection> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    }
+    let mut conn = Connection::open(path).with_context(|| format!("open {}", path.display()))?;
+    configure(&conn)?;
+    migrate(&mut conn, migrations)?;
+    Ok(conn)
+}
+
+/// Applies the connection pragmas used by every service.
+pub fn configure(conn: &Connection) -> anyhow::Result<()> {
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    Ok(())
+}
+
+/// Brings `conn` to the latest version of `migrations`.
+pub fn migrate(conn: &mut Connection, migrations: &[&str]) -> anyhow::Result<()> {
+    let current: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    anyhow::ensure!(
+        current as usize <= migrations.len(),
+        "database schema version {current} is newer than this binary knows ({})",
+        migrations.len()
+    );
+    for (i, sql) in migrations.iter().enumerate().skip(current as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)
+            .with_context(|| format!("migration {}", i + 1))?;
+        tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_apply_once_and_in_order() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("x.db");
+        let m1 = ["CREATE TABLE a(x INTEGER);"];
+        let c = open(&p, &m1).unwrap();
+        c.execute("INSERT INTO a VALUES (1)", []).unwrap();
+        drop(c);
+        let m2 = [
+            "CREATE TABLE a(x INTEGER);",
+            "ALTER TABLE a ADD COLUMN y TEXT;",
+        ];
+        let c = open(&p, &m2).unwrap();
+        let v: i64 = c
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, 2);
+        let n: i64 = c
+            .query_row("SELECT count(*) FROM a", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 1, "old rows survive");
+        let mode: String = c
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn newer_database_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("x.db");
+        open(&p, &["CREATE TABLE a(x);", "CREATE TABLE b(x);"]).unwrap();
+        assert!(open(&p, &["CREATE TABLE a(x);"]).is_err());
+    }
+}

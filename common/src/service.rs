@@ -1,0 +1,152 @@
+//! Service bootstrap (DESIGN.md §6, STYLE.md "Processes"): every
+//! `snowpea-svc-<name> --home DIR --socket PATH` binds its unix socket (mode 0600),
+//! serves its gRPC services next to `grpc.health.v1` and server reflection (v1 and
+//! v1alpha, so `grpcurl -unix` works), reports SERVING once it accepts calls, and drains
+//! on SIGTERM/SIGINT with a deadline.
+
+use std::future::Future;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::net::UnixListener;
+use tokio_stream::wrappers::UnixListenerStream;
+use tonic::service::Routes;
+use tonic::transport::Server;
+use tonic_health::ServingStatus;
+
+/// Command-line arguments shared by every service binary.
+#[derive(Debug, Clone)]
+pub struct ServiceArgs {
+    /// `--home DIR`: the Snowpea home.
+    pub home: crate::home::Home,
+    /// `--socket PATH`: the unix socket to serve on (default `run/<name>.sock`).
+    pub socket: PathBuf,
+}
+
+impl ServiceArgs {
+    /// Parses `--home DIR --socket PATH` (both optional; home falls back to
+    /// `SNOWPEA_HOME`/`~/.snowpea`, socket to `run/<service>.sock`). Exits with code 2 and
+    /// a usage line on bad arguments, and prints usage for `--help`.
+    pub fn parse(service: &str) -> ServiceArgs {
+        let mut home = None;
+        let mut socket = None;
+        let mut args = std::env::args().skip(1);
+        while let Some(a) = args.next() {
+            match a.as_str() {
+                "--home" => home = args.next().map(PathBuf::from),
+                "--socket" => socket = args.next().map(PathBuf::from),
+                "--help" | "-h" => {
+                    println!(
+                        "snowpea-svc-{service} --home DIR --socket PATH\n\n\
+                         Serves snowpea.{service}.v1 over gRPC on the unix socket (default \
+                         DIR/run/{service}.sock) with grpc.health.v1 and reflection.\n\
+                         Logs to stderr (the supervisor writes DIR/logs/{service}.log).\n\
+                         Exit codes: 0 after SIGTERM/SIGINT, 1 on a start-up failure, 2 on bad arguments."
+                    );
+                    std::process::exit(0);
+                }
+                other => {
+                    eprintln!("snowpea-svc-{service}: unexpected argument {other:?}\nusage: snowpea-svc-{service} --home DIR --socket PATH");
+                    std::process::exit(2);
+                }
+            }
+        }
+        let home = match crate::home::Home::resolve(home.as_deref()) {
+            Ok(h) => h,
+            Err(e) => {
+                eprintln!("snowpea-svc-{service}: {e:#}");
+                std::process::exit(2);
+            }
+        };
+        let socket = socket.unwrap_or_else(|| home.socket(service));
+        ServiceArgs { home, socket }
+    }
+}
+
+/// Resolves when the process receives SIGTERM or SIGINT.
+pub async fn termination_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("install SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received, draining"),
+        _ = int.recv() => tracing::info!("SIGINT received, draining"),
+    }
+}
+
+/// Serves `routes` on the unix socket with health and reflection until `shutdown`
+/// resolves (or SIGTERM/SIGINT), then drains for at most 5 s.
+///
+/// `services` are the fully qualified gRPC service names in `routes` (e.g.
+/// `snowpea.session.v1.SessionService`); each is reported SERVING on `grpc.health.v1`,
+/// as is the overall status `""`, and listed by reflection.
+pub async fn serve(
+    name: &str,
+    socket: &std::path::Path,
+    services: &[&str],
+    routes: Routes,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    if let Some(dir) = socket.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    }
+    // A stale socket from a crashed predecessor would make bind fail.
+    let _ = std::fs::remove_file(socket);
+    let listener =
+        UnixListener::bind(socket).with_context(|| format!("bind {}", socket.display()))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
+
+    let (reporter, health) = tonic_health::server::health_reporter();
+    let mut v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(snowpea_proto::FILE_DESCRIPTOR_SET);
+    let mut v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(snowpea_proto::FILE_DESCRIPTOR_SET);
+    for s in services {
+        v1 = v1.with_service_name(*s);
+        v1alpha = v1alpha.with_service_name(*s);
+    }
+    v1 = v1.with_service_name("grpc.health.v1.Health");
+    v1alpha = v1alpha.with_service_name("grpc.health.v1.Health");
+    let v1 = v1.build_v1().context("build reflection v1")?;
+    let v1alpha = v1alpha
+        .build_v1alpha()
+        .context("build reflection v1alpha")?;
+
+    let routes = routes
+        .add_service(health)
+        .add_service(v1)
+        .add_service(v1alpha);
+    for s in services {
+        reporter
+            .set_service_status(*s, ServingStatus::Serving)
+            .await;
+    }
+    reporter
+        .set_service_status("", ServingStatus::Serving)
+        .await;
+    tracing::info!(service = name, socket = %socket.display(), version = crate::VERSION, "serving");
+
+    let (drain_tx, drain_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = Server::builder()
+        .add_routes(routes)
+        .serve_with_incoming_shutdown(UnixListenerStream::new(listener), async move {
+            tokio::select! {
+                _ = shutdown => {},
+                _ = termination_signal() => {},
+            }
+            let _ = drain_tx.send(());
+        });
+    let mut server = Box::pin(server);
+    tokio::select! {
+        r = &mut server => r.context("grpc server")?,
+        _ = async {
+            let _ = drain_rx.await;
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        } => tracing::warn!("drain deadline passed; exiting with calls in flight"),
+    }
+    let _ = std::fs::remove_file(socket);
+    tracing::info!(service = name, "stopped");
+    Ok(())
+}
