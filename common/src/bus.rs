@@ -57,6 +57,7 @@ pub struct BusHub {
     pending: Mutex<HashMap<String, oneshot::Sender<ClientReply>>>,
     connections: Mutex<HashMap<String, ConnectionInfo>>,
     conn_events: broadcast::Sender<ConnectionEvent>,
+    capabilities: Mutex<Vec<String>>,
 }
 
 impl Default for BusHub {
@@ -66,6 +67,7 @@ impl Default for BusHub {
             pending: Mutex::new(HashMap::new()),
             connections: Mutex::new(HashMap::new()),
             conn_events: broadcast::channel(1024).0,
+            capabilities: Mutex::new(Vec::new()),
         }
     }
 }
@@ -148,6 +150,12 @@ impl BusHub {
                 }
             },
         }
+    }
+
+    /// Declares the system.hello capabilities this service implements.
+    pub fn set_capabilities(&self, caps: &[&str]) {
+        *self.capabilities.lock().expect("capabilities lock") =
+            caps.iter().map(|s| s.to_string()).collect();
     }
 
     /// True when the connection is live (announced and not closed).
@@ -283,6 +291,21 @@ impl ServiceBus for BusService {
     async fn reply(&self, req: Request<ClientReply>) -> Result<Response<BusAck>, Status> {
         self.hub.complete(req.into_inner());
         Ok(Response::new(BusAck {}))
+    }
+
+    async fn capabilities(
+        &self,
+        _req: Request<snowpea_proto::rpc::v1::CapabilitiesRequest>,
+    ) -> Result<Response<snowpea_proto::rpc::v1::CapabilitiesReply>, Status> {
+        let capabilities = self
+            .hub
+            .capabilities
+            .lock()
+            .expect("capabilities lock")
+            .clone();
+        Ok(Response::new(snowpea_proto::rpc::v1::CapabilitiesReply {
+            capabilities,
+        }))
     }
 
     async fn sync_connections(
