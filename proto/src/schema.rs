@@ -89,6 +89,9 @@ pub struct Schema {
     /// Capability names declared by `snowpea.system.v1.Capability` (empty if absent).
     pub capabilities: Vec<String>,
     comments: HashMap<(String, Vec<i32>), String>,
+    /// The same comments as written, before [`clean`] drops the machine notes
+    /// (`spec type:`, `int64:`); read by [`Schema::spec_type_of`].
+    raw_comments: HashMap<(String, Vec<i32>), String>,
 }
 
 /// Names of the custom options (extensions) in `snowpea/rpc/v1/options.proto`.
@@ -197,11 +200,14 @@ impl Schema {
         let jsonrpc_code = ext(pool, opt::JSONRPC_CODE);
 
         let mut comments = HashMap::new();
+        let mut raw_comments = HashMap::new();
         for file in pool.files() {
             if let Some(info) = &file.file_descriptor_proto().source_code_info {
                 for loc in &info.location {
                     if let Some(c) = &loc.leading_comments {
-                        comments.insert((file.name().to_owned(), loc.path.clone()), clean(c));
+                        let key = (file.name().to_owned(), loc.path.clone());
+                        comments.insert(key.clone(), clean(c));
+                        raw_comments.insert(key, c.clone());
                     }
                 }
             }
@@ -214,6 +220,7 @@ impl Schema {
             error_codes: Vec::new(),
             capabilities: Vec::new(),
             comments,
+            raw_comments,
         };
 
         for service in pool.services() {
@@ -295,6 +302,19 @@ impl Schema {
         self.comment_of(f.parent_file().name(), f.path())
     }
 
+    /// The spec's TypeScript type of a Struct/Value/map field, verbatim from its
+    /// `// spec type: <TS type>` comment line (e.g. `Record<string, string> | null`), when the
+    /// field carries one. `gen-protocol` prints it instead of deriving a type.
+    pub fn spec_type_of(&self, f: &FieldDescriptor) -> Option<String> {
+        let raw = self
+            .raw_comments
+            .get(&(f.parent_file().name().to_owned(), f.path().to_vec()))?;
+        raw.lines()
+            .find_map(|l| l.trim().strip_prefix("spec type:"))
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+    }
+
     /// Looks up a method by JSON-RPC name.
     pub fn method(&self, name: &str) -> Option<&MethodSpec> {
         self.methods.get(name)
@@ -311,7 +331,12 @@ fn clean(comment: &str) -> String {
     let mut out = String::new();
     for line in comment.lines() {
         let line = line.trim();
-        if line.starts_with("int64:") || line.starts_with("spec type:") {
+        // Machine notes spec2proto left for tools, not part of the description.
+        if line.starts_with("int64:")
+            || line.starts_with("spec type:")
+            || line.starts_with("object items have the shape of ")
+            || line.starts_with("object form has the shape of ")
+        {
             continue;
         }
         if line.is_empty() {
