@@ -1,0 +1,110 @@
+//! The `snowpea` command line (clap): `supervisor start|stop|status|restart|logs` and
+//! `run`. One file per subcommand; each returns the process exit code (see [`exit`]).
+
+pub mod logs;
+pub mod restart;
+pub mod start;
+pub mod status;
+pub mod stop;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Exit codes of `snowpea supervisor …` (documented in `--help`).
+pub mod exit {
+    /// Success.
+    pub const OK: i32 = 0;
+    /// Failure (the message says why).
+    pub const FAILURE: i32 = 1;
+    /// Usage error (clap's own code).
+    pub const USAGE: i32 = 2;
+    /// The suite is not running (`status`, `restart`).
+    pub const NOT_RUNNING: i32 = 3;
+}
+
+const EXIT_CODES: &str = "\
+Exit codes (supervisor commands):
+  0  success
+  1  failure
+  2  usage error
+  3  not running (status, restart)
+
+Files under the home (--home, else $SNOWPEA_HOME, else ~/.snowpea):
+  daemon.json             port, supervisor pid, token of the running suite
+  run/supervisor.sock     control socket (gRPC snowpea.supervisor.v1.Supervisor)
+  run/<service>.sock      one gRPC socket per service
+  logs/<process>.log      one log per process (supervisor, services, gateway)";
+
+/// The `snowpea` command.
+#[derive(Debug, Parser)]
+#[command(name = "snowpea", version, about = "Snowpea: a local AI-agent daemon", after_help = EXIT_CODES)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start, stop and inspect the suite.
+    #[command(subcommand)]
+    Supervisor(SupervisorCommand),
+    /// Run one prompt against the suite (starting it if needed).
+    Run(crate::run::RunArgs),
+}
+
+/// `snowpea supervisor …`.
+#[derive(Debug, Subcommand)]
+pub enum SupervisorCommand {
+    /// Start the suite (returns once it listens; --foreground runs it in this process).
+    #[command(after_help = EXIT_CODES)]
+    Start(start::StartArgs),
+    /// Stop the suite: SIGTERM every process, SIGKILL after a grace period.
+    #[command(after_help = EXIT_CODES)]
+    Stop(HomeArgs),
+    /// Show every supervised process (pid, state, restarts, uptime).
+    #[command(after_help = EXIT_CODES)]
+    Status(status::StatusArgs),
+    /// Restart one process by name (session, gateway, …) or `all`.
+    #[command(after_help = EXIT_CODES)]
+    Restart(restart::RestartArgs),
+    /// Print (and follow) the log of a process.
+    #[command(after_help = EXIT_CODES)]
+    Logs(logs::LogsArgs),
+}
+
+/// The `--home` option shared by every subcommand.
+#[derive(Debug, Clone, Args)]
+pub struct HomeArgs {
+    /// Snowpea home (default: $SNOWPEA_HOME, else ~/.snowpea).
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+}
+
+impl HomeArgs {
+    /// Resolves the home.
+    pub fn resolve(&self) -> anyhow::Result<snowpea_common::home::Home> {
+        snowpea_common::home::Home::resolve(self.home.as_deref())
+    }
+}
+
+/// Runs the parsed command and returns the exit code.
+pub async fn dispatch(cli: Cli) -> i32 {
+    let result = match cli.command {
+        Command::Run(args) => return crate::run::run(args).await,
+        Command::Supervisor(SupervisorCommand::Start(a)) => start::start(a).await,
+        Command::Supervisor(SupervisorCommand::Stop(a)) => stop::stop(a).await,
+        Command::Supervisor(SupervisorCommand::Status(a)) => status::status(a).await,
+        Command::Supervisor(SupervisorCommand::Restart(a)) => restart::restart(a).await,
+        Command::Supervisor(SupervisorCommand::Logs(a)) => logs::logs(a).await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("snowpea: {e:#}");
+            exit::FAILURE
+        }
+    }
+}

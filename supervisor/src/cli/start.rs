@@ -1,0 +1,164 @@
+//! `snowpea supervisor start [--home DIR] [--port N] [--foreground]`, and
+//! [`ensure_started`], which `snowpea run` uses to start the suite on demand.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use nix::fcntl::{Flock, FlockArg};
+use snowpea_common::home::{DaemonJson, Home};
+
+use super::exit;
+use crate::daemonize::{self, Waited};
+use crate::supervise::{self, StartError};
+
+/// Lines of the supervisor log printed when a start fails.
+const FAIL_TAIL: usize = 40;
+
+/// Arguments of `snowpea supervisor start`.
+#[derive(Debug, Clone, Args)]
+pub struct StartArgs {
+    /// Snowpea home (default: $SNOWPEA_HOME, else ~/.snowpea).
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+    /// Gateway port on 127.0.0.1 (default: a free port).
+    #[arg(long, value_name = "N")]
+    pub port: Option<u16>,
+    /// Run the supervisor in this process (logs to stderr) until stopped.
+    #[arg(long)]
+    pub foreground: bool,
+}
+
+/// How [`start_suite`] ended.
+#[derive(Debug)]
+pub enum Started {
+    /// A supervisor was already running on this home.
+    AlreadyRunning(DaemonJson),
+    /// This call started it.
+    Started(DaemonJson),
+}
+
+/// Starts the suite on `home` unless it runs already; returns its `daemon.json`.
+pub async fn ensure_started(home: &Home, port: Option<u16>) -> anyhow::Result<DaemonJson> {
+    match start_suite(home, port).await? {
+        Started::AlreadyRunning(d) | Started::Started(d) => Ok(d),
+    }
+}
+
+/// Starts a detached supervisor on `home` (or finds the running one) and waits until
+/// it is ready. A failed start's error includes the tail of `logs/supervisor.log`.
+pub async fn start_suite(home: &Home, port: Option<u16>) -> anyhow::Result<Started> {
+    home.ensure_dirs()?;
+    home.ensure_token()?;
+    if let Some(d) = running(home).await {
+        return Ok(Started::AlreadyRunning(d));
+    }
+    if lock_held(home) {
+        // Another start is in progress: wait for it rather than racing it.
+        return wait_for_other(home).await.map(Started::AlreadyRunning);
+    }
+    let log = home.log_file("supervisor");
+    let log_len = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+    let mut child = daemonize::spawn_detached(home, port)?;
+    match daemonize::wait_ready(home, &mut child, daemonize::START_TIMEOUT).await {
+        Ok(Waited::Ready(d)) => Ok(Started::Started(d)),
+        Ok(Waited::Other) => wait_for_other(home).await.map(Started::AlreadyRunning),
+        Err(e) => {
+            // Do not leave a half-started supervisor behind.
+            crate::spawn::signal_group(child.id(), nix::sys::signal::Signal::SIGTERM);
+            let tail = tail_since(&log, log_len, FAIL_TAIL);
+            Err(e.context(format!(
+                "snowpea failed to start; last lines of {}:\n{tail}",
+                log.display()
+            )))
+        }
+    }
+}
+
+/// `daemon.json` of a supervisor that answers on the control socket.
+async fn running(home: &Home) -> Option<DaemonJson> {
+    let status = crate::control::status(home).await?;
+    match home.read_daemon_json() {
+        Ok(d) if i64::from(d.pid) == status.pid => Some(d),
+        // Still starting: daemon.json comes once the gateway listens.
+        _ => wait_for_other(home).await.ok(),
+    }
+}
+
+/// Whether another process holds the supervisor lock of `home`.
+fn lock_held(home: &Home) -> bool {
+    let path = home.run_dir().join("supervisor.lock");
+    let Ok(file) = std::fs::File::open(&path) else {
+        return false;
+    };
+    Flock::lock(file, FlockArg::LockSharedNonblock).is_err()
+}
+
+/// Waits (30 s at most) for the supervisor someone else started to be ready.
+async fn wait_for_other(home: &Home) -> anyhow::Result<DaemonJson> {
+    let deadline = Instant::now() + daemonize::START_TIMEOUT;
+    loop {
+        if let (Some(st), Ok(d)) = (crate::control::status(home).await, home.read_daemon_json()) {
+            if i64::from(d.pid) == st.pid {
+                return Ok(d);
+            }
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "another supervisor owns {} but did not become ready",
+            home.root().display()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The last `n` lines `path` gained after byte `from`.
+fn tail_since(path: &std::path::Path, from: u64, n: usize) -> String {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let start = usize::try_from(from).unwrap_or(0).min(bytes.len());
+    let text = String::from_utf8_lossy(&bytes[start..]);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+fn already_running(port: u16, pid: u32) {
+    println!("snowpea is already running on port {port} (pid {pid})");
+}
+
+/// Runs `snowpea supervisor start`.
+pub async fn start(args: StartArgs) -> anyhow::Result<i32> {
+    let home = Home::resolve(args.home.as_deref())?;
+    if args.foreground {
+        return foreground(home, args.port).await;
+    }
+    match start_suite(&home, args.port).await? {
+        Started::AlreadyRunning(d) => already_running(d.port, d.pid),
+        Started::Started(d) => println!(
+            "snowpea started: ws://127.0.0.1:{}{} (home {}, pid {})",
+            d.port,
+            snowpea_proto::WS_PATH,
+            home.root().display(),
+            d.pid
+        ),
+    }
+    Ok(exit::OK)
+}
+
+async fn foreground(home: Home, port: Option<u16>) -> anyhow::Result<i32> {
+    if let Some(st) = crate::control::status(&home).await {
+        already_running(u16::try_from(st.port).unwrap_or(0), st.pid as u32);
+        return Ok(exit::OK);
+    }
+    match supervise::run(supervise::Options::new(home.clone(), port)).await {
+        Ok(code) => Ok(code),
+        Err(StartError::AlreadyRunning(_)) => {
+            let d = wait_for_other(&home)
+                .await
+                .context("another supervisor holds the lock")?;
+            already_running(d.port, d.pid);
+            Ok(exit::OK)
+        }
+        Err(StartError::Setup(e)) => Err(e),
+    }
+}

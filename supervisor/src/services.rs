@@ -1,0 +1,51 @@
+//! THE list of supervised processes (DESIGN.md §2, §5). Services start in list order,
+//! each SERVING on `grpc.health.v1` before the next; the gateway starts last. Adding a
+//! service (svc-memory, svc-scheduler, …) is one line in [`SERVICES`].
+
+/// One `snowpea-svc-<name>` service process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServiceSpec {
+    /// Process and socket name: serves on `run/<name>.sock`, logs to `logs/<name>.log`.
+    pub name: &'static str,
+    /// Binary file name, found by [`crate::bins`].
+    pub binary: &'static str,
+}
+
+/// The services, in start order. One line per service.
+#[rustfmt::skip]
+pub const SERVICES: &[ServiceSpec] = &[
+    ServiceSpec { name: "session", binary: "snowpea-svc-session" },
+];
+
+/// The gateway, started after every service (`--listen-fd 3 --services <names>`).
+pub const GATEWAY: ServiceSpec = ServiceSpec {
+    name: "gateway",
+    binary: "snowpea-gateway",
+};
+
+/// Whether a supervised process is a gRPC service or the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessKind {
+    /// A service: ready when its socket answers SERVING.
+    Service,
+    /// The gateway: inherits the listener, ready when `GET /health` answers 200.
+    Gateway,
+}
+
+/// Every supervised process in start order: the services, then the gateway.
+pub fn all() -> Vec<(ServiceSpec, ProcessKind)> {
+    SERVICES
+        .iter()
+        .map(|s| (*s, ProcessKind::Service))
+        .chain(std::iter::once((GATEWAY, ProcessKind::Gateway)))
+        .collect()
+}
+
+/// The `--services` argument of the gateway: service names, comma separated.
+pub fn service_names() -> String {
+    SERVICES
+        .iter()
+        .map(|s| s.name)
+        .collect::<Vec<_>>()
+        .join(",")
+}
