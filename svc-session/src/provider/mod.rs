@@ -17,10 +17,14 @@ use serde_json::Value;
 
 pub mod anthropic;
 pub mod fake;
+mod http;
 pub mod openai;
 mod select;
+#[cfg(test)]
+mod test_server;
 
-pub use select::{select_provider, ProviderConfig};
+pub use http::RetryPolicy;
+pub use select::{fake_provider, select_provider, ApiKind, ProviderConfig};
 
 /// Who wrote a chat message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -1,1 +1,465 @@
-//! TODO
+//! OpenAI-compatible streaming chat completions with tool calls (OpenAI, OpenRouter,
+//! llama.cpp server, Ollama, vLLM, LM Studio, any `/v1/chat/completions` server).
+//!
+//! Wire: `POST {base_url}/chat/completions` with `stream: true` and
+//! `stream_options: {include_usage: true}`; the answer is SSE, one
+//! `chat.completion.chunk` JSON per `data:` line, ended by `data: [DONE]`.
+//!
+//! Mapping decisions:
+//! * history: assistant tool calls become `tool_calls: [{id, type: "function",
+//!   function: {name, arguments: "<json string>"}}]` (content `null` when empty); tool
+//!   results become `{role: "tool", tool_call_id, content}`; a failed result's content is
+//!   prefixed with `Error: ` (the format has no error flag);
+//! * the output cap is sent as `max_completion_tokens` to OpenAI itself (its reasoning
+//!   models reject `max_tokens`) and as `max_tokens` to every other server;
+//! * tool calls arrive split across chunks by `index` (id and name first, `arguments`
+//!   fragments after); they are accumulated and emitted complete, in index order, when the
+//!   choice's `finish_reason` arrives (or at the end of the stream). Arguments are parsed
+//!   as JSON: empty → `{}`, invalid JSON or a non-object → `{"_raw": "<text as sent>"}`,
+//!   so the tool's argument check reports the problem to the model. A call without an id
+//!   (some local servers) gets `call_<uuid>`;
+//! * `delta.content` → text, `delta.reasoning_content` (DeepSeek, vLLM, llama.cpp) or
+//!   `delta.reasoning` (OpenRouter, Ollama) → reasoning;
+//! * usage comes from the final usage chunk (`prompt_tokens`, `completion_tokens`,
+//!   `prompt_tokens_details.cached_tokens`); a server that reports none gets an estimate
+//!   (≈ 4 characters per token) so every call still yields one `Usage`;
+//! * an `error` object inside the stream (OpenRouter does this) ends the call with
+//!   [`ProviderError::Http`] (status from its numeric `code`, else 502); a stream that ends
+//!   with neither `finish_reason` nor `[DONE]` is a [`ProviderError::Network`] error.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use super::http::{
+    estimate_tokens, parse_arguments, request_chars, send_with_retry, sse_events, RetryPolicy,
+};
+use super::{
+    ChatMessage, EventStream, ModelRequest, Provider, ProviderConfig, ProviderError, Role,
+    StreamEvent, ToolCall, Usage,
+};
+
+/// Connect timeout of provider HTTP clients.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Longest silence tolerated inside a streaming answer.
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// An OpenAI-compatible provider. Cheap to clone.
+#[derive(Clone)]
+pub struct OpenAiProvider {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: ProviderConfig,
+    retry: RetryPolicy,
+    client: reqwest::Client,
+}
+
+impl std::fmt::Debug for OpenAiProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // ProviderConfig's Debug masks the key.
+        f.debug_struct("OpenAiProvider")
+            .field("config", &self.inner.config)
+            .field("retry", &self.inner.retry)
+            .finish()
+    }
+}
+
+/// Builds the HTTP client the remote providers use (rustls, connect/read timeouts).
+pub(crate) fn http_client() -> Result<reqwest::Client, ProviderError> {
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .read_timeout(READ_TIMEOUT)
+        .user_agent(concat!("snowpea/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| ProviderError::Config(format!("cannot build HTTP client: {e}")))
+}
+
+impl OpenAiProvider {
+    /// A provider for `config` (base URL without the `/chat/completions` suffix) with the
+    /// default [`RetryPolicy`].
+    pub fn new(config: ProviderConfig) -> Result<Self, ProviderError> {
+        Self::with_retry(config, RetryPolicy::default())
+    }
+
+    /// A provider with an explicit retry policy (tests use tiny backoffs).
+    pub fn with_retry(config: ProviderConfig, retry: RetryPolicy) -> Result<Self, ProviderError> {
+        Ok(OpenAiProvider {
+            inner: Arc::new(Inner {
+                config,
+                retry,
+                client: http_client()?,
+            }),
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &ProviderConfig {
+        &self.inner.config
+    }
+
+    /// The JSON body of a streaming chat-completions request.
+    pub fn request_body(&self, request: &ModelRequest) -> Value {
+        build_body(&self.inner.config, request)
+    }
+}
+
+fn build_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
+    let model = if request.model.is_empty() {
+        config.model.as_str()
+    } else {
+        request.model.as_str()
+    };
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system}));
+    }
+    messages.extend(request.messages.iter().map(message_json));
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| json!({"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}))
+            .collect();
+    }
+    if let Some(max) = request.max_tokens {
+        let key = if config.vendor == "openai" {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        body[key] = json!(max);
+    }
+    body
+}
+
+fn message_json(m: &ChatMessage) -> Value {
+    match m.role {
+        Role::User => json!({"role": "user", "content": m.content}),
+        Role::Assistant => {
+            if m.tool_calls.is_empty() {
+                json!({"role": "assistant", "content": m.content})
+            } else {
+                let content = if m.content.is_empty() {
+                    Value::Null
+                } else {
+                    Value::String(m.content.clone())
+                };
+                let calls: Vec<Value> = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| {
+                        let args = if c.arguments.is_null() { "{}".to_string() } else { c.arguments.to_string() };
+                        json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": args}})
+                    })
+                    .collect();
+                json!({"role": "assistant", "content": content, "tool_calls": calls})
+            }
+        }
+        Role::Tool => {
+            let content = if m.is_error {
+                format!("Error: {}", m.content)
+            } else {
+                m.content.clone()
+            };
+            json!({"role": "tool", "tool_call_id": m.tool_call_id.clone().unwrap_or_default(), "content": content})
+        }
+    }
+}
+
+impl Provider for OpenAiProvider {
+    fn vendor(&self) -> &str {
+        &self.inner.config.vendor
+    }
+
+    fn default_model(&self) -> &str {
+        &self.inner.config.model
+    }
+
+    fn stream(&self, request: ModelRequest) -> EventStream {
+        let inner = self.inner.clone();
+        Box::pin(async_stream::stream! {
+            let cfg = &inner.config;
+            let body = build_body(cfg, &request);
+            let url = format!("{}/chat/completions", cfg.base_url.trim_end_matches('/'));
+            let key = cfg.api_key.as_deref();
+            let sent = send_with_retry(&cfg.vendor, key, &inner.retry, || {
+                let mut rb = inner.client.post(&url).header(reqwest::header::ACCEPT, "text/event-stream").json(&body);
+                if let Some(k) = key {
+                    rb = rb.bearer_auth(k);
+                }
+                rb
+            })
+            .await;
+            let resp = match sent {
+                Ok(r) => r,
+                Err(e) => {
+                    yield Err(e);
+                    return;
+                }
+            };
+            let mut state = ChunkState::new(cfg.vendor.clone(), request_chars(&request));
+            let mut events = std::pin::pin!(sse_events(cfg.vendor.clone(), cfg.api_key.clone(), resp));
+            while let Some(ev) = events.next().await {
+                let out = match ev {
+                    Ok(ev) => state.on_data(&ev.data),
+                    Err(e) => vec![Err(e)],
+                };
+                for item in out {
+                    let failed = item.is_err();
+                    yield item;
+                    if failed {
+                        return;
+                    }
+                }
+                if state.saw_done {
+                    break;
+                }
+            }
+            for item in state.finish() {
+                yield item;
+            }
+        })
+    }
+}
+
+#[derive(Default)]
+struct PartialCall {
+    id: Option<String>,
+    name: String,
+    arguments: String,
+}
+
+/// Accumulates `chat.completion.chunk`s into [`StreamEvent`]s.
+pub(crate) struct ChunkState {
+    vendor: String,
+    input_chars: usize,
+    output_chars: usize,
+    calls: BTreeMap<u64, PartialCall>,
+    emitted_calls: usize,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+    saw_done: bool,
+}
+
+impl ChunkState {
+    pub(crate) fn new(vendor: String, input_chars: usize) -> Self {
+        ChunkState {
+            vendor,
+            input_chars,
+            output_chars: 0,
+            calls: BTreeMap::new(),
+            emitted_calls: 0,
+            finish_reason: None,
+            usage: None,
+            saw_done: false,
+        }
+    }
+
+    fn protocol(&self, message: String) -> ProviderError {
+        ProviderError::Protocol {
+            vendor: self.vendor.clone(),
+            message,
+        }
+    }
+
+    /// Handles one SSE `data` payload.
+    pub(crate) fn on_data(&mut self, data: &str) -> Vec<Result<StreamEvent, ProviderError>> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            self.saw_done = true;
+            return self.flush_calls();
+        }
+        let chunk: Value = match serde_json::from_str(data) {
+            Ok(v) => v,
+            Err(e) => {
+                return vec![Err(self.protocol(format!(
+                    "invalid JSON chunk ({e}): {}",
+                    truncate(data, 200)
+                )))]
+            }
+        };
+        if let Some(err) = chunk.get("error").filter(|e| !e.is_null()) {
+            let message = err
+                .get("message")
+                .and_then(Value::as_str)
+                .or_else(|| err.as_str())
+                .unwrap_or("error inside the stream")
+                .to_string();
+            let status = err
+                .get("code")
+                .and_then(Value::as_u64)
+                .filter(|c| (400..600).contains(c))
+                .unwrap_or(502) as u16;
+            return vec![Err(ProviderError::Http {
+                vendor: self.vendor.clone(),
+                status,
+                message,
+            })];
+        }
+        let mut out = Vec::new();
+        if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = Some(Usage {
+                input_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+                output_tokens: u
+                    .get("completion_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
+                cached_tokens: u
+                    .pointer("/prompt_tokens_details/cached_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
+            });
+        }
+        let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
+            return out;
+        };
+        // Only the first choice (we never ask for n > 1).
+        let Some(choice) = choices
+            .iter()
+            .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+        else {
+            return out;
+        };
+        if let Some(delta) = choice.get("delta").filter(|d| d.is_object()) {
+            for key in ["reasoning_content", "reasoning"] {
+                if let Some(r) = delta
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .filter(|r| !r.is_empty())
+                {
+                    self.output_chars += r.chars().count();
+                    out.push(Ok(StreamEvent::ReasoningDelta(r.to_string())));
+                    break;
+                }
+            }
+            if let Some(t) = delta
+                .get("content")
+                .and_then(Value::as_str)
+                .filter(|t| !t.is_empty())
+            {
+                self.output_chars += t.chars().count();
+                out.push(Ok(StreamEvent::TextDelta(t.to_string())));
+            }
+            if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                for tc in calls {
+                    self.on_tool_delta(tc);
+                }
+            }
+        }
+        if let Some(reason) = choice
+            .get("finish_reason")
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty())
+        {
+            self.finish_reason = Some(reason.to_lowercase());
+            out.extend(self.flush_calls());
+        }
+        out
+    }
+
+    fn on_tool_delta(&mut self, tc: &Value) {
+        let id = tc
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let index = match tc.get("index").and_then(Value::as_u64) {
+            Some(i) => i,
+            // No index (some servers): a new id starts a new call, else continue the last.
+            None => {
+                let last = self.calls.keys().next_back().copied();
+                match (last, id) {
+                    (None, _) => 0,
+                    (Some(l), Some(id)) if self.calls[&l].id.as_deref() != Some(id) => l + 1,
+                    (Some(l), _) => l,
+                }
+            }
+        };
+        let entry = self.calls.entry(index).or_default();
+        if let Some(id) = id {
+            entry.id.get_or_insert_with(|| id.to_string());
+        }
+        if let Some(f) = tc.get("function") {
+            if let Some(name) = f
+                .get("name")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+            {
+                if entry.name.is_empty() {
+                    entry.name = name.to_string();
+                }
+            }
+            match f.get("arguments") {
+                Some(Value::String(s)) => entry.arguments.push_str(s),
+                // Some servers send the arguments as an object in one piece.
+                Some(v @ Value::Object(_)) => entry.arguments.push_str(&v.to_string()),
+                _ => {}
+            }
+        }
+    }
+
+    fn flush_calls(&mut self) -> Vec<Result<StreamEvent, ProviderError>> {
+        let calls = std::mem::take(&mut self.calls);
+        let mut out = Vec::new();
+        for (_, c) in calls {
+            if c.name.is_empty() && c.arguments.is_empty() {
+                continue;
+            }
+            self.output_chars += c.name.len() + c.arguments.len();
+            self.emitted_calls += 1;
+            let id =
+                c.id.unwrap_or_else(|| format!("call_{}", uuid::Uuid::new_v4().simple()));
+            out.push(Ok(StreamEvent::ToolCall(ToolCall {
+                id,
+                name: c.name,
+                arguments: parse_arguments(&c.arguments),
+            })));
+        }
+        out
+    }
+
+    /// Ends the call: remaining tool calls, one `Usage`, `Done` — or an error when the
+    /// stream broke off.
+    pub(crate) fn finish(mut self) -> Vec<Result<StreamEvent, ProviderError>> {
+        if !self.saw_done && self.finish_reason.is_none() {
+            return vec![Err(ProviderError::Network {
+                vendor: self.vendor.clone(),
+                message: "the stream ended before the answer was complete".into(),
+            })];
+        }
+        let mut out = self.flush_calls();
+        let usage = self.usage.take().unwrap_or_else(|| Usage {
+            input_tokens: estimate_tokens(self.input_chars),
+            output_tokens: estimate_tokens(self.output_chars),
+            cached_tokens: 0,
+        });
+        out.push(Ok(StreamEvent::Usage(usage)));
+        let stop_reason = self.finish_reason.take().unwrap_or_else(|| {
+            if self.emitted_calls > 0 {
+                "tool_calls".into()
+            } else {
+                "stop".into()
+            }
+        });
+        out.push(Ok(StreamEvent::Done { stop_reason }));
+        out
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+#[cfg(test)]
+#[path = "openai_tests.rs"]
+mod tests;
