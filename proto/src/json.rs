@@ -100,10 +100,8 @@ fn object_to_message(
     }
     for field in desc.fields() {
         let rules = field_rules(&field);
-        if rules.required
-            && !map.get(field.json_name()).is_some_and(|v| !v.is_null())
-            && !map.get(field.name()).is_some_and(|v| !v.is_null())
-        {
+        let present = |key: &str| map.get(key).is_some_and(|v| !v.is_null());
+        if rules.required && !present(field.json_name()) && !present(field.name()) {
             if rules.nullable && (map.contains_key(field.json_name())) {
                 continue;
             }
