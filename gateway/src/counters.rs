@@ -1,0 +1,45 @@
+//! Lifecycle counters of the gateway, reported by `system.info` (`counters`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{json, Value};
+
+/// Monotonic counters (and one gauge) updated lock-free on the hot path.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Open WebSocket connections (gauge).
+    pub connections: AtomicU64,
+    /// WebSocket connections accepted since start.
+    pub connections_total: AtomicU64,
+    /// JSON-RPC requests and client notifications received (batch members count one each).
+    pub requests: AtomicU64,
+    /// Requests answered with an error.
+    pub errors: AtomicU64,
+    /// Notifications delivered to connections (one per target connection).
+    pub notifications: AtomicU64,
+    /// Server→client requests sent to clients.
+    pub server_requests: AtomicU64,
+    /// Connections closed because their outbound queue was full.
+    pub queue_overflows: AtomicU64,
+}
+
+/// Adds one to a counter.
+pub fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+impl Counters {
+    /// The `system.info` `counters` object.
+    pub fn to_json(&self) -> Value {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        json!({
+            "connections": g(&self.connections),
+            "connectionsTotal": g(&self.connections_total),
+            "requests": g(&self.requests),
+            "errors": g(&self.errors),
+            "notifications": g(&self.notifications),
+            "serverRequests": g(&self.server_requests),
+            "queueOverflows": g(&self.queue_overflows),
+        })
+    }
+}

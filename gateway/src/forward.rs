@@ -1,0 +1,109 @@
+//! Forwarding one validated call to its service: a generic tonic unary call on the
+//! service's cached channel with [`DynamicCodec`], the connection's context as
+//! metadata, the answer converted back to protocol JSON. A service that is down is
+//! retried with a short backoff for `Limits::unavailable_wait` (a restart in progress),
+//! then answered `unavailable` (DESIGN.md §4).
+
+use std::time::{Duration, Instant};
+
+use prost_reflect::DynamicMessage;
+use serde_json::{json, Value};
+use snowpea_proto::codec::DynamicCodec;
+use snowpea_proto::error::{ErrorCode, RpcError};
+use snowpea_proto::json::to_json;
+use tonic::{Code, Status};
+
+use crate::router::Route;
+use crate::services::Service;
+use crate::state::Gateway;
+use crate::ws::handle::Peer;
+
+/// First wait before retrying a service that is down; doubles up to [`MAX_BACKOFF`].
+const MIN_BACKOFF: Duration = Duration::from_millis(10);
+const MAX_BACKOFF: Duration = Duration::from_millis(250);
+
+enum Failure {
+    /// The service cannot be reached (not listening, restarting).
+    Down(String),
+    /// The service answered with an error.
+    Status(Status),
+    /// No answer within the call timeout.
+    TimedOut,
+}
+
+/// Calls `route` on `svc` and returns the result as protocol JSON.
+pub async fn call(
+    gw: &Gateway,
+    svc: &Service,
+    route: &Route,
+    msg: DynamicMessage,
+    peer: &Peer,
+) -> Result<Value, RpcError> {
+    let deadline = Instant::now() + gw.limits.unavailable_wait;
+    let mut backoff = MIN_BACKOFF;
+    loop {
+        match once(svc, route, msg.clone(), peer, gw.limits.call_timeout).await {
+            Ok(v) => return Ok(v),
+            Err(Failure::Down(why)) => {
+                if Instant::now() + backoff >= deadline {
+                    return Err(RpcError::new(
+                        ErrorCode::Unavailable,
+                        format!("service {} is unavailable: {why}", svc.name),
+                    )
+                    .with_details(json!({ "service": svc.name })));
+                }
+                tracing::debug!(service = %svc.name, %why, "service down; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+            Err(Failure::Status(status)) => return Err(status_to_rpc(&status)),
+            Err(Failure::TimedOut) => {
+                return Err(RpcError::new(
+                    ErrorCode::Unavailable,
+                    format!(
+                        "service {} did not answer within {} s",
+                        svc.name,
+                        gw.limits.call_timeout.as_secs()
+                    ),
+                )
+                .with_details(json!({ "service": svc.name })))
+            }
+        }
+    }
+}
+
+async fn once(
+    svc: &Service,
+    route: &Route,
+    msg: DynamicMessage,
+    peer: &Peer,
+    timeout: Duration,
+) -> Result<Value, Failure> {
+    let mut grpc = tonic::client::Grpc::new(svc.channel.clone());
+    let attempt = async {
+        grpc.ready()
+            .await
+            .map_err(|e| Failure::Down(e.to_string()))?;
+        let request = tonic::Request::from_parts(peer.metadata.clone(), Default::default(), msg);
+        let codec = DynamicCodec::new(route.spec.output());
+        match grpc.unary(request, route.path.clone(), codec).await {
+            Ok(resp) => Ok(to_json(resp.get_ref())),
+            Err(status) if is_down(&status) => Err(Failure::Down(status.message().to_owned())),
+            Err(status) => Err(Failure::Status(status)),
+        }
+    };
+    tokio::time::timeout(timeout, attempt)
+        .await
+        .unwrap_or(Err(Failure::TimedOut))
+}
+
+/// True for a transport failure (nothing listening, connection refused or reset) as
+/// opposed to the service answering `unavailable` itself, which carries a Snowpea code.
+fn is_down(status: &Status) -> bool {
+    status.code() == Code::Unavailable && status.metadata().get("snowpea-code").is_none()
+}
+
+/// The one mapping of a service's gRPC status to a protocol error (STYLE.md "Errors").
+fn status_to_rpc(status: &Status) -> RpcError {
+    RpcError::from_status(status)
+}

@@ -1,0 +1,135 @@
+//! `system.hello` (spec "Handshake"): the token is compared in constant time, the
+//! protocol majors must match, and the client's ids must be usable as gRPC metadata.
+//! Success makes the connection authenticated and announces it to every service before
+//! the answer goes out, so the client's next call already finds it known. A failed
+//! hello — also a second one on an authenticated connection — leaves it unauthenticated.
+
+use std::sync::Arc;
+
+use prost_reflect::DynamicMessage;
+use serde_json::{json, Value};
+use snowpea_proto::error::{ErrorCode, RpcError};
+use snowpea_proto::rpc::v1::ConnectionInfo;
+use snowpea_proto::PROTOCOL_VERSION;
+use subtle::ConstantTimeEq;
+
+use crate::services;
+use crate::state::Gateway;
+use crate::ws::handle::{Connection, Peer};
+
+/// Longest clientId / clientKind / instanceId accepted.
+const MAX_ID_LEN: usize = 256;
+
+/// Handles a validated `system.hello`.
+pub async fn hello(
+    gw: &Arc<Gateway>,
+    conn: &Arc<Connection>,
+    params: &DynamicMessage,
+) -> Result<Value, RpcError> {
+    let result = check(gw, conn, params);
+    let was_authenticated = conn.peer().is_some();
+    match result {
+        Ok(info) => {
+            if !conn.set_peer(Some(Arc::new(Peer::new(info)))) {
+                return Err(RpcError::unauthorized("connection is closing"));
+            }
+            services::announce(gw, conn).await;
+            Ok(json!({
+                "protocolVersion": PROTOCOL_VERSION,
+                "serverVersion": snowpea_common::VERSION,
+                "capabilities": gw.services.capabilities(),
+            }))
+        }
+        Err(e) => {
+            if was_authenticated {
+                conn.set_peer(None);
+                services::announce(gw, conn).await;
+            }
+            Err(e)
+        }
+    }
+}
+
+fn check(
+    gw: &Gateway,
+    conn: &Connection,
+    params: &DynamicMessage,
+) -> Result<ConnectionInfo, RpcError> {
+    let token = string(params, "token").unwrap_or_default();
+    if !bool::from(token.as_bytes().ct_eq(gw.token().as_bytes())) {
+        return Err(RpcError::unauthorized("invalid token"));
+    }
+    let client_protocol = string(params, "protocol_version").unwrap_or_default();
+    let Some(client_major) = major(&client_protocol) else {
+        return Err(RpcError::invalid_params(
+            "params.protocolVersion",
+            format!("{client_protocol:?} is not a semver version"),
+        ));
+    };
+    if Some(client_major) != major(PROTOCOL_VERSION) {
+        return Err(RpcError::new(
+            ErrorCode::ProtocolIncompatible,
+            format!(
+                "client speaks protocol {client_protocol}, this daemon speaks {PROTOCOL_VERSION}; the majors differ"
+            ),
+        )
+        .with_details(json!({
+            "clientProtocolVersion": client_protocol,
+            "protocolVersion": PROTOCOL_VERSION,
+        })));
+    }
+    Ok(ConnectionInfo {
+        connection_id: conn.id.clone(),
+        client_id: metadata_safe(params, "client_id", "params.clientId")?,
+        client_kind: metadata_safe(params, "client_kind", "params.clientKind")?,
+        instance_id: metadata_safe(params, "instance_id", "params.instanceId")?,
+        client_version: string(params, "client_version").unwrap_or_default(),
+    })
+}
+
+fn string(msg: &DynamicMessage, field: &str) -> Option<String> {
+    if !msg.has_field_by_name(field) {
+        return None;
+    }
+    msg.get_field_by_name(field)
+        .and_then(|v| v.as_str().map(str::to_owned))
+}
+
+/// The semver major of `v` (`"1.25.0"` → 1).
+fn major(v: &str) -> Option<u64> {
+    v.trim().split('.').next()?.parse().ok()
+}
+
+/// An id the client chose; it travels as gRPC metadata, so visible ASCII only.
+fn metadata_safe(
+    msg: &DynamicMessage,
+    field: &str,
+    path: &str,
+) -> Result<Option<String>, RpcError> {
+    let Some(v) = string(msg, field) else {
+        return Ok(None);
+    };
+    if v.len() > MAX_ID_LEN {
+        return Err(RpcError::invalid_params(
+            path,
+            format!("longer than {MAX_ID_LEN} characters"),
+        ));
+    }
+    if !v.bytes().all(|b| b.is_ascii_graphic() || b == b' ') {
+        return Err(RpcError::invalid_params(path, "must be printable ASCII"));
+    }
+    Ok((!v.is_empty()).then_some(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::major;
+
+    #[test]
+    fn majors() {
+        assert_eq!(major("1.25.0"), Some(1));
+        assert_eq!(major("2"), Some(2));
+        assert_eq!(major("x.1"), None);
+        assert_eq!(major(""), None);
+    }
+}

@@ -1,0 +1,116 @@
+//! The life of one WebSocket connection: register it, start its writer, read messages
+//! until the client leaves (or is closed by the gateway), then tear down — tell the
+//! services it is gone and answer its unanswered server→client requests with
+//! `connection_gone`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::{Message, WebSocket};
+use futures::StreamExt;
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite;
+use tracing::Instrument;
+
+use super::handle::Connection;
+use super::{incoming, outbound};
+use crate::counters::bump;
+use crate::state::Gateway;
+use crate::{callbacks, services};
+
+/// WebSocket close code: message too big (RFC 6455 §7.4.1).
+const CLOSE_TOO_BIG: u16 = 1009;
+/// WebSocket close code: protocol error.
+const CLOSE_PROTOCOL: u16 = 1002;
+/// WebSocket close code: invalid payload data (bad UTF-8).
+const CLOSE_INVALID_DATA: u16 = 1007;
+
+/// Serves one upgraded WebSocket until it ends.
+pub async fn run(gw: Arc<Gateway>, socket: WebSocket, peer_addr: SocketAddr) {
+    let id = snowpea_common::ids::new_id("c");
+    let span = tracing::info_span!("conn", conn = %id);
+    async move {
+        tracing::debug!(%peer_addr, "connected");
+        let (tx, rx) = mpsc::channel(gw.limits.outbound_queue);
+        let conn = Arc::new(Connection::new(id, tx, gw.limits.max_in_flight));
+        gw.connections.insert(conn.clone());
+        bump(&gw.counters.connections_total);
+        bump(&gw.counters.connections);
+
+        let (sink, stream) = socket.split();
+        let writer = tokio::spawn(outbound::write_loop(sink, rx, conn.close_receiver()));
+        read_loop(&gw, &conn, stream).await;
+
+        conn.stop();
+        let was_authenticated = conn.peer().is_some();
+        let pending = conn.mark_closed();
+        gw.connections.remove(&conn.id);
+        gw.counters
+            .connections
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        if conn.overflowed() {
+            bump(&gw.counters.queue_overflows);
+        }
+        callbacks::connection_gone(&gw, pending);
+        if was_authenticated {
+            services::announce(&gw, &conn).await;
+        }
+        if tokio::time::timeout(Duration::from_secs(6), writer)
+            .await
+            .is_err()
+        {
+            tracing::debug!("writer did not finish in time");
+        }
+        tracing::debug!("disconnected");
+    }
+    .instrument(span)
+    .await
+}
+
+async fn read_loop(
+    gw: &Arc<Gateway>,
+    conn: &Arc<Connection>,
+    mut stream: futures::stream::SplitStream<WebSocket>,
+) {
+    let mut close = conn.close_receiver();
+    loop {
+        let msg = tokio::select! {
+            biased;
+            _ = close.changed() => return,
+            m = stream.next() => m,
+        };
+        match msg {
+            None | Some(Ok(Message::Close(_))) => return,
+            Some(Ok(Message::Text(text))) => incoming::on_message(gw, conn, text.as_bytes()).await,
+            Some(Ok(Message::Binary(bytes))) => incoming::on_message(gw, conn, &bytes).await,
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+            Some(Err(e)) => {
+                on_read_error(conn, e, gw.limits.max_message);
+                return;
+            }
+        }
+    }
+}
+
+/// A read error ends the connection; a size or protocol violation says why first.
+fn on_read_error(conn: &Connection, e: axum::Error, max: usize) {
+    let inner = e.into_inner();
+    match inner.downcast_ref::<tungstenite::Error>() {
+        Some(tungstenite::Error::Capacity(c)) => {
+            tracing::debug!(error = %c, "message over the size limit");
+            conn.close(
+                CLOSE_TOO_BIG,
+                &format!("message too big (limit {max} bytes)"),
+            );
+        }
+        Some(tungstenite::Error::Protocol(p)) => {
+            tracing::debug!(error = %p, "WebSocket protocol violation");
+            conn.close(CLOSE_PROTOCOL, "WebSocket protocol error");
+        }
+        Some(tungstenite::Error::Utf8(_)) => {
+            conn.close(CLOSE_INVALID_DATA, "text frame is not valid UTF-8");
+        }
+        _ => tracing::debug!(error = %inner, "read failed"),
+    }
+}

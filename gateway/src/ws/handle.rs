@@ -1,0 +1,218 @@
+//! [`Connection`]: what the rest of the gateway holds of one WebSocket client — its
+//! bounded outbound queue, its close switch, what `system.hello` established, and the
+//! server→client requests it still owes an answer to.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::extract::ws::Utf8Bytes;
+use snowpea_common::context::CallContext;
+use snowpea_proto::rpc::v1::ConnectionInfo;
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
+use tonic::metadata::MetadataMap;
+
+/// Close reason when a client does not read fast enough (DESIGN.md §4: never a silent drop).
+pub const QUEUE_FULL_REASON: &str = "outbound queue full; reconnect and call session.resume";
+/// WebSocket close code for a policy violation (RFC 6455 §7.4.1).
+pub const CLOSE_POLICY: u16 = 1008;
+
+/// One text frame for the client; `sent` fires once it is written to the socket.
+#[derive(Debug)]
+pub struct Frame {
+    /// The JSON text.
+    pub text: Utf8Bytes,
+    /// Notified after the frame was flushed (used to act after answering, e.g. shutdown).
+    pub sent: Option<oneshot::Sender<()>>,
+}
+
+impl Frame {
+    /// A frame nobody waits on.
+    pub fn text(text: impl Into<Utf8Bytes>) -> Self {
+        Frame {
+            text: text.into(),
+            sent: None,
+        }
+    }
+}
+
+/// What the writer should do with the socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseState {
+    /// Keep writing.
+    Open,
+    /// Send a close frame with this code and reason, then stop.
+    Close {
+        /// WebSocket close code.
+        code: u16,
+        /// Close reason shown to the client.
+        reason: String,
+    },
+    /// Stop without a close frame (the client already closed, or the socket failed).
+    Stop,
+}
+
+/// An authenticated client: what `system.hello` said, ready to travel as gRPC metadata.
+#[derive(Debug)]
+pub struct Peer {
+    /// As announced to the services.
+    pub info: ConnectionInfo,
+    /// The [`CallContext`] of every call of this connection, already encoded.
+    pub metadata: MetadataMap,
+}
+
+impl Peer {
+    /// Builds the peer and its call metadata.
+    pub fn new(info: ConnectionInfo) -> Self {
+        let ctx = CallContext {
+            connection_id: Some(info.connection_id.clone()),
+            client_id: info.client_id.clone(),
+            client_kind: info.client_kind.clone(),
+            instance_id: info.instance_id.clone(),
+        };
+        let mut metadata = MetadataMap::new();
+        ctx.apply(&mut metadata);
+        Peer { info, metadata }
+    }
+}
+
+/// A server→client request waiting for the client's answer.
+#[derive(Debug, Clone)]
+pub struct PendingCallback {
+    /// Service that sent it (gets the answer through ServiceBus.Reply).
+    pub service: String,
+    /// The service's own request id.
+    pub request_id: String,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    peer: Option<Arc<Peer>>,
+    closed: bool,
+    pending: HashMap<String, PendingCallback>,
+}
+
+/// One WebSocket client connection.
+#[derive(Debug)]
+pub struct Connection {
+    /// Gateway-assigned id, unique across gateway restarts.
+    pub id: String,
+    outbound: mpsc::Sender<Frame>,
+    close: watch::Sender<CloseState>,
+    inner: Mutex<Inner>,
+    overflowed: AtomicBool,
+    /// Bounds the requests of this connection running at once.
+    pub in_flight: Arc<Semaphore>,
+}
+
+impl Connection {
+    /// A connection whose frames go into `outbound`.
+    pub fn new(id: String, outbound: mpsc::Sender<Frame>, max_in_flight: usize) -> Self {
+        Connection {
+            id,
+            outbound,
+            close: watch::channel(CloseState::Open).0,
+            inner: Mutex::new(Inner::default()),
+            overflowed: AtomicBool::new(false),
+            in_flight: Arc::new(Semaphore::new(max_in_flight)),
+        }
+    }
+
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding this lock cannot leave it inconsistent (plain inserts).
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a frame. A full queue closes the connection with [`QUEUE_FULL_REASON`]
+    /// and returns false; so does a connection that is already going away.
+    pub fn send(&self, frame: Frame) -> bool {
+        match self.outbound.try_send(frame) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) => {
+                if !self.overflowed.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(conn = %self.id, "client does not keep up; closing it");
+                }
+                self.close(CLOSE_POLICY, QUEUE_FULL_REASON);
+                false
+            }
+            Err(TrySendError::Closed(_)) => false,
+        }
+    }
+
+    /// True once the queue overflowed.
+    pub fn overflowed(&self) -> bool {
+        self.overflowed.load(Ordering::Relaxed)
+    }
+
+    /// Asks the writer to send a close frame and end the connection (first call wins).
+    pub fn close(&self, code: u16, reason: &str) {
+        self.close.send_if_modified(|s| {
+            if *s == CloseState::Open {
+                *s = CloseState::Close {
+                    code,
+                    reason: reason.to_owned(),
+                };
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    /// Ends the connection without a close frame, unless a close is already under way.
+    pub fn stop(&self) {
+        self.close.send_if_modified(|s| {
+            if *s == CloseState::Open {
+                *s = CloseState::Stop;
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    /// Watches the close switch.
+    pub fn close_receiver(&self) -> watch::Receiver<CloseState> {
+        self.close.subscribe()
+    }
+
+    /// The authenticated peer, if `system.hello` succeeded.
+    pub fn peer(&self) -> Option<Arc<Peer>> {
+        self.inner().peer.clone()
+    }
+
+    /// Sets (or, with `None`, clears) the authenticated peer. Refused (false) once the
+    /// connection is closed, so a hello racing a disconnect never resurrects it.
+    pub fn set_peer(&self, peer: Option<Arc<Peer>>) -> bool {
+        let mut inner = self.inner();
+        if inner.closed && peer.is_some() {
+            return false;
+        }
+        inner.peer = peer;
+        true
+    }
+
+    /// Marks the connection closed and hands back its unanswered server→client requests.
+    pub fn mark_closed(&self) -> Vec<PendingCallback> {
+        let mut inner = self.inner();
+        inner.closed = true;
+        inner.peer = None;
+        inner.pending.drain().map(|(_, p)| p).collect()
+    }
+
+    /// Records a server→client request; false when the connection is closed.
+    pub fn add_pending(&self, id: String, p: PendingCallback) -> bool {
+        let mut inner = self.inner();
+        if inner.closed {
+            return false;
+        }
+        inner.pending.insert(id, p);
+        true
+    }
+
+    /// Takes the request a client answer refers to.
+    pub fn take_pending(&self, id: &str) -> Option<PendingCallback> {
+        self.inner().pending.remove(id)
+    }
+}
