@@ -101,7 +101,12 @@ pub struct ToolOutput {
 impl ToolOutput {
     /// A failed call with an error message.
     pub fn error(message: impl Into<String>) -> Self {
-        ToolOutput { ok: false, content: message.into(), meta: Value::Null, diff: None }
+        ToolOutput {
+            ok: false,
+            content: message.into(),
+            meta: Value::Null,
+            diff: None,
+        }
     }
 }
 
@@ -142,4 +147,126 @@ pub fn builtin() -> Vec<Arc<dyn Tool>> {
         Arc::new(search::Grep),
         Arc::new(shell::Shell),
     ]
+}
+
+/// Argument parsing shared by the built-in tools: every error names the field.
+pub(crate) mod args {
+    use serde_json::{Map, Value};
+
+    /// `args` as a JSON object.
+    pub(crate) fn object(args: &Value) -> Result<&Map<String, Value>, String> {
+        args.as_object()
+            .ok_or_else(|| "arguments must be a JSON object".to_string())
+    }
+
+    /// A present, non-null field.
+    fn field<'a>(args: &'a Value, name: &str) -> Result<Option<&'a Value>, String> {
+        Ok(object(args)?.get(name).filter(|v| !v.is_null()))
+    }
+
+    /// A required string field.
+    pub(crate) fn required_str<'a>(args: &'a Value, name: &str) -> Result<&'a str, String> {
+        match field(args, name)? {
+            None => Err(format!("missing required argument `{name}`")),
+            Some(Value::String(s)) => Ok(s),
+            Some(_) => Err(format!("argument `{name}` must be a string")),
+        }
+    }
+
+    /// An optional string field (`null` counts as absent).
+    pub(crate) fn optional_str<'a>(args: &'a Value, name: &str) -> Result<Option<&'a str>, String> {
+        match field(args, name)? {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(format!("argument `{name}` must be a string")),
+        }
+    }
+
+    /// An optional boolean field (`null` counts as absent).
+    pub(crate) fn optional_bool(args: &Value, name: &str) -> Result<Option<bool>, String> {
+        match field(args, name)? {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(_) => Err(format!("argument `{name}` must be a boolean")),
+        }
+    }
+
+    /// An optional non-negative integer field (`null` counts as absent).
+    pub(crate) fn optional_u64(args: &Value, name: &str) -> Result<Option<u64>, String> {
+        match field(args, name)? {
+            None => Ok(None),
+            Some(v) => match v.as_u64() {
+                Some(n) => Ok(Some(n)),
+                None => match v.as_f64() {
+                    Some(f) if f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64 => {
+                        Ok(Some(f as u64))
+                    }
+                    _ => Err(format!("argument `{name}` must be a non-negative integer")),
+                },
+            },
+        }
+    }
+
+    /// An optional positive number field (`null` counts as absent).
+    pub(crate) fn optional_positive_f64(args: &Value, name: &str) -> Result<Option<f64>, String> {
+        match field(args, name)? {
+            None => Ok(None),
+            Some(v) => match v.as_f64() {
+                Some(f) if f > 0.0 && f.is_finite() => Ok(Some(f)),
+                _ => Err(format!("argument `{name}` must be a positive number")),
+            },
+        }
+    }
+
+    /// Cuts `s` to at most `max` characters, marking the cut with `…`, on one line.
+    pub(crate) fn one_line(s: &str, max: usize) -> String {
+        let flat: String = s.trim().replace("\r\n", "\n").replace('\n', " ↵ ");
+        if flat.chars().count() <= max {
+            flat
+        } else {
+            let mut cut: String = flat.chars().take(max).collect();
+            cut.push('…');
+            cut
+        }
+    }
+
+    /// The longest prefix of `s` of at most `max` bytes that ends on a char boundary.
+    pub(crate) fn floor_char_boundary(s: &str, max: usize) -> usize {
+        if max >= s.len() {
+            return s.len();
+        }
+        let mut i = max;
+        while !s.is_char_boundary(i) {
+            i -= 1;
+        }
+        i
+    }
+}
+
+/// Runs blocking tool work (file system, walking, searching) off the async threads; a
+/// panic in it becomes a failed [`ToolOutput`] instead of unwinding into the session.
+pub(crate) async fn run_blocking<F>(work: F) -> ToolOutput
+where
+    F: FnOnce() -> ToolOutput + Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(output) => output,
+        Err(e) => ToolOutput::error(format!("internal error in tool: {e}")),
+    }
+}
+
+/// A [`ToolContext`] on `workdir` for tests, with the receiving end of its progress channel.
+#[cfg(test)]
+pub(crate) fn test_context(
+    workdir: &Path,
+    output_cap: usize,
+) -> (ToolContext, mpsc::UnboundedReceiver<String>) {
+    let (progress, rx) = mpsc::unbounded_channel();
+    let ctx = ToolContext {
+        workdir: std::fs::canonicalize(workdir).unwrap_or_else(|_| workdir.to_path_buf()),
+        progress,
+        cancel: CancellationToken::new(),
+        output_cap,
+    };
+    (ctx, rx)
 }
