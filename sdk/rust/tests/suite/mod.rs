@@ -1,0 +1,8 @@
+//! Test modules; `fake_server` is the shared harness.
+
+mod calls;
+mod fake_server;
+mod handshake;
+mod lifecycle;
+mod reconnect;
+mod requests;
