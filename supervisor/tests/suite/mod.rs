@@ -1,0 +1,7 @@
+//! Test modules; `harness` and `fake` are the shared support.
+
+mod crash;
+mod fake;
+mod harness;
+mod lifecycle;
+mod restart;
