@@ -1,1 +1,50 @@
-fn main() {}
+//! `snowpea-svc-session --home DIR --socket PATH`: serves `snowpea.session.v1`
+//! (SessionService, ApprovalService, ToolService) and the internal bus on a unix socket,
+//! with `grpc.health.v1` and reflection. Logs to stderr. Exit codes: 0 after
+//! SIGTERM/SIGINT, 1 on a start-up failure, 2 on bad arguments.
+
+use std::process::ExitCode;
+
+use snowpea_common::bus::{BusHub, BusService, BUS_SERVICE_NAME};
+use snowpea_common::service::{serve, ServiceArgs};
+use snowpea_svc_session::rpc::{
+    approval::ApprovalRpc, session::SessionRpc, tool::ToolRpc, SERVICE_NAMES,
+};
+use snowpea_svc_session::{App, AppConfig, CAPABILITIES};
+use tonic::service::Routes;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = ServiceArgs::parse("session");
+    snowpea_common::logging::init("session");
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "svc-session failed");
+            eprintln!("snowpea-svc-session: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(args: ServiceArgs) -> anyhow::Result<()> {
+    let hub = BusHub::new();
+    hub.set_capabilities(CAPABILITIES);
+    let app = App::open(AppConfig::new(args.home.clone()), hub.clone()).await?;
+    let routes = Routes::new(SessionRpc::new(app.clone()).into_server())
+        .add_service(ApprovalRpc::new(app.clone()).into_server())
+        .add_service(ToolRpc::new(app.clone()).into_server())
+        .add_service(BusService::new(hub).into_server());
+    let mut names = SERVICE_NAMES.to_vec();
+    names.push(BUS_SERVICE_NAME);
+    serve(
+        "session",
+        &args.socket,
+        &names,
+        routes,
+        std::future::pending(),
+    )
+    .await?;
+    app.flush().await?;
+    Ok(())
+}

@@ -1,0 +1,316 @@
+//! Pending approvals (issue 2 "Permissions"; spec `approval.request`, `approval.respond`,
+//! `approval.list`, `approval.pending`, `approval.resolved`).
+//!
+//! When the mode matrix says "ask", the turn creates a pending request (`ap_…`), persists
+//! it, broadcasts `approval.pending`, and sends `approval.request` to the session's origin
+//! connection. The first of these resolves it:
+//! * the answer to that request (`{decision, scope?, reason?}`);
+//! * `approval.respond` from the origin connection (anyone else gets `unauthorized`);
+//! * the timeout `approvals.timeoutSec` (default 300) → denied, `approval_timeout`;
+//! * the turn being interrupted or the session closed → denied by `interrupted`.
+//!
+//! If the origin connection is gone the request stays pending (and listed) and is sent
+//! again when the origin is re-bound. `approval.resolved` follows every resolution.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use snowpea_common::bus::RequestError;
+use snowpea_common::context::CallContext;
+use snowpea_common::time::now_iso;
+use snowpea_proto::session::v1 as pb;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::App;
+use crate::error::{Error, Result};
+use crate::session::Session;
+use crate::store;
+
+/// Default of the `approvals.timeoutSec` setting.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
+
+/// How long an approval decision applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// This call only.
+    Once,
+    /// This tool (and permission) for the rest of the session.
+    Session,
+}
+
+/// How a request was resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolution {
+    /// True = run the tool.
+    pub allow: bool,
+    /// How long it applies (meaningful for an allow).
+    pub scope: Scope,
+    /// Who decided: `user`, `timeout` or `interrupted`.
+    pub by: &'static str,
+    /// The person's reason for a refusal, quoted back to the model.
+    pub reason: Option<String>,
+}
+
+impl Resolution {
+    fn denied(by: &'static str) -> Self {
+        Resolution {
+            allow: false,
+            scope: Scope::Once,
+            by,
+            reason: None,
+        }
+    }
+
+    /// Parses an answer `{decision, scope?, reason?}` (from `approval.request` or
+    /// `approval.respond`). Anything but `allow` denies; scopes other than `session` are
+    /// kept to `once` (`project`/`always`/`site` are not supported yet).
+    pub fn from_answer(decision: &str, scope: &str, reason: Option<String>) -> Self {
+        Resolution {
+            allow: decision == "allow",
+            scope: if scope == "session" {
+                Scope::Session
+            } else {
+                Scope::Once
+            },
+            by: "user",
+            reason: reason.filter(|r| !r.trim().is_empty()),
+        }
+    }
+}
+
+struct Pending {
+    session_id: String,
+    request: Value,
+    answer: oneshot::Sender<Resolution>,
+}
+
+/// The pending requests of the process.
+#[derive(Default)]
+pub struct Approvals {
+    pending: Mutex<HashMap<String, Pending>>,
+}
+
+impl Approvals {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How many requests are pending (for one session, or all).
+    pub fn count(&self, session_id: Option<&str>) -> usize {
+        self.lock()
+            .values()
+            .filter(|p| session_id.is_none_or(|s| p.session_id == s))
+            .count()
+    }
+}
+
+/// What to ask about: one planned tool call.
+#[derive(Debug, Clone)]
+pub struct Ask<'a> {
+    /// The turn that is blocked.
+    pub turn_id: &'a str,
+    /// Tool name.
+    pub tool: &'a str,
+    /// Its arguments.
+    pub args: &'a Value,
+    /// One line for the person (`ToolPlan::summary`, plus any outside-workdir paths).
+    pub note: String,
+    /// Risk hint.
+    pub risk: &'a str,
+}
+
+impl App {
+    /// `approvals.timeoutSec` for the session (settings of its workdir, default 300).
+    fn approval_timeout(&self, session: &Session) -> Duration {
+        let settings =
+            snowpea_common::settings::load_effective(&self.config.home, Some(&session.workdir()))
+                .unwrap_or_else(|_| json!({}));
+        let secs = snowpea_common::settings::get(&settings, "approvals.timeoutSec")
+            .and_then(Value::as_f64)
+            .filter(|s| *s > 0.0 && s.is_finite())
+            .unwrap_or(DEFAULT_TIMEOUT_SECS as f64);
+        Duration::from_secs_f64(secs.min(7.0 * 24.0 * 3600.0))
+    }
+
+    /// Asks for approval of one call and waits for the resolution (see the module doc).
+    pub(crate) async fn request_approval(
+        &self,
+        session: &Arc<Session>,
+        ask: Ask<'_>,
+        cancel: &CancellationToken,
+    ) -> Resolution {
+        let timeout = self.approval_timeout(session);
+        let request_id = snowpea_common::ids::new_id("ap");
+        let timeout_sec = timeout.as_secs_f64().ceil() as i64;
+        let request = json!({
+            "sessionId": session.id,
+            "requestId": request_id,
+            "tool": ask.tool,
+            "args": ask.args,
+            "note": ask.note,
+            "risk": ask.risk,
+            "scopeHint": "once",
+            "timeoutSec": timeout_sec,
+        });
+        let (answer, mut answered) = oneshot::channel();
+        {
+            let (sid, tid, rid, text) = (
+                session.id.clone(),
+                ask.turn_id.to_owned(),
+                request_id.clone(),
+                request.to_string(),
+            );
+            self.log.write_later(move |c| {
+                store::approvals::insert(c, &rid, &sid, &tid, &text, &now_iso())
+            });
+        }
+        self.approvals.lock().insert(
+            request_id.clone(),
+            Pending {
+                session_id: session.id.clone(),
+                request: request.clone(),
+                answer,
+            },
+        );
+        self.log.notify(
+            "approval.pending",
+            json!({ "request": request, "hostToolsFrom": session.host_tools_from() }),
+        );
+        self.sessions_changed(session, "approval");
+
+        let deadline = Instant::now() + timeout;
+        let mut origin_rx = session.origin.subscribe();
+        // The connection the current request went to and failed on (wait for a new one).
+        let mut failed_on: Option<String> = None;
+        let resolution = loop {
+            let origin = origin_rx.borrow_and_update().clone();
+            let target = origin.filter(|o| failed_on.as_deref() != Some(o.as_str()));
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let ask_client = async {
+                match &target {
+                    Some(conn) => Some(
+                        self.hub
+                            .request(conn, "approval.request", &request, remaining)
+                            .await,
+                    ),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                r = &mut answered => break r.unwrap_or_else(|_| Resolution::denied("interrupted")),
+                _ = tokio::time::sleep_until(deadline) => break Resolution::denied("timeout"),
+                _ = cancel.cancelled() => break Resolution::denied("interrupted"),
+                changed = origin_rx.changed() => {
+                    if changed.is_err() {
+                        break Resolution::denied("interrupted");
+                    }
+                    failed_on = None;
+                }
+                outcome = ask_client => match outcome {
+                    Some(Ok(v)) => {
+                        let decision = v.get("decision").and_then(Value::as_str).unwrap_or("deny");
+                        let scope = v.get("scope").and_then(Value::as_str).unwrap_or("once");
+                        let reason = v.get("reason").and_then(Value::as_str).map(str::to_owned);
+                        break Resolution::from_answer(decision, scope, reason);
+                    }
+                    Some(Err(RequestError::Timeout(_))) => break Resolution::denied("timeout"),
+                    Some(Err(e)) => {
+                        tracing::info!(request_id = %request_id, error = %e, "approval.request not answered; waiting for approval.respond or a new origin");
+                        failed_on = target.clone();
+                    }
+                    None => {}
+                },
+            }
+        };
+        // If approval.respond took the entry meanwhile, its answer wins.
+        let resolution = if self.approvals.lock().remove(&request_id).is_some() {
+            resolution
+        } else {
+            answered.try_recv().unwrap_or(resolution)
+        };
+        let decision = if resolution.allow { "allow" } else { "deny" };
+        {
+            let (rid, by) = (request_id.clone(), resolution.by);
+            self.log
+                .write_later(move |c| store::approvals::resolve(c, &rid, decision, by, &now_iso()));
+        }
+        self.log.notify(
+            "approval.resolved",
+            json!({ "requestId": request_id, "decision": decision, "by": resolution.by }),
+        );
+        self.sessions_changed(session, "approval");
+        resolution
+    }
+
+    /// `approval.respond`: only the session's origin connection may answer.
+    pub fn respond_approval(&self, ctx: &CallContext, p: pb::ApprovalRespondParams) -> Result<()> {
+        if p.decision != "allow" && p.decision != "deny" {
+            return Err(Error::invalid("params.decision", "must be allow or deny"));
+        }
+        let mut pending = self.approvals.lock();
+        let Some(entry) = pending.get(&p.request_id) else {
+            return Err(Error::NotFound(format!(
+                "no pending approval {:?}",
+                p.request_id
+            )));
+        };
+        let origin = self
+            .session(&entry.session_id)
+            .ok()
+            .and_then(|s| s.origin());
+        let caller = ctx.connection_id.as_deref();
+        if caller.is_none() || origin.as_deref() != caller {
+            return Err(Error::Unauthorized(
+                "only the session's origin connection may answer its approvals (session.attach makes a connection the origin)".into(),
+            ));
+        }
+        let entry = pending.remove(&p.request_id).expect("checked above");
+        let reason = Some(p.reason).filter(|r| !r.is_empty());
+        let _ = entry
+            .answer
+            .send(Resolution::from_answer(&p.decision, &p.scope, reason));
+        Ok(())
+    }
+
+    /// `approval.list`: the pending requests (of one session, or all), oldest first.
+    pub fn list_approvals(&self, session_id: Option<&str>) -> Result<pb::ApprovalListResult> {
+        if let Some(id) = session_id {
+            if self.session(id).is_err()
+                && self.store.read(|c| store::sessions::get(c, id))?.is_none()
+            {
+                return Err(Error::NotFound(format!("no session {id:?}")));
+            }
+        }
+        let pending = self.approvals.lock();
+        let mut requests: Vec<&Value> = pending
+            .values()
+            .filter(|p| session_id.is_none_or(|s| p.session_id == s))
+            .map(|p| &p.request)
+            .collect();
+        requests.sort_by(|a, b| a["requestId"].as_str().cmp(&b["requestId"].as_str()));
+        let requests = requests
+            .into_iter()
+            .map(|r| pb::approval_list_result::Request {
+                args: Some(snowpea_proto::wkt::to_struct(&r["args"])),
+                guard: None,
+                note: r["note"].as_str().unwrap_or_default().to_owned(),
+                request_id: r["requestId"].as_str().unwrap_or_default().to_owned(),
+                risk: r["risk"].as_str().unwrap_or_default().to_owned(),
+                scope_hint: r["scopeHint"].as_str().unwrap_or("once").to_owned(),
+                session_id: r["sessionId"].as_str().unwrap_or_default().to_owned(),
+                site: None,
+                timeout_sec: r["timeoutSec"].as_i64().unwrap_or_default(),
+                tool: r["tool"].as_str().unwrap_or_default().to_owned(),
+            })
+            .collect();
+        Ok(pb::ApprovalListResult { requests })
+    }
+}
+
+#[cfg(test)]
+#[path = "approval_tests.rs"]
+mod tests;

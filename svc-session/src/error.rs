@@ -1,0 +1,66 @@
+//! Errors of the session service and their one mapping to the wire (STYLE.md "Errors"):
+//! every [`Error`] variant becomes a protocol [`RpcError`] in [`Error::into_rpc`], which
+//! the gRPC layer turns into a tonic `Status`.
+
+use snowpea_proto::error::RpcError;
+
+/// What went wrong in a session-service call.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The caller sent a bad parameter; `field` names it (e.g. `params.workdir`).
+    #[error("{field}: {message}")]
+    InvalidParams {
+        /// Dotted path of the offending field.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The session or approval request does not exist (or is no longer pending).
+    #[error("{0}")]
+    NotFound(String),
+    /// The caller may not do this (e.g. `approval.respond` from a connection that is not
+    /// the session's origin).
+    #[error("{0}")]
+    Unauthorized(String),
+    /// A failure inside the service (database, file system); logged once at the edge.
+    #[error("internal error: {0:#}")]
+    Internal(#[from] anyhow::Error),
+}
+
+/// Result alias of the service.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// `invalid_params` naming `field`.
+    pub fn invalid(field: &str, message: impl std::fmt::Display) -> Self {
+        Error::InvalidParams {
+            field: field.to_owned(),
+            message: message.to_string(),
+        }
+    }
+
+    /// The protocol error of this failure (the single mapping of this boundary).
+    pub fn into_rpc(self) -> RpcError {
+        match self {
+            Error::InvalidParams { field, message } => RpcError::invalid_params(&field, message),
+            Error::NotFound(message) => RpcError::not_found(message),
+            Error::Unauthorized(message) => RpcError::unauthorized(message),
+            Error::Internal(e) => {
+                tracing::error!(error = %format!("{e:#}"), "internal error");
+                RpcError::internal(format!("{e:#}"))
+            }
+        }
+    }
+}
+
+impl From<Error> for tonic::Status {
+    fn from(e: Error) -> tonic::Status {
+        e.into_rpc().into_status()
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(e: rusqlite::Error) -> Self {
+        Error::Internal(e.into())
+    }
+}

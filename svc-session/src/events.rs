@@ -1,0 +1,381 @@
+//! Session events and their single writer (DESIGN.md §6 "Durability rule").
+//!
+//! Every `session.event` goes through [`EventLog`]: a dedicated writer thread assigns the
+//! next contiguous per-session `seq` (from 1), inserts the row, commits, and only then
+//! publishes the `session.event` notification on the [`BusHub`]. Operations queued while a
+//! transaction is being written are committed together in the next one (group commit), so
+//! a turn streaming thousands of deltas costs a handful of transactions, not one each.
+//!
+//! The queue is FIFO, so events keep the order they were emitted in, and other writes
+//! ([`EventLog::write`]) and plain notifications ([`EventLog::notify`]) queued behind an
+//! event are committed/published after it.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use rusqlite::Connection;
+use serde_json::{json, Value};
+use snowpea_common::bus::BusHub;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::store;
+
+/// Most operations committed in one transaction.
+const MAX_BATCH: usize = 4096;
+
+/// One event of a session's stream (`session.event`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionEvent {
+    /// Session the event belongs to.
+    pub session_id: String,
+    /// Contiguous per-session sequence number, from 1.
+    pub seq: i64,
+    /// Kind, e.g. `turn.started`.
+    pub kind: String,
+    /// Kind-specific body (a JSON object).
+    pub payload: Value,
+    /// UTC ISO-8601 time.
+    pub ts: String,
+}
+
+impl SessionEvent {
+    /// The event as the protocol writes it (`session.resume` events and the
+    /// `session.event` notification without `hostToolsFrom`).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "sessionId": self.session_id,
+            "seq": self.seq,
+            "kind": self.kind,
+            "payload": self.payload,
+            "ts": self.ts,
+        })
+    }
+
+    /// From a stored row (an unreadable payload becomes `{}`).
+    pub fn from_row(row: store::events::EventRow) -> Self {
+        SessionEvent {
+            payload: serde_json::from_str(&row.payload).unwrap_or_else(|_| json!({})),
+            session_id: row.session_id,
+            seq: row.seq,
+            kind: row.kind,
+            ts: row.ts,
+        }
+    }
+}
+
+/// A write run by the writer inside its transaction (in a savepoint of its own).
+pub type WriteFn = Box<dyn FnOnce(&Connection) -> rusqlite::Result<()> + Send>;
+
+enum Op {
+    Event {
+        session_id: String,
+        kind: String,
+        payload: Value,
+        host_tools_from: Option<String>,
+        done: Option<oneshot::Sender<Result<SessionEvent, String>>>,
+    },
+    Write {
+        f: WriteFn,
+        done: Option<oneshot::Sender<Result<(), String>>>,
+    },
+    Notify {
+        method: String,
+        params: Value,
+    },
+}
+
+/// Handle to the single writer. Cheap to clone; the writer thread ends when every handle
+/// is dropped (after writing what was queued).
+#[derive(Debug, Clone)]
+pub struct EventLog {
+    tx: mpsc::UnboundedSender<Op>,
+}
+
+impl std::fmt::Debug for Op {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Op::Event { kind, .. } => write!(f, "Event({kind})"),
+            Op::Write { .. } => write!(f, "Write"),
+            Op::Notify { method, .. } => write!(f, "Notify({method})"),
+        }
+    }
+}
+
+impl EventLog {
+    /// Opens a writer connection to the database at `path` and starts the writer thread,
+    /// publishing on `hub`.
+    pub fn start(path: &Path, hub: Arc<BusHub>) -> anyhow::Result<EventLog> {
+        let conn = store::open(path)?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("session-event-writer".into())
+            .spawn(move || writer(conn, rx, hub))?;
+        Ok(EventLog { tx })
+    }
+
+    fn send(&self, op: Op) {
+        if self.tx.send(op).is_err() {
+            tracing::error!("event writer is gone; operation dropped");
+        }
+    }
+
+    /// Queues an event; it is committed, then published, in emission order. Does not wait.
+    pub fn emit(
+        &self,
+        session_id: &str,
+        kind: &str,
+        payload: Value,
+        host_tools_from: Option<String>,
+    ) {
+        self.send(Op::Event {
+            session_id: session_id.to_owned(),
+            kind: kind.to_owned(),
+            payload,
+            host_tools_from,
+            done: None,
+        });
+    }
+
+    /// Queues an event and waits until it is committed (and published).
+    pub async fn emit_committed(
+        &self,
+        session_id: &str,
+        kind: &str,
+        payload: Value,
+        host_tools_from: Option<String>,
+    ) -> anyhow::Result<SessionEvent> {
+        let (done, rx) = oneshot::channel();
+        self.send(Op::Event {
+            session_id: session_id.to_owned(),
+            kind: kind.to_owned(),
+            payload,
+            host_tools_from,
+            done: Some(done),
+        });
+        match rx.await {
+            Ok(Ok(e)) => Ok(e),
+            Ok(Err(e)) => Err(anyhow::anyhow!("event not written: {e}")),
+            Err(_) => Err(anyhow::anyhow!("event writer is gone")),
+        }
+    }
+
+    /// Runs `f` in the writer's next transaction and waits for the commit.
+    pub async fn write(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let (done, rx) = oneshot::channel();
+        self.send(Op::Write {
+            f: Box::new(f),
+            done: Some(done),
+        });
+        match rx.await {
+            Ok(r) => r.map_err(|e| anyhow::anyhow!("write failed: {e}")),
+            Err(_) => Err(anyhow::anyhow!("event writer is gone")),
+        }
+    }
+
+    /// Queues `f` for the writer's next transaction without waiting.
+    pub fn write_later(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<()> + Send + 'static,
+    ) {
+        self.send(Op::Write {
+            f: Box::new(f),
+            done: None,
+        });
+    }
+
+    /// Publishes a notification once everything queued before it is committed.
+    pub fn notify(&self, method: &str, params: Value) {
+        self.send(Op::Notify {
+            method: method.to_owned(),
+            params,
+        });
+    }
+
+    /// Waits until everything queued so far is committed and published.
+    pub async fn flush(&self) -> anyhow::Result<()> {
+        self.write(|_| Ok(())).await
+    }
+}
+
+enum Outcome {
+    Event(
+        SessionEvent,
+        Option<String>,
+        Option<oneshot::Sender<Result<SessionEvent, String>>>,
+    ),
+    EventFailed(
+        String,
+        Option<oneshot::Sender<Result<SessionEvent, String>>>,
+    ),
+    Write(
+        Result<(), String>,
+        Option<oneshot::Sender<Result<(), String>>>,
+    ),
+    Notify(String, Value),
+}
+
+fn writer(mut conn: Connection, mut rx: mpsc::UnboundedReceiver<Op>, hub: Arc<BusHub>) {
+    let mut seqs: HashMap<String, i64> = HashMap::new();
+    while let Some(first) = rx.blocking_recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        write_batch(&mut conn, &mut seqs, batch, &hub);
+    }
+    tracing::debug!("event writer stopped");
+}
+
+fn write_batch(
+    conn: &mut Connection,
+    seqs: &mut HashMap<String, i64>,
+    batch: Vec<Op>,
+    hub: &BusHub,
+) {
+    let mut tx = match conn.transaction() {
+        Ok(tx) => tx,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot begin a transaction; batch dropped");
+            fail_all(batch, &e.to_string());
+            return;
+        }
+    };
+    let mut outcomes = Vec::with_capacity(batch.len());
+    for op in batch {
+        match op {
+            Op::Event {
+                session_id,
+                kind,
+                payload,
+                host_tools_from,
+                done,
+            } => match insert_event(&tx, seqs, &session_id, &kind, payload) {
+                Ok(event) => outcomes.push(Outcome::Event(event, host_tools_from, done)),
+                Err(e) => {
+                    tracing::error!(error = %e, session_id, kind, "event not written");
+                    outcomes.push(Outcome::EventFailed(e.to_string(), done));
+                }
+            },
+            Op::Write { f, done } => {
+                let result = match tx.savepoint() {
+                    Ok(sp) => match f(&sp) {
+                        Ok(()) => sp.commit().map_err(|e| e.to_string()),
+                        Err(e) => Err(e.to_string()),
+                    },
+                    Err(e) => Err(e.to_string()),
+                };
+                if let Err(e) = &result {
+                    tracing::error!(error = %e, "write failed");
+                }
+                outcomes.push(Outcome::Write(result, done));
+            }
+            Op::Notify { method, params } => outcomes.push(Outcome::Notify(method, params)),
+        }
+    }
+    if let Err(e) = tx.commit() {
+        tracing::error!(error = %e, "commit failed; nothing of this batch was published");
+        // Seqs handed out in this batch were not persisted: re-read them next time.
+        seqs.clear();
+        let msg = e.to_string();
+        for o in outcomes {
+            match o {
+                Outcome::Event(_, _, Some(done)) | Outcome::EventFailed(_, Some(done)) => {
+                    let _ = done.send(Err(msg.clone()));
+                }
+                Outcome::Write(_, Some(done)) => {
+                    let _ = done.send(Err(msg.clone()));
+                }
+                _ => {}
+            }
+        }
+        return;
+    }
+    for o in outcomes {
+        match o {
+            Outcome::Event(event, host_tools_from, done) => {
+                let mut params = event.to_json();
+                params["hostToolsFrom"] = host_tools_from.map(Value::String).unwrap_or(Value::Null);
+                hub.notify_json("session.event", params.to_string(), vec![]);
+                if let Some(done) = done {
+                    let _ = done.send(Ok(event));
+                }
+            }
+            Outcome::EventFailed(e, done) => {
+                if let Some(done) = done {
+                    let _ = done.send(Err(e));
+                }
+            }
+            Outcome::Write(result, done) => {
+                if let Some(done) = done {
+                    let _ = done.send(result);
+                }
+            }
+            Outcome::Notify(method, params) => hub.notify(&method, &params, vec![]),
+        }
+    }
+}
+
+fn insert_event(
+    conn: &Connection,
+    seqs: &mut HashMap<String, i64>,
+    session_id: &str,
+    kind: &str,
+    payload: Value,
+) -> rusqlite::Result<SessionEvent> {
+    let last = match seqs.get(session_id) {
+        Some(s) => *s,
+        None => store::events::last_seq(conn, session_id)?,
+    };
+    let seq = last + 1;
+    if let Some(turn_id) = payload.get("turnId").and_then(Value::as_str) {
+        store::turns::track(conn, session_id, kind, turn_id)?;
+    }
+    let ts = snowpea_common::time::now_iso();
+    store::events::insert(
+        conn,
+        &store::events::EventRow {
+            session_id: session_id.to_owned(),
+            seq,
+            kind: kind.to_owned(),
+            payload: payload.to_string(),
+            ts: ts.clone(),
+        },
+    )?;
+    seqs.insert(session_id.to_owned(), seq);
+    Ok(SessionEvent {
+        session_id: session_id.to_owned(),
+        seq,
+        kind: kind.to_owned(),
+        payload,
+        ts,
+    })
+}
+
+fn fail_all(batch: Vec<Op>, msg: &str) {
+    for op in batch {
+        match op {
+            Op::Event {
+                done: Some(done), ..
+            } => {
+                let _ = done.send(Err(msg.to_owned()));
+            }
+            Op::Write {
+                done: Some(done), ..
+            } => {
+                let _ = done.send(Err(msg.to_owned()));
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "events_tests.rs"]
+mod tests;

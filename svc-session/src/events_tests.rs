@@ -1,0 +1,141 @@
+use std::time::Duration;
+
+use serde_json::json;
+use snowpea_proto::session::v1 as pb;
+
+use super::*;
+use crate::testkit::{kinds, Harness, Item};
+use crate::App;
+
+#[tokio::test]
+async fn every_event_is_committed_before_it_is_published_with_contiguous_seqs() {
+    let mut h = Harness::new(
+        json!({"default": {"text": "one two three four five six seven eight nine ten"}}),
+    )
+    .await;
+    let sid = h.create("accept").await;
+    let tid = h.prompt(&sid, "hello").await;
+    let check = rusqlite::Connection::open(h.home.database("session")).unwrap();
+    let mut seqs = Vec::new();
+    loop {
+        let Item::Note(method, p) = h.next().await else {
+            continue;
+        };
+        if method != "session.event" {
+            continue;
+        }
+        let seq = p["seq"].as_i64().unwrap();
+        // The notification is out: its row must already be in SQLite (another connection).
+        let kind: String = check
+            .query_row(
+                "SELECT kind FROM events WHERE session_id = ?1 AND seq = ?2",
+                rusqlite::params![sid, seq],
+                |r| r.get(0),
+            )
+            .expect("row committed before publish");
+        assert_eq!(kind, p["kind"].as_str().unwrap());
+        assert_eq!(p["sessionId"], sid.as_str());
+        assert!(p["ts"].as_str().unwrap().ends_with('Z'));
+        seqs.push(seq);
+        if p["kind"] == "turn.done" && p["payload"]["turnId"] == tid.as_str() {
+            break;
+        }
+    }
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as i64).collect::<Vec<_>>(),
+        "contiguous from 1"
+    );
+}
+
+#[tokio::test]
+async fn group_commit_writes_thousands_of_events_in_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("s.db");
+    let hub = BusHub::new();
+    let log = EventLog::start(&path, hub).unwrap();
+    let started = std::time::Instant::now();
+    for i in 0..5000 {
+        log.emit(
+            "s_1",
+            "message.delta",
+            json!({"text": format!("d{i}")}),
+            None,
+        );
+    }
+    tokio::time::timeout(Duration::from_secs(30), log.flush())
+        .await
+        .unwrap()
+        .unwrap();
+    let elapsed = started.elapsed();
+    let conn = store::open(&path).unwrap();
+    let rows = store::events::after(&conn, "s_1", 0).unwrap();
+    assert_eq!(rows.len(), 5000);
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r.seq, i as i64 + 1);
+        assert_eq!(
+            serde_json::from_str::<Value>(&r.payload).unwrap()["text"],
+            format!("d{i}")
+        );
+    }
+    eprintln!("5000 events committed in {elapsed:?}");
+}
+
+#[tokio::test]
+async fn resume_after_reopening_the_database_returns_exactly_the_missed_events() {
+    let mut h = Harness::new(json!({"default": {"text": "alpha beta gamma delta"}})).await;
+    let sid = h.create("accept").await;
+    let tid = h.prompt(&sid, "first").await;
+    let seen = h.until_done(&tid, |_| None).await;
+    let tid2 = h.prompt(&sid, "second").await;
+    let all_second = h.until_done(&tid2, |_| None).await;
+    let after = seen.last().unwrap()["seq"].as_i64().unwrap();
+    h.app.flush().await.unwrap();
+
+    // A new process on the same home: a fresh hub and app.
+    let app2 = App::open(crate::testkit::config(&h.home, &h.script), BusHub::new())
+        .await
+        .unwrap();
+    let r = app2
+        .resume_session(pb::SessionResumeParams {
+            session_id: sid.clone(),
+            after_seq: Some(after),
+            locale: None,
+        })
+        .unwrap();
+    let got: Vec<(i64, String)> = r.events.iter().map(|e| (e.seq, e.kind.clone())).collect();
+    let want: Vec<(i64, String)> = all_second
+        .iter()
+        .map(|e| {
+            (
+                e["seq"].as_i64().unwrap(),
+                e["kind"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(r.mode.as_deref(), Some("accept"));
+    assert_eq!(r.provider.as_deref(), Some("fake"));
+    let payload =
+        snowpea_proto::wkt::from_struct(r.events.last().unwrap().payload.as_ref().unwrap());
+    assert_eq!(payload["turnId"], tid2.as_str());
+    assert_eq!(kinds(&all_second).last().unwrap(), "turn.done");
+
+    // The session is listed again after the "restart".
+    let list = app2
+        .list_sessions(pb::SessionListParams::default())
+        .unwrap();
+    assert!(list
+        .sessions
+        .iter()
+        .any(|s| s.session_id == sid && s.seq == want.last().unwrap().0));
+
+    let err = app2
+        .resume_session(pb::SessionResumeParams {
+            session_id: "s_nope".into(),
+            after_seq: None,
+            locale: None,
+        })
+        .unwrap_err();
+    assert!(matches!(err, crate::error::Error::NotFound(_)));
+}

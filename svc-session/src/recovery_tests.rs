@@ -1,0 +1,127 @@
+use serde_json::json;
+use snowpea_common::bus::BusHub;
+use snowpea_proto::session::v1 as pb;
+
+use crate::app::App;
+use crate::store;
+use crate::testkit::{config, Harness};
+
+#[tokio::test]
+async fn a_turn_left_open_by_a_crash_gets_a_synthetic_turn_done() {
+    let h = Harness::new(json!({"default": {"text": "after the crash"}})).await;
+    let sid = h.create("accept").await;
+    // What a crash mid-turn leaves behind: a started turn, a queued one, a pending approval.
+    let log = &h.app.log;
+    log.emit(
+        &sid,
+        "turn.queued",
+        json!({"turnId": "t_q", "position": 1, "queued": 1}),
+        None,
+    );
+    log.emit(
+        &sid,
+        "turn.started",
+        json!({"turnId": "t_1", "prompt": "x", "queued": false}),
+        None,
+    );
+    log.emit(
+        &sid,
+        "message.user",
+        json!({"turnId": "t_1", "text": "x"}),
+        None,
+    );
+    log.emit(
+        &sid,
+        "tool.call",
+        json!({"turnId": "t_1", "callId": "c1", "name": "shell", "args": {"command": "sleep 30"}}),
+        None,
+    );
+    let s2 = sid.clone();
+    log.write(move |c| store::approvals::insert(c, "ap_1", &s2, "t_1", "{}", "now"))
+        .await
+        .unwrap();
+    h.app.flush().await.unwrap();
+
+    let app2 = App::open(config(&h.home, &h.script), BusHub::new())
+        .await
+        .unwrap();
+    let r = app2
+        .resume_session(pb::SessionResumeParams {
+            session_id: sid.clone(),
+            after_seq: Some(4),
+            locale: None,
+        })
+        .unwrap();
+    let tail: Vec<_> = r
+        .events
+        .iter()
+        .map(|e| {
+            (
+                e.kind.clone(),
+                snowpea_proto::wkt::from_struct(e.payload.as_ref().unwrap()),
+            )
+        })
+        .collect();
+    assert!(tail.contains(&(
+        "turn.done".into(),
+        json!({"turnId": "t_1", "reason": "interrupted", "synthetic": true})
+    )));
+    assert!(tail.contains(&(
+        "turn.dequeued".into(),
+        json!({"turnId": "t_q", "reason": "dropped", "queued": 0})
+    )));
+    assert!(tail.contains(&(
+        "turn.done".into(),
+        json!({"turnId": "t_q", "reason": "interrupted", "synthetic": true})
+    )));
+    assert!(app2.store.read(store::turns::open).unwrap().is_empty());
+    assert!(app2
+        .store
+        .read(store::approvals::pending)
+        .unwrap()
+        .is_empty());
+
+    // A third start finds nothing left to repair.
+    let app3 = App::open(config(&h.home, &h.script), BusHub::new())
+        .await
+        .unwrap();
+    let again = app3
+        .resume_session(pb::SessionResumeParams {
+            session_id: sid.clone(),
+            after_seq: None,
+            locale: None,
+        })
+        .unwrap();
+    let r_all = app2
+        .resume_session(pb::SessionResumeParams {
+            session_id: sid.clone(),
+            after_seq: None,
+            locale: None,
+        })
+        .unwrap();
+    assert_eq!(again.events.len(), r_all.events.len());
+
+    // The session is usable: the dangling call is answered in the rebuilt history.
+    let tid = app3
+        .prompt(
+            &Harness::ctx("c1", None),
+            pb::SessionPromptParams {
+                session_id: sid.clone(),
+                text: "go on".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut waited = 0;
+    loop {
+        app3.flush().await.unwrap();
+        let open = app3.store.read(store::turns::open).unwrap();
+        if open.iter().all(|t| t.turn_id != tid) {
+            break;
+        }
+        waited += 1;
+        assert!(waited < 200, "turn did not finish");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -1,0 +1,55 @@
+//! `ApprovalService`: `approval.list`, `approval.respond`.
+
+use std::sync::Arc;
+
+use snowpea_common::context::CallContext;
+use snowpea_proto::session::v1 as pb;
+use snowpea_proto::session::v1::approval_service_server::{ApprovalService, ApprovalServiceServer};
+use tonic::{Request, Response, Status};
+
+use super::span;
+use crate::app::App;
+
+/// The `snowpea.session.v1.ApprovalService` server.
+#[derive(Debug, Clone)]
+pub struct ApprovalRpc {
+    app: Arc<App>,
+}
+
+impl ApprovalRpc {
+    /// Serves `app`.
+    pub fn new(app: Arc<App>) -> Self {
+        ApprovalRpc { app }
+    }
+
+    /// The tonic server wrapper.
+    pub fn into_server(self) -> ApprovalServiceServer<Self> {
+        ApprovalServiceServer::new(self)
+    }
+}
+
+#[tonic::async_trait]
+impl ApprovalService for ApprovalRpc {
+    async fn list(
+        &self,
+        req: Request<pb::ApprovalListParams>,
+    ) -> Result<Response<pb::ApprovalListResult>, Status> {
+        let _g = span("approval.list", &CallContext::of(&req)).entered();
+        let session_id = req
+            .get_ref()
+            .session_id
+            .as_deref()
+            .filter(|s| !s.is_empty());
+        Ok(Response::new(self.app.list_approvals(session_id)?))
+    }
+
+    async fn respond(
+        &self,
+        req: Request<pb::ApprovalRespondParams>,
+    ) -> Result<Response<pb::ApprovalRespondResult>, Status> {
+        let ctx = CallContext::of(&req);
+        let _g = span("approval.respond", &ctx).entered();
+        self.app.respond_approval(&ctx, req.into_inner())?;
+        Ok(Response::new(pb::ApprovalRespondResult { ok: true }))
+    }
+}

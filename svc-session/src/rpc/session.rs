@@ -1,0 +1,141 @@
+//! `SessionService`: `session.create`, `list`, `close`, `prompt`, `interrupt`, `resume`,
+//! `rename`, `setMode`, `attach`.
+
+use std::sync::Arc;
+
+use snowpea_common::context::CallContext;
+use snowpea_proto::session::v1 as pb;
+use snowpea_proto::session::v1::session_service_server::{SessionService, SessionServiceServer};
+use tonic::{Request, Response, Status};
+use tracing::Instrument;
+
+use super::span;
+use crate::app::App;
+
+/// The `snowpea.session.v1.SessionService` server.
+#[derive(Debug, Clone)]
+pub struct SessionRpc {
+    app: Arc<App>,
+}
+
+impl SessionRpc {
+    /// Serves `app`.
+    pub fn new(app: Arc<App>) -> Self {
+        SessionRpc { app }
+    }
+
+    /// The tonic server wrapper.
+    pub fn into_server(self) -> SessionServiceServer<Self> {
+        SessionServiceServer::new(self)
+    }
+}
+
+#[tonic::async_trait]
+impl SessionService for SessionRpc {
+    async fn create(
+        &self,
+        req: Request<pb::SessionCreateParams>,
+    ) -> Result<Response<pb::SessionCreateResult>, Status> {
+        let ctx = CallContext::of(&req);
+        let app = self.app.clone();
+        async move {
+            Ok(Response::new(
+                app.create_session(&ctx, req.into_inner()).await?,
+            ))
+        }
+        .instrument(span("session.create", &CallContext::default()))
+        .await
+    }
+
+    async fn list(
+        &self,
+        req: Request<pb::SessionListParams>,
+    ) -> Result<Response<pb::SessionListResult>, Status> {
+        let _g = span("session.list", &CallContext::of(&req)).entered();
+        Ok(Response::new(self.app.list_sessions(req.into_inner())?))
+    }
+
+    async fn close(
+        &self,
+        req: Request<pb::SessionCloseParams>,
+    ) -> Result<Response<pb::SessionCloseResult>, Status> {
+        let s = span("session.close", &CallContext::of(&req));
+        let p = req.into_inner();
+        self.app.close_session(&p.session_id).instrument(s).await?;
+        Ok(Response::new(pb::SessionCloseResult { ok: true }))
+    }
+
+    async fn prompt(
+        &self,
+        req: Request<pb::SessionPromptParams>,
+    ) -> Result<Response<pb::SessionPromptResult>, Status> {
+        let ctx = CallContext::of(&req);
+        let s = span("session.prompt", &ctx);
+        let turn_id = self
+            .app
+            .prompt(&ctx, req.into_inner())
+            .instrument(s)
+            .await?;
+        Ok(Response::new(pb::SessionPromptResult { turn_id }))
+    }
+
+    async fn interrupt(
+        &self,
+        req: Request<pb::SessionInterruptParams>,
+    ) -> Result<Response<pb::SessionInterruptResult>, Status> {
+        let _g = span("session.interrupt", &CallContext::of(&req)).entered();
+        self.app.interrupt(&req.get_ref().session_id)?;
+        Ok(Response::new(pb::SessionInterruptResult { ok: true }))
+    }
+
+    async fn resume(
+        &self,
+        req: Request<pb::SessionResumeParams>,
+    ) -> Result<Response<pb::SessionResumeResult>, Status> {
+        let _g = span("session.resume", &CallContext::of(&req)).entered();
+        Ok(Response::new(self.app.resume_session(req.into_inner())?))
+    }
+
+    async fn rename(
+        &self,
+        req: Request<pb::SessionRenameParams>,
+    ) -> Result<Response<pb::SessionRenameResult>, Status> {
+        let s = span("session.rename", &CallContext::of(&req));
+        let p = req.into_inner();
+        self.app
+            .rename_session(&p.session_id, &p.title)
+            .instrument(s)
+            .await?;
+        Ok(Response::new(pb::SessionRenameResult { ok: true }))
+    }
+
+    async fn set_mode(
+        &self,
+        req: Request<pb::SessionSetModeParams>,
+    ) -> Result<Response<pb::SessionSetModeResult>, Status> {
+        let s = span("session.setMode", &CallContext::of(&req));
+        let p = req.into_inner();
+        let mode = self
+            .app
+            .set_mode(&p.session_id, &p.mode)
+            .instrument(s)
+            .await?;
+        Ok(Response::new(pb::SessionSetModeResult {
+            mode: mode.as_str().to_owned(),
+        }))
+    }
+
+    async fn attach(
+        &self,
+        req: Request<pb::SessionAttachParams>,
+    ) -> Result<Response<pb::SessionAttachResult>, Status> {
+        let ctx = CallContext::of(&req);
+        let s = span("session.attach", &ctx);
+        Ok(Response::new(
+            self.app
+                .attach_session(&ctx, req.into_inner())
+                .instrument(s)
+                .await?,
+        ))
+    }
+}

@@ -1,0 +1,94 @@
+//! `ToolService`: `tool.list` (the built-in tools; host tools are not supported yet).
+
+use std::sync::Arc;
+
+use snowpea_common::context::CallContext;
+use snowpea_proto::session::v1 as pb;
+use snowpea_proto::session::v1::tool_service_server::{ToolService, ToolServiceServer};
+use tonic::{Request, Response, Status};
+
+use super::span;
+use crate::app::App;
+use crate::error::Error;
+
+/// The `snowpea.session.v1.ToolService` server.
+#[derive(Debug, Clone)]
+pub struct ToolRpc {
+    app: Arc<App>,
+}
+
+impl ToolRpc {
+    /// Serves `app`.
+    pub fn new(app: Arc<App>) -> Self {
+        ToolRpc { app }
+    }
+
+    /// The tonic server wrapper.
+    pub fn into_server(self) -> ToolServiceServer<Self> {
+        ToolServiceServer::new(self)
+    }
+}
+
+/// Permission tag and category of a built-in tool, as `tool.list` reports them (the
+/// tag a call gets is decided per call by `Tool::plan`; these are the usual ones).
+pub fn listed_tag(name: &str) -> (&'static str, &'static str) {
+    match name {
+        "read_file" | "list_dir" => ("read", "files"),
+        "write_file" | "edit_file" => ("write", "files"),
+        "glob" | "grep" => ("read", "search"),
+        "shell" => ("exec", "shell"),
+        _ => ("read", "builtin"),
+    }
+}
+
+#[tonic::async_trait]
+impl ToolService for ToolRpc {
+    async fn list(
+        &self,
+        req: Request<pb::ToolListParams>,
+    ) -> Result<Response<pb::ToolListResult>, Status> {
+        let _g = span("tool.list", &CallContext::of(&req)).entered();
+        let deny_exec = match req
+            .get_ref()
+            .session_id
+            .as_deref()
+            .filter(|s| !s.is_empty())
+        {
+            Some(id) => {
+                self.app
+                    .session(id)
+                    .map_err(Error::into_rpc)?
+                    .row()
+                    .deny_exec
+            }
+            None => false,
+        };
+        let tools = self
+            .app
+            .tools
+            .iter()
+            .map(|t| {
+                let spec = t.spec();
+                let (tag, category) = listed_tag(t.name());
+                let refused = deny_exec && tag == "exec";
+                pb::tool_list_result::Tool {
+                    category: category.into(),
+                    deferred: false,
+                    description: spec.description,
+                    name: spec.name,
+                    permission_tag: tag.into(),
+                    provider: String::new(),
+                    reason: if refused {
+                        "exec tools are refused in this session (denyExec)".into()
+                    } else {
+                        String::new()
+                    },
+                    server: String::new(),
+                    source: "builtin".into(),
+                    state: "active".into(),
+                }
+            })
+            .collect();
+        Ok(Response::new(pb::ToolListResult { tools }))
+    }
+}

@@ -1,0 +1,475 @@
+//! The registry of live sessions and the session-level methods (`session.create`, `list`,
+//! `close`, `rename`, `setMode`, `attach`, `resume`).
+//!
+//! A session persists in the `sessions` table and its events in `events`; the live
+//! registry holds the sessions that are not closed (all of them are loaded again after a
+//! restart). Every session has an *origin connection*: the one that created or last
+//! attached it, which receives its `approval.request`s ([`origin`]).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{json, Value};
+use snowpea_common::context::CallContext;
+use snowpea_common::time::now_iso;
+use snowpea_proto::session::v1 as pb;
+use tokio::sync::watch;
+
+use crate::app::App;
+use crate::error::{Error, Result};
+use crate::events::SessionEvent;
+use crate::permissions::Mode;
+use crate::store::{self, sessions::SessionRow};
+use crate::turn::TurnState;
+
+pub mod origin;
+
+/// Setting naming the mode a session starts in when `session.create` gives none.
+pub const DEFAULT_MODE_SETTING: &str = "permissions.defaultMode";
+
+/// One live session.
+pub struct Session {
+    /// The `s_…` id.
+    pub id: String,
+    pub(crate) row: Mutex<SessionRow>,
+    pub(crate) turns: Mutex<TurnState>,
+    /// Current origin connection id (it may have closed; see [`origin`]).
+    pub(crate) origin: watch::Sender<Option<String>>,
+    /// Tool calls a person allowed with scope `session` ([`Session::allow_key`]).
+    pub(crate) allowed: Mutex<HashSet<String>>,
+    /// True while no turn runs (waited on by `session.close`).
+    pub(crate) idle: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Session {
+    /// A live session from its row.
+    pub fn new(row: SessionRow) -> Self {
+        let origin = watch::channel(row.origin_connection_id.clone()).0;
+        Session {
+            id: row.id.clone(),
+            row: Mutex::new(row),
+            turns: Mutex::new(TurnState::default()),
+            origin,
+            allowed: Mutex::new(HashSet::new()),
+            idle: watch::channel(true).0,
+        }
+    }
+
+    /// A copy of the persisted fields.
+    pub fn row(&self) -> SessionRow {
+        lock(&self.row).clone()
+    }
+
+    /// Changes the persisted fields (the caller saves them with [`App::save_session`]).
+    pub(crate) fn update<T>(&self, f: impl FnOnce(&mut SessionRow) -> T) -> T {
+        f(&mut lock(&self.row))
+    }
+
+    /// The session's mode.
+    pub fn mode(&self) -> Mode {
+        Mode::parse(&lock(&self.row).mode).unwrap_or(Mode::Accept)
+    }
+
+    /// The session's `hostToolsFrom`.
+    pub fn host_tools_from(&self) -> Option<String> {
+        lock(&self.row).host_tools_from.clone()
+    }
+
+    /// The working directory.
+    pub fn workdir(&self) -> PathBuf {
+        PathBuf::from(&lock(&self.row).workdir)
+    }
+
+    /// The origin connection id, if one was ever bound.
+    pub fn origin(&self) -> Option<String> {
+        self.origin.borrow().clone()
+    }
+
+    pub(crate) fn turns(&self) -> MutexGuard<'_, TurnState> {
+        lock(&self.turns)
+    }
+
+    /// Key of a `session`-scope allowance: tool, permission tag and whether the call
+    /// leaves the workdir.
+    pub(crate) fn allow_key(tool: &str, permission: &str, outside: bool) -> String {
+        format!("{tool}\u{0}{permission}\u{0}{outside}")
+    }
+
+    pub(crate) fn is_allowed(&self, key: &str) -> bool {
+        lock(&self.allowed).contains(key)
+    }
+
+    pub(crate) fn remember_allowed(&self, key: String) {
+        lock(&self.allowed).insert(key);
+    }
+}
+
+/// Validates `session.create{workdir}`: absolute, existing directory; returns it canonical.
+pub fn check_workdir(workdir: &str) -> Result<PathBuf> {
+    let field = "params.workdir";
+    if workdir.trim().is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    let path = Path::new(workdir);
+    if !path.is_absolute() {
+        return Err(Error::invalid(
+            field,
+            format!("must be an absolute path, got {workdir:?}"),
+        ));
+    }
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => {
+            return Err(Error::invalid(
+                field,
+                format!("{workdir} is not a directory"),
+            ))
+        }
+        Err(e) => return Err(Error::invalid(field, format!("{workdir}: {e}"))),
+    }
+    std::fs::canonicalize(path).map_err(|e| Error::invalid(field, format!("{workdir}: {e}")))
+}
+
+fn parse_mode(field: &str, mode: &str) -> Result<Mode> {
+    Mode::parse(mode)
+        .ok_or_else(|| Error::invalid(field, format!("must be plan, accept or auto, not {mode:?}")))
+}
+
+fn nonempty(s: Option<String>) -> Option<String> {
+    s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+}
+
+impl App {
+    /// The live session `id`, or `not_found`.
+    pub fn session(&self, id: &str) -> Result<Arc<Session>> {
+        lock(&self.sessions)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| Error::NotFound(format!("no live session {id:?}")))
+    }
+
+    /// Every live session.
+    pub fn live_sessions(&self) -> Vec<Arc<Session>> {
+        lock(&self.sessions).values().cloned().collect()
+    }
+
+    /// Queues a write of the session's row (committed in order with its events).
+    pub(crate) fn save_session(&self, session: &Session) {
+        let row = session.row();
+        self.log
+            .write_later(move |c| store::sessions::save(c, &row));
+    }
+
+    /// Queues a session event (committed, then published).
+    pub(crate) fn emit(&self, session: &Session, kind: &str, payload: Value) {
+        self.log
+            .emit(&session.id, kind, payload, session.host_tools_from());
+    }
+
+    /// Queues a session event and waits for its commit.
+    pub(crate) async fn emit_committed(
+        &self,
+        session: &Session,
+        kind: &str,
+        payload: Value,
+    ) -> Result<SessionEvent> {
+        Ok(self
+            .log
+            .emit_committed(&session.id, kind, payload, session.host_tools_from())
+            .await?)
+    }
+
+    /// The session's status as `session.list` / `sessions.changed` report it.
+    pub(crate) fn status(&self, session: &Session) -> &'static str {
+        if self.approvals.count(Some(&session.id)) > 0 {
+            "awaiting_approval"
+        } else if session.turns().running.is_some() {
+            "running"
+        } else {
+            "idle"
+        }
+    }
+
+    /// Publishes `sessions.changed` (after everything queued before it is committed).
+    pub(crate) fn sessions_changed(&self, session: &Session, reason: &str) {
+        let row = session.row();
+        let status = if row.closed_at.is_some() {
+            "closed"
+        } else {
+            self.status(session)
+        };
+        self.log.notify(
+            "sessions.changed",
+            json!({
+                "sessionId": session.id,
+                "reason": reason,
+                "status": status,
+                "title": row.title,
+                "hostToolsFrom": row.host_tools_from,
+            }),
+        );
+    }
+
+    /// `session.create`.
+    pub async fn create_session(
+        &self,
+        ctx: &CallContext,
+        p: pb::SessionCreateParams,
+    ) -> Result<pb::SessionCreateResult> {
+        let workdir = check_workdir(&p.workdir)?;
+        let settings = snowpea_common::settings::load_effective(&self.config.home, Some(&workdir))
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %format!("{e:#}"), "unreadable settings; using defaults");
+                json!({})
+            });
+        let mode = match nonempty(p.mode) {
+            Some(m) => parse_mode("params.mode", &m)?,
+            None => snowpea_common::settings::get(&settings, DEFAULT_MODE_SETTING)
+                .and_then(Value::as_str)
+                .and_then(Mode::parse)
+                .unwrap_or(Mode::Accept),
+        };
+        let id = snowpea_common::ids::new_id("s");
+        let date = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
+        let workspace = self.config.home.sessions_dir().join(format!("{date}_{id}"));
+        for sub in ["tmp", "artifacts"] {
+            std::fs::create_dir_all(workspace.join(sub)).map_err(|e| {
+                Error::Internal(anyhow::anyhow!("create {}: {e}", workspace.display()))
+            })?;
+        }
+        let row = SessionRow {
+            id: id.clone(),
+            workdir: workdir.to_string_lossy().into_owned(),
+            workspace_dir: workspace.to_string_lossy().into_owned(),
+            mode: mode.as_str().to_owned(),
+            provider: nonempty(p.provider),
+            model: nonempty(p.model),
+            deny_exec: p.deny_exec.unwrap_or(false),
+            host_tools_from: nonempty(p.host_tools_from).or_else(|| ctx.client_id.clone()),
+            origin_surface: nonempty(p.origin_surface),
+            origin_client_id: ctx.client_id.clone(),
+            origin_connection_id: ctx.connection_id.clone(),
+            created_at: now_iso(),
+            ..Default::default()
+        };
+        let saved = row.clone();
+        self.log
+            .write(move |c| store::sessions::save(c, &saved))
+            .await?;
+        let session = Arc::new(Session::new(row));
+        lock(&self.sessions).insert(id.clone(), session.clone());
+        self.sessions_changed(&session, "create");
+        tracing::info!(session_id = %id, workdir = %workdir.display(), mode = mode.as_str(), "session created");
+        Ok(pb::SessionCreateResult {
+            delegation: false,
+            session_id: id,
+            workspace_dir: Some(workspace.to_string_lossy().into_owned()),
+        })
+    }
+
+    /// `session.list`.
+    pub fn list_sessions(&self, p: pb::SessionListParams) -> Result<pb::SessionListResult> {
+        if let Some(kinds) = (!p.kinds.is_empty()).then_some(&p.kinds) {
+            if !kinds.iter().any(|k| k == "chat") {
+                return Ok(pb::SessionListResult { sessions: vec![] });
+            }
+        }
+        let workdir = nonempty(p.workdir).map(|w| {
+            std::fs::canonicalize(&w)
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or(w)
+        });
+        let rows = self
+            .store
+            .read(|c| store::sessions::list(c, p.include_closed))?;
+        let host_filter = nonempty(p.host_tools_from);
+        let mut out = Vec::new();
+        for stored in rows {
+            if workdir.as_ref().is_some_and(|w| *w != stored.workdir) {
+                continue;
+            }
+            let live = lock(&self.sessions).get(&stored.id).cloned();
+            // The live copy is newer than the stored one (its writes may still be queued).
+            let row = live.as_ref().map(|s| s.row()).unwrap_or(stored);
+            if let Some(h) = &host_filter {
+                let unhosted_ok = p.include_unhosted && row.host_tools_from.is_none();
+                if row.host_tools_from.as_deref() != Some(h.as_str()) && !unhosted_ok {
+                    continue;
+                }
+            }
+            let seq = self.store.read(|c| store::events::last_seq(c, &row.id))?;
+            let (running, turn_started_at, status) = match &live {
+                Some(s) if row.closed_at.is_none() => {
+                    let started = s.turns().running.as_ref().map(|t| t.started_at.clone());
+                    (started.is_some(), started, self.status(s).to_owned())
+                }
+                _ => (false, None, "idle".to_owned()),
+            };
+            out.push(pb::session_list_result::Session {
+                context_used: row.context_used,
+                context_window: row.context_window,
+                created_at: row.created_at.clone(),
+                host_tools_from: row.host_tools_from.clone(),
+                kind: "chat".into(),
+                last_activity_at: row.last_activity_at.clone(),
+                last_prompt: row.last_prompt.clone(),
+                mode: row.mode.clone(),
+                model: row.model_in_use.clone().or(row.model.clone()),
+                origin_surface: row.origin_surface.clone(),
+                pending_approvals: self.approvals.count(Some(&row.id)) as i64,
+                provider: row.provider_in_use.clone().or(row.provider.clone()),
+                running,
+                seq,
+                session_id: row.id.clone(),
+                status,
+                title: row.title.clone(),
+                turn_started_at,
+                workdir: row.workdir.clone(),
+                workspace_dir: Some(row.workspace_dir.clone()),
+                ..Default::default()
+            });
+        }
+        Ok(pb::SessionListResult { sessions: out })
+    }
+
+    /// `session.close`: ends a running turn (interrupted), drops queued prompts, marks
+    /// the session closed and removes it from the live registry. Closing a closed
+    /// session is a no-op; an unknown one is `not_found`.
+    pub async fn close_session(&self, id: &str) -> Result<()> {
+        let Ok(session) = self.session(id) else {
+            return match self.store.read(|c| store::sessions::get(c, id))? {
+                Some(_) => Ok(()),
+                None => Err(Error::NotFound(format!("no session {id:?}"))),
+            };
+        };
+        self.stop_turns(&session, true);
+        self.wait_idle(&session, std::time::Duration::from_secs(10))
+            .await;
+        session.update(|r| {
+            r.closed_at = Some(now_iso());
+            r.last_activity_at = Some(now_iso());
+        });
+        self.save_session(&session);
+        lock(&self.sessions).remove(id);
+        self.sessions_changed(&session, "close");
+        self.log.flush().await?;
+        tracing::info!(session_id = %id, "session closed");
+        Ok(())
+    }
+
+    /// `session.rename` (an empty title clears it).
+    pub async fn rename_session(&self, id: &str, title: &str) -> Result<()> {
+        let session = self.session(id)?;
+        let title = Some(title.trim().to_owned()).filter(|t| !t.is_empty());
+        session.update(|r| r.title = title);
+        self.save_session(&session);
+        self.sessions_changed(&session, "renamed");
+        self.log.flush().await?;
+        Ok(())
+    }
+
+    /// `session.setMode`: persists the mode, emits `mode.changed` and `sessions.changed`.
+    pub async fn set_mode(&self, id: &str, mode: &str) -> Result<Mode> {
+        let mode = parse_mode("params.mode", mode)?;
+        let session = self.session(id)?;
+        session.update(|r| r.mode = mode.as_str().to_owned());
+        self.save_session(&session);
+        self.emit_committed(&session, "mode.changed", json!({ "mode": mode.as_str() }))
+            .await?;
+        self.sessions_changed(&session, "mode");
+        Ok(mode)
+    }
+
+    /// `session.attach`: the calling connection becomes the session's origin.
+    pub async fn attach_session(
+        &self,
+        ctx: &CallContext,
+        p: pb::SessionAttachParams,
+    ) -> Result<pb::SessionAttachResult> {
+        let session = self.session(&p.session_id)?;
+        let Some(conn) = ctx.connection_id.clone() else {
+            return Err(Error::invalid(
+                "params.sessionId",
+                "session.attach needs a client connection",
+            ));
+        };
+        if let Some(host) = nonempty(p.host_tools_from) {
+            let ok = self.hub.connections().iter().any(|c| {
+                c.client_id.as_deref() == Some(host.as_str())
+                    && c.client_kind.as_deref() == Some("browser")
+            });
+            if !ok {
+                return Err(Error::invalid(
+                    "params.hostToolsFrom",
+                    format!("{host:?} is not an open browser connection"),
+                ));
+            }
+            session.update(|r| r.host_tools_from = Some(host));
+            self.sessions_changed(&session, "host");
+        }
+        self.bind_origin(&session, conn, ctx.client_id.clone());
+        self.log.flush().await?;
+        Ok(pb::SessionAttachResult {
+            host_tools: vec![],
+            host_tools_from: session.host_tools_from(),
+            session_id: session.id.clone(),
+        })
+    }
+
+    /// `session.resume`: the events after `afterSeq` from the database (also for closed
+    /// sessions and after a restart), with the session's mode, provider and model.
+    pub fn resume_session(&self, p: pb::SessionResumeParams) -> Result<pb::SessionResumeResult> {
+        let id = p.session_id.as_str();
+        let row = match self.session(id) {
+            Ok(s) => s.row(),
+            Err(_) => self
+                .store
+                .read(|c| store::sessions::get(c, id))?
+                .ok_or_else(|| Error::NotFound(format!("no session {id:?}")))?,
+        };
+        let after = p.after_seq.unwrap_or(0);
+        if after < 0 {
+            return Err(Error::invalid("params.afterSeq", "must not be negative"));
+        }
+        let rows = self.store.read(|c| store::events::after(c, id, after))?;
+        let events = rows
+            .into_iter()
+            .map(|r| {
+                let e = SessionEvent::from_row(r);
+                pb::session_resume_result::Event {
+                    kind: e.kind,
+                    payload: Some(snowpea_proto::wkt::to_struct(&e.payload)),
+                    seq: e.seq,
+                    session_id: e.session_id,
+                    ts: e.ts,
+                }
+            })
+            .collect();
+        Ok(pb::SessionResumeResult {
+            delegation: false,
+            effort: None,
+            events,
+            mode: Some(row.mode.clone()),
+            model: row.model_in_use.clone().or(row.model.clone()),
+            provider: row.provider_in_use.clone().or(row.provider.clone()),
+            session_id: row.id,
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;

@@ -1,0 +1,98 @@
+//! The session service's SQLite database (`$SNOWPEA_HOME/state/session.db`, DESIGN.md §6):
+//! schema migrations, row types and queries for sessions, events, turns and approvals.
+//!
+//! Writes go through the single writer of [`crate::events::EventLog`] (group commit);
+//! this module only provides the SQL, as functions over a `rusqlite::Connection`, and a
+//! [`Store`] with its own read connection for queries (WAL lets reads run beside the
+//! writer and see exactly what was committed).
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use rusqlite::Connection;
+
+pub mod approvals;
+pub mod events;
+pub mod sessions;
+pub mod turns;
+
+/// Schema versions, oldest first (`PRAGMA user_version` = how many ran).
+pub const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    workdir TEXT NOT NULL,
+    workspace_dir TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    provider TEXT,
+    model TEXT,
+    provider_in_use TEXT,
+    model_in_use TEXT,
+    title TEXT,
+    deny_exec INTEGER NOT NULL DEFAULT 0,
+    host_tools_from TEXT,
+    origin_surface TEXT,
+    origin_client_id TEXT,
+    origin_connection_id TEXT,
+    created_at TEXT NOT NULL,
+    last_activity_at TEXT,
+    last_prompt TEXT,
+    closed_at TEXT,
+    context_used INTEGER NOT NULL DEFAULT 0,
+    context_window INTEGER
+);
+CREATE TABLE events (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    ts TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE turns (
+    turn_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    state TEXT NOT NULL
+);
+CREATE INDEX turns_open ON turns(state) WHERE state != 'done';
+CREATE TABLE approvals (
+    request_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    request TEXT NOT NULL,
+    status TEXT NOT NULL,
+    decision TEXT,
+    decided_by TEXT,
+    created_at TEXT NOT NULL,
+    resolved_at TEXT
+);
+CREATE INDEX approvals_pending ON approvals(status) WHERE status = 'pending';
+"#];
+
+/// Opens (creating and migrating) the database at `path`.
+pub fn open(path: &Path) -> anyhow::Result<Connection> {
+    snowpea_common::db::open(path, MIGRATIONS)
+}
+
+/// Read access to the database (one connection behind a mutex; queries are short).
+#[derive(Debug)]
+pub struct Store {
+    conn: Mutex<Connection>,
+}
+
+impl Store {
+    /// Opens a read connection to the database at `path` (migrating it if needed).
+    pub fn open(path: &Path) -> anyhow::Result<Store> {
+        Ok(Store {
+            conn: Mutex::new(open(path)?),
+        })
+    }
+
+    /// Runs `f` with the read connection.
+    pub fn read<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        f(&conn)
+    }
+}

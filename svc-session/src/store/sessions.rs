@@ -1,0 +1,128 @@
+//! The `sessions` table: one row per session, live or closed.
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+/// A session as persisted.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionRow {
+    /// `s_…` id.
+    pub id: String,
+    /// Absolute, canonical working directory.
+    pub workdir: String,
+    /// `$SNOWPEA_HOME/sessions/<date>_<id>` (with `tmp/` and `artifacts/`).
+    pub workspace_dir: String,
+    /// `plan` / `accept` / `auto`.
+    pub mode: String,
+    /// Vendor the session asked for (`session.create{provider}`), if any.
+    pub provider: Option<String>,
+    /// Model the session asked for (`session.create{model}`), if any.
+    pub model: Option<String>,
+    /// Vendor that served the last turn.
+    pub provider_in_use: Option<String>,
+    /// Model that served the last turn.
+    pub model_in_use: Option<String>,
+    /// Title (`session.rename`).
+    pub title: Option<String>,
+    /// `session.create{denyExec}`.
+    pub deny_exec: bool,
+    /// The owning client (`hostToolsFrom`).
+    pub host_tools_from: Option<String>,
+    /// `session.create{originSurface}`.
+    pub origin_surface: Option<String>,
+    /// clientId of the origin connection, used to re-bind after a reconnect.
+    pub origin_client_id: Option<String>,
+    /// Gateway connection id of the origin (it may be gone).
+    pub origin_connection_id: Option<String>,
+    /// Creation time (UTC ISO-8601).
+    pub created_at: String,
+    /// Time of the last prompt or turn end.
+    pub last_activity_at: Option<String>,
+    /// Text of the last prompt.
+    pub last_prompt: Option<String>,
+    /// When `session.close` closed it.
+    pub closed_at: Option<String>,
+    /// Tokens the last model call's prompt occupied.
+    pub context_used: i64,
+    /// Context window of the model in use, when known.
+    pub context_window: Option<i64>,
+}
+
+const COLUMNS: &str =
+    "id, workdir, workspace_dir, mode, provider, model, provider_in_use, model_in_use, \
+     title, deny_exec, host_tools_from, origin_surface, origin_client_id, origin_connection_id, \
+     created_at, last_activity_at, last_prompt, closed_at, context_used, context_window";
+
+fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
+    Ok(SessionRow {
+        id: r.get(0)?,
+        workdir: r.get(1)?,
+        workspace_dir: r.get(2)?,
+        mode: r.get(3)?,
+        provider: r.get(4)?,
+        model: r.get(5)?,
+        provider_in_use: r.get(6)?,
+        model_in_use: r.get(7)?,
+        title: r.get(8)?,
+        deny_exec: r.get(9)?,
+        host_tools_from: r.get(10)?,
+        origin_surface: r.get(11)?,
+        origin_client_id: r.get(12)?,
+        origin_connection_id: r.get(13)?,
+        created_at: r.get(14)?,
+        last_activity_at: r.get(15)?,
+        last_prompt: r.get(16)?,
+        closed_at: r.get(17)?,
+        context_used: r.get(18)?,
+        context_window: r.get(19)?,
+    })
+}
+
+/// Inserts or replaces the whole row.
+pub fn save(conn: &Connection, s: &SessionRow) -> rusqlite::Result<()> {
+    conn.prepare_cached(&format!(
+        "INSERT OR REPLACE INTO sessions ({COLUMNS}) VALUES \
+         (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)"
+    ))?
+    .execute(params![
+        s.id,
+        s.workdir,
+        s.workspace_dir,
+        s.mode,
+        s.provider,
+        s.model,
+        s.provider_in_use,
+        s.model_in_use,
+        s.title,
+        s.deny_exec,
+        s.host_tools_from,
+        s.origin_surface,
+        s.origin_client_id,
+        s.origin_connection_id,
+        s.created_at,
+        s.last_activity_at,
+        s.last_prompt,
+        s.closed_at,
+        s.context_used,
+        s.context_window,
+    ])?;
+    Ok(())
+}
+
+/// One session by id.
+pub fn get(conn: &Connection, id: &str) -> rusqlite::Result<Option<SessionRow>> {
+    conn.prepare_cached(&format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"))?
+        .query_row([id], from_row)
+        .optional()
+}
+
+/// Every session, oldest first; closed ones only with `include_closed`.
+pub fn list(conn: &Connection, include_closed: bool) -> rusqlite::Result<Vec<SessionRow>> {
+    let sql = if include_closed {
+        format!("SELECT {COLUMNS} FROM sessions ORDER BY created_at, id")
+    } else {
+        format!("SELECT {COLUMNS} FROM sessions WHERE closed_at IS NULL ORDER BY created_at, id")
+    };
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt.query_map([], from_row)?;
+    rows.collect()
+}

@@ -1,0 +1,360 @@
+//! The agent loop of one turn (issue 2 "A turn"):
+//!
+//! `turn.started` → `message.user` → per model call `message.delta`… (and
+//! `message.reasoning`…) and one `usage` → per tool call `tool.call` → `tool.progress`… →
+//! `tool.result` (+ `diff`) → the next model call with the results … until the model
+//! answers without tool calls; then `message.done` → `context` → `turn.done{reason}`.
+//!
+//! The history sent to the model is rebuilt from the stored events ([`super::history`]),
+//! so it survives restarts. Dropping the provider stream cancels a model call; the turn's
+//! cancellation token reaches running tools (a shell is killed).
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use super::{history, system_prompt, TurnEnd, TurnStart};
+use crate::app::App;
+use crate::provider::{ChatMessage, ModelRequest, Provider, ProviderError, StreamEvent, ToolCall};
+use crate::session::Session;
+use crate::store;
+
+/// What one turn accumulated, for the closing events.
+#[derive(Debug, Default)]
+pub(crate) struct TurnAccount {
+    /// Every answer text of the turn, concatenated (`message.done.text`).
+    pub text: String,
+    /// Denied tool calls so far (the third ends the turn).
+    pub denials: u32,
+    /// Tokens of the last model call (input + output), and whether estimated.
+    pub context_used: Option<(u64, bool)>,
+    /// Vendor in use.
+    pub provider: Option<String>,
+    /// Model in use.
+    pub model: Option<String>,
+    /// Context window of the model, when known.
+    pub window: Option<u64>,
+}
+
+/// How one model call ended.
+enum Call {
+    /// The model finished this call.
+    Done { text: String, calls: Vec<ToolCall> },
+    /// Interrupted mid-stream.
+    Interrupted { text: String },
+    /// The provider failed.
+    Failed { code: &'static str, message: String },
+}
+
+/// Denials in one turn that end it with `denied`.
+pub const MAX_DENIALS: u32 = 3;
+
+/// The protocol error code of a provider failure.
+pub fn provider_error_code(e: &ProviderError) -> &'static str {
+    match e {
+        ProviderError::Http {
+            status: 401 | 403, ..
+        } => "auth_expired",
+        ProviderError::Http { .. } | ProviderError::Network { .. } | ProviderError::Config(_) => {
+            "unavailable"
+        }
+        ProviderError::Protocol { .. } => "internal",
+    }
+}
+
+/// Context window of a model: `settings.providers.<vendor>.contextWindow`, else a few
+/// well-known model families, else unknown.
+pub fn context_window(settings: &Value, vendor: &str, model: &str) -> Option<u64> {
+    if let Some(n) = settings
+        .pointer(&format!("/providers/{vendor}/contextWindow"))
+        .and_then(Value::as_u64)
+    {
+        return Some(n);
+    }
+    let m = model.to_ascii_lowercase();
+    if m.contains("claude") {
+        Some(200_000)
+    } else if m.contains("gpt-4.1") {
+        Some(1_047_576)
+    } else if m.contains("gpt-4o") {
+        Some(128_000)
+    } else {
+        None
+    }
+}
+
+impl App {
+    /// Runs one turn to its `turn.done` and returns why it ended.
+    pub(crate) async fn run_turn(&self, session: &Arc<Session>, t: &TurnStart) -> TurnEnd {
+        // Earlier turns must be committed before the history is read back.
+        if let Err(e) = self.log.flush().await {
+            tracing::error!(error = %format!("{e:#}"), "flush before turn failed");
+        }
+        let mut messages = match self
+            .store
+            .read(|c| store::events::of_kinds(c, &session.id, history::KINDS))
+        {
+            Ok(rows) => history::rebuild(
+                rows.into_iter()
+                    .map(|(k, p)| (k, serde_json::from_str(&p).unwrap_or(Value::Null))),
+            ),
+            Err(e) => {
+                tracing::error!(error = %e, session_id = %session.id, "cannot read history");
+                Vec::new()
+            }
+        };
+        self.emit(
+            session,
+            "turn.started",
+            json!({ "turnId": t.turn_id, "prompt": t.text, "queued": t.queued, "initiator": "user" }),
+        );
+        self.emit(
+            session,
+            "message.user",
+            json!({ "turnId": t.turn_id, "text": t.text, "attachments": [], "refs": [], "steered": false }),
+        );
+        messages.push(ChatMessage::user(t.text.clone()));
+        let mut acc = TurnAccount::default();
+        let end = self.agent_loop(session, t, &mut messages, &mut acc).await;
+
+        self.emit(
+            session,
+            "message.done",
+            json!({ "turnId": t.turn_id, "text": acc.text, "role": "assistant" }),
+        );
+        let (used, estimated) = acc
+            .context_used
+            .unwrap_or_else(|| (history::estimate_tokens(&messages), true));
+        let percent = acc.window.filter(|w| *w > 0).map(|w| {
+            let p = used as f64 * 100.0 / w as f64;
+            (p * 10.0).round() / 10.0
+        });
+        self.emit(
+            session,
+            "context",
+            json!({
+                "turnId": t.turn_id,
+                "used": used,
+                "window": acc.window,
+                "percent": percent,
+                "estimated": estimated,
+                "model": acc.model,
+                "provider": acc.provider,
+            }),
+        );
+        session.update(|r| {
+            r.context_used = used as i64;
+            r.context_window = acc.window.map(|w| w as i64);
+        });
+        self.save_session(session);
+        if let Err(e) = self
+            .emit_committed(
+                session,
+                "turn.done",
+                json!({ "turnId": t.turn_id, "reason": end.as_str() }),
+            )
+            .await
+        {
+            tracing::error!(error = %e, "turn.done not written");
+        }
+        end
+    }
+
+    fn error_event(&self, session: &Session, turn_id: &str, code: &str, message: &str) {
+        self.emit(
+            session,
+            "error",
+            json!({ "turnId": turn_id, "code": code, "message": message }),
+        );
+    }
+
+    async fn agent_loop(
+        &self,
+        session: &Arc<Session>,
+        t: &TurnStart,
+        messages: &mut Vec<ChatMessage>,
+        acc: &mut TurnAccount,
+    ) -> TurnEnd {
+        let workdir = session.workdir();
+        let settings =
+            match snowpea_common::settings::load_effective(&self.config.home, Some(&workdir)) {
+                Ok(s) => s,
+                Err(e) => {
+                    self.error_event(
+                        session,
+                        &t.turn_id,
+                        "invalid_params",
+                        &format!("cannot read settings: {e:#}"),
+                    );
+                    return TurnEnd::Error;
+                }
+            };
+        let row = session.row();
+        let env = self.config.env.clone();
+        let provider = match crate::provider::select_provider(
+            &settings,
+            row.provider.as_deref(),
+            row.model.as_deref(),
+            &|k| env(k),
+        ) {
+            Ok(p) => p,
+            Err(e) => {
+                let message = format!(
+                    "no usable model provider: {e}. Configure one in {} (providers.default and providers.<vendor>) \
+                     or set an API key such as ANTHROPIC_API_KEY or OPENAI_API_KEY for the daemon",
+                    self.config.home.settings_path().display()
+                );
+                self.error_event(session, &t.turn_id, provider_error_code(&e), &message);
+                return TurnEnd::Error;
+            }
+        };
+        let model = row
+            .model
+            .clone()
+            .unwrap_or_else(|| provider.default_model().to_owned());
+        let vendor = provider.vendor().to_owned();
+        acc.window = context_window(&settings, &vendor, &model);
+        acc.provider = Some(vendor.clone());
+        acc.model = Some(model.clone());
+        session.update(|r| {
+            r.provider_in_use = Some(vendor.clone());
+            r.model_in_use = Some(model.clone());
+        });
+        self.save_session(session);
+
+        let specs: Vec<_> = self.tools.iter().map(|tool| tool.spec()).collect();
+        let system = system_prompt::build(&row, &self.tools);
+        for _round in 0..self.config.max_tool_rounds {
+            let request = ModelRequest {
+                model: row.model.clone().unwrap_or_default(),
+                system: system.clone(),
+                messages: messages.clone(),
+                tools: specs.clone(),
+                max_tokens: None,
+            };
+            let (text, calls) = match self
+                .model_call(session, t, provider.as_ref(), request, acc)
+                .await
+            {
+                Call::Done { text, calls } => (text, calls),
+                Call::Interrupted { text } => {
+                    messages.push(ChatMessage::assistant(text, vec![]));
+                    return TurnEnd::Interrupted;
+                }
+                Call::Failed { code, message } => {
+                    self.error_event(session, &t.turn_id, code, &message);
+                    return TurnEnd::Error;
+                }
+            };
+            messages.push(ChatMessage::assistant(text, calls.clone()));
+            if calls.is_empty() {
+                return TurnEnd::Complete;
+            }
+            for call in &calls {
+                let outcome = self.tool_call(session, t, call, acc).await;
+                messages.push(ChatMessage::tool_result(call, outcome.content, !outcome.ok));
+                if outcome.interrupted {
+                    return TurnEnd::Interrupted;
+                }
+                if acc.denials >= MAX_DENIALS {
+                    return TurnEnd::Denied;
+                }
+            }
+        }
+        tracing::warn!(session_id = %session.id, turn_id = %t.turn_id, "tool-round budget exhausted");
+        TurnEnd::Budget
+    }
+
+    async fn model_call(
+        &self,
+        session: &Session,
+        t: &TurnStart,
+        provider: &dyn Provider,
+        request: ModelRequest,
+        acc: &mut TurnAccount,
+    ) -> Call {
+        let input_estimate =
+            history::estimate_tokens(&request.messages) + (request.system.len() as u64).div_ceil(4);
+        let mut stream = provider.stream(request);
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        let mut usage = None;
+        let mut reasoning_chars = 0usize;
+        let idle = self.config.provider_idle_timeout;
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = t.cancel.cancelled() => return Call::Interrupted { text },
+                n = tokio::time::timeout(idle, stream.next()) => n,
+            };
+            match next {
+                Err(_) => {
+                    return Call::Failed {
+                        code: "unavailable",
+                        message: format!(
+                            "{}: no data from the model for {}s",
+                            provider.vendor(),
+                            idle.as_secs()
+                        ),
+                    }
+                }
+                Ok(None) | Ok(Some(Ok(StreamEvent::Done { .. }))) => break,
+                Ok(Some(Ok(StreamEvent::TextDelta(d)))) => {
+                    if d.is_empty() {
+                        continue;
+                    }
+                    self.emit(
+                        session,
+                        "message.delta",
+                        json!({ "turnId": t.turn_id, "text": d }),
+                    );
+                    text.push_str(&d);
+                    acc.text.push_str(&d);
+                }
+                Ok(Some(Ok(StreamEvent::ReasoningDelta(d)))) => {
+                    reasoning_chars += d.chars().count();
+                    self.emit(
+                        session,
+                        "message.reasoning",
+                        json!({ "turnId": t.turn_id, "text": d, "chars": reasoning_chars }),
+                    );
+                }
+                Ok(Some(Ok(StreamEvent::ToolCall(c)))) => calls.push(c),
+                Ok(Some(Ok(StreamEvent::Usage(u)))) => usage = Some(u),
+                Ok(Some(Err(e))) => {
+                    return Call::Failed {
+                        code: provider_error_code(&e),
+                        message: e.to_string(),
+                    }
+                }
+            }
+        }
+        drop(stream);
+        let (input, output, cached, estimated) = match usage {
+            Some(u) => (u.input_tokens, u.output_tokens, u.cached_tokens, false),
+            None => {
+                let out_chars = text.len()
+                    + calls
+                        .iter()
+                        .map(|c| c.name.len() + c.arguments.to_string().len())
+                        .sum::<usize>();
+                (input_estimate, (out_chars as u64).div_ceil(4), 0, true)
+            }
+        };
+        acc.context_used = Some((input + output, estimated));
+        self.emit(
+            session,
+            "usage",
+            json!({
+                "turnId": t.turn_id,
+                "inputTokens": input,
+                "outputTokens": output,
+                "cachedInputTokens": (cached > 0).then_some(cached),
+                "model": acc.model,
+                "provider": acc.provider,
+            }),
+        );
+        Call::Done { text, calls }
+    }
+}

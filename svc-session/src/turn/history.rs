@@ -1,0 +1,178 @@
+//! The conversation history sent to the model, rebuilt from the stored session events so
+//! it survives restarts: `message.user` → a user message; `message.delta`s and
+//! `tool.call`s → the assistant message they belong to; `tool.result` → a tool message.
+//! Calls that never got a result (interrupted, crashed) get a failed "interrupted" result
+//! at the end of their turn, so every vendor sees a well-formed conversation.
+
+use serde_json::Value;
+
+use crate::provider::{ChatMessage, Role, ToolCall};
+
+/// The event kinds the history is built from.
+pub const KINDS: &[&str] = &[
+    "message.user",
+    "message.delta",
+    "tool.call",
+    "tool.result",
+    "turn.done",
+];
+
+/// Text given to the model for a call that never finished.
+pub const INTERRUPTED_RESULT: &str = "interrupted: the call did not finish";
+
+#[derive(Default)]
+struct Builder {
+    out: Vec<ChatMessage>,
+    text: String,
+    calls: Vec<ToolCall>,
+    open: bool,
+    unanswered: Vec<ToolCall>,
+}
+
+impl Builder {
+    fn flush(&mut self) {
+        if self.open && (!self.text.is_empty() || !self.calls.is_empty()) {
+            self.unanswered.extend(self.calls.iter().cloned());
+            self.out.push(ChatMessage::assistant(
+                std::mem::take(&mut self.text),
+                std::mem::take(&mut self.calls),
+            ));
+        }
+        self.text.clear();
+        self.calls.clear();
+        self.open = false;
+    }
+
+    fn close_turn(&mut self) {
+        self.flush();
+        for call in std::mem::take(&mut self.unanswered) {
+            self.out
+                .push(ChatMessage::tool_result(&call, INTERRUPTED_RESULT, true));
+        }
+    }
+}
+
+fn str_of<'a>(p: &'a Value, key: &str) -> &'a str {
+    p.get(key).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// Rebuilds the history from `(kind, payload)` pairs in seq order.
+pub fn rebuild(events: impl IntoIterator<Item = (String, Value)>) -> Vec<ChatMessage> {
+    let mut b = Builder::default();
+    for (kind, p) in events {
+        match kind.as_str() {
+            "message.user" => {
+                b.close_turn();
+                b.out.push(ChatMessage::user(str_of(&p, "text")));
+            }
+            "message.delta" => {
+                if !b.calls.is_empty() {
+                    // Text after a call in the same open message starts a new one.
+                    b.flush();
+                }
+                b.open = true;
+                b.text.push_str(str_of(&p, "text"));
+            }
+            "tool.call" => {
+                b.open = true;
+                b.calls.push(ToolCall {
+                    id: str_of(&p, "callId").to_owned(),
+                    name: str_of(&p, "name").to_owned(),
+                    arguments: p
+                        .get("args")
+                        .cloned()
+                        .unwrap_or_else(|| Value::Object(Default::default())),
+                });
+            }
+            "tool.result" => {
+                b.flush();
+                let id = str_of(&p, "callId");
+                let Some(pos) = b.unanswered.iter().position(|c| c.id == id) else {
+                    continue;
+                };
+                let call = b.unanswered.remove(pos);
+                let ok = p.get("ok").and_then(Value::as_bool).unwrap_or(false);
+                b.out
+                    .push(ChatMessage::tool_result(&call, str_of(&p, "output"), !ok));
+            }
+            "turn.done" => b.close_turn(),
+            _ => {}
+        }
+    }
+    b.close_turn();
+    b.out
+}
+
+/// A rough token estimate of a history (≈ 4 characters per token).
+pub fn estimate_tokens(messages: &[ChatMessage]) -> u64 {
+    let chars: usize = messages
+        .iter()
+        .map(|m| {
+            m.content.len()
+                + m.tool_calls
+                    .iter()
+                    .map(|c| c.name.len() + c.arguments.to_string().len())
+                    .sum::<usize>()
+                + if m.role == Role::Tool { 8 } else { 4 }
+        })
+        .sum();
+    (chars as u64).div_ceil(4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(kind: &str, p: Value) -> (String, Value) {
+        (kind.to_owned(), p)
+    }
+
+    #[test]
+    fn rebuilds_text_tool_calls_and_results() {
+        let h = rebuild(vec![
+            ev("message.user", json!({"text": "hi"})),
+            ev("message.delta", json!({"text": "Let me "})),
+            ev("message.delta", json!({"text": "look."})),
+            ev(
+                "tool.call",
+                json!({"callId": "c1", "name": "read_file", "args": {"path": "a"}}),
+            ),
+            ev(
+                "tool.result",
+                json!({"callId": "c1", "name": "read_file", "ok": true, "output": "A"}),
+            ),
+            ev("message.delta", json!({"text": "Done."})),
+            ev("turn.done", json!({"reason": "complete"})),
+        ]);
+        assert_eq!(h.len(), 4);
+        assert_eq!(h[0], ChatMessage::user("hi"));
+        assert_eq!(h[1].content, "Let me look.");
+        assert_eq!(h[1].tool_calls[0].id, "c1");
+        assert_eq!(h[2].role, Role::Tool);
+        assert_eq!(h[2].content, "A");
+        assert!(!h[2].is_error);
+        assert_eq!(h[3], ChatMessage::assistant("Done.", vec![]));
+    }
+
+    #[test]
+    fn unanswered_calls_get_an_interrupted_result() {
+        let h = rebuild(vec![
+            ev("message.user", json!({"text": "run"})),
+            ev(
+                "tool.call",
+                json!({"callId": "c1", "name": "shell", "args": {"command": "sleep 30"}}),
+            ),
+            ev(
+                "turn.done",
+                json!({"reason": "interrupted", "synthetic": true}),
+            ),
+            ev("message.user", json!({"text": "again"})),
+        ]);
+        assert_eq!(h.len(), 4);
+        assert_eq!(h[2].role, Role::Tool);
+        assert!(h[2].is_error);
+        assert_eq!(h[2].content, INTERRUPTED_RESULT);
+        assert_eq!(h[3], ChatMessage::user("again"));
+    }
+}

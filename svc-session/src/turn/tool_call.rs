@@ -1,0 +1,256 @@
+//! One tool call inside a turn: `tool.call`, the permission decision (mode matrix,
+//! session-scope allowances, approval), the run with streamed `tool.progress`, and
+//! `tool.result` (+ `diff`). A denial never runs the tool: the model gets a failed result,
+//! an `error` event carries the code (`mode_denied`, `approval_denied`,
+//! `approval_timeout`), and the denial counts toward the turn's limit.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::agent::TurnAccount;
+use super::TurnStart;
+use crate::app::App;
+use crate::approval::{Ask, Scope};
+use crate::permissions::{self, Verdict};
+use crate::provider::ToolCall;
+use crate::session::Session;
+use crate::tools::{ToolContext, ToolOutput};
+
+/// What the model gets back from one call.
+pub(crate) struct Outcome {
+    /// Text fed back to the model.
+    pub content: String,
+    /// False when the call failed or was denied.
+    pub ok: bool,
+    /// True when the turn was interrupted during the call.
+    pub interrupted: bool,
+}
+
+impl App {
+    fn tool_result(
+        &self,
+        session: &Session,
+        t: &TurnStart,
+        call: &ToolCall,
+        ok: bool,
+        output: &str,
+        meta: Value,
+    ) -> Outcome {
+        let mut payload = json!({
+            "turnId": t.turn_id,
+            "callId": call.id,
+            "name": call.name,
+            "ok": ok,
+            "output": output,
+        });
+        if !ok {
+            payload["error"] = Value::String(output.to_owned());
+        }
+        if !meta.is_null() {
+            payload["meta"] = meta;
+        }
+        self.emit(session, "tool.result", payload);
+        Outcome {
+            content: output.to_owned(),
+            ok,
+            interrupted: false,
+        }
+    }
+
+    fn denial(
+        &self,
+        session: &Session,
+        t: &TurnStart,
+        call: &ToolCall,
+        acc: &mut TurnAccount,
+        code: &str,
+        message: String,
+    ) -> Outcome {
+        acc.denials += 1;
+        let outcome = self.tool_result(session, t, call, false, &message, Value::Null);
+        self.emit(
+            session,
+            "error",
+            json!({ "turnId": t.turn_id, "callId": call.id, "code": code, "message": message }),
+        );
+        outcome
+    }
+
+    fn interrupted(&self, session: &Session, t: &TurnStart, call: &ToolCall) -> Outcome {
+        let mut o = self.tool_result(
+            session,
+            t,
+            call,
+            false,
+            "interrupted by the user",
+            Value::Null,
+        );
+        o.interrupted = true;
+        o
+    }
+
+    /// Runs one tool call of the model (see the module doc).
+    pub(crate) async fn tool_call(
+        &self,
+        session: &Arc<Session>,
+        t: &TurnStart,
+        call: &ToolCall,
+        acc: &mut TurnAccount,
+    ) -> Outcome {
+        self.emit(
+            session,
+            "tool.call",
+            json!({ "turnId": t.turn_id, "callId": call.id, "name": call.name, "args": call.arguments }),
+        );
+        let Some(tool) = self
+            .tools
+            .iter()
+            .find(|tool| tool.name() == call.name)
+            .cloned()
+        else {
+            let names: Vec<_> = self.tools.iter().map(|tool| tool.name()).collect();
+            let msg = format!(
+                "unknown tool `{}`; available tools: {}",
+                call.name,
+                names.join(", ")
+            );
+            return self.tool_result(session, t, call, false, &msg, Value::Null);
+        };
+        let workdir = session.workdir();
+        let plan = match tool.plan(&call.arguments, &workdir) {
+            Ok(p) => p,
+            Err(e) => {
+                return self.tool_result(
+                    session,
+                    t,
+                    call,
+                    false,
+                    &format!("invalid arguments: {e}"),
+                    Value::Null,
+                )
+            }
+        };
+        let mode = session.mode();
+        let deny_exec = session.row().deny_exec;
+        let perm = plan.permission.as_str();
+        match permissions::decide(mode, &plan, deny_exec) {
+            Verdict::Allow => {}
+            Verdict::Deny => {
+                let msg = if deny_exec && plan.permission == crate::tools::Permission::Exec {
+                    format!("denied: `{}` runs a process and this session refuses exec tools (denyExec)", call.name)
+                } else {
+                    format!(
+                        "denied: `{}` needs `{perm}` permission, which {} mode does not allow",
+                        call.name,
+                        mode.as_str()
+                    )
+                };
+                return self.denial(session, t, call, acc, "mode_denied", msg);
+            }
+            Verdict::Ask => {
+                let outside = !plan.outside_workdir.is_empty();
+                let key = Session::allow_key(&call.name, perm, outside);
+                if !session.is_allowed(&key) {
+                    let mut note = plan.summary.clone();
+                    if outside {
+                        let paths: Vec<_> = plan
+                            .outside_workdir
+                            .iter()
+                            .map(|p| p.display().to_string())
+                            .collect();
+                        note.push_str(&format!(
+                            " — outside the working directory: {}",
+                            paths.join(", ")
+                        ));
+                    }
+                    let ask = Ask {
+                        turn_id: &t.turn_id,
+                        tool: &call.name,
+                        args: &call.arguments,
+                        note,
+                        risk: permissions::risk(plan.permission),
+                    };
+                    let resolution = self.request_approval(session, ask, &t.cancel).await;
+                    if !resolution.allow {
+                        return match resolution.by {
+                            "interrupted" => self.interrupted(session, t, call),
+                            "timeout" => self.denial(
+                                session,
+                                t,
+                                call,
+                                acc,
+                                "approval_timeout",
+                                format!("denied: no approval for `{}` arrived in time (approval_timeout)", call.name),
+                            ),
+                            _ => {
+                                let mut msg = format!("denied by user: `{}` was not approved", call.name);
+                                if let Some(r) = &resolution.reason {
+                                    msg.push_str(&format!(" (reason: {r})"));
+                                }
+                                self.denial(session, t, call, acc, "approval_denied", msg)
+                            }
+                        };
+                    }
+                    if resolution.scope == Scope::Session {
+                        session.remember_allowed(key);
+                    }
+                }
+            }
+        }
+        if t.cancel.is_cancelled() {
+            return self.interrupted(session, t, call);
+        }
+
+        let (progress, mut chunks) = mpsc::unbounded_channel();
+        let ctx = ToolContext {
+            workdir,
+            progress,
+            cancel: t.cancel.child_token(),
+            output_cap: self.config.output_cap,
+        };
+        let mut run = tool.run(call.arguments.clone(), ctx);
+        let mut seq = 0u64;
+        let mut emit_chunk = |chunk: String| {
+            self.emit(
+                session,
+                "tool.progress",
+                json!({ "turnId": t.turn_id, "callId": call.id, "name": call.name, "chunk": chunk, "seq": seq }),
+            );
+            seq += 1;
+        };
+        let output: Option<ToolOutput> = loop {
+            tokio::select! {
+                biased;
+                _ = t.cancel.cancelled() => break None,
+                Some(chunk) = chunks.recv() => emit_chunk(chunk),
+                out = &mut run => break Some(out),
+            }
+        };
+        // Dropping the future kills what the tool started (the shell's process group).
+        drop(run);
+        while let Ok(chunk) = chunks.try_recv() {
+            emit_chunk(chunk);
+        }
+        let Some(out) = output else {
+            return self.interrupted(session, t, call);
+        };
+        if let Some(diff) = &out.diff {
+            self.emit(
+                session,
+                "diff",
+                json!({
+                    "turnId": t.turn_id,
+                    "callId": call.id,
+                    "path": diff.path,
+                    "patch": diff.diff,
+                    "added": diff.added,
+                    "removed": diff.removed,
+                    "created": diff.created,
+                }),
+            );
+        }
+        self.tool_result(session, t, call, out.ok, &out.content, out.meta)
+    }
+}

@@ -1,0 +1,272 @@
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use snowpea_proto::session::v1 as pb;
+
+use crate::testkit::{done_reason, kinds, of_kind, Harness, Item};
+
+#[tokio::test]
+async fn a_turn_streams_deltas_calls_tools_and_ends_complete() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "make a file", "text": "Writing it.", "tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "hi\n"}}]},
+            {"after_tool": "write_file", "text": "Done, the file exists."}
+        ]
+    }))
+    .await;
+    let sid = h.create("accept").await;
+    let tid = h.prompt(&sid, "please make a file").await;
+    let ev = h.until_done(&tid, |_| None).await;
+    let k = kinds(&ev);
+    assert_eq!(&k[..2], ["turn.started", "message.user"]);
+    assert_eq!(
+        ev[0]["payload"],
+        json!({"turnId": tid, "prompt": "please make a file", "queued": false, "initiator": "user"})
+    );
+    assert_eq!(ev[1]["payload"]["text"], "please make a file");
+    assert_eq!(ev[1]["payload"]["steered"], false);
+    assert!(k.iter().filter(|k| *k == "message.delta").count() >= 2);
+    assert_eq!(of_kind(&ev, "usage").len(), 2, "one usage per model call");
+    let call = of_kind(&ev, "tool.call")[0];
+    assert_eq!(call["payload"]["name"], "write_file");
+    assert_eq!(call["payload"]["args"]["path"], "a.txt");
+    let result = of_kind(&ev, "tool.result")[0];
+    assert_eq!(result["payload"]["ok"], true);
+    assert_eq!(result["payload"]["callId"], call["payload"]["callId"]);
+    let diff = of_kind(&ev, "diff")[0];
+    assert_eq!(diff["payload"]["path"], "a.txt");
+    assert!(diff["payload"]["patch"].as_str().unwrap().contains("+hi"));
+    assert_eq!(
+        std::fs::read_to_string(h.workdir.join("a.txt")).unwrap(),
+        "hi\n"
+    );
+    assert_eq!(&k[k.len() - 3..], ["message.done", "context", "turn.done"]);
+    let done_text = of_kind(&ev, "message.done")[0]["payload"]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(done_text, "Writing it.Done, the file exists.");
+    let ctx = of_kind(&ev, "context")[0];
+    assert_eq!(ctx["payload"]["estimated"], false);
+    assert!(ctx["payload"]["used"].as_u64().unwrap() > 0);
+    assert_eq!(done_reason(&ev), "complete");
+}
+
+#[tokio::test]
+async fn history_is_rebuilt_from_stored_events_for_the_next_turn() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "list", "tool_calls": [{"name": "list_dir", "arguments": {}}]},
+            {"after_tool": "list_dir", "text": "Listed."},
+            {"match": "first", "text": "one"},
+        ],
+        "default": {"text": "fallback"}
+    }))
+    .await;
+    let sid = h.create("accept").await;
+    let t1 = h.prompt(&sid, "list things").await;
+    h.until_done(&t1, |_| None).await;
+    let session = h.app.session(&sid).unwrap();
+    let t2 = h.prompt(&sid, "first").await;
+    h.until_done(&t2, |_| None).await;
+    h.app.flush().await.unwrap();
+    let rows = h
+        .app
+        .store
+        .read(|c| crate::store::events::of_kinds(c, &session.id, super::history::KINDS))
+        .unwrap();
+    let msgs = super::history::rebuild(
+        rows.into_iter()
+            .map(|(k, p)| (k, serde_json::from_str(&p).unwrap())),
+    );
+    let roles: Vec<_> = msgs.iter().map(|m| m.role).collect();
+    use crate::provider::Role::*;
+    assert_eq!(roles, [User, Assistant, Tool, Assistant, User, Assistant]);
+    assert_eq!(msgs[3].content, "Listed.");
+    assert_eq!(msgs[5].content, "one");
+}
+
+#[tokio::test]
+async fn prompts_while_a_turn_runs_are_queued_and_run_in_order() {
+    let mut h = Harness::new(json!({
+        "steps": [{"match": "slow", "delaySec": 0.5, "text": "slow done"}],
+        "default": {"text": "quick"}
+    }))
+    .await;
+    let sid = h.create("accept").await;
+    let t1 = h.prompt(&sid, "slow one").await;
+    let t2 = h.prompt(&sid, "second").await;
+    let t3 = h.prompt(&sid, "third").await;
+    let ev = h.until_done(&t3, |_| None).await;
+    let seq_of = |kind: &str, tid: &str| {
+        ev.iter()
+            .find(|e| e["kind"] == kind && e["payload"]["turnId"] == tid)
+            .unwrap_or_else(|| panic!("{kind} of {tid}"))["seq"]
+            .as_i64()
+            .unwrap()
+    };
+    let q2 = of_kind(&ev, "turn.queued")
+        .into_iter()
+        .find(|e| e["payload"]["turnId"] == t2.as_str())
+        .unwrap();
+    assert_eq!(q2["payload"]["position"], 1);
+    let q3 = of_kind(&ev, "turn.queued")
+        .into_iter()
+        .find(|e| e["payload"]["turnId"] == t3.as_str())
+        .unwrap();
+    assert_eq!(q3["payload"]["position"], 2);
+    assert!(seq_of("turn.done", &t1) < seq_of("turn.dequeued", &t2));
+    assert!(seq_of("turn.dequeued", &t2) < seq_of("turn.started", &t2));
+    assert!(seq_of("turn.done", &t2) < seq_of("turn.dequeued", &t3));
+    let started2 = ev
+        .iter()
+        .find(|e| e["kind"] == "turn.started" && e["payload"]["turnId"] == t2.as_str())
+        .unwrap();
+    assert_eq!(started2["payload"]["queued"], true);
+    let dq2 = ev
+        .iter()
+        .find(|e| e["kind"] == "turn.dequeued" && e["payload"]["turnId"] == t2.as_str())
+        .unwrap();
+    assert_eq!(dq2["payload"]["reason"], "started");
+    assert_eq!(dq2["payload"]["queued"], 1);
+    for t in [&t1, &t2, &t3] {
+        let d = ev
+            .iter()
+            .find(|e| e["kind"] == "turn.done" && e["payload"]["turnId"] == t.as_str())
+            .unwrap();
+        assert_eq!(d["payload"]["reason"], "complete");
+    }
+}
+
+#[tokio::test]
+async fn interrupt_kills_a_long_shell_promptly() {
+    let mut h = Harness::new(json!({
+        "steps": [{"match": "sleep", "tool_calls": [{"name": "shell", "arguments": {"command": "echo started; sleep 30"}}]}]
+    }))
+    .await;
+    let sid = h.create("auto").await;
+    let tid = h.prompt(&sid, "sleep please").await;
+    // Wait until the shell is running (its first output arrived).
+    loop {
+        if let Item::Note(m, p) = h.next().await {
+            if m == "session.event" && p["kind"] == "tool.progress" {
+                assert!(p["payload"]["chunk"].as_str().unwrap().contains("started"));
+                break;
+            }
+        }
+    }
+    let t0 = Instant::now();
+    h.app.interrupt(&sid).unwrap();
+    let ev = h.until_done(&tid, |_| None).await;
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "ended in {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(done_reason(&ev), "interrupted");
+    let result = of_kind(&ev, "tool.result")[0];
+    assert_eq!(result["payload"]["ok"], false);
+    // The session takes prompts again.
+    let t2 = h.prompt(&sid, "anything").await;
+    let ev2 = h.until_done(&t2, |_| None).await;
+    assert_eq!(done_reason(&ev2), "complete");
+}
+
+#[tokio::test]
+async fn a_provider_error_ends_the_turn_with_error() {
+    let mut h = Harness::new(
+        json!({"steps": [{"match": "fail", "error": {"status": 500, "message": "boom"}}]}),
+    )
+    .await;
+    let sid = h.create("accept").await;
+    let tid = h.prompt(&sid, "fail now").await;
+    let ev = h.until_done(&tid, |_| None).await;
+    let err = of_kind(&ev, "error")[0];
+    assert!(err["payload"]["message"].as_str().unwrap().contains("boom"));
+    assert_eq!(err["payload"]["code"], "unavailable");
+    assert_eq!(done_reason(&ev), "error");
+}
+
+#[tokio::test]
+async fn an_unconfigured_provider_still_returns_a_turn_that_ends_with_error() {
+    let mut h = Harness::new(json!({})).await;
+    // No SNOWPEA_PROVIDER, no keys: selection fails.
+    let mut cfg = crate::testkit::config(&h.home, &h.script);
+    cfg.env = std::sync::Arc::new(|_| None);
+    let app = crate::App::open(cfg, h.hub.clone()).await.unwrap();
+    let p = pb::SessionCreateParams {
+        workdir: h.workdir.to_string_lossy().into(),
+        ..Default::default()
+    };
+    let sid = app
+        .create_session(&Harness::ctx("c1", None), p)
+        .await
+        .unwrap()
+        .session_id;
+    let tid = app
+        .prompt(
+            &Harness::ctx("c1", None),
+            pb::SessionPromptParams {
+                session_id: sid,
+                text: "hi".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let ev = h.until_done(&tid, |_| None).await;
+    let err = of_kind(&ev, "error")[0];
+    assert!(
+        err["payload"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ANTHROPIC_API_KEY"),
+        "{err}"
+    );
+    assert_eq!(done_reason(&ev), "error");
+}
+
+#[tokio::test]
+async fn close_ends_the_running_turn_and_drops_the_queue() {
+    let mut h = Harness::new(json!({"steps": [{"match": "slow", "delaySec": 30, "text": "never"}], "default": {"text": "x"}})).await;
+    let sid = h.create("accept").await;
+    let t1 = h.prompt(&sid, "slow").await;
+    let t2 = h.prompt(&sid, "queued").await;
+    tokio::time::timeout(Duration::from_secs(15), h.app.close_session(&sid))
+        .await
+        .unwrap()
+        .unwrap();
+    let ev = h.until_done(&t1, |_| None).await;
+    assert_eq!(done_reason(&ev), "interrupted");
+    let dropped = ev
+        .iter()
+        .find(|e| e["kind"] == "turn.dequeued" && e["payload"]["turnId"] == t2.as_str())
+        .unwrap();
+    assert_eq!(dropped["payload"]["reason"], "dropped");
+    assert!(ev
+        .iter()
+        .any(|e| e["kind"] == "turn.done" && e["payload"]["turnId"] == t2.as_str()));
+    assert!(h.app.session(&sid).is_err(), "no longer live");
+    let listed = h
+        .app
+        .list_sessions(pb::SessionListParams {
+            include_closed: true,
+            ..Default::default()
+        })
+        .unwrap();
+    assert!(listed.sessions.iter().any(|s| s.session_id == sid));
+    let live = h
+        .app
+        .list_sessions(pb::SessionListParams::default())
+        .unwrap();
+    assert!(!live.sessions.iter().any(|s| s.session_id == sid));
+    let p = pb::SessionPromptParams {
+        session_id: sid.clone(),
+        text: "hi".into(),
+        ..Default::default()
+    };
+    assert!(matches!(
+        h.app.prompt(&Harness::ctx("c1", None), p).await,
+        Err(crate::error::Error::NotFound(_))
+    ));
+}
