@@ -961,6 +961,8 @@ export interface MemoryDeleteParams {
 export interface MemoryDeleteResult {
   /** True when the call succeeded. */
   ok?: boolean;
+  /** For a delete by source: how many browsing memories were forgotten (issue 4; the spec lists this field under memory.ingest's result). */
+  removed?: number;
 }
 
 /** Params of `memory.ingest` (client → server). Remember visited pages in the browser namespace, once per url and text. */

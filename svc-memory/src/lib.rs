@@ -1,0 +1,46 @@
+//! svc-memory: ranked memories (`memory.*`) and browser site memory (`site.*`), served as
+//! `snowpea.memory.v1` on a unix socket (DESIGN.md §6, issue 4). It owns
+//! `$SNOWPEA_HOME/state/memory.db` and nothing else writes it.
+//!
+//! Layout: [`namespace`] (default, project, agent, browser; `memory.list` scopes) ·
+//! [`store`] (SQLite, FTS5 trigram index, bm25) · [`ingest`] (browsing memories) ·
+//! [`site`] (site memory: validation, urlPattern, counters, authorization) · [`sessions`]
+//! (resolving a `sessionId` through svc-session) · [`rpc`] (the gRPC services) ·
+//! [`error`] (the one mapping to protocol errors).
+
+use std::sync::Arc;
+
+use snowpea_common::home::Home;
+
+pub mod error;
+pub mod ingest;
+pub mod namespace;
+pub mod rpc;
+pub mod sessions;
+pub mod site;
+pub mod store;
+
+/// Capabilities this service really implements (`system.hello`): site memory, and its
+/// recipes with `site.markPart` (1.15.0).
+pub const CAPABILITIES: &[&str] = &["siteMemory", "siteRecipes"];
+
+/// The service state shared by its gRPC services.
+#[derive(Debug)]
+pub struct App {
+    /// The database.
+    pub store: store::Store,
+    /// Resolves a `memory.list{sessionId}` to its project root and agent.
+    pub sessions: sessions::SessionLookup,
+}
+
+impl App {
+    /// Opens `$SNOWPEA_HOME/state/memory.db` (migrating it) and the lazy channel to
+    /// svc-session.
+    pub fn open(home: &Home) -> anyhow::Result<Arc<App>> {
+        let store = store::Store::open(&home.database("memory"))?;
+        Ok(Arc::new(App {
+            store,
+            sessions: sessions::SessionLookup::new(home.socket("session")),
+        }))
+    }
+}

@@ -1,0 +1,125 @@
+//! Ranking, namespaces and the short-query path of [`super`].
+
+use super::*;
+use crate::store::Store;
+
+fn store() -> (tempfile::TempDir, Store) {
+    let t = tempfile::tempdir().unwrap();
+    let s = Store::open(&t.path().join("memory.db")).unwrap();
+    (t, s)
+}
+
+fn put(s: &Store, ns: &Namespace, text: &str, tags: &[&str], created_ms: i64) -> String {
+    let m = NewMemory {
+        id: snowpea_common::ids::new_id("mem"),
+        namespace: ns.key(),
+        text: text.into(),
+        tags: tags.iter().map(|t| t.to_string()).collect(),
+        created_ms,
+        created_at: format!("t{created_ms}"),
+        ..Default::default()
+    };
+    s.write(|tx| insert(tx, &m)).unwrap();
+    m.id
+}
+
+fn ids(s: &Store, ns: &[Namespace], q: &str) -> Vec<String> {
+    s.read(|c| search(c, ns, q, 10)).unwrap().into_iter().map(|m| m.id).collect()
+}
+
+#[test]
+fn a_relevant_memory_outranks_an_older_irrelevant_one() {
+    let (_t, s) = store();
+    let d = Namespace::Default;
+    let old = put(&s, &d, "The deploy script lives in scripts/release.sh and needs a token", &[], 1);
+    let relevant = put(&s, &d, "User prefers the helix editor with the gruvbox theme for editing Rust", &["editor"], 2);
+    let _newer_noise = put(&s, &d, "Lunch is at noon on Fridays", &[], 3);
+    let hits = s.read(|c| search(c, &[d.clone()], "which editor does the user prefer?", 10)).unwrap();
+    assert_eq!(hits[0].id, relevant, "{hits:?}");
+    assert!(hits[0].score > 0.0);
+    assert_eq!(hits[0].tags, vec!["editor".to_string()]);
+    assert!(!hits.iter().any(|h| h.id == old) || hits[0].id != old);
+}
+
+#[test]
+fn more_matching_words_rank_higher() {
+    let (_t, s) = store();
+    let d = Namespace::Default;
+    let one = put(&s, &d, "postgres runs on port 5433", &[], 10);
+    let both = put(&s, &d, "postgres password rotation happens monthly", &[], 1);
+    assert_eq!(ids(&s, &[d], "postgres password"), vec![both, one]);
+}
+
+#[test]
+fn partial_words_match_in_english_and_korean() {
+    let (_t, s) = store();
+    let d = Namespace::Default;
+    let en = put(&s, &d, "Remember the kubernetes migration deadline", &[], 1);
+    let ko = put(&s, &d, "다음주 화요일에 데이터베이스 마이그레이션 회의가 있습니다", &[], 2);
+    assert_eq!(ids(&s, &[d.clone()], "kubern"), vec![en.clone()], "English prefix");
+    assert_eq!(ids(&s, &[d.clone()], "ernete"), vec![en], "English infix");
+    assert_eq!(ids(&s, &[d.clone()], "데이터"), vec![ko.clone()], "Korean partial word");
+    assert_eq!(ids(&s, &[d.clone()], "마이그레이션은 언제"), vec![ko.clone()], "Korean word with a particle");
+    assert_eq!(ids(&s, &[d], "회의"), vec![ko], "two-syllable Korean word (short path)");
+}
+
+#[test]
+fn short_queries_scan_within_the_namespace_newest_first() {
+    let (_t, s) = store();
+    let d = Namespace::Default;
+    let p = Namespace::Project("/p".into());
+    let older = put(&s, &d, "go to the gym", &[], 1);
+    let newer = put(&s, &d, "go build ./...", &[], 2);
+    put(&s, &p, "go mod tidy", &[], 3);
+    put(&s, &d, "nothing relevant", &[], 4);
+    assert_eq!(ids(&s, &[d.clone()], "go"), vec![newer, older]);
+    assert_eq!(plan_query("go").fts, None);
+    assert_eq!(plan_query("go").like, vec!["go".to_string()]);
+    // `%` and `_` are literal in the short path.
+    put(&s, &d, "100_ percent", &[], 5);
+    assert_eq!(ids(&s, &[d], "%").len(), 0, "punctuation alone is no query");
+}
+
+#[test]
+fn searches_never_cross_namespaces() {
+    let (_t, s) = store();
+    let a = Namespace::Project("/a".into());
+    let b = Namespace::Project("/b".into());
+    let g = Namespace::Agent("reviewer".into());
+    let in_a = put(&s, &a, "secret sauce recipe", &[], 1);
+    let in_b = put(&s, &b, "secret sauce recipe", &[], 2);
+    put(&s, &g, "secret sauce recipe", &[], 3);
+    put(&s, &Namespace::Browser, "secret sauce recipe", &[], 4);
+    assert_eq!(ids(&s, &[a.clone()], "sauce"), vec![in_a.clone()]);
+    assert_eq!(ids(&s, &[b], "sauce"), vec![in_b]);
+    assert_eq!(ids(&s, &[a.clone()], "sa"), vec![in_a], "short path too");
+    assert!(ids(&s, &[Namespace::Default], "sauce").is_empty());
+    assert_eq!(s.read(|c| recent(c, &[a], 10)).unwrap().len(), 1);
+}
+
+#[test]
+fn writes_are_immediately_searchable_and_tags_match() {
+    let (_t, s) = store();
+    let d = Namespace::Default;
+    let id = put(&s, &d, "plain text", &["infrastructure"], 1);
+    assert_eq!(ids(&s, &[d], "infrastr"), vec![id]);
+}
+
+#[test]
+fn deleted_memories_leave_the_index() {
+    let (_t, s) = store();
+    let d = Namespace::Default;
+    let id = put(&s, &d, "ephemeral thought", &[], 1);
+    assert!(s.write(|tx| delete_id(tx, &id)).unwrap());
+    assert!(!s.write(|tx| delete_id(tx, &id)).unwrap());
+    assert!(ids(&s, &[d], "ephemeral").is_empty());
+}
+
+#[test]
+fn query_plans() {
+    let p = plan_query("What's the \"quoted\" thing? 회의 일정");
+    assert_eq!(p.fts.as_deref(), Some("\"what\" OR \"the\" OR \"quoted\" OR \"thing\""));
+    assert_eq!(p.like, vec!["회의".to_string(), "일정".to_string()], "two-syllable Korean words also scanned");
+    assert_eq!(plan_query("a b").like, vec!["a".to_string(), "b".to_string()]);
+    assert_eq!(plan_query("hello is ok").like, Vec::<String>::new(), "short ASCII words dropped next to long ones");
+}
