@@ -460,7 +460,7 @@ impl Supervisor {
                 tracing::info!(
                     process = p.spec.name,
                     ?delay,
-                    restarts = p.policy.restarts(),
+                    attempt = p.policy.restarts() + 1,
                     "restart scheduled"
                 );
                 let gen = p.gen;

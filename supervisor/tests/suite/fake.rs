@@ -11,7 +11,8 @@
 //! entry returns at once.
 //!
 //! Fault injection: when `$SNOWPEA_HOME/fake-<role>-crash` exists, the fake exits 1
-//! before serving.
+//! before serving; when `$SNOWPEA_HOME/fake-gateway-ignore-term` exists, the fake gateway
+//! ignores SIGTERM (so only the SIGKILL after the grace period stops it).
 
 use std::os::fd::FromRawFd;
 use std::path::PathBuf;
@@ -51,7 +52,7 @@ fn fake_process_entry() {
     runtime.block_on(async {
         if role == "gateway" {
             assert_eq!(value_of("--listen-fd").as_deref(), Some("3"), "{argv}");
-            serve_gateway().await;
+            serve_gateway(home.join("fake-gateway-ignore-term").exists()).await;
         } else {
             let socket = PathBuf::from(value_of("--socket").expect("--socket"));
             snowpea_common::service::serve(
@@ -69,8 +70,9 @@ fn fake_process_entry() {
     std::process::exit(0);
 }
 
-/// Answers `GET /health` with 200 on the inherited fd 3 until SIGTERM.
-async fn serve_gateway() {
+/// Answers `GET /health` with 200 on the inherited fd 3 until SIGTERM (forever when
+/// `ignore_term`).
+async fn serve_gateway(ignore_term: bool) {
     // SAFETY: the supervisor hands the listener over as fd 3 and nothing else owns it.
     let std_listener = unsafe { std::net::TcpListener::from_raw_fd(3) };
     std_listener.set_nonblocking(true).unwrap();
@@ -99,6 +101,14 @@ async fn serve_gateway() {
     };
     tokio::select! {
         _ = accept => {}
-        _ = snowpea_common::service::termination_signal() => {}
+        _ = async {
+            loop {
+                snowpea_common::service::termination_signal().await;
+                if !ignore_term {
+                    break;
+                }
+                eprintln!("fake gateway: ignoring the termination signal");
+            }
+        } => {}
     }
 }

@@ -247,3 +247,24 @@ fn usage_errors_exit_2() {
     let help = suite.run(&["supervisor", "status", "--help"]);
     assert!(String::from_utf8_lossy(&help.stdout).contains("3  not running"));
 }
+
+#[test]
+fn stop_kills_a_process_that_ignores_sigterm_after_the_grace() {
+    let suite = Suite::new();
+    std::fs::create_dir_all(suite.home.root()).unwrap();
+    std::fs::write(suite.home.root().join("fake-gateway-ignore-term"), b"").unwrap();
+    let d = suite.start();
+    let pids: Vec<u32> = suite.processes().iter().map(pid_of).collect();
+
+    let out = suite.run(&["supervisor", "stop"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!alive(d.pid));
+    assert!(pids.iter().all(|p| !alive(*p)));
+    let log = std::fs::read_to_string(suite.home.log_file("supervisor")).unwrap();
+    assert!(log.contains("grace period over, SIGKILL"), "{log}");
+    let gateway_log = std::fs::read_to_string(suite.home.log_file("gateway")).unwrap();
+    assert!(
+        gateway_log.contains("ignoring the termination signal"),
+        "{gateway_log}"
+    );
+}
