@@ -1,0 +1,474 @@
+//! `snowpea.scheduler.v1.JobService`: `job.schedule`, `job.list`, `job.cancel`, `job.delete`,
+//! `job.runNow`, `job.update`, `job.preview`, `job.nextRunForClient` (protocol 1.25.0).
+//!
+//! [`JobApi`] holds the logic, shared with the agent tools of [`super::internal`]; the trait
+//! impl at the bottom only reads the caller's context and maps errors.
+
+use std::sync::Arc;
+
+use jiff::Timestamp;
+use serde_json::{json, Value};
+use snowpea_common::context::CallContext;
+use snowpea_common::home::Home;
+use snowpea_proto::scheduler::v1::job_list_result::{job::Held, Job};
+use snowpea_proto::scheduler::v1::job_service_server::{JobService, JobServiceServer};
+use snowpea_proto::scheduler::v1::*;
+use tonic::{Request, Response, Status};
+use tracing::Instrument;
+
+use crate::config::Config;
+use crate::error::JobError;
+use crate::ownership::{check_may_change, check_meta, Caller};
+use crate::runner::ts;
+use crate::scheduler::{schedule_of, RunNow, Scheduler};
+use crate::spec::{self, iso, Kind};
+use crate::store::JobRow;
+
+/// Fully qualified name of the service (health, reflection).
+pub const SERVICE_NAME: &str = "snowpea.scheduler.v1.JobService";
+
+const MODES: [&str; 3] = ["plan", "accept", "auto"];
+
+/// A new job, as `job.schedule` or `schedule_create` asks for it.
+#[derive(Debug, Clone, Default)]
+pub struct NewJob {
+    /// The spec.
+    pub spec: String,
+    /// The task.
+    pub task: String,
+    /// Mode, if given.
+    pub mode: Option<String>,
+    /// Agent, if given.
+    pub agent: Option<String>,
+    /// Channel, if given.
+    pub channel: Option<String>,
+    /// Workdir, if given.
+    pub workdir: Option<String>,
+    /// Meta, if given.
+    pub meta: Option<Value>,
+    /// `sessionTemplate.hostToolsFrom`.
+    pub host_tools_from: Option<String>,
+    /// `sessionTemplate.hostWaitSec` (0 = default).
+    pub host_wait_sec: i64,
+    /// `sessionTemplate.catchUpWindowMinutes` (0 = default).
+    pub catch_up_window_minutes: i64,
+    /// `rpc` or `tool`.
+    pub created_via: &'static str,
+    /// The session that asked (tools).
+    pub origin_session_id: Option<String>,
+}
+
+/// The `job.*` logic.
+#[derive(Debug, Clone)]
+pub struct JobApi {
+    /// The scheduler.
+    pub sched: Arc<Scheduler>,
+    /// The home (settings, default workdir).
+    pub home: Home,
+}
+
+fn nonempty(s: Option<String>) -> Option<String> {
+    s.filter(|s| !s.trim().is_empty())
+}
+
+impl JobApi {
+    /// Re-reads the settings (the zone and defaults may have changed).
+    fn config(&self) -> Result<Config, JobError> {
+        match Config::load(&self.home) {
+            Ok(c) => {
+                self.sched.set_config(c.clone());
+                Ok(c)
+            }
+            Err(e) => Err(JobError::Invalid { field: "spec", message: format!("cannot read the scheduler settings: {e:#}") }),
+        }
+    }
+
+    fn find(&self, job_id: &str) -> Result<JobRow, JobError> {
+        self.sched.store.job(job_id)?.ok_or_else(|| JobError::NotFound(job_id.to_owned()))
+    }
+
+    /// `job.schedule`.
+    pub fn schedule(&self, caller: &Caller, p: NewJob) -> Result<JobScheduleResult, JobError> {
+        if p.task.trim().is_empty() {
+            return Err(JobError::Invalid { field: "task", message: "must not be empty".into() });
+        }
+        let mode = nonempty(p.mode).unwrap_or_else(|| "accept".into());
+        if !MODES.contains(&mode.as_str()) {
+            return Err(JobError::Invalid { field: "mode", message: format!("{mode:?} is not one of plan, accept, auto") });
+        }
+        let cfg = self.config()?;
+        let now = self.sched.clock.now();
+        let parsed = spec::parse(&p.spec, now, &cfg.time_zone).map_err(|source| JobError::Spec { field: "spec", source })?;
+        let owner = check_meta(caller, p.meta.as_ref())?;
+        let workdir = nonempty(p.workdir).unwrap_or_else(|| self.home.root().display().to_string());
+        if !std::path::Path::new(&workdir).is_absolute() {
+            return Err(JobError::Invalid { field: "workdir", message: format!("{workdir:?} is not an absolute path") });
+        }
+        let job_id = snowpea_common::ids::new_id("job");
+        let fingerprint = owner.as_ref().map(|_| format!("fp_{}", snowpea_common::ids::random_hex(16)));
+        let now_ms = now.as_millisecond();
+        let row = JobRow {
+            job_id: job_id.clone(),
+            spec: p.spec.clone(),
+            kind: parsed.schedule.kind().as_str().into(),
+            normalized: parsed.schedule.normalized(),
+            anchor_ms: parsed.anchor.as_millisecond(),
+            time_zone: cfg.time_zone_name.clone(),
+            task: p.task,
+            mode,
+            agent: nonempty(p.agent),
+            channel: nonempty(p.channel),
+            workdir,
+            host_tools_from: nonempty(p.host_tools_from),
+            host_wait_sec: if p.host_wait_sec > 0 { p.host_wait_sec } else { cfg.host_wait_sec },
+            catch_up_window_minutes: if p.catch_up_window_minutes > 0 { p.catch_up_window_minutes } else { cfg.catch_up_window_minutes },
+            meta: owner.as_ref().map(|(m, _)| m.clone()),
+            owner_client_id: owner.map(|(_, o)| o),
+            fingerprint: fingerprint.clone(),
+            origin_session_id: p.origin_session_id,
+            created_via: p.created_via.into(),
+            enabled: true,
+            cancelled: false,
+            running: false,
+            next_run_ms: Some(parsed.next_run.as_millisecond()),
+            last_run_ms: None,
+            last_status: None,
+            created_ms: now_ms,
+            updated_ms: now_ms,
+        };
+        self.sched.store.insert_job(&row)?;
+        self.sched.wake();
+        tracing::info!(job_id, kind = row.kind, next_run_at = %iso(parsed.next_run), "job scheduled");
+        Ok(JobScheduleResult { fingerprint, job_id, next_run_at: Some(iso(parsed.next_run)) })
+    }
+
+    /// `job.list`.
+    pub fn list(&self, caller: &Caller) -> Result<JobListResult, JobError> {
+        let jobs = self.sched.store.jobs()?;
+        let jobs = jobs.iter().map(|j| self.view(caller, j)).collect::<Result<_, _>>()?;
+        Ok(JobListResult { jobs })
+    }
+
+    /// A job as `caller` may see it.
+    pub fn view(&self, caller: &Caller, j: &JobRow) -> Result<Job, JobError> {
+        let owner = caller.owns(j);
+        let held = self
+            .sched
+            .store
+            .occurrences(&j.job_id, 1)?
+            .into_iter()
+            .next()
+            .filter(|o| o.status == "waiting_for_host" || o.status == "missed")
+            .map(|o| Held { scheduled_at: iso(ts(o.scheduled_ms)), status: o.status });
+        Ok(Job {
+            catch_up_window_minutes: j.catch_up_window_minutes,
+            channel: j.channel.clone(),
+            created_via: j.created_via.clone(),
+            enabled: j.enabled,
+            fingerprint: j.fingerprint.clone().filter(|_| owner),
+            held,
+            job_id: j.job_id.clone(),
+            kind: j.kind.clone(),
+            last_run_at: j.last_run_ms.map(|ms| iso(ts(ms))),
+            last_status: j.last_status.clone(),
+            meta: j
+                .meta
+                .as_deref()
+                .filter(|_| owner)
+                .and_then(|m| serde_json::from_str::<Value>(m).ok())
+                .map(|m| snowpea_proto::wkt::to_struct(&m)),
+            mode: j.mode.clone(),
+            next_run_at: j.next_run_ms.filter(|_| j.enabled).map(|ms| iso(ts(ms))),
+            origin_session_id: j.origin_session_id.clone(),
+            owned: j.owner_client_id.is_some(),
+            owner_client_id: j.owner_client_id.clone().filter(|_| owner),
+            spec: j.spec.clone(),
+            state: if j.cancelled { "cancelled" } else if j.running { "running" } else { "scheduled" }.into(),
+            task: j.task.clone(),
+        })
+    }
+
+    /// `job.cancel`.
+    pub fn cancel(&self, caller: &Caller, job_id: &str) -> Result<JobCancelResult, JobError> {
+        let mut j = self.find(job_id)?;
+        check_may_change(caller, &j, "cancel")?;
+        j.enabled = false;
+        j.cancelled = true;
+        j.next_run_ms = None;
+        j.updated_ms = self.sched.clock.now().as_millisecond();
+        self.sched.store.update_job(&j)?;
+        self.sched.job_event(&j, "updated", json!({ "enabled": false, "state": "cancelled", "nextRunAt": null }));
+        self.sched.wake();
+        Ok(JobCancelResult { ok: true })
+    }
+
+    /// `job.delete`.
+    pub async fn delete(&self, caller: &Caller, job_id: &str, delete_runs: bool) -> Result<JobDeleteResult, JobError> {
+        let j = self.find(job_id)?;
+        check_may_change(caller, &j, "delete")?;
+        let mut deleted_sessions = 0;
+        if delete_runs {
+            // Sessions of runs that ended; a run still in progress is left alone.
+            let sessions: Vec<String> = self
+                .sched
+                .store
+                .occurrences(job_id, usize::MAX >> 1)?
+                .into_iter()
+                .filter(|o| !matches!(o.status.as_str(), "claimed" | "waiting_for_host" | "running"))
+                .filter_map(|o| o.session_id)
+                .collect();
+            if !sessions.is_empty() {
+                let r = self
+                    .sched
+                    .session
+                    .delete_sessions(sessions)
+                    .await
+                    .map_err(|e| JobError::SessionUnavailable(e.to_string()))?;
+                deleted_sessions = r.deleted;
+            }
+        }
+        if self.sched.store.delete_job(job_id)?.is_none() {
+            return Err(JobError::NotFound(job_id.to_owned()));
+        }
+        self.sched.job_event(&j, "deleted", json!({ "deletedSessions": deleted_sessions }));
+        self.sched.wake();
+        Ok(JobDeleteResult { deleted_sessions, job_id: job_id.to_owned() })
+    }
+
+    /// `job.runNow`: `ok` is false when a run of the job is already in progress (no second
+    /// run is started).
+    pub fn run_now(&self, caller: &Caller, job_id: &str) -> Result<JobRunNowResult, JobError> {
+        let j = self.find(job_id)?;
+        check_may_change(caller, &j, "run")?;
+        let r = self.sched.run_now(j)?;
+        Ok(JobRunNowResult { ok: r == RunNow::Started })
+    }
+
+    /// `job.update`.
+    pub fn update(&self, caller: &Caller, p: JobUpdateParams) -> Result<JobUpdateResult, JobError> {
+        let mut j = self.find(&p.job_id)?;
+        check_may_change(caller, &j, "update")?;
+        let now = self.sched.clock.now();
+        let mut reschedule = false;
+        if let Some(spec_text) = nonempty(p.schedule) {
+            let cfg = self.config()?;
+            let parsed = spec::parse(&spec_text, now, &cfg.time_zone).map_err(|source| JobError::Spec { field: "schedule", source })?;
+            j.spec = spec_text;
+            j.kind = parsed.schedule.kind().as_str().into();
+            j.normalized = parsed.schedule.normalized();
+            j.anchor_ms = parsed.anchor.as_millisecond();
+            j.time_zone = cfg.time_zone_name;
+            reschedule = true;
+        }
+        if let Some(t) = p.session_template {
+            if let Some(w) = t.catch_up_window_minutes {
+                if w < 0 {
+                    return Err(JobError::Invalid { field: "sessionTemplate.catchUpWindowMinutes", message: "must not be negative".into() });
+                }
+                j.catch_up_window_minutes = w;
+            }
+            if let Some(w) = t.host_wait_sec {
+                if w < 0 {
+                    return Err(JobError::Invalid { field: "sessionTemplate.hostWaitSec", message: "must not be negative".into() });
+                }
+                j.host_wait_sec = w;
+            }
+        }
+        match p.enabled {
+            Some(false) => {
+                j.enabled = false;
+                j.next_run_ms = None;
+            }
+            Some(true) => {
+                j.enabled = true;
+                j.cancelled = false;
+                if j.kind == Kind::Interval.as_str() {
+                    // Resume from now: the interval restarts at this instant.
+                    j.anchor_ms = spec::trunc_secs(now).as_millisecond();
+                }
+                reschedule = true;
+            }
+            None => {}
+        }
+        if reschedule && j.enabled {
+            let (schedule, tz) = schedule_of(&j)?;
+            let next = schedule.next_after(now, ts(j.anchor_ms), &tz).ok_or_else(|| JobError::Spec {
+                field: if p.enabled == Some(true) { "enabled" } else { "schedule" },
+                source: spec::SpecError(format!("{:?} would never fire again; give a new schedule", j.spec)),
+            })?;
+            j.next_run_ms = Some(next.as_millisecond());
+        }
+        j.updated_ms = now.as_millisecond();
+        self.sched.store.update_job(&j)?;
+        let j = self.find(&j.job_id)?;
+        self.sched.job_event(&j, "updated", json!({
+            "enabled": j.enabled, "spec": j.spec, "nextRunAt": j.next_run_ms.filter(|_| j.enabled).map(|ms| iso(ts(ms))),
+        }));
+        self.sched.wake();
+        Ok(update_result(self.view(caller, &j)?))
+    }
+
+    /// `job.preview`.
+    pub fn preview(&self, spec_text: &str) -> Result<JobPreviewResult, JobError> {
+        let cfg = self.config()?;
+        let parsed = spec::parse(spec_text, self.sched.clock.now(), &cfg.time_zone)
+            .map_err(|source| JobError::Spec { field: "spec", source })?;
+        Ok(JobPreviewResult {
+            kind: parsed.schedule.kind().as_str().into(),
+            next_run_at: Some(iso(parsed.next_run)),
+            normalized: Some(parsed.schedule.normalized()),
+        })
+    }
+
+    /// `job.nextRunForClient`.
+    pub fn next_run_for_client(&self, client_id: &str) -> Result<JobNextRunForClientResult, JobError> {
+        let mut best: Option<i64> = None;
+        for j in self.sched.store.jobs()? {
+            if j.host_tools_from.as_deref() != Some(client_id) {
+                continue;
+            }
+            let held = self
+                .sched
+                .store
+                .occurrences(&j.job_id, 1)?
+                .into_iter()
+                .find(|o| o.status == "waiting_for_host")
+                .map(|o| o.scheduled_ms);
+            let next = j.next_run_ms.filter(|_| j.enabled);
+            for t in [held, next].into_iter().flatten() {
+                best = Some(best.map_or(t, |b: i64| b.min(t)));
+            }
+        }
+        Ok(JobNextRunForClientResult { next_run_at: best.map(|ms| iso(ts(ms))) })
+    }
+}
+
+/// The same fields, as `job.update`'s result.
+fn update_result(j: Job) -> JobUpdateResult {
+    JobUpdateResult {
+        catch_up_window_minutes: j.catch_up_window_minutes,
+        channel: j.channel,
+        created_via: j.created_via,
+        enabled: j.enabled,
+        fingerprint: j.fingerprint,
+        held: j.held.map(|h| job_update_result::Held { scheduled_at: h.scheduled_at, status: h.status }),
+        job_id: j.job_id,
+        kind: j.kind,
+        last_run_at: j.last_run_at,
+        last_status: j.last_status,
+        meta: j.meta,
+        mode: j.mode,
+        next_run_at: j.next_run_at,
+        origin_session_id: j.origin_session_id,
+        owned: j.owned,
+        owner_client_id: j.owner_client_id,
+        spec: j.spec,
+        state: j.state,
+        task: j.task,
+    }
+}
+
+/// The gRPC service.
+#[derive(Debug, Clone)]
+pub struct JobRpc {
+    api: JobApi,
+}
+
+impl JobRpc {
+    /// Serves `api`.
+    pub fn new(api: JobApi) -> Self {
+        JobRpc { api }
+    }
+
+    /// The tonic server wrapper.
+    pub fn into_server(self) -> JobServiceServer<Self> {
+        JobServiceServer::new(self)
+    }
+}
+
+/// One span per request (STYLE.md "Logging").
+fn span(method: &'static str, ctx: &CallContext) -> tracing::Span {
+    tracing::info_span!("rpc", rpc.method = method, connection_id = ctx.connection_id.as_deref().unwrap_or(""))
+}
+
+async fn handle<T, F>(method: &'static str, ctx: CallContext, f: F) -> Result<Response<T>, Status>
+where
+    F: std::future::Future<Output = Result<T, JobError>>,
+{
+    f.instrument(span(method, &ctx)).await.map(Response::new).map_err(Into::into)
+}
+
+#[tonic::async_trait]
+impl JobService for JobRpc {
+    async fn cancel(&self, req: Request<JobCancelParams>) -> Result<Response<JobCancelResult>, Status> {
+        let ctx = CallContext::of(&req);
+        let caller = Caller::Client(ctx.clone());
+        handle("job.cancel", ctx, async { self.api.cancel(&caller, &req.get_ref().job_id) }).await
+    }
+
+    async fn delete(&self, req: Request<JobDeleteParams>) -> Result<Response<JobDeleteResult>, Status> {
+        let ctx = CallContext::of(&req);
+        let caller = Caller::Client(ctx.clone());
+        let p = req.into_inner();
+        handle("job.delete", ctx, self.api.delete(&caller, &p.job_id, p.delete_runs)).await
+    }
+
+    async fn list(&self, req: Request<JobListParams>) -> Result<Response<JobListResult>, Status> {
+        let ctx = CallContext::of(&req);
+        let caller = Caller::Client(ctx.clone());
+        handle("job.list", ctx, async { self.api.list(&caller) }).await
+    }
+
+    async fn next_run_for_client(
+        &self,
+        req: Request<JobNextRunForClientParams>,
+    ) -> Result<Response<JobNextRunForClientResult>, Status> {
+        let ctx = CallContext::of(&req);
+        handle("job.nextRunForClient", ctx, async { self.api.next_run_for_client(&req.get_ref().client_id) }).await
+    }
+
+    async fn preview(&self, req: Request<JobPreviewParams>) -> Result<Response<JobPreviewResult>, Status> {
+        let ctx = CallContext::of(&req);
+        handle("job.preview", ctx, async { self.api.preview(&req.get_ref().spec) }).await
+    }
+
+    async fn run_now(&self, req: Request<JobRunNowParams>) -> Result<Response<JobRunNowResult>, Status> {
+        let ctx = CallContext::of(&req);
+        let caller = Caller::Client(ctx.clone());
+        handle("job.runNow", ctx, async { self.api.run_now(&caller, &req.get_ref().job_id) }).await
+    }
+
+    async fn schedule(&self, req: Request<JobScheduleParams>) -> Result<Response<JobScheduleResult>, Status> {
+        let ctx = CallContext::of(&req);
+        let caller = Caller::Client(ctx.clone());
+        let p = req.into_inner();
+        let t = p.session_template.unwrap_or_default();
+        let new = NewJob {
+            spec: p.spec,
+            task: p.task,
+            mode: nonempty(Some(p.mode)).or(t.mode),
+            agent: p.agent.or(t.agent),
+            channel: p.channel,
+            workdir: p.workdir,
+            meta: p.meta.map(|m| snowpea_proto::wkt::from_struct(&m)),
+            host_tools_from: t.host_tools_from,
+            host_wait_sec: t.host_wait_sec,
+            catch_up_window_minutes: t.catch_up_window_minutes,
+            created_via: "rpc",
+            origin_session_id: None,
+        };
+        handle("job.schedule", ctx, async { self.api.schedule(&caller, new) }).await
+    }
+
+    async fn update(&self, req: Request<JobUpdateParams>) -> Result<Response<JobUpdateResult>, Status> {
+        let ctx = CallContext::of(&req);
+        let caller = Caller::Client(ctx.clone());
+        let p = req.into_inner();
+        handle("job.update", ctx, async { self.api.update(&caller, p) }).await
+    }
+}
+
+/// Parses a UTC ISO-8601 time reported by this service (tests).
+pub fn parse_iso(s: &str) -> Option<Timestamp> {
+    s.parse().ok()
+}

@@ -1,0 +1,326 @@
+//! Running one occurrence (issue 5 "Runs"): wait for the job's host when it needs one, hand
+//! the task to svc-session as an unattended turn, record the result and publish it
+//! (`job.event` `started` → `finished` / `failed` / `denied`, `notify` for jobs with meta,
+//! `job.done` / `job.failed` on the origin session).
+//!
+//! svc-session is reached through the [`SessionRunner`] trait: [`GrpcSessionRunner`] calls the
+//! internal `snowpea.session.v1.SessionInternalService` over `run/session.sock`; unit tests use
+//! a fake. Every wait is bounded: the host wait by `hostWaitSec`, the run by
+//! `scheduler.runTimeoutSec`, the origin-session event by [`EMIT_TIMEOUT`]. svc-session down or
+//! dying during a run ends the run `failed` with the reason; the job's next occurrence is
+//! unaffected.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{json, Value};
+use snowpea_common::bus::ConnectionEvent;
+use snowpea_proto::session::v1::session_internal_service_client::SessionInternalServiceClient;
+use snowpea_proto::session::v1::{
+    DeleteSessionsReply, DeleteSessionsRequest, EmitEventRequest, RunUnattendedReply,
+    RunUnattendedRequest, ScheduledJobInfo,
+};
+use tonic::transport::Channel;
+
+use crate::scheduler::Scheduler;
+use crate::spec::iso;
+use crate::store::{JobRow, OccurrenceRow, Outcome};
+
+/// Longest wait for svc-session to take a `job.done` / `job.failed` event or a delete.
+pub const EMIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a call to svc-session failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// svc-session is not reachable (down or restarting).
+    #[error("svc-session is unavailable: {0}")]
+    Unavailable(String),
+    /// The call reached svc-session but did not complete.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<tonic::Status> for SessionError {
+    fn from(s: tonic::Status) -> Self {
+        match s.code() {
+            tonic::Code::Unavailable | tonic::Code::Cancelled | tonic::Code::Unknown => {
+                SessionError::Unavailable(s.message().to_owned())
+            }
+            _ => SessionError::Failed(format!("svc-session: {}", s.message())),
+        }
+    }
+}
+
+/// Callback told the run's session id as soon as svc-session names it.
+pub type OnSession<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
+/// What the scheduler needs from svc-session.
+#[tonic::async_trait]
+pub trait SessionRunner: Send + Sync + std::fmt::Debug + 'static {
+    /// Runs `req` as an unattended turn in a new `scheduled` session and returns how it ended.
+    async fn run(&self, req: RunUnattendedRequest, on_session: OnSession<'_>) -> Result<RunUnattendedReply, SessionError>;
+    /// Deletes saved sessions (never one still running).
+    async fn delete_sessions(&self, session_ids: Vec<String>) -> Result<DeleteSessionsReply, SessionError>;
+    /// Appends an event (`job.done` / `job.failed`) to a session.
+    async fn emit_event(&self, session_id: &str, kind: &str, payload: Value) -> Result<(), SessionError>;
+}
+
+/// [`SessionRunner`] over gRPC to svc-session's internal service.
+#[derive(Debug, Clone)]
+pub struct GrpcSessionRunner {
+    client: SessionInternalServiceClient<Channel>,
+}
+
+impl GrpcSessionRunner {
+    /// A runner calling the svc-session socket (lazy: svc-session may be down now).
+    pub fn new(socket: std::path::PathBuf) -> Self {
+        GrpcSessionRunner {
+            client: SessionInternalServiceClient::new(snowpea_common::client::unix_channel(socket)),
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl SessionRunner for GrpcSessionRunner {
+    async fn run(&self, req: RunUnattendedRequest, on_session: OnSession<'_>) -> Result<RunUnattendedReply, SessionError> {
+        let mut stream = self.client.clone().run_unattended(req).await?.into_inner();
+        let mut session_id = String::new();
+        loop {
+            match stream.message().await {
+                Ok(Some(update)) => {
+                    if !update.session_id.is_empty() && update.session_id != session_id {
+                        session_id = update.session_id.clone();
+                        on_session(&session_id);
+                    }
+                    if let Some(done) = update.done {
+                        return Ok(done);
+                    }
+                }
+                Ok(None) => {
+                    return Err(SessionError::Failed(
+                        "svc-session ended the run without a result (it may have restarted)".into(),
+                    ))
+                }
+                Err(s) => {
+                    return Err(SessionError::Failed(format!(
+                        "svc-session went away during the run ({}: {})",
+                        s.code(),
+                        s.message()
+                    )))
+                }
+            }
+        }
+    }
+
+    async fn delete_sessions(&self, session_ids: Vec<String>) -> Result<DeleteSessionsReply, SessionError> {
+        let mut client = self.client.clone();
+        let call = client.delete_sessions(DeleteSessionsRequest { session_ids });
+        match tokio::time::timeout(EMIT_TIMEOUT, call).await {
+            Ok(r) => Ok(r?.into_inner()),
+            Err(_) => Err(SessionError::Unavailable(format!("no answer within {EMIT_TIMEOUT:?}"))),
+        }
+    }
+
+    async fn emit_event(&self, session_id: &str, kind: &str, payload: Value) -> Result<(), SessionError> {
+        let mut client = self.client.clone();
+        let call = client.emit_event(EmitEventRequest {
+            session_id: session_id.to_owned(),
+            kind: kind.to_owned(),
+            payload: Some(snowpea_proto::wkt::to_struct(&payload)),
+        });
+        match tokio::time::timeout(EMIT_TIMEOUT, call).await {
+            Ok(r) => r.map(|_| ()).map_err(Into::into),
+            Err(_) => Err(SessionError::Unavailable(format!("no answer within {EMIT_TIMEOUT:?}"))),
+        }
+    }
+}
+
+/// Maps a run's end to (occurrence status, lastStatus, job.event kind).
+fn classify(status: &str) -> (&'static str, &'static str, &'static str) {
+    match status {
+        "finished" | "ok" => ("finished", "ok", "finished"),
+        "denied_by_timeout" => ("denied_by_timeout", "denied_by_timeout", "denied"),
+        "denied" => ("denied", "error", "denied"),
+        _ => ("failed", "error", "failed"),
+    }
+}
+
+impl Scheduler {
+    /// Runs a claimed occurrence to its end. Spawned by the tick, `job.runNow` and recovery.
+    pub async fn run_occurrence(self: Arc<Self>, job: JobRow, occ: OccurrenceRow) {
+        let job_id = job.job_id.clone();
+        let scheduled_at = iso(ts(occ.scheduled_ms));
+        if let Some(host) = job.host_tools_from.clone() {
+            if !self.host_connected(&host) && !self.wait_for_host(&job, &occ, &host).await {
+                return;
+            }
+        }
+        let now = self.clock.now();
+        if let Err(e) = self.store.mark_running(&job_id, occ.scheduled_ms, now.as_millisecond()) {
+            tracing::error!(job_id, error = %format!("{e:#}"), "cannot mark the run started; not running it");
+            return;
+        }
+        self.job_event(&job, "started", json!({
+            "scheduledAt": scheduled_at, "runId": occ.run_id, "trigger": occ.trigger,
+        }));
+
+        let cfg = self.config();
+        let req = RunUnattendedRequest {
+            workdir: job.workdir.clone(),
+            mode: job.mode.clone(),
+            agent: job.agent.clone(),
+            task: job.task.clone(),
+            kind: "scheduled".into(),
+            job_id: job_id.clone(),
+            approval_timeout_sec: cfg.approval_timeout_sec,
+            host_tools_from: job.host_tools_from.clone(),
+            channel: job.channel.clone(),
+            job: Some(ScheduledJobInfo {
+                job_id: job_id.clone(),
+                run_id: occ.run_id.clone(),
+                scheduled_at: scheduled_at.clone(),
+                trigger: occ.trigger.clone(),
+                created_via: job.created_via.clone(),
+                fingerprint: job.fingerprint.clone(),
+                meta: job
+                    .meta
+                    .as_deref()
+                    .and_then(|m| serde_json::from_str::<Value>(m).ok())
+                    .map(|m| snowpea_proto::wkt::to_struct(&m)),
+                owner_client_id: job.owner_client_id.clone(),
+            }),
+        };
+        let store = self.store.clone();
+        let (jid, sms) = (job_id.clone(), occ.scheduled_ms);
+        let on_session = move |sid: &str| {
+            if let Err(e) = store.set_session(&jid, sms, sid) {
+                tracing::warn!(job_id = jid, error = %format!("{e:#}"), "cannot record the run's session");
+            }
+        };
+        let limit = Duration::from_secs(cfg.run_timeout_sec as u64);
+        let result = tokio::time::timeout(limit, self.session.run(req, &on_session)).await;
+        let (status, session_id, text, error) = match result {
+            Ok(Ok(r)) => {
+                let err = (!r.error.is_empty()).then_some(r.error);
+                (r.status, (!r.session_id.is_empty()).then_some(r.session_id), r.text, err)
+            }
+            Ok(Err(e)) => ("failed".to_owned(), None, String::new(), Some(e.to_string())),
+            Err(_) => (
+                "failed".to_owned(),
+                None,
+                String::new(),
+                Some(format!("the run took longer than scheduler.runTimeoutSec ({}s)", cfg.run_timeout_sec)),
+            ),
+        };
+        let (occ_status, last_status, kind) = classify(&status);
+        let outcome = Outcome {
+            status: occ_status.into(),
+            last_status: Some(last_status.into()),
+            session_id: session_id.clone(),
+            text: text.clone(),
+            error: error.clone(),
+            now_ms: self.clock.now().as_millisecond(),
+        };
+        // Committed before it is published (DESIGN.md §6).
+        if let Err(e) = self.store.finish(&job_id, occ.scheduled_ms, &outcome) {
+            tracing::error!(job_id, error = %format!("{e:#}"), "cannot record the run's end");
+        }
+        // The recorded session id (from the stream's first update) when the reply had none.
+        let session_id = session_id.or_else(|| {
+            self.store
+                .occurrences(&job_id, 1)
+                .ok()
+                .and_then(|o| o.into_iter().find(|o| o.scheduled_ms == occ.scheduled_ms))
+                .and_then(|o| o.session_id)
+        });
+        self.job_event(&job, kind, json!({
+            "scheduledAt": scheduled_at, "runId": occ.run_id, "trigger": occ.trigger,
+            "status": occ_status, "lastStatus": last_status, "sessionId": session_id,
+            "text": text, "error": error,
+        }));
+        if job.meta.is_some() {
+            self.notify_owner(&job, json!({ "status": occ_status, "sessionId": session_id, "text": text }));
+        }
+        if let Some(origin) = &job.origin_session_id {
+            let (ev, body) = if kind == "finished" { ("job.done", text.clone()) } else { ("job.failed", error.clone().unwrap_or(text.clone())) };
+            let payload = json!({ "jobId": job_id, "sessionId": session_id, "status": occ_status, "text": body });
+            if let Err(e) = self.session.emit_event(origin, ev, payload).await {
+                tracing::warn!(job_id, origin, error = %e, "cannot put {ev} on the origin session");
+            }
+        }
+        self.wake();
+    }
+
+    /// True when a connection of browser clientId `host` is live.
+    pub fn host_connected(&self, host: &str) -> bool {
+        self.bus
+            .connections()
+            .iter()
+            .any(|c| c.client_id.as_deref() == Some(host))
+    }
+
+    /// Waits for the job's host up to its deadline; false (and the occurrence recorded
+    /// `missed`) when it never came.
+    async fn wait_for_host(&self, job: &JobRow, occ: &OccurrenceRow, host: &str) -> bool {
+        let mut events = self.bus.connection_events();
+        let deadline = match occ.wait_until_ms {
+            Some(ms) => ts(ms),
+            None => {
+                let wait = if job.host_wait_sec > 0 { job.host_wait_sec } else { job.catch_up_window_minutes * 60 };
+                let d = self.clock.now() + SignedDuration::from_secs(wait.max(0));
+                if let Err(e) = self.store.set_waiting(&job.job_id, occ.scheduled_ms, d.as_millisecond()) {
+                    tracing::error!(job_id = job.job_id, error = %format!("{e:#}"), "cannot record the host wait");
+                }
+                self.job_event(job, "waiting_for_host", json!({
+                    "scheduledAt": iso(ts(occ.scheduled_ms)), "runId": occ.run_id,
+                    "hostToolsFrom": host, "waitUntil": iso(d),
+                }));
+                d
+            }
+        };
+        // Re-check after subscribing: the host may have connected in between.
+        if self.host_connected(host) {
+            return true;
+        }
+        let mut sleep = self.clock.sleep_until(deadline);
+        loop {
+            tokio::select! {
+                _ = &mut sleep => break,
+                ev = events.recv() => match ev {
+                    Ok(ConnectionEvent::Opened(c)) if c.client_id.as_deref() == Some(host) => return true,
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        if self.host_connected(host) { return true; }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                },
+            }
+        }
+        if self.host_connected(host) {
+            return true;
+        }
+        let reason = format!("host {host} did not connect by {}", iso(deadline));
+        let outcome = Outcome {
+            status: "missed".into(),
+            last_status: None,
+            session_id: None,
+            text: String::new(),
+            error: Some(reason.clone()),
+            now_ms: self.clock.now().as_millisecond(),
+        };
+        if let Err(e) = self.store.finish(&job.job_id, occ.scheduled_ms, &outcome) {
+            tracing::error!(job_id = job.job_id, error = %format!("{e:#}"), "cannot record the missed run");
+        }
+        self.job_event(job, "missed", json!({
+            "scheduledAt": iso(ts(occ.scheduled_ms)), "count": 1, "reason": reason,
+        }));
+        self.wake();
+        false
+    }
+}
+
+/// A timestamp from ms since the epoch (clamped into range).
+pub fn ts(ms: i64) -> Timestamp {
+    Timestamp::from_millisecond(ms).unwrap_or(Timestamp::UNIX_EPOCH)
+}

@@ -1,0 +1,294 @@
+//! The scheduler's shared state and the claim logic every path goes through: the tick
+//! ([`Scheduler::process_due`]), `job.runNow` ([`Scheduler::run_now`]) and crash recovery
+//! ([`Scheduler::recover`]).
+
+use std::sync::{Arc, Mutex};
+
+use jiff::tz::TimeZone;
+use serde_json::{json, Value};
+use snowpea_common::bus::BusHub;
+use tokio::sync::Notify;
+
+use crate::catchup;
+use crate::clock::Clock;
+use crate::config::Config;
+use crate::runner::{ts, SessionRunner};
+use crate::spec::{iso, Kind, Schedule};
+use crate::store::{Claim, JobRow, OccurrenceRow, Outcome, Store};
+
+/// Most due jobs handled per tick pass (the pass repeats until none is left).
+const DUE_BATCH: usize = 512;
+
+/// The scheduler: store, clock, svc-session, bus and settings.
+#[derive(Debug)]
+pub struct Scheduler {
+    /// The database.
+    pub store: Arc<Store>,
+    /// Now and timers.
+    pub clock: Arc<dyn Clock>,
+    /// svc-session.
+    pub session: Arc<dyn SessionRunner>,
+    /// Notifications out, connections in.
+    pub bus: Arc<BusHub>,
+    config: Mutex<Config>,
+    wake: Notify,
+}
+
+/// Outcome of `job.runNow`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunNow {
+    /// A run started.
+    Started,
+    /// A run of the job is already in progress; no second one was started.
+    AlreadyRunning,
+}
+
+impl Scheduler {
+    /// A scheduler over its parts.
+    pub fn new(
+        store: Arc<Store>,
+        clock: Arc<dyn Clock>,
+        session: Arc<dyn SessionRunner>,
+        bus: Arc<BusHub>,
+        config: Config,
+    ) -> Arc<Self> {
+        Arc::new(Scheduler {
+            store,
+            clock,
+            session,
+            bus,
+            config: Mutex::new(config),
+            wake: Notify::new(),
+        })
+    }
+
+    /// The current settings.
+    pub fn config(&self) -> Config {
+        self.config.lock().expect("config lock").clone()
+    }
+
+    /// Replaces the settings (re-read by the handlers that create or change jobs).
+    pub fn set_config(&self, c: Config) {
+        *self.config.lock().expect("config lock") = c;
+    }
+
+    /// Wakes the tick early (a job changed, a run ended).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Resolves when [`Scheduler::wake`] is called.
+    pub async fn woken(&self) {
+        self.wake.notified().await
+    }
+
+    /// Publishes `job.event` to every connection.
+    pub fn job_event(&self, job: &JobRow, kind: &str, payload: Value) {
+        tracing::info!(job_id = job.job_id, kind, "job.event");
+        self.bus.notify(
+            "job.event",
+            &json!({ "jobId": job.job_id, "kind": kind, "payload": payload }),
+            vec![],
+        );
+    }
+
+    /// Publishes `job.event` `notify` to the owning browser's live connections only.
+    pub fn notify_owner(&self, job: &JobRow, payload: Value) {
+        let Some(owner) = &job.owner_client_id else { return };
+        let targets: Vec<String> = self
+            .bus
+            .connections()
+            .into_iter()
+            .filter(|c| c.client_id.as_deref() == Some(owner.as_str()))
+            .map(|c| c.connection_id)
+            .collect();
+        if targets.is_empty() {
+            return;
+        }
+        self.bus.notify(
+            "job.event",
+            &json!({ "jobId": job.job_id, "kind": "notify", "payload": payload }),
+            targets,
+        );
+    }
+
+    /// Handles every due job at the clock's now: claims and spawns the runs that fire,
+    /// records the missed ones. Returns how many runs were started.
+    pub fn process_due(self: &Arc<Self>) -> anyhow::Result<usize> {
+        let mut started = 0;
+        loop {
+            let now = self.clock.now();
+            let due = self.store.due_jobs(now.as_millisecond(), DUE_BATCH)?;
+            let n = due.len();
+            for job in due {
+                match self.fire_due(job, now) {
+                    Ok(true) => started += 1,
+                    Ok(false) => {}
+                    Err(e) => tracing::error!(error = %format!("{e:#}"), "cannot handle a due job"),
+                }
+            }
+            if n < DUE_BATCH {
+                return Ok(started);
+            }
+        }
+    }
+
+    fn fire_due(self: &Arc<Self>, job: JobRow, now: jiff::Timestamp) -> anyhow::Result<bool> {
+        let Some(first_due) = job.next_run_ms else { return Ok(false) };
+        let (schedule, tz) = schedule_of(&job)?;
+        let plan = catchup::plan(&schedule, ts(job.anchor_ms), &tz, first_due, now, job.catch_up_window_minutes);
+        let reason = format!("missed by more than the catch-up window ({} min)", job.catch_up_window_minutes);
+        let now_ms = now.as_millisecond();
+        let Some(fire) = plan.fire else {
+            if self.store.skip_missed(&job.job_id, Some(first_due), &plan.missed, &reason, plan.next, plan.enabled, now_ms)? {
+                self.missed_event(&job, &plan.missed, plan.missed_total, &reason);
+            }
+            return Ok(false);
+        };
+        let claim = Claim {
+            job_id: job.job_id.clone(),
+            scheduled_ms: fire,
+            run_id: snowpea_common::ids::new_id("run"),
+            trigger: "schedule".into(),
+            now_ms,
+            expect_next_ms: Some(Some(first_due)),
+            new_next_ms: plan.next,
+            new_enabled: plan.enabled,
+            missed_ms: plan.missed.clone(),
+            missed_reason: reason.clone(),
+        };
+        if !self.store.claim(&claim)? {
+            return Ok(false);
+        }
+        if !plan.missed.is_empty() {
+            self.missed_event(&job, &plan.missed, plan.missed_total, &reason);
+        }
+        self.spawn_run(job, &claim);
+        Ok(true)
+    }
+
+    fn missed_event(&self, job: &JobRow, missed: &[i64], total: u64, reason: &str) {
+        if let Some(newest) = missed.last() {
+            self.job_event(job, "missed", json!({
+                "scheduledAt": iso(ts(*newest)), "count": total, "reason": reason,
+            }));
+        }
+    }
+
+    fn spawn_run(self: &Arc<Self>, job: JobRow, c: &Claim) {
+        let occ = OccurrenceRow {
+            job_id: c.job_id.clone(),
+            scheduled_ms: c.scheduled_ms,
+            run_id: c.run_id.clone(),
+            trigger: c.trigger.clone(),
+            status: "claimed".into(),
+            wait_until_ms: None,
+            session_id: None,
+            text: None,
+            error: None,
+            claimed_ms: c.now_ms,
+        };
+        tokio::spawn(self.clone().run_occurrence(job, occ));
+    }
+
+    /// `job.runNow`: fires the job now. When an occurrence is due right now the run claims
+    /// that occurrence (so racing the tick yields one run); otherwise it claims an occurrence
+    /// at the current instant with trigger `runNow`. A job with a run in progress is not run
+    /// twice.
+    pub fn run_now(self: &Arc<Self>, job: JobRow) -> anyhow::Result<RunNow> {
+        let now = self.clock.now();
+        let now_ms = now.as_millisecond();
+        let due = job.enabled && job.next_run_ms.is_some_and(|n| n <= now_ms);
+        let (scheduled, next, enabled, expect) = if due {
+            let (schedule, tz) = schedule_of(&job)?;
+            let next = schedule.next_after(now, ts(job.anchor_ms), &tz).map(|t| t.as_millisecond());
+            let newest = schedule
+                .prev_at_or_before(now, ts(job.anchor_ms), &tz)
+                .map(|t| t.as_millisecond())
+                .unwrap_or(job.next_run_ms.unwrap_or(now_ms));
+            (newest, next, next.is_some(), Some(job.next_run_ms))
+        } else {
+            // A one-shot run now is spent; a recurring job keeps its schedule.
+            let spent = job.kind == Kind::Once.as_str();
+            let next = if spent { None } else { job.next_run_ms };
+            (now_ms, next, job.enabled && !spent, None)
+        };
+        let claim = Claim {
+            job_id: job.job_id.clone(),
+            scheduled_ms: scheduled,
+            run_id: snowpea_common::ids::new_id("run"),
+            trigger: "runNow".into(),
+            now_ms,
+            expect_next_ms: expect,
+            new_next_ms: next,
+            new_enabled: enabled,
+            missed_ms: vec![],
+            missed_reason: String::new(),
+        };
+        if !self.store.claim(&claim)? {
+            return Ok(RunNow::AlreadyRunning);
+        }
+        self.spawn_run(job, &claim);
+        self.wake();
+        Ok(RunNow::Started)
+    }
+
+    /// Repairs what a crash left open (DESIGN.md §6: neither double-fire nor silently skip):
+    /// * `running` (handed to svc-session before the crash) → `failed`, never run again;
+    /// * `claimed` (never handed over) → run now when within the catch-up window, else `missed`;
+    /// * `waiting_for_host` → keeps waiting until its recorded deadline.
+    pub fn recover(self: &Arc<Self>) -> anyhow::Result<()> {
+        let now = self.clock.now();
+        for occ in self.store.open_occurrences()? {
+            let Some(job) = self.store.job(&occ.job_id)? else { continue };
+            let late = now.as_millisecond() - occ.scheduled_ms;
+            let window = job.catch_up_window_minutes.max(0) * 60_000 + catchup::ON_TIME_GRACE_MS;
+            match occ.status.as_str() {
+                "running" => {
+                    let reason = "interrupted: svc-scheduler stopped while the run was in progress".to_owned();
+                    self.store.finish(&job.job_id, occ.scheduled_ms, &Outcome {
+                        status: "failed".into(),
+                        last_status: Some("error".into()),
+                        session_id: None,
+                        text: String::new(),
+                        error: Some(reason.clone()),
+                        now_ms: now.as_millisecond(),
+                    })?;
+                    self.job_event(&job, "failed", json!({
+                        "scheduledAt": iso(ts(occ.scheduled_ms)), "runId": occ.run_id, "trigger": occ.trigger,
+                        "status": "failed", "lastStatus": "error", "sessionId": occ.session_id, "error": reason,
+                    }));
+                }
+                "claimed" if late > window && occ.trigger == "schedule" => {
+                    let reason = "svc-scheduler stopped after claiming it; restarted beyond the catch-up window".to_owned();
+                    self.store.finish(&job.job_id, occ.scheduled_ms, &Outcome {
+                        status: "missed".into(),
+                        last_status: None,
+                        session_id: None,
+                        text: String::new(),
+                        error: Some(reason.clone()),
+                        now_ms: now.as_millisecond(),
+                    })?;
+                    self.missed_event(&job, &[occ.scheduled_ms], 1, &reason);
+                }
+                _ => {
+                    tracing::info!(job_id = job.job_id, status = occ.status, "resuming an occurrence a restart interrupted");
+                    tokio::spawn(self.clone().run_occurrence(job, occ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A job's schedule and zone, read back from the store.
+pub fn schedule_of(job: &JobRow) -> anyhow::Result<(Schedule, TimeZone)> {
+    let kind = match job.kind.as_str() {
+        "cron" => Kind::Cron,
+        "once" => Kind::Once,
+        _ => Kind::Interval,
+    };
+    let schedule = Schedule::from_normalized(kind, &job.normalized)?;
+    let tz = TimeZone::get(&job.time_zone).unwrap_or(TimeZone::UTC);
+    Ok((schedule, tz))
+}
