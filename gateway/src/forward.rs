@@ -45,7 +45,8 @@ pub async fn call(
         match once(svc, route, msg.clone(), peer, gw.limits.call_timeout).await {
             Ok(v) => return Ok(v),
             Err(Failure::Down(why)) => {
-                if Instant::now() + backoff >= deadline {
+                let now = Instant::now();
+                if now >= deadline {
                     return Err(RpcError::new(
                         ErrorCode::Unavailable,
                         format!("service {} is unavailable: {why}", svc.name),
@@ -53,7 +54,7 @@ pub async fn call(
                     .with_details(json!({ "service": svc.name })));
                 }
                 tracing::debug!(service = %svc.name, %why, "service down; retrying");
-                tokio::time::sleep(backoff).await;
+                tokio::time::sleep(backoff.min(deadline - now)).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
             Err(Failure::Status(status)) => return Err(status_to_rpc(&status)),

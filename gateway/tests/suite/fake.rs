@@ -1,0 +1,197 @@
+//! An in-process fake svc-session on `run/session.sock`: a few SessionService methods,
+//! ToolService.Progress (a client notification) and the real `BusHub`/`BusService`,
+//! wrapped to report when the gateway subscribes.
+//!
+//! * `session.list` answers one session whose `workdir` is the caller's connection id
+//!   and `title` its clientId (proves the call context arrives as metadata);
+//! * `session.rename` fails `not_found` with details;
+//! * `session.close` waits `<n>` ms when the session id is `slow-<n>` (out-of-order replies);
+//! * everything else is the generated default: gRPC Unimplemented.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::json;
+use snowpea_common::bus::{BusHub, BusService, OutboundStream};
+use snowpea_common::context::CallContext;
+use snowpea_common::home::Home;
+use snowpea_proto::error::RpcError;
+use snowpea_proto::rpc::v1::service_bus_server::{ServiceBus, ServiceBusServer};
+use snowpea_proto::rpc::v1::{
+    BusAck, CapabilitiesReply, CapabilitiesRequest, ClientReply, ConnectionSet, SubscribeRequest,
+};
+use snowpea_proto::session::v1::session_list_result::Session;
+use snowpea_proto::session::v1::session_service_server::{SessionService, SessionServiceServer};
+use snowpea_proto::session::v1::tool_service_server::{ToolService, ToolServiceServer};
+use snowpea_proto::session::v1::{
+    SessionCloseParams, SessionCloseResult, SessionListParams, SessionListResult,
+    SessionRenameParams, SessionRenameResult, ToolProgressParams,
+};
+use tokio::sync::watch;
+use tokio_stream::wrappers::UnixListenerStream;
+use tonic::{Request, Response, Status};
+
+use super::harness::T;
+
+struct FakeSession;
+
+#[tonic::async_trait]
+impl SessionService for FakeSession {
+    async fn list(
+        &self,
+        req: Request<SessionListParams>,
+    ) -> Result<Response<SessionListResult>, Status> {
+        let ctx = CallContext::of(&req);
+        Ok(Response::new(SessionListResult {
+            sessions: vec![Session {
+                session_id: "s1".into(),
+                workdir: ctx.connection_id.unwrap_or_default(),
+                title: ctx.client_id,
+                mode: "plan".into(),
+                created_at: "2026-01-01T00:00:00Z".into(),
+                context_used: 42,
+                ..Default::default()
+            }],
+        }))
+    }
+
+    async fn rename(
+        &self,
+        req: Request<SessionRenameParams>,
+    ) -> Result<Response<SessionRenameResult>, Status> {
+        let id = req.into_inner().session_id;
+        Err(RpcError::not_found(format!("no session {id}"))
+            .with_details(json!({"sessionId": id}))
+            .into_status())
+    }
+
+    async fn close(
+        &self,
+        req: Request<SessionCloseParams>,
+    ) -> Result<Response<SessionCloseResult>, Status> {
+        let id = req.into_inner().session_id;
+        if let Some(ms) = id.strip_prefix("slow-").and_then(|n| n.parse().ok()) {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        Ok(Response::new(SessionCloseResult { ok: true }))
+    }
+}
+
+struct Tools {
+    progress: Arc<Mutex<Vec<String>>>,
+}
+
+#[tonic::async_trait]
+impl ToolService for Tools {
+    async fn progress(&self, req: Request<ToolProgressParams>) -> Result<Response<()>, Status> {
+        self.progress.lock().unwrap().push(req.into_inner().call_id);
+        Ok(Response::new(()))
+    }
+}
+
+/// `BusService` plus a count of Subscribe calls.
+struct Bus {
+    inner: BusService,
+    subscribed: watch::Sender<u32>,
+}
+
+#[tonic::async_trait]
+impl ServiceBus for Bus {
+    async fn subscribe(
+        &self,
+        req: Request<SubscribeRequest>,
+    ) -> Result<Response<OutboundStream>, Status> {
+        let r = ServiceBus::subscribe(&self.inner, req).await;
+        self.subscribed.send_modify(|n| *n += 1);
+        r
+    }
+    async fn reply(&self, req: Request<ClientReply>) -> Result<Response<BusAck>, Status> {
+        ServiceBus::reply(&self.inner, req).await
+    }
+    async fn sync_connections(
+        &self,
+        req: Request<ConnectionSet>,
+    ) -> Result<Response<BusAck>, Status> {
+        ServiceBus::sync_connections(&self.inner, req).await
+    }
+    async fn capabilities(
+        &self,
+        req: Request<CapabilitiesRequest>,
+    ) -> Result<Response<CapabilitiesReply>, Status> {
+        ServiceBus::capabilities(&self.inner, req).await
+    }
+}
+
+/// The running fake, on a runtime of its own so that [`FakeService::kill`] (or drop)
+/// ends it abruptly — every connection and stream gone at once, like a crash.
+pub struct FakeService {
+    pub hub: Arc<BusHub>,
+    pub progress: Arc<Mutex<Vec<String>>>,
+    subscribed: watch::Receiver<u32>,
+    runtime: Option<tokio::runtime::Runtime>,
+    socket: std::path::PathBuf,
+}
+
+impl FakeService {
+    /// Binds `run/session.sock` (before returning) and serves it.
+    pub fn start(home: &Home) -> FakeService {
+        let socket = home.socket("session");
+        let _ = std::fs::remove_file(&socket);
+        let std_listener = std::os::unix::net::UnixListener::bind(&socket).expect("bind fake");
+        std_listener.set_nonblocking(true).unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("fake runtime");
+        let listener = {
+            let _in = runtime.enter();
+            tokio::net::UnixListener::from_std(std_listener).unwrap()
+        };
+        let hub = BusHub::new();
+        hub.set_capabilities(&["sessions", "approvals"]);
+        let progress = Arc::new(Mutex::new(Vec::new()));
+        let (tx, subscribed) = watch::channel(0);
+        let bus = Bus {
+            inner: BusService::new(hub.clone()),
+            subscribed: tx,
+        };
+        let server = tonic::transport::Server::builder()
+            .add_service(SessionServiceServer::new(FakeSession))
+            .add_service(ToolServiceServer::new(Tools {
+                progress: progress.clone(),
+            }))
+            .add_service(ServiceBusServer::new(bus))
+            .serve_with_incoming(UnixListenerStream::new(listener));
+        runtime.spawn(async move {
+            let _ = server.await;
+        });
+        FakeService {
+            hub,
+            progress,
+            subscribed,
+            runtime: Some(runtime),
+            socket,
+        }
+    }
+
+    /// Waits until the gateway has subscribed at least `n` times.
+    pub async fn wait_subscribed(&mut self, n: u32) {
+        tokio::time::timeout(T, self.subscribed.wait_for(|c| *c >= n))
+            .await
+            .expect("gateway did not subscribe in time")
+            .expect("fake alive");
+    }
+
+    /// Stops serving at once, dropping every connection (a crash, as the gateway sees it).
+    pub fn kill(self) {}
+}
+
+impl Drop for FakeService {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}

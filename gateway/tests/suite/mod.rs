@@ -1,0 +1,12 @@
+//! Test modules; `harness` starts things, `client` talks JSON-RPC, `fake` is the service.
+
+pub mod client;
+pub mod fake;
+pub mod harness;
+
+mod bus;
+mod forwarding;
+mod handshake;
+mod http;
+mod jsonrpc;
+mod lifecycle;
