@@ -278,6 +278,7 @@ impl ServiceBus for BusService {
         req: Request<SubscribeRequest>,
     ) -> Result<Response<OutboundStream>, Status> {
         tracing::info!(gateway = %req.get_ref().gateway_id, "gateway subscribed");
+        let draining = crate::service::draining().clone().cancelled_owned();
         let stream = BroadcastStream::new(self.hub.outbound.subscribe()).filter_map(|item| match item {
             Ok(o) => Some(Ok(o)),
             Err(tokio_stream::wrappers::errors::BroadcastStreamRecvError::Lagged(n)) => {
@@ -285,7 +286,10 @@ impl ServiceBus for BusService {
                 None
             }
         });
-        Ok(Response::new(Box::pin(stream)))
+        // End the feed when the process drains, so shutdown is not held up by it.
+        Ok(Response::new(Box::pin(futures::StreamExt::take_until(
+            stream, draining,
+        ))))
     }
 
     async fn reply(&self, req: Request<ClientReply>) -> Result<Response<BusAck>, Status> {

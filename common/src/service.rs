@@ -65,6 +65,15 @@ impl ServiceArgs {
     }
 }
 
+/// Cancelled when this process starts draining (shutdown requested or SIGTERM/SIGINT).
+/// Long-lived server streams (the bus `Subscribe` feed) end on it, so a drain does not
+/// wait for them until the deadline.
+pub fn draining() -> &'static tokio_util::sync::CancellationToken {
+    static TOKEN: std::sync::OnceLock<tokio_util::sync::CancellationToken> =
+        std::sync::OnceLock::new();
+    TOKEN.get_or_init(tokio_util::sync::CancellationToken::new)
+}
+
 /// Resolves when the process receives SIGTERM or SIGINT.
 pub async fn termination_signal() {
     use tokio::signal::unix::{signal, SignalKind};
@@ -136,6 +145,7 @@ pub async fn serve(
                 _ = shutdown => {},
                 _ = termination_signal() => {},
             }
+            draining().cancel();
             let _ = drain_tx.send(());
         });
     let mut server = Box::pin(server);
