@@ -82,6 +82,10 @@ impl Resolution {
     }
 }
 
+/// An `approval.request` waiting for the client's answer.
+type ClientAnswer<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, RequestError>> + Send + 'a>>;
+
 struct Pending {
     session_id: String,
     request: Value,
@@ -184,19 +188,29 @@ impl App {
 
         let deadline = Instant::now() + timeout;
         let mut origin_rx = session.origin.subscribe();
-        // The connection the current request went to and failed on (wait for a new one).
+        // The connection a request failed on (wait for the origin to change).
         let mut failed_on: Option<String> = None;
+        // The request in flight and its target; kept when the same origin is re-announced
+        // so the client is not asked twice.
+        let mut inflight: Option<(String, ClientAnswer)> = None;
         let resolution = loop {
             let origin = origin_rx.borrow_and_update().clone();
-            let target = origin.filter(|o| failed_on.as_deref() != Some(o.as_str()));
-            let remaining = deadline.saturating_duration_since(Instant::now());
+            match origin {
+                Some(o) if inflight.as_ref().is_some_and(|(t, _)| *t == o) => {}
+                Some(o) if failed_on.as_deref() != Some(o.as_str()) => {
+                    let remaining = deadline.saturating_duration_since(Instant::now());
+                    let (hub, conn, params) = (self.hub.clone(), o.clone(), request.clone());
+                    let fut = async move {
+                        hub.request(&conn, "approval.request", &params, remaining)
+                            .await
+                    };
+                    inflight = Some((o, Box::pin(fut)));
+                }
+                _ => inflight = None,
+            }
             let ask_client = async {
-                match &target {
-                    Some(conn) => Some(
-                        self.hub
-                            .request(conn, "approval.request", &request, remaining)
-                            .await,
-                    ),
+                match inflight.as_mut() {
+                    Some((_, fut)) => fut.await,
                     None => std::future::pending().await,
                 }
             };
@@ -210,22 +224,25 @@ impl App {
                     }
                     failed_on = None;
                 }
-                outcome = ask_client => match outcome {
-                    Some(Ok(v)) => {
-                        let decision = v.get("decision").and_then(Value::as_str).unwrap_or("deny");
-                        let scope = v.get("scope").and_then(Value::as_str).unwrap_or("once");
-                        let reason = v.get("reason").and_then(Value::as_str).map(str::to_owned);
-                        break Resolution::from_answer(decision, scope, reason);
+                outcome = ask_client => {
+                    let target = inflight.take().map(|(t, _)| t);
+                    match outcome {
+                        Ok(v) => {
+                            let decision = v.get("decision").and_then(Value::as_str).unwrap_or("deny");
+                            let scope = v.get("scope").and_then(Value::as_str).unwrap_or("once");
+                            let reason = v.get("reason").and_then(Value::as_str).map(str::to_owned);
+                            break Resolution::from_answer(decision, scope, reason);
+                        }
+                        Err(RequestError::Timeout(_)) => break Resolution::denied("timeout"),
+                        Err(e) => {
+                            tracing::info!(request_id = %request_id, error = %e, "approval.request not answered; waiting for approval.respond or a new origin");
+                            failed_on = target;
+                        }
                     }
-                    Some(Err(RequestError::Timeout(_))) => break Resolution::denied("timeout"),
-                    Some(Err(e)) => {
-                        tracing::info!(request_id = %request_id, error = %e, "approval.request not answered; waiting for approval.respond or a new origin");
-                        failed_on = target.clone();
-                    }
-                    None => {}
-                },
+                }
             }
         };
+        drop(inflight);
         // If approval.respond took the entry meanwhile, its answer wins.
         let resolution = if self.approvals.lock().remove(&request_id).is_some() {
             resolution

@@ -1,0 +1,3 @@
+//! Suites run against the real binary.
+
+mod binary;
