@@ -7,6 +7,7 @@
 use snowpea_common::context::CallContext;
 
 pub mod approval;
+pub mod internal;
 pub mod session;
 pub mod tool;
 
