@@ -292,3 +292,7 @@ pub fn schedule_of(job: &JobRow) -> anyhow::Result<(Schedule, TimeZone)> {
     let tz = TimeZone::get(&job.time_zone).unwrap_or(TimeZone::UTC);
     Ok((schedule, tz))
 }
+
+#[cfg(test)]
+#[path = "scheduler_tests.rs"]
+mod tests;
