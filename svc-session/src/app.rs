@@ -90,6 +90,8 @@ impl App {
             .into_iter()
             .map(|row| (row.id.clone(), Arc::new(Session::new(row))))
             .collect();
+        let mut tools = tools::builtin();
+        tools.extend(crate::memory::tools::for_home(&config.home));
         let app = Arc::new(App {
             config,
             store,
@@ -97,7 +99,7 @@ impl App {
             hub,
             sessions: Mutex::new(sessions),
             approvals: Approvals::default(),
-            tools: tools::builtin(),
+            tools,
         });
         app.recover().await?;
         crate::session::origin::spawn_watcher(&app);

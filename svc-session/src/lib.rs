@@ -5,12 +5,13 @@
 //! setMode/attach/resume, origin connection) · [`turn`] (prompt queue, interrupt, the
 //! agent loop, history) · [`approval`] (pending approvals) · [`permissions`] (mode
 //! matrix) · [`events`] (seq assignment, group commit, publish) · [`store`] (SQLite) ·
-//! [`recovery`] (crash repair) · [`rpc`] (gRPC services) · [`provider`] · [`tools`].
+//! [`recovery`] (crash repair) · [`memory`] (svc-memory recall and tools) · [`rpc`] (gRPC services) · [`provider`] · [`tools`].
 
 pub mod app;
 pub mod approval;
 pub mod error;
 pub mod events;
+pub mod memory;
 pub mod permissions;
 pub mod provider;
 pub mod recovery;

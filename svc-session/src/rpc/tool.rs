@@ -37,6 +37,8 @@ pub fn listed_tag(name: &str) -> (&'static str, &'static str) {
         "write_file" | "edit_file" => ("write", "files"),
         "glob" | "grep" => ("read", "search"),
         "shell" => ("exec", "shell"),
+        "save_memory" => ("write", "memory"),
+        "search_memory" => ("read", "memory"),
         _ => ("read", "builtin"),
     }
 }

@@ -206,7 +206,9 @@ async fn tool_list_reports_the_builtin_tools() {
             "list_dir",
             "glob",
             "grep",
-            "shell"
+            "shell",
+            "save_memory",
+            "search_memory"
         ]
     );
     let shell = r.tools.iter().find(|t| t.name == "shell").unwrap();

@@ -224,7 +224,15 @@ impl App {
         self.save_session(session);
 
         let specs: Vec<_> = self.tools.iter().map(|tool| tool.spec()).collect();
-        let system = system_prompt::build(&row, &self.tools);
+        let mut system = system_prompt::build(&row, &self.tools);
+        // Recall (issue 4): the best memories for the user's message from the project, agent
+        // and global namespaces; skipped with a warning when svc-memory is down.
+        let recalled = crate::memory::MemoryClient::new(self.config.home.socket("memory"))
+            .recall(&row.workdir, None, &t.text, crate::memory::top_k(&settings))
+            .await;
+        if let Some(block) = crate::memory::recall_block(&recalled) {
+            system.push_str(&block);
+        }
         for _round in 0..self.config.max_tool_rounds {
             let request = ModelRequest {
                 model: row.model.clone().unwrap_or_default(),
