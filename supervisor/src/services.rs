@@ -15,6 +15,7 @@ pub struct ServiceSpec {
 #[rustfmt::skip]
 pub const SERVICES: &[ServiceSpec] = &[
     ServiceSpec { name: "session", binary: "snowpea-svc-session" },
+    ServiceSpec { name: "memory", binary: "snowpea-svc-memory" },
     ServiceSpec { name: "scheduler", binary: "snowpea-svc-scheduler" },
 ];
 
