@@ -298,15 +298,12 @@ export async function connect(options: ConnectOptions): Promise<SnowpeaClient> {
 }
 
 /**
- * {@link connect} with the port and token of `<home>/daemon.json` (`home` defaults to
- * `$SNOWPEA_HOME`, else `~/.snowpea`), re-read on every reconnect. Node only.
+ * {@link connect} with the port and token of `<home>/daemon.json`, re-read on every reconnect.
+ * `home` defaults to `$SNOWPEA_HOME`, else `~/.snowpea`; `clientVersion` to `"0.0.0"`. Node only.
  */
-export async function connectFromHome(
-  home?: string,
-  options: Partial<ConnectOptions> = {},
-): Promise<SnowpeaClient> {
+export async function connectFromHome(options: Partial<ConnectOptions> = {}): Promise<SnowpeaClient> {
   const { defaultHome } = await import("./daemon.js");
-  return connect({ clientVersion: "0.0.0", ...options, home: home ?? (await defaultHome()) });
+  return connect({ clientVersion: "0.0.0", ...options, home: options.home ?? (await defaultHome()) });
 }
 
 type AnyListener = (params: any) => void;
