@@ -69,7 +69,7 @@ async fn error_codes_map_to_the_protocol_table() {
     // Schema'd but not implemented by any running service.
     let r = ws.call("checkpoint.list", json!({"sessionId": "s"})).await;
     assert_eq!(RawWs::code(&r), "not_implemented", "{r}");
-    let r = ws.call("audio.capabilities", json!({})).await;
+    let r = ws.call("team.status", json!({})).await;
     assert_eq!(RawWs::code(&r), "not_implemented", "{r}");
 }
 
