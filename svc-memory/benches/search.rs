@@ -1,2 +1,185 @@
-//! Placeholder.
-fn main() {}
+//! Benchmark of svc-memory directly over its unix socket (issue 4 "Benchmark"):
+//! `memory.write` throughput and `memory.search` latency (p50/p99) with 10k and 100k
+//! memories. Starts the real binary on a temp home.
+//!
+//! `cargo bench -p snowpea-svc-memory --bench search` (sizes overridable:
+//! `-- 10000 100000`). Results go to `docs/PERFORMANCE.md` ("svc-memory").
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use snowpea_proto::memory::v1::memory_service_client::MemoryServiceClient;
+use snowpea_proto::memory::v1::{MemorySearchParams, MemoryWriteParams};
+
+const WORDS: &[&str] = &[
+    "deploy",
+    "kubernetes",
+    "editor",
+    "helix",
+    "postgres",
+    "migration",
+    "release",
+    "token",
+    "runner",
+    "cache",
+    "latency",
+    "budget",
+    "design",
+    "review",
+    "incident",
+    "backup",
+    "schema",
+    "tracing",
+    "socket",
+    "gateway",
+    "session",
+    "memory",
+    "browser",
+    "profile",
+    "recipe",
+    "lunch",
+    "friday",
+    "meeting",
+    "deadline",
+    "invoice",
+    "배포",
+    "데이터베이스",
+    "회의",
+    "마이그레이션",
+    "금요일",
+    "일정",
+    "서버",
+    "장애",
+    "백업",
+    "검토",
+];
+
+/// xorshift64*: deterministic text without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn word(&mut self) -> &'static str {
+        WORDS[(self.next() % WORDS.len() as u64) as usize]
+    }
+    fn sentence(&mut self, n: usize) -> String {
+        let mut s: Vec<String> = (0..n).map(|_| self.word().to_owned()).collect();
+        s.push(format!("item{}", self.next() % 100_000));
+        s.join(" ")
+    }
+}
+
+fn pct(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+async fn run(n: usize) {
+    let home = tempfile::tempdir().unwrap();
+    let socket = home.path().join("run/memory.sock");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_snowpea-svc-memory"))
+        .arg("--home")
+        .arg(home.path())
+        .arg("--socket")
+        .arg(&socket)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..400 {
+        if snowpea_common::client::is_serving(&socket, "", Duration::from_millis(200)).await {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let channel = snowpea_common::client::unix_channel(&socket);
+
+    // Writes: 8 concurrent writers, each acknowledged after commit.
+    let writers = 8;
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let mut c = MemoryServiceClient::new(channel.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (w as u64 + 1));
+            for _ in 0..n / writers {
+                let text = rng.sentence(12);
+                let p = MemoryWriteParams {
+                    namespace: None,
+                    tags: vec![rng.word().to_owned()],
+                    text,
+                };
+                tokio::time::timeout(Duration::from_secs(30), c.write(p))
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "n={n}: write {:.0} memories/s ({writers} concurrent writers, {:.1} s)",
+        n as f64 / secs,
+        secs
+    );
+
+    // Searches: one client, sequential, three query shapes.
+    let mut c = MemoryServiceClient::new(channel.clone());
+    let mut rng = Rng(42);
+    for (label, short) in [
+        ("2-word query", 0),
+        ("user-message query (12 words)", 1),
+        ("short query (<3 chars)", 2),
+    ] {
+        let mut lat = Vec::new();
+        for i in 0..500 {
+            let query = match short {
+                0 => format!("{} {}", rng.word(), rng.word()),
+                1 => rng.sentence(11),
+                _ => ["회의", "일정", "배포", "서버"][i % 4].to_owned(),
+            };
+            let p = MemorySearchParams {
+                limit: 8,
+                namespace: None,
+                query,
+            };
+            let t = Instant::now();
+            tokio::time::timeout(Duration::from_secs(30), c.search(p))
+                .await
+                .unwrap()
+                .unwrap();
+            lat.push(t.elapsed());
+        }
+        lat.sort();
+        println!(
+            "n={n}: search {label}: p50 {:.2} ms, p99 {:.2} ms",
+            pct(&lat, 0.5),
+            pct(&lat, 0.99)
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::main]
+async fn main() {
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![10_000, 100_000]
+    } else {
+        sizes
+    };
+    for n in sizes {
+        run(n).await;
+    }
+}

@@ -48,28 +48,41 @@ pub fn parse_time(s: &str, field: &str) -> Result<i64> {
     s.trim()
         .parse::<jiff::Timestamp>()
         .map(|t| t.as_millisecond())
-        .map_err(|_| Error::invalid(field, "must be a UTC ISO-8601 time, e.g. 2026-01-31T12:00:00Z"))
+        .map_err(|_| {
+            Error::invalid(
+                field,
+                "must be a UTC ISO-8601 time, e.g. 2026-01-31T12:00:00Z",
+            )
+        })
 }
 
 /// `memory.ingest`: validates every item first (nothing is stored when one is bad), then
 /// stores them in one transaction.
 pub fn ingest(store: &Store, items: &[Item], session_id: Option<&str>) -> Result<Ingested> {
     if items.len() > MAX_ITEMS {
-        return Err(Error::invalid("params.items", format!("at most {MAX_ITEMS} pages per call")));
+        return Err(Error::invalid(
+            "params.items",
+            format!("at most {MAX_ITEMS} pages per call"),
+        ));
     }
     let now_ms = snowpea_common::time::now_ms();
     let mut rows = Vec::with_capacity(items.len());
     for (i, it) in items.iter().enumerate() {
         let u = normalize_url(&it.url)
             .filter(|u| u.has_host())
-            .ok_or_else(|| Error::invalid(format!("params.items[{i}].url"), "must be an absolute URL"))?;
+            .ok_or_else(|| {
+                Error::invalid(format!("params.items[{i}].url"), "must be an absolute URL")
+            })?;
         let created_ms = match it.visited_at.as_deref().filter(|s| !s.is_empty()) {
             Some(s) => parse_time(s, &format!("params.items[{i}].visitedAt"))?,
             None => now_ms,
         };
         let text = cut(&it.text, MAX_PAGE_TEXT).to_owned();
         if text.trim().is_empty() && it.title.trim().is_empty() {
-            return Err(Error::invalid(format!("params.items[{i}].text"), "a page needs text or a title"));
+            return Err(Error::invalid(
+                format!("params.items[{i}].text"),
+                "a page needs text or a title",
+            ));
         }
         let mut h = Sha1::new();
         h.update(u.as_str().as_bytes());
@@ -110,9 +123,12 @@ pub fn ingest(store: &Store, items: &[Item], session_id: Option<&str>) -> Result
 pub fn browser_filter(url: Option<&str>, before: Option<&str>) -> Result<BrowserFilter> {
     let mut f = BrowserFilter::default();
     if let Some(url) = url.map(str::trim).filter(|s| !s.is_empty()) {
-        let u = normalize_url(url)
-            .filter(|u| u.has_host())
-            .ok_or_else(|| Error::invalid("params.url", "must be an absolute URL (a page, or a site without a path)"))?;
+        let u = normalize_url(url).filter(|u| u.has_host()).ok_or_else(|| {
+            Error::invalid(
+                "params.url",
+                "must be an absolute URL (a page, or a site without a path)",
+            )
+        })?;
         if u.path() == "/" && u.query().is_none() {
             f.origin = Some(u.origin().ascii_serialization());
         } else {

@@ -35,5 +35,12 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(BusService::new(hub).into_server());
     let mut names = SERVICE_NAMES.to_vec();
     names.push(BUS_SERVICE_NAME);
-    serve("memory", &args.socket, &names, routes, std::future::pending()).await
+    serve(
+        "memory",
+        &args.socket,
+        &names,
+        routes,
+        std::future::pending(),
+    )
+    .await
 }

@@ -32,7 +32,10 @@ impl Namespace {
                 } else if let Some(name) = s.strip_prefix("agent:") {
                     let name = name.trim();
                     if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
-                        return Err(Error::invalid(field, "agent namespace needs a name: agent:<name>"));
+                        return Err(Error::invalid(
+                            field,
+                            "agent namespace needs a name: agent:<name>",
+                        ));
                     }
                     Ok(Namespace::Agent(name.to_owned()))
                 } else {
@@ -99,7 +102,10 @@ impl Namespace {
 pub fn project_root(root: &str, field: &str) -> Result<String> {
     let p = Path::new(root.trim());
     if !p.is_absolute() {
-        return Err(Error::invalid(field, "project root must be an absolute path"));
+        return Err(Error::invalid(
+            field,
+            "project root must be an absolute path",
+        ));
     }
     if let Ok(c) = std::fs::canonicalize(p) {
         return Ok(c.to_string_lossy().into_owned());
@@ -120,9 +126,15 @@ pub fn project_root(root: &str, field: &str) -> Result<String> {
 /// Which namespaces `memory.list{scope}` covers, given the project root and agent
 /// resolved from the session (or the explicit `project`). Scopes that cannot be resolved
 /// (no project, no agent) contribute nothing; no session and no project = global only.
-pub fn list_scopes(scope: Option<&str>, project: Option<&str>, agent: Option<&str>) -> Result<Vec<Namespace>> {
-    let project = project.map(|p| Namespace::project(p)).transpose()?;
-    let agent = agent.filter(|a| !a.is_empty()).map(|a| Namespace::Agent(a.to_owned()));
+pub fn list_scopes(
+    scope: Option<&str>,
+    project: Option<&str>,
+    agent: Option<&str>,
+) -> Result<Vec<Namespace>> {
+    let project = project.map(Namespace::project).transpose()?;
+    let agent = agent
+        .filter(|a| !a.is_empty())
+        .map(|a| Namespace::Agent(a.to_owned()));
     let mut out = Vec::new();
     match scope.unwrap_or("all") {
         "project" => out.extend(project),
@@ -133,7 +145,12 @@ pub fn list_scopes(scope: Option<&str>, project: Option<&str>, agent: Option<&st
             out.extend(agent);
             out.push(Namespace::Default);
         }
-        _ => return Err(Error::invalid("params.scope", "must be project, global, agent or all")),
+        _ => {
+            return Err(Error::invalid(
+                "params.scope",
+                "must be project, global, agent or all",
+            ))
+        }
     }
     Ok(out)
 }
@@ -144,7 +161,12 @@ mod tests {
 
     #[test]
     fn wire_forms_parse_and_round_trip() {
-        for s in ["default", "browser", "project:/tmp/x-not-there/app", "agent:reviewer"] {
+        for s in [
+            "default",
+            "browser",
+            "project:/tmp/x-not-there/app",
+            "agent:reviewer",
+        ] {
             let ns = Namespace::parse(Some(s), "params.namespace").unwrap();
             assert_eq!(ns.key(), s);
             assert_eq!(Namespace::from_key(&ns.key()), ns);
@@ -156,7 +178,9 @@ mod tests {
     fn bad_namespaces_name_the_field() {
         for s in ["project:relative/path", "agent:", "nope", "project:"] {
             match Namespace::parse(Some(s), "params.namespace") {
-                Err(Error::InvalidParams { field, .. }) => assert_eq!(field, "params.namespace", "{s}"),
+                Err(Error::InvalidParams { field, .. }) => {
+                    assert_eq!(field, "params.namespace", "{s}")
+                }
                 other => panic!("{s}: {other:?}"),
             }
         }
@@ -164,7 +188,10 @@ mod tests {
 
     #[test]
     fn project_roots_are_normalised() {
-        assert_eq!(project_root("/no/such/dir/../x/./y/", "f").unwrap(), "/no/such/x/y");
+        assert_eq!(
+            project_root("/no/such/dir/../x/./y/", "f").unwrap(),
+            "/no/such/x/y"
+        );
     }
 
     #[test]
@@ -172,10 +199,20 @@ mod tests {
         let all = list_scopes(None, Some("/p-not-there"), Some("a")).unwrap();
         assert_eq!(
             all,
-            vec![Namespace::Project("/p-not-there".into()), Namespace::Agent("a".into()), Namespace::Default]
+            vec![
+                Namespace::Project("/p-not-there".into()),
+                Namespace::Agent("a".into()),
+                Namespace::Default
+            ]
         );
-        assert_eq!(list_scopes(Some("all"), None, None).unwrap(), vec![Namespace::Default]);
+        assert_eq!(
+            list_scopes(Some("all"), None, None).unwrap(),
+            vec![Namespace::Default]
+        );
         assert!(list_scopes(Some("project"), None, None).unwrap().is_empty());
-        assert_eq!(list_scopes(Some("agent"), None, Some("a")).unwrap(), vec![Namespace::Agent("a".into())]);
+        assert_eq!(
+            list_scopes(Some("agent"), None, Some("a")).unwrap(),
+            vec![Namespace::Agent("a".into())]
+        );
     }
 }

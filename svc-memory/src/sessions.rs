@@ -48,8 +48,17 @@ impl SessionLookup {
         };
         let reply = tokio::time::timeout(TIMEOUT, client.list(req))
             .await
-            .map_err(|_| Error::Unavailable("svc-session did not answer in time to resolve the session".into()))?
-            .map_err(|s| Error::Unavailable(format!("svc-session is unavailable to resolve the session: {}", s.message())))?;
+            .map_err(|_| {
+                Error::Unavailable(
+                    "svc-session did not answer in time to resolve the session".into(),
+                )
+            })?
+            .map_err(|s| {
+                Error::Unavailable(format!(
+                    "svc-session is unavailable to resolve the session: {}",
+                    s.message()
+                ))
+            })?;
         reply
             .into_inner()
             .sessions

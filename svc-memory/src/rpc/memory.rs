@@ -48,16 +48,25 @@ pub fn new_memory(p: &pb::MemoryWriteParams) -> Result<NewMemory> {
         return Err(Error::invalid("params.text", "is required"));
     }
     if p.text.len() > MAX_TEXT {
-        return Err(Error::invalid("params.text", format!("at most {MAX_TEXT} bytes")));
+        return Err(Error::invalid(
+            "params.text",
+            format!("at most {MAX_TEXT} bytes"),
+        ));
     }
     if p.tags.len() > MAX_TAGS {
-        return Err(Error::invalid("params.tags", format!("at most {MAX_TAGS} tags")));
+        return Err(Error::invalid(
+            "params.tags",
+            format!("at most {MAX_TAGS} tags"),
+        ));
     }
     let mut tags: Vec<String> = Vec::with_capacity(p.tags.len());
     for (i, t) in p.tags.iter().enumerate() {
         let t = t.trim();
         if t.is_empty() || t.len() > 64 || t.chars().any(char::is_control) {
-            return Err(Error::invalid(format!("params.tags[{i}]"), "a tag is 1–64 printable characters"));
+            return Err(Error::invalid(
+                format!("params.tags[{i}]"),
+                "a tag is 1–64 printable characters",
+            ));
         }
         if !tags.iter().any(|x| x == t) {
             tags.push(t.to_owned());
@@ -99,7 +108,10 @@ fn entry(m: Memory) -> pb::memory_list_result::Entry {
 
 #[tonic::async_trait]
 impl MemoryService for MemoryRpc {
-    async fn write(&self, req: Request<pb::MemoryWriteParams>) -> Result<Response<pb::MemoryWriteResult>, Status> {
+    async fn write(
+        &self,
+        req: Request<pb::MemoryWriteParams>,
+    ) -> Result<Response<pb::MemoryWriteResult>, Status> {
         let span = span("memory.write", &CallContext::of(&req));
         let app = self.app.clone();
         let p = req.into_inner();
@@ -112,7 +124,10 @@ impl MemoryService for MemoryRpc {
         Ok(Response::new(pb::MemoryWriteResult { id }))
     }
 
-    async fn search(&self, req: Request<pb::MemorySearchParams>) -> Result<Response<pb::MemorySearchResult>, Status> {
+    async fn search(
+        &self,
+        req: Request<pb::MemorySearchParams>,
+    ) -> Result<Response<pb::MemorySearchResult>, Status> {
         let span = span("memory.search", &CallContext::of(&req));
         let app = self.app.clone();
         let p = req.into_inner();
@@ -130,12 +145,21 @@ impl MemoryService for MemoryRpc {
         }))
     }
 
-    async fn list(&self, req: Request<pb::MemoryListParams>) -> Result<Response<pb::MemoryListResult>, Status> {
+    async fn list(
+        &self,
+        req: Request<pb::MemoryListParams>,
+    ) -> Result<Response<pb::MemoryListResult>, Status> {
         let ctx = CallContext::of(&req);
         let span = span("memory.list", &ctx);
         let p = req.into_inner();
         let session = match p.session_id.as_deref().filter(|s| !s.is_empty()) {
-            Some(id) => Some(self.app.sessions.scope(id).await.map_err(Error::into_status)?),
+            Some(id) => Some(
+                self.app
+                    .sessions
+                    .scope(id)
+                    .await
+                    .map_err(Error::into_status)?,
+            ),
             None => None,
         };
         let app = self.app.clone();
@@ -148,7 +172,11 @@ impl MemoryService for MemoryRpc {
                 .transpose()?
                 .or(session.as_ref().map(|s| s.project.clone()));
             let agent = session.as_ref().and_then(|s| s.agent.as_deref());
-            let namespaces = list_scopes(p.scope.as_deref().filter(|s| !s.is_empty()), project.as_deref(), agent)?;
+            let namespaces = list_scopes(
+                p.scope.as_deref().filter(|s| !s.is_empty()),
+                project.as_deref(),
+                agent,
+            )?;
             let n = limit(p.limit, LIST_LIMIT.0, LIST_LIMIT.1)?;
             match p.query.as_deref().filter(|q| !q.trim().is_empty()) {
                 Some(q) => app.store.read(|c| memories::search(c, &namespaces, q, n)),
@@ -161,26 +189,32 @@ impl MemoryService for MemoryRpc {
         }))
     }
 
-    async fn delete(&self, req: Request<pb::MemoryDeleteParams>) -> Result<Response<pb::MemoryDeleteResult>, Status> {
+    async fn delete(
+        &self,
+        req: Request<pb::MemoryDeleteParams>,
+    ) -> Result<Response<pb::MemoryDeleteResult>, Status> {
         let span = span("memory.delete", &CallContext::of(&req));
         let app = self.app.clone();
         let p = req.into_inner();
-        let removed = blocking(span, move || match p.source.as_deref().filter(|s| !s.is_empty()) {
-            Some("browser") => {
-                let f = ingest::browser_filter(p.url.as_deref(), p.before.as_deref())?;
-                ingest::forget(&app.store, &f)
-            }
-            Some(_) => Err(Error::invalid("params.source", "must be \"browser\"")),
-            None => {
-                let id = p
-                    .id
-                    .as_deref()
-                    .filter(|s| !s.is_empty())
-                    .ok_or_else(|| Error::invalid("params.id", "name the memory to forget, or use source: \"browser\""))?;
-                if app.store.write(|tx| memories::delete_id(tx, id))? {
-                    Ok(1)
-                } else {
-                    Err(Error::NotFound(format!("no memory {id}")))
+        let removed = blocking(span, move || {
+            match p.source.as_deref().filter(|s| !s.is_empty()) {
+                Some("browser") => {
+                    let f = ingest::browser_filter(p.url.as_deref(), p.before.as_deref())?;
+                    ingest::forget(&app.store, &f)
+                }
+                Some(_) => Err(Error::invalid("params.source", "must be \"browser\"")),
+                None => {
+                    let id = p.id.as_deref().filter(|s| !s.is_empty()).ok_or_else(|| {
+                        Error::invalid(
+                            "params.id",
+                            "name the memory to forget, or use source: \"browser\"",
+                        )
+                    })?;
+                    if app.store.write(|tx| memories::delete_id(tx, id))? {
+                        Ok(1)
+                    } else {
+                        Err(Error::NotFound(format!("no memory {id}")))
+                    }
                 }
             }
         })
@@ -191,11 +225,17 @@ impl MemoryService for MemoryRpc {
         }))
     }
 
-    async fn ingest(&self, req: Request<pb::MemoryIngestParams>) -> Result<Response<pb::MemoryIngestResult>, Status> {
+    async fn ingest(
+        &self,
+        req: Request<pb::MemoryIngestParams>,
+    ) -> Result<Response<pb::MemoryIngestResult>, Status> {
         let span = span("memory.ingest", &CallContext::of(&req));
         let app = self.app.clone();
         let p = req.into_inner();
-        let out = blocking(span, move || ingest::ingest(&app.store, &p.items, p.session_id.as_deref())).await?;
+        let out = blocking(span, move || {
+            ingest::ingest(&app.store, &p.items, p.session_id.as_deref())
+        })
+        .await?;
         Ok(Response::new(pb::MemoryIngestResult {
             added: out.added as i64,
             removed: 0,

@@ -11,7 +11,10 @@ pub mod memory;
 pub mod site;
 
 /// Fully qualified names of the services (for health and reflection).
-pub const SERVICE_NAMES: &[&str] = &["snowpea.memory.v1.MemoryService", "snowpea.memory.v1.SiteService"];
+pub const SERVICE_NAMES: &[&str] = &[
+    "snowpea.memory.v1.MemoryService",
+    "snowpea.memory.v1.SiteService",
+];
 
 /// The span a handler runs in.
 pub(crate) fn span(method: &'static str, ctx: &CallContext) -> tracing::Span {

@@ -35,21 +35,29 @@ impl SiteRpc {
 
 #[tonic::async_trait]
 impl SiteService for SiteRpc {
-    async fn put(&self, req: Request<pb::SitePutParams>) -> Result<Response<pb::SitePutResult>, Status> {
+    async fn put(
+        &self,
+        req: Request<pb::SitePutParams>,
+    ) -> Result<Response<pb::SitePutResult>, Status> {
         let ctx = CallContext::of(&req);
         let span = span("site.put", &ctx);
         let profile = auth::host_profile(&ctx).map_err(Error::into_status)?;
         let app = self.app.clone();
         let p = req.into_inner();
         let (created, entry_id) = blocking(span, move || {
-            let entry = p.entry.ok_or_else(|| Error::invalid("params.entry", "is required"))?;
+            let entry = p
+                .entry
+                .ok_or_else(|| Error::invalid("params.entry", "is required"))?;
             site::put(&app.store, &profile, &p.origin, entry)
         })
         .await?;
         Ok(Response::new(pb::SitePutResult { created, entry_id }))
     }
 
-    async fn get(&self, req: Request<pb::SiteGetParams>) -> Result<Response<pb::SiteGetResult>, Status> {
+    async fn get(
+        &self,
+        req: Request<pb::SiteGetParams>,
+    ) -> Result<Response<pb::SiteGetResult>, Status> {
         let ctx = CallContext::of(&req);
         let span = span("site.get", &ctx);
         let profile = auth::host_profile(&ctx).map_err(Error::into_status)?;
@@ -68,11 +76,15 @@ impl SiteService for SiteRpc {
         Ok(Response::new(pb::SiteGetResult { entries }))
     }
 
-    async fn list(&self, req: Request<pb::SiteListParams>) -> Result<Response<pb::SiteListResult>, Status> {
+    async fn list(
+        &self,
+        req: Request<pb::SiteListParams>,
+    ) -> Result<Response<pb::SiteListResult>, Status> {
         let ctx = CallContext::of(&req);
         let span = span("site.list", &ctx);
         let p = req.into_inner();
-        let profile = auth::named_profile(&ctx, p.host_tools_from.as_deref()).map_err(Error::into_status)?;
+        let profile =
+            auth::named_profile(&ctx, p.host_tools_from.as_deref()).map_err(Error::into_status)?;
         let app = self.app.clone();
         let (sites, cursor) = blocking(span, move || {
             let n = limit(p.limit, site::LIST_PAGE.0, site::LIST_PAGE.1)?;
@@ -88,7 +100,10 @@ impl SiteService for SiteRpc {
         Ok(Response::new(pb::SiteListResult { cursor, sites }))
     }
 
-    async fn mark(&self, req: Request<pb::SiteMarkParams>) -> Result<Response<pb::SiteMarkResult>, Status> {
+    async fn mark(
+        &self,
+        req: Request<pb::SiteMarkParams>,
+    ) -> Result<Response<pb::SiteMarkResult>, Status> {
         let ctx = CallContext::of(&req);
         let span = span("site.mark", &ctx);
         let profile = auth::host_profile(&ctx).map_err(Error::into_status)?;
@@ -106,14 +121,25 @@ impl SiteService for SiteRpc {
         }))
     }
 
-    async fn mark_part(&self, req: Request<pb::SiteMarkPartParams>) -> Result<Response<pb::SiteMarkPartResult>, Status> {
+    async fn mark_part(
+        &self,
+        req: Request<pb::SiteMarkPartParams>,
+    ) -> Result<Response<pb::SiteMarkPartResult>, Status> {
         let ctx = CallContext::of(&req);
         let span = span("site.markPart", &ctx);
         let profile = auth::host_profile(&ctx).map_err(Error::into_status)?;
         let app = self.app.clone();
         let p = req.into_inner();
         let entry = blocking(span, move || {
-            site::mark_part(&app.store, &profile, &p.origin, &p.entry_id, &p.part, &p.name, &p.outcome)
+            site::mark_part(
+                &app.store,
+                &profile,
+                &p.origin,
+                &p.entry_id,
+                &p.part,
+                &p.name,
+                &p.outcome,
+            )
         })
         .await?;
         Ok(Response::new(pb::SiteMarkPartResult {
@@ -121,16 +147,27 @@ impl SiteService for SiteRpc {
         }))
     }
 
-    async fn delete(&self, req: Request<pb::SiteDeleteParams>) -> Result<Response<pb::SiteDeleteResult>, Status> {
+    async fn delete(
+        &self,
+        req: Request<pb::SiteDeleteParams>,
+    ) -> Result<Response<pb::SiteDeleteResult>, Status> {
         let ctx = CallContext::of(&req);
         let span = span("site.delete", &ctx);
         let p = req.into_inner();
-        let profile = auth::named_profile(&ctx, p.host_tools_from.as_deref()).map_err(Error::into_status)?;
+        let profile =
+            auth::named_profile(&ctx, p.host_tools_from.as_deref()).map_err(Error::into_status)?;
         let app = self.app.clone();
         let deleted = blocking(span, move || {
-            site::delete(&app.store, &profile, &p.origin, p.entry_id.as_deref().filter(|s| !s.is_empty()))
+            site::delete(
+                &app.store,
+                &profile,
+                &p.origin,
+                p.entry_id.as_deref().filter(|s| !s.is_empty()),
+            )
         })
         .await?;
-        Ok(Response::new(pb::SiteDeleteResult { deleted: deleted as i64 }))
+        Ok(Response::new(pb::SiteDeleteResult {
+            deleted: deleted as i64,
+        }))
     }
 }

@@ -31,12 +31,21 @@ pub fn transcode<A: Message, B: Message + Default>(a: &A) -> B {
 
 /// The origin param, normalised; `invalid_params` naming `params.origin` otherwise.
 pub fn origin_param(origin: &str) -> Result<String> {
-    pattern::normalize_origin(origin)
-        .ok_or_else(|| Error::invalid("params.origin", "must be an http(s) origin such as https://www.example.com"))
+    pattern::normalize_origin(origin).ok_or_else(|| {
+        Error::invalid(
+            "params.origin",
+            "must be an http(s) origin such as https://www.example.com",
+        )
+    })
 }
 
 /// `site.put`: validates and upserts by (origin, pageType). Returns (created, entryId).
-pub fn put(store: &Store, profile: &str, origin: &str, e: site_put_params::Entry) -> Result<(bool, String)> {
+pub fn put(
+    store: &Store,
+    profile: &str,
+    origin: &str,
+    e: site_put_params::Entry,
+) -> Result<(bool, String)> {
     let origin = origin_param(origin)?;
     validate::check_entry(&e)?;
     let now = snowpea_common::time::now_iso();
@@ -87,17 +96,35 @@ pub fn put(store: &Store, profile: &str, origin: &str, e: site_put_params::Entry
 
 /// `site.get`: entries of `origin`, only `page_type`'s when given, only those whose
 /// urlPattern matches `path` when given; most specific first, stale ones included.
-pub fn get(store: &Store, profile: &str, origin: &str, page_type: Option<&str>, path: Option<&str>) -> Result<Vec<Entry>> {
+pub fn get(
+    store: &Store,
+    profile: &str,
+    origin: &str,
+    page_type: Option<&str>,
+    path: Option<&str>,
+) -> Result<Vec<Entry>> {
     let origin = origin_param(origin)?;
     let mut entries = store.read(|c| sites::of_origin(c, profile, &origin))?;
-    entries.retain(|e| page_type.is_none_or(|t| e.page_type == t) && path.is_none_or(|p| pattern::matches(&e.url_pattern, p)));
-    entries.sort_by(|a, b| pattern::most_specific_first(&a.url_pattern, &b.url_pattern).then(a.page_type.cmp(&b.page_type)));
+    entries.retain(|e| {
+        page_type.is_none_or(|t| e.page_type == t)
+            && path.is_none_or(|p| pattern::matches(&e.url_pattern, p))
+    });
+    entries.sort_by(|a, b| {
+        pattern::most_specific_first(&a.url_pattern, &b.url_pattern)
+            .then(a.page_type.cmp(&b.page_type))
+    });
     Ok(entries)
 }
 
 /// `site.mark`: `ok` counts a success, sets lastVerified and clears stale; `stale` counts a
 /// failure and flags the entry until the next put.
-pub fn mark(store: &Store, profile: &str, origin: &str, entry_id: &str, outcome: &str) -> Result<Entry> {
+pub fn mark(
+    store: &Store,
+    profile: &str,
+    origin: &str,
+    entry_id: &str,
+    outcome: &str,
+) -> Result<Entry> {
     let origin = origin_param(origin)?;
     if !matches!(outcome, "ok" | "stale") {
         return Err(Error::invalid("params.outcome", "must be ok or stale"));
@@ -122,23 +149,40 @@ pub fn mark(store: &Store, profile: &str, origin: &str, entry_id: &str, outcome:
 /// stats.missed+1) or a recipe (ok: hits+1, day, not stale; miss: misses+1; stale:
 /// misses+1 and stale). The entry's own counters, stale flag and lastVerified are
 /// untouched. `not_found` for an unknown entry, flow or recipe.
-pub fn mark_part(store: &Store, profile: &str, origin: &str, entry_id: &str, part: &str, name: &str, outcome: &str) -> Result<Entry> {
+pub fn mark_part(
+    store: &Store,
+    profile: &str,
+    origin: &str,
+    entry_id: &str,
+    part: &str,
+    name: &str,
+    outcome: &str,
+) -> Result<Entry> {
     let origin = origin_param(origin)?;
     match (part, outcome) {
         ("flow", "ok" | "miss") | ("recipe", "ok" | "miss" | "stale") => {}
-        ("flow", _) => return Err(Error::invalid("params.outcome", "a flow's outcome is ok or miss")),
-        ("recipe", _) => return Err(Error::invalid("params.outcome", "a recipe's outcome is ok, miss or stale")),
+        ("flow", _) => {
+            return Err(Error::invalid(
+                "params.outcome",
+                "a flow's outcome is ok or miss",
+            ))
+        }
+        ("recipe", _) => {
+            return Err(Error::invalid(
+                "params.outcome",
+                "a recipe's outcome is ok, miss or stale",
+            ))
+        }
         _ => return Err(Error::invalid("params.part", "must be flow or recipe")),
     }
     store.write(|tx| {
         let mut e = sites::by_id(tx, profile, &origin, entry_id)?
             .ok_or_else(|| Error::NotFound(format!("no site entry {entry_id} for {origin}")))?;
         if part == "flow" {
-            let f = e
-                .flows
-                .iter_mut()
-                .find(|f| f.name == name)
-                .ok_or_else(|| Error::NotFound(format!("entry {entry_id} has no flow {name:?}")))?;
+            let f =
+                e.flows.iter_mut().find(|f| f.name == name).ok_or_else(|| {
+                    Error::NotFound(format!("entry {entry_id} has no flow {name:?}"))
+                })?;
             let stats = f.stats.get_or_insert_with(Default::default);
             if outcome == "ok" {
                 stats.ok += 1;
@@ -151,7 +195,9 @@ pub fn mark_part(store: &Store, profile: &str, origin: &str, entry_id: &str, par
                 .recipes
                 .iter_mut()
                 .find(|r| r.name == name)
-                .ok_or_else(|| Error::NotFound(format!("entry {entry_id} has no recipe {name:?}")))?;
+                .ok_or_else(|| {
+                    Error::NotFound(format!("entry {entry_id} has no recipe {name:?}"))
+                })?;
             let stats = r.stats.get_or_insert_with(Default::default);
             match outcome {
                 "ok" => {
@@ -180,7 +226,13 @@ pub fn delete(store: &Store, profile: &str, origin: &str, entry_id: Option<&str>
 
 /// `site.list`: one page of the profile's sites by origin, and the cursor of the next
 /// page (`None` on the last). The cursor is opaque (hex of the last origin returned).
-pub fn list(store: &Store, profile: &str, only: Option<&str>, cursor: Option<&str>, limit: usize) -> Result<(Vec<Site>, Option<String>)> {
+pub fn list(
+    store: &Store,
+    profile: &str,
+    only: Option<&str>,
+    cursor: Option<&str>,
+    limit: usize,
+) -> Result<(Vec<Site>, Option<String>)> {
     let only = only.map(origin_param).transpose()?;
     let after = match cursor.filter(|c| !c.is_empty()) {
         Some(c) => Some(
@@ -191,17 +243,30 @@ pub fn list(store: &Store, profile: &str, only: Option<&str>, cursor: Option<&st
         ),
         None => None,
     };
-    let limit = if limit == 0 { LIST_PAGE.0 } else { limit.min(LIST_PAGE.1) };
-    let mut page = store.read(|c| sites::origins_page(c, profile, only.as_deref(), after.as_deref(), limit + 1))?;
+    let limit = if limit == 0 {
+        LIST_PAGE.0
+    } else {
+        limit.min(LIST_PAGE.1)
+    };
+    let mut page = store
+        .read(|c| sites::origins_page(c, profile, only.as_deref(), after.as_deref(), limit + 1))?;
     let more = page.len() > limit;
     page.truncate(limit);
-    let next = if more { page.last().map(|(o, _)| hex::encode(o)) } else { None };
+    let next = if more {
+        page.last().map(|(o, _)| hex::encode(o))
+    } else {
+        None
+    };
     let sites = page
         .into_iter()
         .map(|(origin, entries)| Site {
             entries: entries.len() as i64,
             failure_count: entries.iter().map(|e| e.failure_count).sum(),
-            last_verified: entries.iter().map(|e| e.last_verified.clone()).max().unwrap_or_default(),
+            last_verified: entries
+                .iter()
+                .map(|e| e.last_verified.clone())
+                .max()
+                .unwrap_or_default(),
             origin,
             page_types: entries.iter().map(|e| e.page_type.clone()).collect(),
             stale: entries.iter().filter(|e| e.stale).count() as i64,

@@ -50,7 +50,10 @@ fn compile(pattern: &str) -> Option<Regex> {
         match c {
             '*' => re.push_str(".*"),
             ':' if prev == '/' && chars.peek().is_some_and(|n| n.is_ascii_alphabetic()) => {
-                while chars.peek().is_some_and(|n| n.is_ascii_alphanumeric() || *n == '_') {
+                while chars
+                    .peek()
+                    .is_some_and(|n| n.is_ascii_alphanumeric() || *n == '_')
+                {
                     chars.next();
                 }
                 re.push_str("[^/?#]+");
@@ -86,7 +89,10 @@ fn weight(pattern: &str) -> (usize, usize, usize) {
         match c {
             '*' => wild += 1,
             ':' if prev == '/' && chars.peek().is_some_and(|n| n.is_ascii_alphabetic()) => {
-                while chars.peek().is_some_and(|n| n.is_ascii_alphanumeric() || *n == '_') {
+                while chars
+                    .peek()
+                    .is_some_and(|n| n.is_ascii_alphanumeric() || *n == '_')
+                {
                     chars.next();
                 }
                 params += 1;
@@ -104,7 +110,10 @@ fn weight(pattern: &str) -> (usize, usize, usize) {
 pub fn most_specific_first(a: &str, b: &str) -> Ordering {
     let (la, wa, pa) = weight(a);
     let (lb, wb, pb) = weight(b);
-    lb.cmp(&la).then(wa.cmp(&wb)).then(pa.cmp(&pb)).then(a.cmp(b))
+    lb.cmp(&la)
+        .then(wa.cmp(&wb))
+        .then(pa.cmp(&pb))
+        .then(a.cmp(b))
 }
 
 #[cfg(test)]
@@ -113,9 +122,22 @@ mod tests {
 
     #[test]
     fn origins_normalise() {
-        assert_eq!(normalize_origin("HTTPS://WWW.Example.com:443/").as_deref(), Some("https://www.example.com"));
-        assert_eq!(normalize_origin("http://localhost:8080").as_deref(), Some("http://localhost:8080"));
-        for bad in ["example.com", "https://x.com/path", "file:///etc", "https://x.com/?q=1", "ftp://x.com", "https://u:p@x.com"] {
+        assert_eq!(
+            normalize_origin("HTTPS://WWW.Example.com:443/").as_deref(),
+            Some("https://www.example.com")
+        );
+        assert_eq!(
+            normalize_origin("http://localhost:8080").as_deref(),
+            Some("http://localhost:8080")
+        );
+        for bad in [
+            "example.com",
+            "https://x.com/path",
+            "file:///etc",
+            "https://x.com/?q=1",
+            "ftp://x.com",
+            "https://u:p@x.com",
+        ] {
             assert_eq!(normalize_origin(bad), None, "{bad}");
         }
     }
@@ -126,18 +148,39 @@ mod tests {
         assert!(!matches("/products/*", "/product"));
         assert!(matches("/users/:id/edit", "/users/7/edit"));
         assert!(!matches("/users/:id/edit", "/users/7/8/edit"));
-        assert!(matches("/search", "/search?q=shoes"), "query ignored without '?'");
+        assert!(
+            matches("/search", "/search?q=shoes"),
+            "query ignored without '?'"
+        );
         assert!(matches("/search?q=*", "/search?q=shoes"));
         assert!(!matches("/search?q=*", "/search"));
         assert!(matches("/", ""));
-        assert!(matches("/a.b", "/a.b") && !matches("/a.b", "/axb"), "dots are literal");
+        assert!(
+            matches("/a.b", "/a.b") && !matches("/a.b", "/axb"),
+            "dots are literal"
+        );
     }
 
     #[test]
     fn most_specific_sorts_first() {
-        let mut v = vec!["/*", "/products/*", "/products/:id", "/products/42", "/products/*/reviews"];
+        let mut v = vec![
+            "/*",
+            "/products/*",
+            "/products/:id",
+            "/products/42",
+            "/products/*/reviews",
+        ];
         v.sort_by(|a, b| most_specific_first(a, b));
-        assert_eq!(v, vec!["/products/*/reviews", "/products/42", "/products/:id", "/products/*", "/*"]);
+        assert_eq!(
+            v,
+            vec![
+                "/products/*/reviews",
+                "/products/42",
+                "/products/:id",
+                "/products/*",
+                "/*"
+            ]
+        );
     }
 
     #[test]

@@ -36,8 +36,9 @@ impl Finding {
     }
 }
 
-static EMAIL: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}").unwrap());
+static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}").unwrap()
+});
 static PHONE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?:^|[^\w])(?:(?:\+\d{1,3}[\s.-]?)?\(?\d{2,4}\)?[\s.-]\d{3,4}[\s.-]\d{4}|\+\d{10,14})(?:$|[^\w])").unwrap()
 });
@@ -76,12 +77,17 @@ pub fn luhn(digits: &[u8]) -> bool {
         }
         sum += d;
     }
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 fn has_card(s: &str) -> bool {
     CARD.find_iter(s).any(|m| {
-        let digits: Vec<u8> = m.as_str().bytes().filter(u8::is_ascii_digit).map(|b| b - b'0').collect();
+        let digits: Vec<u8> = m
+            .as_str()
+            .bytes()
+            .filter(u8::is_ascii_digit)
+            .map(|b| b - b'0')
+            .collect();
         // Real card numbers start with 2–6 (Mastercard, Amex, Visa, Discover, …); this
         // keeps millisecond timestamps and order numbers starting with 1 out.
         (13..=19).contains(&digits.len()) && (2..=6).contains(&digits[0]) && luhn(&digits)

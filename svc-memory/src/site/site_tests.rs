@@ -37,8 +37,12 @@ fn good(page_type: &str, pattern: &str) -> PutEntry {
         flows: vec![entry::Flow {
             name: "search".into(),
             steps: vec![
-                prost_types::Value { kind: Some(Kind::StringValue("type the query".into())) },
-                snowpea_proto::wkt::to_value(&serde_json::json!({"verb": "enter", "action": "search box"})),
+                prost_types::Value {
+                    kind: Some(Kind::StringValue("type the query".into())),
+                },
+                snowpea_proto::wkt::to_value(
+                    &serde_json::json!({"verb": "enter", "action": "search box"}),
+                ),
             ],
             ..Default::default()
         }],
@@ -68,14 +72,20 @@ fn put_creates_then_upserts_by_origin_and_page_type() {
     let (_t, s) = store();
     let (created, id) = put(&s, "p1", "https://Shop.Example/", good("search", "/search")).unwrap();
     assert!(created);
-    let (created2, id2) = put(&s, "p1", "https://shop.example", good("search", "/search*")).unwrap();
+    let (created2, id2) =
+        put(&s, "p1", "https://shop.example", good("search", "/search*")).unwrap();
     assert!(!created2);
     assert_eq!(id, id2);
     let got = get(&s, "p1", "https://shop.example", None, None).unwrap();
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].url_pattern, "/search*");
     assert_eq!(got[0].success_count, 2, "a put counts as a success");
-    assert!(get(&s, "p2", "https://shop.example", None, None).unwrap().is_empty(), "profiles are separate");
+    assert!(
+        get(&s, "p2", "https://shop.example", None, None)
+            .unwrap()
+            .is_empty(),
+        "profiles are separate"
+    );
 }
 
 #[test]
@@ -84,7 +94,10 @@ fn every_put_refusal_names_its_field() {
     let mut e = good("search", "/s");
     e.page_type = " ".into();
     assert_eq!(refused(&s, e), "params.entry.pageType");
-    assert_eq!(refused(&s, good("search", "search")), "params.entry.urlPattern");
+    assert_eq!(
+        refused(&s, good("search", "search")),
+        "params.entry.urlPattern"
+    );
     let mut e = good("search", "/s");
     e.actions[0].locators[0].value = Some("//input[@id='q']".into());
     assert_eq!(refused(&s, e), "params.entry.actions[0].locators[0].value");
@@ -126,7 +139,9 @@ fn every_put_refusal_names_its_field() {
     e.actions[0].locators[1].name = Some("sk-live-abcdefghijklmnopqrstu".into());
     assert_eq!(refused(&s, e), "params.entry.actions[0].locators[1].name");
     let mut e = good("search", "/s");
-    e.flows[0].steps[0] = prost_types::Value { kind: Some(Kind::StringValue("type password: hunter2".into())) };
+    e.flows[0].steps[0] = prost_types::Value {
+        kind: Some(Kind::StringValue("type password: hunter2".into())),
+    };
     assert_eq!(refused(&s, e), "params.entry.flows[0].steps[0]");
     let mut e = good("search", "/s");
     e.flows[0].steps[1] = snowpea_proto::wkt::to_value(&serde_json::json!({"verb": "jump"}));
@@ -139,14 +154,21 @@ fn every_put_refusal_names_its_field() {
     assert_eq!(refused(&s, e), "params.entry.lastVerified");
     // 24 KB per entry.
     let mut e = good("search", "/s");
-    e.pitfalls = (0..300).map(|i| format!("pitfall number {i} {}", "x".repeat(80))).collect();
+    e.pitfalls = (0..300)
+        .map(|i| format!("pitfall number {i} {}", "x".repeat(80)))
+        .collect();
     assert_eq!(refused(&s, e), "params.entry");
     // A bad origin.
     assert!(matches!(
         put(&s, "p1", "shop.example/path", good("search", "/s")),
         Err(Error::InvalidParams { field, .. }) if field == "params.origin"
     ));
-    assert!(get(&s, "p1", "https://shop.example", None, None).unwrap().is_empty(), "nothing stored");
+    assert!(
+        get(&s, "p1", "https://shop.example", None, None)
+            .unwrap()
+            .is_empty(),
+        "nothing stored"
+    );
 }
 
 #[test]
@@ -154,7 +176,8 @@ fn an_entry_just_under_24_kb_is_accepted() {
     let (_t, s) = store();
     let mut e = good("search", "/s");
     let base = validate::json_size(&e);
-    e.summary.push_str(&"y".repeat(validate::MAX_ENTRY_BYTES - base));
+    e.summary
+        .push_str(&"y".repeat(validate::MAX_ENTRY_BYTES - base));
     assert_eq!(validate::json_size(&e), validate::MAX_ENTRY_BYTES);
     put(&s, "p1", "https://shop.example", e.clone()).unwrap();
     e.summary.push('y');
@@ -165,7 +188,13 @@ fn an_entry_just_under_24_kb_is_accepted() {
 fn thirty_entries_per_origin() {
     let (_t, s) = store();
     for i in 0..MAX_ENTRIES_PER_ORIGIN {
-        put(&s, "p1", "https://shop.example", good(&format!("t{i}"), "/s")).unwrap();
+        put(
+            &s,
+            "p1",
+            "https://shop.example",
+            good(&format!("t{i}"), "/s"),
+        )
+        .unwrap();
     }
     assert_eq!(refused(&s, good("one-more", "/s")), "params.origin");
     // Updating an existing page type is still fine, and other origins are unaffected.
@@ -180,20 +209,44 @@ fn past_1000_origins_the_least_recently_verified_is_dropped() {
     for i in 0..MAX_ORIGINS {
         // Origin 0 is verified last (most recently), origin 1 first (least recently).
         let when = if i == 0 { 5000 } else { i };
-        e.last_verified = Some(format!("{}", jiff::Timestamp::from_second(when as i64).unwrap()));
+        e.last_verified = Some(format!(
+            "{}",
+            jiff::Timestamp::from_second(when as i64).unwrap()
+        ));
         put(&s, "p1", &format!("https://site{i}.example"), e.clone()).unwrap();
     }
     let count = |s: &Store| {
-        s.read(|c| Ok(c.query_row("SELECT count(DISTINCT origin) FROM site_entries WHERE profile='p1'", [], |r| r.get::<_, i64>(0))?))
-            .unwrap()
+        s.read(|c| {
+            Ok(c.query_row(
+                "SELECT count(DISTINCT origin) FROM site_entries WHERE profile='p1'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )?)
+        })
+        .unwrap()
     };
     assert_eq!(count(&s), 1000);
     e.last_verified = None;
     put(&s, "p1", "https://new.example", e.clone()).unwrap();
     assert_eq!(count(&s), 1000);
-    assert!(get(&s, "p1", "https://site1.example", None, None).unwrap().is_empty(), "least recently verified dropped");
-    assert_eq!(get(&s, "p1", "https://site0.example", None, None).unwrap().len(), 1);
-    assert_eq!(get(&s, "p1", "https://new.example", None, None).unwrap().len(), 1);
+    assert!(
+        get(&s, "p1", "https://site1.example", None, None)
+            .unwrap()
+            .is_empty(),
+        "least recently verified dropped"
+    );
+    assert_eq!(
+        get(&s, "p1", "https://site0.example", None, None)
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        get(&s, "p1", "https://new.example", None, None)
+            .unwrap()
+            .len(),
+        1
+    );
     // Another profile is not counted against this one.
     put(&s, "p2", "https://site1.example", e).unwrap();
     assert_eq!(count(&s), 1000);
@@ -208,10 +261,17 @@ fn get_matches_url_patterns_most_specific_first() {
     put(&s, "p1", o, good("reviews", "/products/*/reviews")).unwrap();
     put(&s, "p1", o, good("cart", "/cart")).unwrap();
     let types = |path: Option<&str>, pt: Option<&str>| -> Vec<String> {
-        get(&s, "p1", o, pt, path).unwrap().into_iter().map(|e| e.page_type).collect()
+        get(&s, "p1", o, pt, path)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.page_type)
+            .collect()
     };
     assert_eq!(types(Some("/products/42"), None), vec!["product", "any"]);
-    assert_eq!(types(Some("/products/42/reviews?page=2"), None), vec!["reviews", "any"]);
+    assert_eq!(
+        types(Some("/products/42/reviews?page=2"), None),
+        vec!["reviews", "any"]
+    );
     assert_eq!(types(Some("/cart"), None), vec!["cart", "any"]);
     assert_eq!(types(Some("/products/42"), Some("any")), vec!["any"]);
     assert_eq!(types(None, None).len(), 4);
@@ -225,7 +285,10 @@ fn mark_counts_and_flags() {
     let e = mark(&s, "p1", o, &id, "stale").unwrap();
     assert_eq!((e.success_count, e.failure_count, e.stale), (1, 1, true));
     let stale_verified = e.last_verified.clone();
-    assert_eq!(get(&s, "p1", o, None, None).unwrap()[0].stale, true, "stale entries included, flagged");
+    assert!(
+        get(&s, "p1", o, None, None).unwrap()[0].stale,
+        "stale entries included, flagged"
+    );
     std::thread::sleep(std::time::Duration::from_millis(3));
     let e = mark(&s, "p1", o, &id, "ok").unwrap();
     assert_eq!((e.success_count, e.failure_count, e.stale), (2, 1, false));
@@ -233,9 +296,19 @@ fn mark_counts_and_flags() {
     mark(&s, "p1", o, &id, "stale").unwrap();
     let (_, again) = put(&s, "p1", o, good("search", "/s")).unwrap();
     let e = &get(&s, "p1", o, None, None).unwrap()[0];
-    assert_eq!((again, e.stale, e.success_count, e.failure_count), (id.clone(), false, 3, 2), "a put clears stale");
-    assert!(matches!(mark(&s, "p1", o, "site_nope", "ok"), Err(Error::NotFound(_))));
-    assert!(matches!(mark(&s, "p2", o, &id, "ok"), Err(Error::NotFound(_))), "other profile");
+    assert_eq!(
+        (again, e.stale, e.success_count, e.failure_count),
+        (id.clone(), false, 3, 2),
+        "a put clears stale"
+    );
+    assert!(matches!(
+        mark(&s, "p1", o, "site_nope", "ok"),
+        Err(Error::NotFound(_))
+    ));
+    assert!(
+        matches!(mark(&s, "p2", o, &id, "ok"), Err(Error::NotFound(_))),
+        "other profile"
+    );
 }
 
 #[test]
@@ -252,24 +325,44 @@ fn mark_part_counts_exactly_as_specified() {
     let st2 = e.flows[0].stats.clone().unwrap();
     assert_eq!((st2.ok, st2.missed, st2.last_run), (1, 1, st.last_run));
     let e = mark_part(&s, "p1", o, &id, "recipe", "results", "ok").unwrap();
-    let rs = e.recipes[0].stats.clone().unwrap();
+    let rs = e.recipes[0].stats.unwrap();
     assert_eq!((rs.hits, rs.misses, e.recipes[0].stale), (1, 0, false));
     assert_eq!(rs.day, Some(snowpea_common::time::now_ms() / 86_400_000));
     let e = mark_part(&s, "p1", o, &id, "recipe", "results", "miss").unwrap();
-    assert_eq!((e.recipes[0].stats.clone().unwrap().misses, e.recipes[0].stale), (1, false));
+    assert_eq!(
+        (e.recipes[0].stats.unwrap().misses, e.recipes[0].stale),
+        (1, false)
+    );
     let e = mark_part(&s, "p1", o, &id, "recipe", "results", "stale").unwrap();
-    assert_eq!((e.recipes[0].stats.clone().unwrap().misses, e.recipes[0].stale), (2, true));
+    assert_eq!(
+        (e.recipes[0].stats.unwrap().misses, e.recipes[0].stale),
+        (2, true)
+    );
     let e = mark_part(&s, "p1", o, &id, "recipe", "results", "ok").unwrap();
-    assert_eq!((e.recipes[0].stats.clone().unwrap().hits, e.recipes[0].stale), (2, false));
+    assert_eq!(
+        (e.recipes[0].stats.unwrap().hits, e.recipes[0].stale),
+        (2, false)
+    );
     // The entry itself is untouched: never counts as verification.
     assert_eq!(
         (e.success_count, e.failure_count, e.stale, &e.last_verified),
-        (before.success_count, before.failure_count, before.stale, &before.last_verified)
+        (
+            before.success_count,
+            before.failure_count,
+            before.stale,
+            &before.last_verified
+        )
     );
     for (part, name) in [("flow", "nope"), ("recipe", "nope")] {
-        assert!(matches!(mark_part(&s, "p1", o, &id, part, name, "ok"), Err(Error::NotFound(_))));
+        assert!(matches!(
+            mark_part(&s, "p1", o, &id, part, name, "ok"),
+            Err(Error::NotFound(_))
+        ));
     }
-    assert!(matches!(mark_part(&s, "p1", o, "site_x", "flow", "search", "ok"), Err(Error::NotFound(_))));
+    assert!(matches!(
+        mark_part(&s, "p1", o, "site_x", "flow", "search", "ok"),
+        Err(Error::NotFound(_))
+    ));
     assert!(matches!(
         mark_part(&s, "p1", o, &id, "flow", "search", "stale"),
         Err(Error::InvalidParams { field, .. }) if field == "params.outcome"
@@ -297,13 +390,35 @@ fn list_pages_with_a_cursor_and_delete_forms() {
             None => break,
         }
     }
-    assert_eq!(seen, (0..7).map(|i| format!("https://s{i}.example")).collect::<Vec<_>>());
+    assert_eq!(
+        seen,
+        (0..7)
+            .map(|i| format!("https://s{i}.example"))
+            .collect::<Vec<_>>()
+    );
     let (one, next) = list(&s, "p1", Some("https://s0.example"), None, 0).unwrap();
-    assert_eq!((one.len(), one[0].entries, one[0].page_types.clone(), next), (1, 2, vec!["a".into(), "b".into()], None));
-    assert!(matches!(list(&s, "p1", None, Some("zz"), 3), Err(Error::InvalidParams { field, .. }) if field == "params.cursor"));
-    let id = get(&s, "p1", "https://s0.example", Some("a"), None).unwrap()[0].entry_id.clone();
-    assert_eq!(delete(&s, "p1", "https://s0.example", Some(&id)).unwrap(), 1);
-    assert_eq!(delete(&s, "p1", "https://s0.example", Some(&id)).unwrap(), 0);
-    assert_eq!(delete(&s, "p2", "https://s1.example", None).unwrap(), 0, "other profile");
+    assert_eq!(
+        (one.len(), one[0].entries, one[0].page_types.clone(), next),
+        (1, 2, vec!["a".into(), "b".into()], None)
+    );
+    assert!(
+        matches!(list(&s, "p1", None, Some("zz"), 3), Err(Error::InvalidParams { field, .. }) if field == "params.cursor")
+    );
+    let id = get(&s, "p1", "https://s0.example", Some("a"), None).unwrap()[0]
+        .entry_id
+        .clone();
+    assert_eq!(
+        delete(&s, "p1", "https://s0.example", Some(&id)).unwrap(),
+        1
+    );
+    assert_eq!(
+        delete(&s, "p1", "https://s0.example", Some(&id)).unwrap(),
+        0
+    );
+    assert_eq!(
+        delete(&s, "p2", "https://s1.example", None).unwrap(),
+        0,
+        "other profile"
+    );
     assert_eq!(delete(&s, "p1", "https://s1.example", None).unwrap(), 1);
 }

@@ -11,8 +11,8 @@ use prost_types::value::Kind;
 use regex::Regex;
 use snowpea_proto::memory::v1::site_put_params::{entry, Entry};
 
-use super::pii;
 use super::pattern;
+use super::pii;
 use crate::error::{Error, Result};
 
 /// Largest entry, in bytes of its JSON (24 KB since protocol 1.15.0).
@@ -64,7 +64,10 @@ fn required(field: &str, s: &str) -> Result<()> {
 
 fn one_of(field: &str, s: &str, allowed: &[&str]) -> Result<()> {
     if !allowed.contains(&s) {
-        return Err(Error::invalid(field, format!("must be one of {}", allowed.join(", "))));
+        return Err(Error::invalid(
+            field,
+            format!("must be one of {}", allowed.join(", ")),
+        ));
     }
     Ok(())
 }
@@ -72,7 +75,10 @@ fn one_of(field: &str, s: &str, allowed: &[&str]) -> Result<()> {
 fn selector(field: &str, s: &str) -> Result<()> {
     required(field, s)?;
     if is_xpath(s) {
-        return Err(Error::invalid(field, "XPath is not accepted; use a CSS selector or a role/label/text locator"));
+        return Err(Error::invalid(
+            field,
+            "XPath is not accepted; use a CSS selector or a role/label/text locator",
+        ));
     }
     Ok(())
 }
@@ -82,15 +88,22 @@ pub fn check_entry(e: &Entry) -> Result<()> {
     let mut c = Check { seen: Vec::new() };
     required("params.entry.pageType", &e.page_type)?;
     if e.page_type.len() > 128 || e.page_type.chars().any(char::is_control) {
-        return Err(Error::invalid("params.entry.pageType", "must be at most 128 printable characters"));
+        return Err(Error::invalid(
+            "params.entry.pageType",
+            "must be at most 128 printable characters",
+        ));
     }
     c.text("params.entry.pageType".into(), &e.page_type);
-    pattern::check_pattern(&e.url_pattern).map_err(|m| Error::invalid("params.entry.urlPattern", m))?;
+    pattern::check_pattern(&e.url_pattern)
+        .map_err(|m| Error::invalid("params.entry.urlPattern", m))?;
     c.text("params.entry.urlPattern".into(), &e.url_pattern);
     c.text("params.entry.summary".into(), &e.summary);
     if let Some(t) = &e.last_verified {
         if t.parse::<jiff::Timestamp>().is_err() {
-            return Err(Error::invalid("params.entry.lastVerified", "must be a UTC ISO-8601 time"));
+            return Err(Error::invalid(
+                "params.entry.lastVerified",
+                "must be a UTC ISO-8601 time",
+            ));
         }
     }
     for (i, s) in e.landmarks.iter().enumerate() {
@@ -122,7 +135,10 @@ pub fn check_entry(e: &Entry) -> Result<()> {
         let at = format!("params.entry.recipes[{i}]");
         required(&format!("{at}.name"), &r.name)?;
         if !names.insert(r.name.as_str()) {
-            return Err(Error::invalid(format!("{at}.name"), "duplicate recipe name"));
+            return Err(Error::invalid(
+                format!("{at}.name"),
+                "duplicate recipe name",
+            ));
         }
         c.text(format!("{at}.name"), &r.name);
         selector(&format!("{at}.item"), &r.item)?;
@@ -131,7 +147,10 @@ pub fn check_entry(e: &Entry) -> Result<()> {
             c.text(format!("{at}.intent"), s);
         }
         if r.fields.is_empty() {
-            return Err(Error::invalid(format!("{at}.fields"), "needs at least one field"));
+            return Err(Error::invalid(
+                format!("{at}.fields"),
+                "needs at least one field",
+            ));
         }
         for (j, f) in r.fields.iter().enumerate() {
             let fat = format!("{at}.fields[{j}]");
@@ -151,7 +170,10 @@ pub fn check_entry(e: &Entry) -> Result<()> {
         if let Some(f) = pii::scan(s, *tokens) {
             return Err(Error::invalid(
                 field.clone(),
-                format!("looks like {}; site memory never stores personal data or credentials", f.describe()),
+                format!(
+                    "looks like {}; site memory never stores personal data or credentials",
+                    f.describe()
+                ),
             ));
         }
     }
@@ -170,30 +192,40 @@ fn check_action<'a>(c: &mut Check<'a>, at: &str, a: &'a entry::Action) -> Result
     c.text(format!("{at}.name"), &a.name);
     one_of(&format!("{at}.kind"), &a.kind, KINDS)?;
     if a.locators.is_empty() {
-        return Err(Error::invalid(format!("{at}.locators"), "needs at least one locator"));
+        return Err(Error::invalid(
+            format!("{at}.locators"),
+            "needs at least one locator",
+        ));
     }
     for (j, l) in a.locators.iter().enumerate() {
         let lat = format!("{at}.locators[{j}]");
         one_of(&format!("{lat}.by"), &l.by, LOCATOR_BY)?;
         if a.login_field && l.value.as_deref().is_some_and(|v| !v.is_empty()) {
             // What a login field holds must never be stored; locate it by role/label/name.
-            return Err(Error::invalid(format!("{lat}.value"), "login fields carry no values"));
+            return Err(Error::invalid(
+                format!("{lat}.value"),
+                "login fields carry no values",
+            ));
         }
         match l.by.as_str() {
             "role" if l.role.as_deref().is_none_or(str::is_empty) => {
-                return Err(Error::invalid(format!("{lat}.role"), "is required for by: role"))
+                return Err(Error::invalid(
+                    format!("{lat}.role"),
+                    "is required for by: role",
+                ))
             }
-            "css" => {
-                if !a.login_field {
-                    selector(&format!("{lat}.value"), l.value.as_deref().unwrap_or(""))?;
-                }
+            "css" if !a.login_field => {
+                selector(&format!("{lat}.value"), l.value.as_deref().unwrap_or(""))?;
             }
             _ => {}
         }
         for (name, v) in [("name", &l.name), ("role", &l.role), ("value", &l.value)] {
             if let Some(v) = v {
                 if name == "value" && is_xpath(v) {
-                    return Err(Error::invalid(format!("{lat}.value"), "XPath is not accepted; use a CSS selector"));
+                    return Err(Error::invalid(
+                        format!("{lat}.value"),
+                        "XPath is not accepted; use a CSS selector",
+                    ));
                 }
                 c.text(format!("{lat}.{name}"), v);
             }
@@ -231,11 +263,18 @@ fn check_step<'a>(c: &mut Check<'a>, at: &str, step: &'a prost_types::Value) -> 
                 match st.fields.get(key).and_then(|v| v.kind.as_ref()) {
                     None | Some(Kind::NullValue(_)) => {}
                     Some(Kind::StringValue(s)) => c.text(format!("{at}.{key}"), s),
-                    Some(_) => return Err(Error::invalid(format!("{at}.{key}"), "must be a string")),
+                    Some(_) => {
+                        return Err(Error::invalid(format!("{at}.{key}"), "must be a string"))
+                    }
                 }
             }
         }
-        _ => return Err(Error::invalid(at, "must be a string or {verb, action?, intent?}")),
+        _ => {
+            return Err(Error::invalid(
+                at,
+                "must be a string or {verb, action?, intent?}",
+            ))
+        }
     }
     Ok(())
 }
@@ -258,10 +297,25 @@ mod tests {
 
     #[test]
     fn xpath_is_recognised() {
-        for s in ["//div[@id='x']", "/html/body", "./a", "(//a)[1]", "xpath=//a", "div[@class]", "a[contains(., 'x')]", "following-sibling::td"] {
+        for s in [
+            "//div[@id='x']",
+            "/html/body",
+            "./a",
+            "(//a)[1]",
+            "xpath=//a",
+            "div[@class]",
+            "a[contains(., 'x')]",
+            "following-sibling::td",
+        ] {
             assert!(is_xpath(s), "{s}");
         }
-        for s in ["div.item > a", "#main", "input[name=email]", "a::before", "li:nth-child(2)"] {
+        for s in [
+            "div.item > a",
+            "#main",
+            "input[name=email]",
+            "a::before",
+            "li:nth-child(2)",
+        ] {
             assert!(!is_xpath(s), "{s}");
         }
     }

@@ -140,7 +140,10 @@ pub fn plan_query(query: &str) -> QueryPlan {
     let like = if long.is_empty() {
         short
     } else {
-        short.into_iter().filter(|w| w.chars().count() == 2 && !w.is_ascii()).collect()
+        short
+            .into_iter()
+            .filter(|w| w.chars().count() == 2 && !w.is_ascii())
+            .collect()
     };
     QueryPlan { fts, like }
 }
@@ -162,7 +165,11 @@ fn row_memory(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
         id: r.get(0)?,
         namespace: Namespace::from_key(&r.get::<_, String>(1)?),
         text: r.get(2)?,
-        tags: tags.split('\n').filter(|t| !t.is_empty()).map(str::to_owned).collect(),
+        tags: tags
+            .split('\n')
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect(),
         created_at: r.get(4)?,
         score: r.get(5)?,
     })
@@ -184,7 +191,12 @@ fn like_pattern(word: &str) -> String {
 
 /// The best `limit` memories of `namespaces` for `query`, best first. A blank query
 /// matches nothing.
-pub fn search(conn: &Connection, namespaces: &[Namespace], query: &str, limit: usize) -> Result<Vec<Memory>> {
+pub fn search(
+    conn: &Connection,
+    namespaces: &[Namespace],
+    query: &str,
+    limit: usize,
+) -> Result<Vec<Memory>> {
     let plan = plan_query(query);
     if namespaces.is_empty() || limit == 0 {
         return Ok(Vec::new());
@@ -209,7 +221,11 @@ pub fn search(conn: &Connection, namespaces: &[Namespace], query: &str, limit: u
             .collect::<rusqlite::Result<_>>()?;
     }
     if !plan.like.is_empty() {
-        let mut params: Vec<Sql> = plan.like.iter().map(|w| Sql::Text(like_pattern(w))).collect();
+        let mut params: Vec<Sql> = plan
+            .like
+            .iter()
+            .map(|w| Sql::Text(like_pattern(w)))
+            .collect();
         let matched: Vec<String> = (1..=plan.like.len())
             .map(|i| format!("(hay LIKE ?{i} ESCAPE '\\')"))
             .collect();
@@ -232,7 +248,11 @@ pub fn search(conn: &Connection, namespaces: &[Namespace], query: &str, limit: u
             .query_map(params_from_iter(params), row_memory)?
             .collect::<rusqlite::Result<_>>()?;
         // Merge: a memory found both ways adds the short-word matches to its bm25 score.
-        let mut by_id: HashMap<String, usize> = hits.iter().enumerate().map(|(i, h)| (h.id.clone(), i)).collect();
+        let mut by_id: HashMap<String, usize> = hits
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (h.id.clone(), i))
+            .collect();
         for m in short {
             match by_id.get(&m.id) {
                 Some(&i) => hits[i].score += m.score,
@@ -307,7 +327,9 @@ pub fn delete_browser(tx: &Transaction<'_>, f: &BrowserFilter) -> Result<u64> {
 /// The namespace of memory `id`, if it exists.
 pub fn namespace_of(conn: &Connection, id: &str) -> Result<Option<String>> {
     Ok(conn
-        .query_row("SELECT namespace FROM memories WHERE id = ?1", [id], |r| r.get(0))
+        .query_row("SELECT namespace FROM memories WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
         .optional()?)
 }
 

@@ -24,17 +24,42 @@ fn put(s: &Store, ns: &Namespace, text: &str, tags: &[&str], created_ms: i64) ->
 }
 
 fn ids(s: &Store, ns: &[Namespace], q: &str) -> Vec<String> {
-    s.read(|c| search(c, ns, q, 10)).unwrap().into_iter().map(|m| m.id).collect()
+    s.read(|c| search(c, ns, q, 10))
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect()
 }
 
 #[test]
 fn a_relevant_memory_outranks_an_older_irrelevant_one() {
     let (_t, s) = store();
     let d = Namespace::Default;
-    let old = put(&s, &d, "The deploy script lives in scripts/release.sh and needs a token", &[], 1);
-    let relevant = put(&s, &d, "User prefers the helix editor with the gruvbox theme for editing Rust", &["editor"], 2);
+    let old = put(
+        &s,
+        &d,
+        "The deploy script lives in scripts/release.sh and needs a token",
+        &[],
+        1,
+    );
+    let relevant = put(
+        &s,
+        &d,
+        "User prefers the helix editor with the gruvbox theme for editing Rust",
+        &["editor"],
+        2,
+    );
     let _newer_noise = put(&s, &d, "Lunch is at noon on Fridays", &[], 3);
-    let hits = s.read(|c| search(c, &[d.clone()], "which editor does the user prefer?", 10)).unwrap();
+    let hits = s
+        .read(|c| {
+            search(
+                c,
+                std::slice::from_ref(&d),
+                "which editor does the user prefer?",
+                10,
+            )
+        })
+        .unwrap();
     assert_eq!(hits[0].id, relevant, "{hits:?}");
     assert!(hits[0].score > 0.0);
     assert_eq!(hits[0].tags, vec!["editor".to_string()]);
@@ -55,12 +80,38 @@ fn partial_words_match_in_english_and_korean() {
     let (_t, s) = store();
     let d = Namespace::Default;
     let en = put(&s, &d, "Remember the kubernetes migration deadline", &[], 1);
-    let ko = put(&s, &d, "다음주 화요일에 데이터베이스 마이그레이션 회의가 있습니다", &[], 2);
-    assert_eq!(ids(&s, &[d.clone()], "kubern"), vec![en.clone()], "English prefix");
-    assert_eq!(ids(&s, &[d.clone()], "ernete"), vec![en], "English infix");
-    assert_eq!(ids(&s, &[d.clone()], "데이터"), vec![ko.clone()], "Korean partial word");
-    assert_eq!(ids(&s, &[d.clone()], "마이그레이션은 언제"), vec![ko.clone()], "Korean word with a particle");
-    assert_eq!(ids(&s, &[d], "회의"), vec![ko], "two-syllable Korean word (short path)");
+    let ko = put(
+        &s,
+        &d,
+        "다음주 화요일에 데이터베이스 마이그레이션 회의가 있습니다",
+        &[],
+        2,
+    );
+    assert_eq!(
+        ids(&s, std::slice::from_ref(&d), "kubern"),
+        vec![en.clone()],
+        "English prefix"
+    );
+    assert_eq!(
+        ids(&s, std::slice::from_ref(&d), "ernete"),
+        vec![en],
+        "English infix"
+    );
+    assert_eq!(
+        ids(&s, std::slice::from_ref(&d), "데이터"),
+        vec![ko.clone()],
+        "Korean partial word"
+    );
+    assert_eq!(
+        ids(&s, std::slice::from_ref(&d), "마이그레이션은 언제"),
+        vec![ko.clone()],
+        "Korean word with a particle"
+    );
+    assert_eq!(
+        ids(&s, &[d], "회의"),
+        vec![ko],
+        "two-syllable Korean word (short path)"
+    );
 }
 
 #[test]
@@ -72,7 +123,7 @@ fn short_queries_scan_within_the_namespace_newest_first() {
     let newer = put(&s, &d, "go build ./...", &[], 2);
     put(&s, &p, "go mod tidy", &[], 3);
     put(&s, &d, "nothing relevant", &[], 4);
-    assert_eq!(ids(&s, &[d.clone()], "go"), vec![newer, older]);
+    assert_eq!(ids(&s, std::slice::from_ref(&d), "go"), vec![newer, older]);
     assert_eq!(plan_query("go").fts, None);
     assert_eq!(plan_query("go").like, vec!["go".to_string()]);
     // `%` and `_` are literal in the short path.
@@ -90,9 +141,16 @@ fn searches_never_cross_namespaces() {
     let in_b = put(&s, &b, "secret sauce recipe", &[], 2);
     put(&s, &g, "secret sauce recipe", &[], 3);
     put(&s, &Namespace::Browser, "secret sauce recipe", &[], 4);
-    assert_eq!(ids(&s, &[a.clone()], "sauce"), vec![in_a.clone()]);
+    assert_eq!(
+        ids(&s, std::slice::from_ref(&a), "sauce"),
+        vec![in_a.clone()]
+    );
     assert_eq!(ids(&s, &[b], "sauce"), vec![in_b]);
-    assert_eq!(ids(&s, &[a.clone()], "sa"), vec![in_a], "short path too");
+    assert_eq!(
+        ids(&s, std::slice::from_ref(&a), "sa"),
+        vec![in_a],
+        "short path too"
+    );
     assert!(ids(&s, &[Namespace::Default], "sauce").is_empty());
     assert_eq!(s.read(|c| recent(c, &[a], 10)).unwrap().len(), 1);
 }
@@ -118,8 +176,22 @@ fn deleted_memories_leave_the_index() {
 #[test]
 fn query_plans() {
     let p = plan_query("What's the \"quoted\" thing? 회의 일정");
-    assert_eq!(p.fts.as_deref(), Some("\"what\" OR \"the\" OR \"quoted\" OR \"thing\""));
-    assert_eq!(p.like, vec!["회의".to_string(), "일정".to_string()], "two-syllable Korean words also scanned");
-    assert_eq!(plan_query("a b").like, vec!["a".to_string(), "b".to_string()]);
-    assert_eq!(plan_query("hello is ok").like, Vec::<String>::new(), "short ASCII words dropped next to long ones");
+    assert_eq!(
+        p.fts.as_deref(),
+        Some("\"what\" OR \"the\" OR \"quoted\" OR \"thing\"")
+    );
+    assert_eq!(
+        p.like,
+        vec!["회의".to_string(), "일정".to_string()],
+        "two-syllable Korean words also scanned"
+    );
+    assert_eq!(
+        plan_query("a b").like,
+        vec!["a".to_string(), "b".to_string()]
+    );
+    assert_eq!(
+        plan_query("hello is ok").like,
+        Vec::<String>::new(),
+        "short ASCII words dropped next to long ones"
+    );
 }

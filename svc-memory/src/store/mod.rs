@@ -100,7 +100,10 @@ impl Store {
     /// Runs `f` in a write transaction and commits it before returning (the durability
     /// rule: nothing is acknowledged before its commit). An `Err` rolls back.
     pub fn write<T>(&self, f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T>) -> Result<T> {
-        let mut conn = self.writer.lock().map_err(|_| Error::Internal("writer lock poisoned".into()))?;
+        let mut conn = self
+            .writer
+            .lock()
+            .map_err(|_| Error::Internal("writer lock poisoned".into()))?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let out = f(&tx)?;
         tx.commit()?;
@@ -129,7 +132,12 @@ fn check_trigram(conn: &Connection) -> anyhow::Result<()> {
         "CREATE VIRTUAL TABLE temp.trigram_probe USING fts5(x, tokenize='trigram'); \
          DROP TABLE temp.trigram_probe;",
     )
-    .map_err(|e| anyhow::anyhow!("SQLite {} lacks the FTS5 trigram tokenizer: {e}", rusqlite::version()))
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "SQLite {} lacks the FTS5 trigram tokenizer: {e}",
+            rusqlite::version()
+        )
+    })
 }
 
 #[cfg(test)]

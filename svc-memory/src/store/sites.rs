@@ -9,7 +9,8 @@ use snowpea_proto::memory::v1::site_get_result::Entry;
 use crate::error::{Error, Result};
 
 fn decode(body: Vec<u8>) -> Result<Entry> {
-    Entry::decode(body.as_slice()).map_err(|e| Error::Internal(format!("stored site entry unreadable: {e}")))
+    Entry::decode(body.as_slice())
+        .map_err(|e| Error::Internal(format!("stored site entry unreadable: {e}")))
 }
 
 fn verified_ms(e: &Entry) -> i64 {
@@ -33,7 +34,12 @@ pub fn of_origin(conn: &Connection, profile: &str, origin: &str) -> Result<Vec<E
 }
 
 /// The entry `entry_id` of `origin` in `profile`.
-pub fn by_id(conn: &Connection, profile: &str, origin: &str, entry_id: &str) -> Result<Option<Entry>> {
+pub fn by_id(
+    conn: &Connection,
+    profile: &str,
+    origin: &str,
+    entry_id: &str,
+) -> Result<Option<Entry>> {
     let body: Option<Vec<u8>> = conn
         .query_row(
             "SELECT body FROM site_entries WHERE profile = ?1 AND origin = ?2 AND entry_id = ?3",
@@ -45,7 +51,12 @@ pub fn by_id(conn: &Connection, profile: &str, origin: &str, entry_id: &str) -> 
 }
 
 /// The entry of (origin, pageType) in `profile`.
-pub fn by_page_type(conn: &Connection, profile: &str, origin: &str, page_type: &str) -> Result<Option<Entry>> {
+pub fn by_page_type(
+    conn: &Connection,
+    profile: &str,
+    origin: &str,
+    page_type: &str,
+) -> Result<Option<Entry>> {
     let body: Option<Vec<u8>> = conn
         .query_row(
             "SELECT body FROM site_entries WHERE profile = ?1 AND origin = ?2 AND page_type = ?3",
@@ -73,7 +84,14 @@ pub fn save(conn: &Connection, profile: &str, e: &Entry) -> Result<()> {
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)
          ON CONFLICT(entry_id) DO UPDATE SET body = excluded.body,
              last_verified_ms = excluded.last_verified_ms, page_type = excluded.page_type",
-        params![e.entry_id, profile, e.origin, e.page_type, e.encode_to_vec(), verified_ms(e)],
+        params![
+            e.entry_id,
+            profile,
+            e.origin,
+            e.page_type,
+            e.encode_to_vec(),
+            verified_ms(e)
+        ],
     )?;
     Ok(())
 }
@@ -99,13 +117,21 @@ pub fn evict(conn: &Connection, profile: &str, keep: &str, max: usize) -> Result
         .query_map(params![profile, keep, excess as i64], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     for o in &victims {
-        conn.execute("DELETE FROM site_entries WHERE profile = ?1 AND origin = ?2", params![profile, o])?;
+        conn.execute(
+            "DELETE FROM site_entries WHERE profile = ?1 AND origin = ?2",
+            params![profile, o],
+        )?;
     }
     Ok(victims)
 }
 
 /// Deletes one entry (`Some(id)`) or every entry of `origin`; returns how many.
-pub fn delete(conn: &Connection, profile: &str, origin: &str, entry_id: Option<&str>) -> Result<u64> {
+pub fn delete(
+    conn: &Connection,
+    profile: &str,
+    origin: &str,
+    entry_id: Option<&str>,
+) -> Result<u64> {
     let n = match entry_id {
         Some(id) => conn.execute(
             "DELETE FROM site_entries WHERE profile = ?1 AND origin = ?2 AND entry_id = ?3",

@@ -95,7 +95,10 @@ impl MemoryClient {
         f: impl std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
     ) -> Result<T, MemoryError> {
         match tokio::time::timeout(self.timeout, f).await {
-            Err(_) => Err(MemoryError::Unavailable(format!("no answer within {:?}", self.timeout))),
+            Err(_) => Err(MemoryError::Unavailable(format!(
+                "no answer within {:?}",
+                self.timeout
+            ))),
             Ok(Ok(r)) => Ok(r.into_inner()),
             Ok(Err(s)) => {
                 let e = RpcError::from_status(&s);
@@ -109,7 +112,12 @@ impl MemoryClient {
     }
 
     /// `memory.write` into `namespace`; returns the new id.
-    pub async fn write(&self, namespace: &str, text: &str, tags: Vec<String>) -> Result<String, MemoryError> {
+    pub async fn write(
+        &self,
+        namespace: &str,
+        text: &str,
+        tags: Vec<String>,
+    ) -> Result<String, MemoryError> {
         let mut c = MemoryServiceClient::new(self.channel.clone());
         let p = MemoryWriteParams {
             namespace: Some(namespace.to_owned()),
@@ -120,7 +128,12 @@ impl MemoryClient {
     }
 
     /// `memory.search` in one namespace.
-    pub async fn search(&self, namespace: &str, query: &str, limit: usize) -> Result<Vec<Hit>, MemoryError> {
+    pub async fn search(
+        &self,
+        namespace: &str,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<Hit>, MemoryError> {
         let mut c = MemoryServiceClient::new(self.channel.clone());
         let p = MemorySearchParams {
             limit: limit as i64,
@@ -132,8 +145,15 @@ impl MemoryClient {
 
     /// Searches each of `namespaces` (concurrently) and merges the hits best first,
     /// dropping repeated texts; at most `limit`. Fails only when every namespace failed.
-    pub async fn search_many(&self, namespaces: &[String], query: &str, limit: usize) -> Result<Vec<Hit>, MemoryError> {
-        let results = futures::future::join_all(namespaces.iter().map(|ns| self.search(ns, query, limit))).await;
+    pub async fn search_many(
+        &self,
+        namespaces: &[String],
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<Hit>, MemoryError> {
+        let results =
+            futures::future::join_all(namespaces.iter().map(|ns| self.search(ns, query, limit)))
+                .await;
         let mut hits = Vec::new();
         let mut last_err = None;
         for r in results {
@@ -157,11 +177,20 @@ impl MemoryClient {
     /// Recall before a turn: the texts of the `top_k` best memories for `query` from the
     /// session's project, agent and global namespaces. Never fails: when svc-memory is down
     /// the turn runs without recall and a warning is logged.
-    pub async fn recall(&self, project_root: &str, agent: Option<&str>, query: &str, top_k: usize) -> Vec<String> {
+    pub async fn recall(
+        &self,
+        project_root: &str,
+        agent: Option<&str>,
+        query: &str,
+        top_k: usize,
+    ) -> Vec<String> {
         if top_k == 0 || query.trim().is_empty() {
             return Vec::new();
         }
-        match self.search_many(&session_namespaces(project_root, agent), query, top_k).await {
+        match self
+            .search_many(&session_namespaces(project_root, agent), query, top_k)
+            .await
+        {
             Ok(hits) => hits.into_iter().map(|h| h.text).collect(),
             Err(e) => {
                 tracing::warn!(error = %e, "memory recall skipped");

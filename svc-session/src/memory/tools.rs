@@ -20,7 +20,11 @@ fn tags_arg(v: &Value) -> Result<Vec<String>, String> {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(a)) => a
             .iter()
-            .map(|t| t.as_str().map(str::to_owned).ok_or_else(|| "argument `tags` must be an array of strings".to_string()))
+            .map(|t| {
+                t.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| "argument `tags` must be an array of strings".to_string())
+            })
             .collect(),
         Some(_) => Err("argument `tags` must be an array of strings".into()),
     }
@@ -158,7 +162,10 @@ impl Tool for SearchMemory {
                 Err(e) => return ToolOutput::error(e),
             };
             let root = ctx.workdir.display().to_string();
-            match client.search_many(&session_namespaces(&root, None), &query, limit).await {
+            match client
+                .search_many(&session_namespaces(&root, None), &query, limit)
+                .await
+            {
                 Ok(hits) if hits.is_empty() => ToolOutput {
                     ok: true,
                     content: "No saved memories match.".into(),
@@ -169,7 +176,11 @@ impl Tool for SearchMemory {
                     let content = hits
                         .iter()
                         .map(|h| {
-                            let tags = if h.tags.is_empty() { String::new() } else { format!(" [{}]", h.tags.join(", ")) };
+                            let tags = if h.tags.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" [{}]", h.tags.join(", "))
+                            };
                             format!("- ({}) {}{}", h.scope, h.text.replace('\n', " "), tags)
                         })
                         .collect::<Vec<_>>()
