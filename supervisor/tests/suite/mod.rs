@@ -5,3 +5,5 @@ mod fake;
 mod harness;
 mod lifecycle;
 mod restart;
+/// `snowpea run` against the real services (not the fakes).
+mod run;

@@ -1,0 +1,205 @@
+//! How `snowpea run` shows a turn: [`Renderer`] turns each `session.event` into output.
+//!
+//! * Plain mode: `message.delta` text goes to stdout as it streams; tool calls and results
+//!   are short lines on stderr (`▸ shell: cargo test`, `✓ shell`, `✗ shell: exit 1`),
+//!   `error` events and a turn that did not complete are reported on stderr.
+//! * `--json`: every event is one JSON line `{sessionId, seq, kind, payload, ts}` on stdout,
+//!   and nothing else is written to stdout.
+//!
+//! Write errors (a closed pipe, e.g. `snowpea run … | head -1`) are ignored: the turn still
+//! runs to its end and the exit code still reports it.
+
+use std::io::Write;
+
+use serde_json::Value;
+use snowpea_sdk::SessionEvent;
+
+/// Longest tool summary shown on one stderr line (characters).
+const SUMMARY_MAX: usize = 120;
+
+/// Renders the events of one `snowpea run` to an output (stdout) and a diagnostics stream
+/// (stderr).
+#[derive(Debug)]
+pub struct Renderer<O: Write, E: Write> {
+    json: bool,
+    out: O,
+    err: E,
+    /// Break a partial stdout line before writing to stderr (only when both show on one
+    /// terminal; a piped stdout keeps the answer byte for byte).
+    break_lines: bool,
+    /// The last byte written to `out` was a newline (or nothing was written).
+    out_at_line_start: bool,
+    /// A `message.delta` arrived since the last `message.done`.
+    streamed: bool,
+    /// The error of the last failed `tool.result`: the `error` event that usually follows
+    /// with the same message is not shown twice.
+    last_tool_error: Option<String>,
+}
+
+impl<O: Write, E: Write> Renderer<O, E> {
+    /// A renderer writing answers/events to `out` and diagnostics to `err`. `break_lines`:
+    /// stdout and stderr share a terminal, so a partial answer line is ended before a
+    /// diagnostic line.
+    pub fn new(json: bool, out: O, err: E, break_lines: bool) -> Self {
+        Renderer {
+            json,
+            out,
+            err,
+            break_lines,
+            out_at_line_start: true,
+            streamed: false,
+            last_tool_error: None,
+        }
+    }
+
+    /// Shows one event.
+    pub fn event(&mut self, event: &SessionEvent) {
+        if self.json {
+            if let Ok(line) = serde_json::to_string(event) {
+                let _ = writeln!(self.out, "{line}");
+                let _ = self.out.flush();
+            }
+            return;
+        }
+        let p = &event.payload;
+        match event.kind.as_str() {
+            "message.delta" => {
+                let text = str_field(p, "text");
+                self.streamed = true;
+                self.answer(text);
+            }
+            "message.done" => {
+                // A message that arrived whole (no deltas) is still shown.
+                let role = str_field(p, "role");
+                if !self.streamed && (role.is_empty() || role == "assistant") {
+                    self.answer(str_field(p, "text"));
+                }
+                self.streamed = false;
+            }
+            "tool.call" => {
+                let name = str_field(p, "name");
+                let args = p.get("args").unwrap_or(&Value::Null);
+                let summary = tool_summary(name, args);
+                if summary.is_empty() {
+                    self.diag(&format!("▸ {name}"));
+                } else {
+                    self.diag(&format!("▸ {name}: {summary}"));
+                }
+            }
+            "tool.result" => {
+                let name = str_field(p, "name");
+                if p.get("ok").and_then(Value::as_bool).unwrap_or(false) {
+                    self.diag(&format!("✓ {name}"));
+                } else {
+                    let error = str_field(p, "error");
+                    self.last_tool_error = Some(error.to_owned()).filter(|e| !e.is_empty());
+                    let why = one_line(error);
+                    if why.is_empty() {
+                        self.diag(&format!("✗ {name}"));
+                    } else {
+                        self.diag(&format!("✗ {name}: {why}"));
+                    }
+                }
+            }
+            "error" => {
+                let code = str_field(p, "code");
+                let message = str_field(p, "message");
+                if self.last_tool_error.take().as_deref() == Some(message) {
+                    return;
+                }
+                self.diag(&format!("error: {message} ({code})"));
+            }
+            "turn.done" => {
+                self.end_answer_line();
+                let reason = str_field(p, "reason");
+                if !reason.is_empty() && reason != "complete" {
+                    self.diag(&format!("turn ended: {reason}"));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A diagnostic line on stderr (approval outcomes, interrupts, …).
+    pub fn diag(&mut self, line: &str) {
+        if self.break_lines && !self.out_at_line_start {
+            let _ = self.out.write_all(b"\n");
+            let _ = self.out.flush();
+            self.out_at_line_start = true;
+        }
+        let _ = writeln!(self.err, "{line}");
+        let _ = self.err.flush();
+    }
+
+    /// Ends the answer with a newline if it has none (plain mode only), so the shell prompt
+    /// starts on its own line.
+    pub fn end_answer_line(&mut self) {
+        if !self.json && !self.out_at_line_start {
+            let _ = self.out.write_all(b"\n");
+            let _ = self.out.flush();
+            self.out_at_line_start = true;
+        }
+    }
+
+    fn answer(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let _ = self.out.write_all(text.as_bytes());
+        let _ = self.out.flush();
+        self.out_at_line_start = text.ends_with('\n');
+    }
+
+    /// The writers back (tests read what was written).
+    pub fn into_inner(self) -> (O, E) {
+        (self.out, self.err)
+    }
+}
+
+/// A string field of an event payload, `""` when absent or not a string.
+fn str_field<'a>(payload: &'a Value, field: &str) -> &'a str {
+    payload
+        .get(field)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The one-line summary of a tool call: the argument a person recognises it by (the shell
+/// command, the path, the pattern), else the compact JSON of its arguments; at most
+/// [`SUMMARY_MAX`] characters.
+pub fn tool_summary(tool: &str, args: &Value) -> String {
+    let key = match tool {
+        "shell" => Some("command"),
+        "read_file" | "write_file" | "edit_file" | "list_dir" => Some("path"),
+        "glob" | "grep" => Some("pattern"),
+        _ => None,
+    };
+    let text = match key.and_then(|k| args.get(k)).and_then(Value::as_str) {
+        Some(s) => s.to_owned(),
+        None => match args {
+            Value::Null => String::new(),
+            Value::Object(m) if m.is_empty() => String::new(),
+            other => other.to_string(),
+        },
+    };
+    truncate(&one_line(&text), SUMMARY_MAX)
+}
+
+/// `text` with line breaks folded into `⏎` so it fits one line.
+fn one_line(text: &str) -> String {
+    text.trim().replace("\r\n", " ⏎ ").replace('\n', " ⏎ ")
+}
+
+/// At most `max` characters of `text`, with `…` when cut.
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+#[path = "render_tests.rs"]
+mod tests;
