@@ -1,0 +1,402 @@
+//! Opening one MCP connection (stdio child behind the guard, streamable HTTP, legacy SSE)
+//! with `rmcp`, used by the hosted servers ([`super::server`]) and by throwaway probes
+//! ([`crate::probe`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::Tool;
+use rmcp::service::{Peer, RoleClient, RunningService};
+use rmcp::ServiceExt;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Child;
+
+use crate::config::{ServerEntry, Transport};
+use crate::host::guard;
+
+/// Lines of a server's stderr kept for error messages.
+const STDERR_TAIL_LINES: usize = 20;
+/// Longest stderr line kept (a flood of one huge line stays bounded).
+const STDERR_LINE_MAX: usize = 2_000;
+
+/// Where to spawn stdio servers from and what to mark them with.
+#[derive(Debug, Clone)]
+pub struct SpawnContext {
+    /// The `snowpea-svc-mcp` executable (re-run in guard mode).
+    pub guard_exe: PathBuf,
+    /// Value of [`guard::OWNER_ENV`] on every child.
+    pub owner: String,
+    /// Directory a relative `cwd` (or no `cwd`) resolves against: the project root for
+    /// project servers, else the daemon's working directory.
+    pub base_dir: PathBuf,
+}
+
+/// The last lines a server wrote to stderr.
+#[derive(Debug, Clone, Default)]
+pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+
+impl StderrTail {
+    fn push(&self, line: String) {
+        let mut q = self.0.lock().expect("stderr tail lock");
+        if q.len() == STDERR_TAIL_LINES {
+            q.pop_front();
+        }
+        q.push_back(line);
+    }
+
+    /// The kept lines, oldest first, joined with newlines.
+    pub fn text(&self) -> String {
+        let q = self.0.lock().expect("stderr tail lock");
+        q.iter().cloned().collect::<Vec<_>>().join("\n")
+    }
+
+    /// The guard's exit report, if it wrote one.
+    pub fn exit_line(&self) -> Option<String> {
+        let q = self.0.lock().expect("stderr tail lock");
+        q.iter()
+            .rev()
+            .find_map(|l| l.strip_prefix(guard::EXIT_LINE_PREFIX).map(str::to_owned))
+    }
+
+    /// The server's own stderr (without the guard's lines).
+    pub fn server_text(&self) -> String {
+        let q = self.0.lock().expect("stderr tail lock");
+        q.iter()
+            .filter(|l| !l.starts_with(guard::EXIT_LINE_PREFIX))
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// A live connection.
+pub struct Connection {
+    /// Sends requests (clonable; calls in flight fail when the connection ends).
+    pub peer: Peer<RoleClient>,
+    /// The tools the server listed at start.
+    pub tools: Vec<Tool>,
+    /// The rmcp service; its end means the connection is gone.
+    service: Option<RunningService<RoleClient, ()>>,
+    /// The guard process of a stdio server.
+    child: Option<Child>,
+    /// Stderr of a stdio server.
+    pub stderr: StderrTail,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("tools", &self.tools.len())
+            .field("pid", &self.child.as_ref().and_then(Child::id))
+            .finish()
+    }
+}
+
+/// A connection attempt that failed: the error text, verbatim from the server where there is
+/// one (its stderr or the protocol error).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConnectError(pub String);
+
+impl Connection {
+    /// The guard's pid (stdio servers).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().and_then(Child::id)
+    }
+
+    /// Resolves when the connection ends by itself (child exit, transport closed), with why.
+    /// Cancel-safe: used in `select!` next to the stop command.
+    pub async fn wait_end(&mut self) -> String {
+        match (self.service.as_mut(), self.child.as_mut()) {
+            (Some(s), Some(c)) => {
+                tokio::select! {
+                    status = c.wait() => {
+                        // Let the stderr reader collect the last words.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        exit_reason(status.ok(), &self.stderr)
+                    }
+                    _ = wait_closed(s) => {
+                        match tokio::time::timeout(Duration::from_secs(3), c.wait()).await {
+                            Ok(st) => exit_reason(st.ok(), &self.stderr),
+                            Err(_) => "closed its stdout (connection lost)".into(),
+                        }
+                    }
+                }
+            }
+            (Some(s), None) => {
+                wait_closed(s).await;
+                "the connection closed".into()
+            }
+            _ => std::future::pending().await,
+        }
+    }
+}
+
+async fn wait_closed(s: &mut RunningService<RoleClient, ()>) {
+    // `waiting` consumes; poll the token instead, cheaply.
+    while !s.is_closed() && !s.peer().is_transport_closed() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn exit_reason(status: Option<std::process::ExitStatus>, stderr: &StderrTail) -> String {
+    let head = stderr.exit_line().unwrap_or_else(|| {
+        status
+            .map(guard::describe)
+            .unwrap_or_else(|| "exited".into())
+    });
+    let tail = stderr.server_text();
+    if tail.trim().is_empty() {
+        head
+    } else {
+        format!("{head}: {tail}")
+    }
+}
+
+/// Sends SIGKILL to the guard's whole process group.
+fn kill_group(c: &Child) {
+    if let Some(pid) = c.id() {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// Stops a connection: SIGTERM to the guard (which stops the server's group), close the
+/// transport, wait for the guard with a deadline, then SIGKILL the group.
+pub async fn shutdown(mut conn: Connection) {
+    if let Some(mut s) = conn.service.take() {
+        let _ = s.close_with_timeout(Duration::from_millis(500)).await;
+    }
+    if let Some(c) = conn.child.take() {
+        stop_child(c).await;
+    }
+}
+
+/// Stops a guard process and its group.
+pub async fn stop_child(mut c: Child) {
+    if let Some(pid) = c.id() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    if tokio::time::timeout(guard::GRACE + Duration::from_secs(1), c.wait())
+        .await
+        .is_err()
+    {
+        kill_group(&c);
+        let _ = tokio::time::timeout(Duration::from_secs(2), c.wait()).await;
+    }
+}
+
+/// Connects to the server of `entry` and lists its tools, within `entry`'s start timeout.
+pub async fn connect(entry: &ServerEntry, ctx: &SpawnContext) -> Result<Connection, ConnectError> {
+    let timeout = entry.start_timeout();
+    match entry.transport() {
+        Transport::Stdio => connect_stdio(entry, ctx, timeout).await,
+        Transport::Http => {
+            let url = entry.url.clone().unwrap_or_default();
+            let transport = http_transport(&url, entry.headers.as_ref())?;
+            finish(().serve(transport), timeout, None, StderrTail::default()).await
+        }
+        Transport::Sse => {
+            let url = entry.url.clone().unwrap_or_default();
+            let transport = crate::host::sse::connect(&url, entry.headers.as_ref(), timeout)
+                .await
+                .map_err(|e| ConnectError(e.to_string()))?;
+            finish(().serve(transport), timeout, None, StderrTail::default()).await
+        }
+    }
+}
+
+fn http_transport(
+    url: &str,
+    headers: Option<&indexmap::IndexMap<String, String>>,
+) -> Result<rmcp::transport::StreamableHttpClientTransport<rmcp_reqwest::Client>, ConnectError> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    crate::install_crypto_provider();
+    let mut custom = HashMap::new();
+    for (k, v) in headers.into_iter().flatten() {
+        let name = http_name(k)?;
+        let value = rmcp_reqwest::header::HeaderValue::from_str(v)
+            .map_err(|_| ConnectError(format!("header {k}: value is not valid header text")))?;
+        custom.insert(name, value);
+    }
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(custom);
+    let client = rmcp_reqwest::Client::builder()
+        .build()
+        .map_err(|e| ConnectError(format!("http client: {e}")))?;
+    Ok(rmcp::transport::StreamableHttpClientTransport::with_client(
+        client, config,
+    ))
+}
+
+fn http_name(k: &str) -> Result<rmcp_reqwest::header::HeaderName, ConnectError> {
+    rmcp_reqwest::header::HeaderName::from_bytes(k.as_bytes())
+        .map_err(|_| ConnectError(format!("header {k:?}: not a valid header name")))
+}
+
+async fn connect_stdio(
+    entry: &ServerEntry,
+    ctx: &SpawnContext,
+    timeout: Duration,
+) -> Result<Connection, ConnectError> {
+    let command = entry.command.clone().unwrap_or_default();
+    let cwd = match entry.cwd.as_deref() {
+        Some(c) if Path::new(c).is_absolute() => PathBuf::from(c),
+        Some(c) => ctx.base_dir.join(c),
+        None => ctx.base_dir.clone(),
+    };
+    let mut cmd = tokio::process::Command::new(&ctx.guard_exe);
+    cmd.arg(guard::GUARD_ARG)
+        .arg(&command)
+        .args(entry.args.iter().flatten())
+        .envs(entry.env.iter().flatten())
+        .env(guard::OWNER_ENV, &ctx.owner)
+        .env(guard::PARENT_ENV, std::process::id().to_string())
+        .current_dir(&cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setpgid(nix::unistd::Pid::from_raw(0), nix::unistd::Pid::from_raw(0))
+                .map_err(std::io::Error::from)?;
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
+                .map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| ConnectError(format!("cannot start {command}: {e}")))?;
+    let stdin = child.stdin.take().expect("piped stdin");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let stderr_pipe = child.stderr.take().expect("piped stderr");
+    let tail = StderrTail::default();
+    {
+        let tail = tail.clone();
+        let command = command.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr_pipe);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match lines.read_until(b'\n', &mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let mut line = String::from_utf8_lossy(&buf).trim_end().to_owned();
+                        if line.len() > STDERR_LINE_MAX {
+                            let cut = (0..=STDERR_LINE_MAX)
+                                .rev()
+                                .find(|i| line.is_char_boundary(*i))
+                                .unwrap_or(0);
+                            line.truncate(cut);
+                            line.push('…');
+                        }
+                        // Server stderr may echo its env; debug level only.
+                        tracing::debug!(server_command = %command, "{line}");
+                        tail.push(line);
+                    }
+                }
+            }
+        });
+    }
+    let serve = ().serve((stdout, stdin));
+    let mut child = Some(child);
+    let out = finish(serve, timeout, child.as_mut(), tail.clone()).await;
+    match out {
+        Ok(mut conn) => {
+            conn.child = child;
+            conn.stderr = tail;
+            Ok(conn)
+        }
+        Err(e) => {
+            if let Some(c) = child.take() {
+                stop_child(c).await;
+            }
+            Err(e)
+        }
+    }
+}
+
+async fn finish<F, E>(
+    serve: F,
+    timeout: Duration,
+    child: Option<&mut Child>,
+    tail: StderrTail,
+) -> Result<Connection, ConnectError>
+where
+    F: std::future::Future<Output = Result<RunningService<RoleClient, ()>, E>>,
+    E: std::fmt::Display,
+{
+    let work = async {
+        let service = serve.await.map_err(|e| e.to_string())?;
+        let tools = service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok::<_, String>((service, tools))
+    };
+    let mut child = child;
+    let result = match child.as_deref_mut() {
+        Some(c) => {
+            tokio::pin!(work);
+            tokio::select! {
+                r = tokio::time::timeout(timeout, &mut work) => r,
+                status = c.wait() => {
+                    // Give the stderr reader a moment to collect the last words.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    return Err(ConnectError(exit_reason(status.ok(), &tail)));
+                }
+            }
+        }
+        None => tokio::time::timeout(timeout, work).await,
+    };
+    if let (Ok(Err(_)), Some(c)) = (&result, child) {
+        // The protocol failed because the process is going away: its exit and stderr say
+        // more than "connection closed".
+        if let Ok(status) = tokio::time::timeout(Duration::from_secs(1), c.wait()).await {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return Err(ConnectError(exit_reason(status.ok(), &tail)));
+        }
+    }
+    match result {
+        Ok(Ok((service, tools))) => Ok(Connection {
+            peer: service.peer().clone(),
+            tools,
+            service: Some(service),
+            child: None,
+            stderr: tail,
+        }),
+        Ok(Err(e)) => {
+            let stderr = tail.server_text();
+            Err(ConnectError(if stderr.trim().is_empty() {
+                e
+            } else {
+                format!("{e}: {stderr}")
+            }))
+        }
+        Err(_) => {
+            let stderr = tail.server_text();
+            let head = format!(
+                "no answer to initialize/tools/list within {}s (timeoutSec)",
+                timeout.as_secs()
+            );
+            Err(ConnectError(if stderr.trim().is_empty() {
+                head
+            } else {
+                format!("{head}: {stderr}")
+            }))
+        }
+    }
+}

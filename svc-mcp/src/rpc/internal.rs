@@ -1,0 +1,310 @@
+//! `McpInternalService` (proto `internal.proto`): the MCP tools svc-session offers in a turn
+//! and the calls it makes (issue 6 "Sessions").
+//!
+//! A call runs under the server's `toolTimeoutSec`; everything that goes wrong at run time
+//! is an `ok: false` reply with `errorKind` in the meta, so the session reports it to the
+//! model as a failed tool result and the turn goes on.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use snowpea_common::context::CallContext;
+use snowpea_proto::mcp::v1::mcp_internal_service_server::{
+    McpInternalService, McpInternalServiceServer,
+};
+use snowpea_proto::mcp::v1::{
+    CallToolReply, CallToolRequest, ListToolsReply, ListToolsRequest, McpImage, McpServerState,
+    McpTool,
+};
+use tonic::{Request, Response, Status};
+use tracing::Instrument;
+
+use crate::config;
+use crate::error::{Error, Result};
+use crate::host::server::State;
+use crate::rpc::{span, App};
+
+/// Longest wait a `ListTools{wait_ms}` may ask for.
+const MAX_LIST_WAIT: Duration = Duration::from_secs(60);
+
+/// The `McpInternalService` implementation.
+#[derive(Debug, Clone)]
+pub struct InternalRpc {
+    app: Arc<App>,
+}
+
+impl InternalRpc {
+    /// Serves `app`.
+    pub fn new(app: Arc<App>) -> Self {
+        InternalRpc { app }
+    }
+
+    /// The tonic server wrapper.
+    pub fn into_server(self) -> McpInternalServiceServer<Self> {
+        McpInternalServiceServer::new(self)
+    }
+
+    async fn root(&self, workdir: &str) -> Result<Option<PathBuf>> {
+        if workdir.is_empty() {
+            return Ok(None);
+        }
+        let p = PathBuf::from(workdir);
+        if !p.is_absolute() {
+            return Err(Error::invalid_params("workdir", "must be an absolute path"));
+        }
+        let p = crate::sessions::canonical(&p);
+        self.app.host.ensure_root(&p).await;
+        Ok(Some(p))
+    }
+
+    async fn list_tools(&self, req: ListToolsRequest) -> Result<ListToolsReply> {
+        let root = self.root(&req.workdir).await?;
+        if req.wait_ms > 0 {
+            let wait = Duration::from_millis(req.wait_ms as u64).min(MAX_LIST_WAIT);
+            self.app.host.settle(root.as_deref(), wait).await;
+        }
+        let home = self.app.host.home();
+        let mut tools = Vec::new();
+        let mut servers = Vec::new();
+        for h in self.app.host.view(root.as_deref()) {
+            let d = &h.declared;
+            if !d.entry.enabled() {
+                continue;
+            }
+            let status = h.status();
+            servers.push(McpServerState {
+                name: d.name.clone(),
+                state: status.state.as_str().into(),
+                error: status.error.clone(),
+            });
+            if status.state != State::Ready {
+                continue;
+            }
+            let permission = config::permission(home, root.as_deref(), &d.name);
+            for t in status.tools.iter() {
+                tools.push(McpTool {
+                    server: d.name.clone(),
+                    name: t.name.to_string(),
+                    description: t.description.as_deref().unwrap_or_default().to_owned(),
+                    input_schema_json: serde_json::to_string(&*t.input_schema)
+                        .unwrap_or_else(|_| "{}".into()),
+                    permission: permission.clone(),
+                    transport: d.entry.transport().as_str().into(),
+                    scope: d.scope.as_str().into(),
+                });
+            }
+        }
+        Ok(ListToolsReply { tools, servers })
+    }
+
+    async fn call_tool(&self, req: CallToolRequest) -> Result<CallToolReply> {
+        let root = self.root(&req.workdir).await?;
+        let handle = self
+            .app
+            .host
+            .get(root.as_deref(), &req.server)
+            .ok_or_else(|| Error::NotFound(format!("no MCP server named {:?}", req.server)))?;
+        let arguments: serde_json::Map<String, Value> = if req.arguments_json.trim().is_empty() {
+            Default::default()
+        } else {
+            match serde_json::from_str::<Value>(&req.arguments_json) {
+                Ok(Value::Object(m)) => m,
+                Ok(Value::Null) => Default::default(),
+                _ => {
+                    return Err(Error::invalid_params(
+                        "arguments_json",
+                        "must be a JSON object",
+                    ))
+                }
+            }
+        };
+        let status = handle.status();
+        let meta = |kind: Option<&str>, elapsed: u128| {
+            let mut m =
+                json!({"server": req.server, "tool": req.tool, "elapsedMs": elapsed as u64});
+            if let Some(k) = kind {
+                m["errorKind"] = json!(k);
+            }
+            m
+        };
+        let peer = match (status.state, handle.peer()) {
+            (State::Ready, Some(peer)) => peer,
+            (state, _) => {
+                let why = match (state, status.error) {
+                    (State::Error, Some(e)) => {
+                        format!("MCP server {} is in error: {e}", req.server)
+                    }
+                    (State::Starting, _) => format!("MCP server {} is still starting", req.server),
+                    _ => format!("MCP server {} is {}", req.server, state.as_str()),
+                };
+                return Ok(CallToolReply {
+                    ok: false,
+                    content: why,
+                    is_error: false,
+                    meta_json: meta(Some("not_ready"), 0).to_string(),
+                    images: Vec::new(),
+                });
+            }
+        };
+        if !status.tools.iter().any(|t| t.name == req.tool) {
+            return Err(Error::EntityNotFound(format!(
+                "MCP server {} offers no tool {:?}",
+                req.server, req.tool
+            )));
+        }
+        let timeout = handle.declared.entry.tool_timeout();
+        let params =
+            rmcp::model::CallToolRequestParams::new(req.tool.clone()).with_arguments(arguments);
+        let started = Instant::now();
+        tracing::info!(server = %req.server, tool = %req.tool, call_id = %req.call_id, "MCP tool call");
+        let outcome = tokio::time::timeout(timeout, peer.call_tool(params)).await;
+        let elapsed = started.elapsed().as_millis();
+        match outcome {
+            Err(_) => Ok(CallToolReply {
+                ok: false,
+                content: format!(
+                    "MCP tool {}/{} did not answer within {}s (toolTimeoutSec)",
+                    req.server,
+                    req.tool,
+                    timeout.as_secs()
+                ),
+                is_error: false,
+                meta_json: meta(Some("timeout"), elapsed).to_string(),
+                images: Vec::new(),
+            }),
+            Ok(Err(e)) => {
+                // A transport failure: the server died mid-call. Let the supervisor record why.
+                let mut rx = handle.subscribe();
+                let _ = tokio::time::timeout(
+                    Duration::from_millis(1500),
+                    rx.wait_for(|s| s.state != State::Ready),
+                )
+                .await;
+                let after = handle.status();
+                let (kind, content) = match after.state {
+                    State::Ready => (
+                        "protocol",
+                        format!("MCP tool {}/{} failed: {e}", req.server, req.tool),
+                    ),
+                    _ => (
+                        "server_exited",
+                        format!(
+                            "MCP server {} stopped during the call: {}",
+                            req.server,
+                            after.error.unwrap_or_else(|| e.to_string())
+                        ),
+                    ),
+                };
+                Ok(CallToolReply {
+                    ok: false,
+                    content,
+                    is_error: false,
+                    meta_json: meta(Some(kind), elapsed).to_string(),
+                    images: Vec::new(),
+                })
+            }
+            Ok(Ok(result)) => {
+                let v = serde_json::to_value(&result).unwrap_or(Value::Null);
+                let (content, images) = render(&v);
+                let is_error = v.get("isError").and_then(Value::as_bool).unwrap_or(false);
+                let mut m = meta(is_error.then_some("tool_error"), elapsed);
+                if let Some(s) = v.get("structuredContent") {
+                    m["structuredContent"] = s.clone();
+                }
+                Ok(CallToolReply {
+                    ok: !is_error,
+                    content,
+                    is_error,
+                    meta_json: m.to_string(),
+                    images,
+                })
+            }
+        }
+    }
+}
+
+/// The text of a `CallToolResult` (text blocks joined by newlines; other blocks summarised)
+/// and its images.
+pub fn render(result: &Value) -> (String, Vec<McpImage>) {
+    let mut parts = Vec::new();
+    let mut images = Vec::new();
+    for block in result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let s = |k: &str| {
+            block
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        match block
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+        {
+            "text" => parts.push(s("text")),
+            "image" => {
+                let data = s("data");
+                parts.push(format!(
+                    "[image {} ({} bytes base64)]",
+                    s("mimeType"),
+                    data.len()
+                ));
+                images.push(McpImage {
+                    mime_type: s("mimeType"),
+                    data,
+                });
+            }
+            "audio" => parts.push(format!("[audio {}]", s("mimeType"))),
+            "resource" => {
+                let r = block.get("resource").cloned().unwrap_or(Value::Null);
+                let uri = r.get("uri").and_then(Value::as_str).unwrap_or_default();
+                match r.get("text").and_then(Value::as_str) {
+                    Some(t) => parts.push(format!("[resource {uri}]\n{t}")),
+                    None => parts.push(format!("[resource {uri} (binary)]")),
+                }
+            }
+            "resource_link" => parts.push(format!("[resource link {}]", s("uri"))),
+            other => parts.push(format!("[{other} content]")),
+        }
+    }
+    if parts.is_empty() {
+        if let Some(sc) = result.get("structuredContent") {
+            parts.push(sc.to_string());
+        }
+    }
+    (parts.join("\n"), images)
+}
+
+#[tonic::async_trait]
+impl McpInternalService for InternalRpc {
+    async fn list_tools(
+        &self,
+        req: Request<ListToolsRequest>,
+    ) -> Result<Response<ListToolsReply>, Status> {
+        let span = span("McpInternal/ListTools", &CallContext::of(&req));
+        InternalRpc::list_tools(self, req.into_inner())
+            .instrument(span)
+            .await
+            .map(Response::new)
+            .map_err(Error::into_status)
+    }
+
+    async fn call_tool(
+        &self,
+        req: Request<CallToolRequest>,
+    ) -> Result<Response<CallToolReply>, Status> {
+        let span = span("McpInternal/CallTool", &CallContext::of(&req));
+        InternalRpc::call_tool(self, req.into_inner())
+            .instrument(span)
+            .await
+            .map(Response::new)
+            .map_err(Error::into_status)
+    }
+}

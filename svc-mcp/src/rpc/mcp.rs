@@ -1,0 +1,686 @@
+//! `McpService`: `mcp.add`, `mcp.catalog`, `mcp.list`, `mcp.reload`, `mcp.remove`,
+//! `mcp.test`, `mcp.update` (spec "mcp.*", issue 6).
+//!
+//! Writes go to the file of the target scope under [`App::write_lock`], atomically and
+//! keeping unknown entries and keys; then the host reconciles (start, restart or stop).
+//! `env`/`headers` values never leave this service: rows carry `envKeys`/`headerKeys`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use indexmap::IndexMap;
+use snowpea_common::context::CallContext;
+use snowpea_proto::mcp::v1::mcp_service_server::{McpService, McpServiceServer};
+use snowpea_proto::mcp::v1::{
+    mcp_add_result, mcp_catalog_result, mcp_list_result, mcp_test_result, McpAddParams,
+    McpAddResult, McpCatalogParams, McpCatalogResult, McpListParams, McpListResult,
+    McpReloadParams, McpReloadResult, McpRemoveParams, McpRemoveResult, McpTestParams,
+    McpTestResult, McpUpdateParams, McpUpdateResult,
+};
+use tonic::{Request, Response, Status};
+use tracing::Instrument;
+
+use crate::config::{self, file::McpFile, Declared, Scope, ServerEntry, ToolsFilter};
+use crate::error::{Error, Result};
+use crate::rpc::{span, App};
+use crate::{catalog, probe, validate};
+
+/// The `McpService` implementation.
+#[derive(Debug, Clone)]
+pub struct McpRpc {
+    app: Arc<App>,
+}
+
+impl McpRpc {
+    /// Serves `app`.
+    pub fn new(app: Arc<App>) -> Self {
+        McpRpc { app }
+    }
+
+    /// The tonic server wrapper.
+    pub fn into_server(self) -> McpServiceServer<Self> {
+        McpServiceServer::new(self)
+    }
+}
+
+fn opt_vec(v: Vec<String>) -> Option<Vec<String>> {
+    (!v.is_empty()).then_some(v)
+}
+
+fn opt_map(m: std::collections::HashMap<String, String>) -> Option<IndexMap<String, String>> {
+    if m.is_empty() {
+        return None;
+    }
+    let mut pairs: Vec<(String, String)> = m.into_iter().collect();
+    pairs.sort();
+    Some(pairs.into_iter().collect())
+}
+
+fn tools_filter(include: Vec<String>, exclude: Vec<String>) -> Option<ToolsFilter> {
+    let f = ToolsFilter {
+        include: opt_vec(include),
+        exclude: opt_vec(exclude),
+    };
+    (f != ToolsFilter::default()).then_some(f)
+}
+
+/// The draft fields shared by `mcp.add` and `mcp.test`, applied over `base`.
+#[allow(clippy::too_many_arguments)]
+fn apply_fields(
+    mut base: ServerEntry,
+    kind: Option<String>,
+    command: Option<String>,
+    args: Vec<String>,
+    env: std::collections::HashMap<String, String>,
+    cwd: Option<String>,
+    url: Option<String>,
+    headers: std::collections::HashMap<String, String>,
+    disabled: Option<bool>,
+    timeout_sec: Option<i64>,
+    tool_timeout_sec: Option<i64>,
+    include: Vec<String>,
+    exclude: Vec<String>,
+) -> ServerEntry {
+    if kind.is_some() {
+        base.kind = kind;
+    }
+    // An explicit command replaces a preset's url and vice versa; both explicit stay both
+    // (and fail validation).
+    match (command, url) {
+        (Some(c), None) => {
+            base.command = Some(c);
+            base.url = None;
+        }
+        (None, Some(u)) => {
+            base.url = Some(u);
+            base.command = None;
+        }
+        (Some(c), Some(u)) => {
+            base.command = Some(c);
+            base.url = Some(u);
+        }
+        (None, None) => {}
+    }
+    if let Some(a) = opt_vec(args) {
+        base.args = Some(a);
+    }
+    if let Some(e) = opt_map(env) {
+        base.env = Some(e);
+    }
+    if cwd.is_some() {
+        base.cwd = cwd;
+    }
+    if let Some(h) = opt_map(headers) {
+        base.headers = Some(h);
+    }
+    if disabled.is_some() {
+        base.disabled = disabled;
+    }
+    if timeout_sec.is_some() {
+        base.timeout_sec = timeout_sec;
+    }
+    if tool_timeout_sec.is_some() {
+        base.tool_timeout_sec = tool_timeout_sec;
+    }
+    if let Some(f) = tools_filter(include, exclude) {
+        base.tools = Some(f);
+    }
+    base
+}
+
+fn write_scope(scope: &str) -> Result<Scope> {
+    match scope {
+        "" | "global" => Ok(Scope::Global),
+        "project" => Ok(Scope::Project),
+        other => Err(Error::invalid_params(
+            "params.scope",
+            format!("{other:?} is not project or global"),
+        )),
+    }
+}
+
+impl McpRpc {
+    async fn workdir(&self, workdir: Option<&str>, session_id: Option<&str>) -> Result<PathBuf> {
+        let dir = self
+            .app
+            .sessions
+            .resolve(workdir, session_id, self.app.host.daemon_dir())
+            .await?;
+        self.app.host.ensure_root(&dir).await;
+        Ok(dir)
+    }
+
+    fn file_path(&self, scope: Scope, workdir: &Path) -> PathBuf {
+        match scope {
+            Scope::Project => config::project_path(workdir),
+            _ => config::global_path(self.app.host.home()),
+        }
+    }
+
+    /// The writable file declaring `name`: the explicit scope's, else the visible
+    /// declaration's. Read-only declarations answer `mcp_read_only`.
+    fn declaring_file(
+        &self,
+        name: &str,
+        scope: Option<&str>,
+        workdir: &Path,
+    ) -> Result<(Scope, McpFile)> {
+        let scope = match scope.filter(|s| !s.is_empty()) {
+            Some(s) => write_scope(s)?,
+            None => {
+                let visible = config::discover(self.app.host.home(), Some(workdir));
+                match visible.iter().find(|d| d.name == name) {
+                    None => return Err(Error::NotFound(format!("no MCP server named {name:?}"))),
+                    Some(d) if d.scope.read_only() => {
+                        return Err(Error::ReadOnly(format!(
+                            "MCP server {name:?} is declared in the read-only {} scope ({})",
+                            d.scope.as_str(),
+                            d.path.display()
+                        )))
+                    }
+                    Some(d) => d.scope,
+                }
+            }
+        };
+        let file = McpFile::load(&self.file_path(scope, workdir))?;
+        if file.entry(name).is_none() {
+            let read_only = config::read_only_servers(self.app.host.home())
+                .into_iter()
+                .find(|d| d.name == name);
+            if let Some(d) = read_only {
+                return Err(Error::ReadOnly(format!(
+                    "MCP server {name:?} is declared in the read-only {} scope ({})",
+                    d.scope.as_str(),
+                    d.path.display()
+                )));
+            }
+            return Err(Error::NotFound(format!(
+                "no MCP server named {name:?} in {}",
+                file.path.display()
+            )));
+        }
+        Ok((scope, file))
+    }
+
+    async fn add(&self, p: McpAddParams) -> Result<McpAddResult> {
+        validate::check_name(&p.name)?;
+        if let Some(perm) = p.permission.as_deref() {
+            validate::check_permission(perm)?;
+        }
+        let scope = write_scope(&p.scope)?;
+        let workdir = self
+            .workdir(p.workdir.as_deref(), p.session_id.as_deref())
+            .await?;
+        let base = match p.preset.as_deref().filter(|s| !s.is_empty()) {
+            Some(id) => {
+                let preset = catalog::find(id).ok_or_else(|| {
+                    Error::Invalid(format!("unknown preset {id:?} (see mcp.catalog)"))
+                })?;
+                serde_json::from_value((preset.entry)()).expect("presets are valid entries")
+            }
+            None => ServerEntry::default(),
+        };
+        let entry = apply_fields(
+            base,
+            p.r#type,
+            p.command,
+            p.args,
+            p.env,
+            p.cwd,
+            p.url,
+            p.headers,
+            p.disabled,
+            p.timeout_sec,
+            p.tool_timeout_sec,
+            p.tools_include,
+            p.tools_exclude,
+        );
+        let findings = validate::validate(&p.name, &entry)?;
+        let warnings = validate::enforce(findings, p.force)?;
+        let path = self.file_path(scope, &workdir);
+        {
+            let file = McpFile::load(&path)?;
+            if file.entry(&p.name).is_some() && !p.force {
+                return Err(Error::Exists(format!(
+                    "MCP server {:?} already exists in {} (use force to overwrite)",
+                    p.name,
+                    path.display()
+                )));
+            }
+        }
+        let mut probe_tools = Vec::new();
+        if p.test {
+            let declared = Declared {
+                name: p.name.clone(),
+                scope,
+                entry: entry.clone(),
+                invalid: None,
+                path: path.clone(),
+                plugin: None,
+                root: (scope == Scope::Project).then(|| workdir.clone()),
+            };
+            let report = probe::probe(&entry, &self.app.host.spawn_context(&declared)).await;
+            if !report.ok {
+                return Err(Error::StartFailed(
+                    report.error.unwrap_or_else(|| "the probe failed".into()),
+                ));
+            }
+            probe_tools = report
+                .tools
+                .into_iter()
+                .map(|t| mcp_add_result::Tool {
+                    name: t.name,
+                    description: t.description,
+                })
+                .collect();
+        }
+        {
+            let _guard = self.app.write_lock.lock().await;
+            let mut file = McpFile::load(&path)?;
+            if file.entry(&p.name).is_some() && !p.force {
+                return Err(Error::Exists(format!(
+                    "MCP server {:?} already exists in {}",
+                    p.name,
+                    path.display()
+                )));
+            }
+            if file.entry(&p.name).is_some() {
+                file.replace(&p.name, &entry);
+            } else {
+                file.upsert(&p.name, &entry);
+            }
+            file.save()?;
+            if let Some(perm) = p.permission.as_deref() {
+                config::file::write_permission(
+                    &self.app.host.home().settings_path(),
+                    &p.name,
+                    perm,
+                )?;
+            }
+        }
+        tracing::info!(server = %p.name, scope = scope.as_str(), path = %path.display(), "MCP server added");
+        self.app.host.reconcile().await;
+        let status = self
+            .app
+            .host
+            .get(Some(&workdir), &p.name)
+            .map(|h| h.status());
+        Ok(McpAddResult {
+            ok: true,
+            path: path.display().to_string(),
+            state: status
+                .as_ref()
+                .map(|s| s.state.as_str())
+                .unwrap_or("stopped")
+                .into(),
+            error: status.and_then(|s| s.error),
+            tools: probe_tools,
+            warnings,
+        })
+    }
+
+    async fn update(&self, p: McpUpdateParams) -> Result<McpUpdateResult> {
+        validate::check_name(&p.name)?;
+        let workdir = self
+            .workdir(p.workdir.as_deref(), p.session_id.as_deref())
+            .await?;
+        let patch = p.patch.unwrap_or_default();
+        if let Some(perm) = patch.permission.as_deref() {
+            validate::check_permission(perm)?;
+        }
+        let _guard = self.app.write_lock.lock().await;
+        let (_scope, mut file) = self.declaring_file(&p.name, p.scope.as_deref(), &workdir)?;
+        let old = ServerEntry::from_json(&p.name, file.entry(&p.name).expect("checked"))?;
+        let old_findings = validate::validate(&p.name, &old).unwrap_or_default();
+        let mut entry = old.clone();
+        if let Some(k) = patch.r#type {
+            entry.kind = Some(k);
+        }
+        if let Some(c) = patch.command {
+            entry.command = Some(c);
+            entry.url = None;
+            entry.headers = None;
+        }
+        if let Some(u) = patch.url {
+            entry.url = Some(u);
+            entry.command = None;
+            entry.args = None;
+            entry.env = None;
+            entry.cwd = None;
+        }
+        if let Some(a) = opt_vec(patch.args) {
+            entry.args = Some(a);
+        }
+        if let Some(e) = opt_map(patch.env) {
+            entry.env = Some(e);
+        }
+        if patch.cwd.is_some() {
+            entry.cwd = patch.cwd;
+        }
+        if let Some(h) = opt_map(patch.headers) {
+            entry.headers = Some(h);
+        }
+        if patch.disabled.is_some() {
+            entry.disabled = patch.disabled;
+        }
+        if patch.timeout_sec.is_some() {
+            entry.timeout_sec = patch.timeout_sec;
+        }
+        if patch.tool_timeout_sec.is_some() {
+            entry.tool_timeout_sec = patch.tool_timeout_sec;
+        }
+        let mut filter = entry.tools.clone().unwrap_or_default();
+        if let Some(i) = opt_vec(patch.tools_include) {
+            filter.include = Some(i);
+        }
+        if let Some(e) = opt_vec(patch.tools_exclude) {
+            filter.exclude = Some(e);
+        }
+        entry.tools = (filter != ToolsFilter::default()).then_some(filter);
+        // Findings the entry already had were accepted (force) when it was added; only new
+        // ones refuse the update.
+        let new_findings: Vec<String> = validate::validate(&p.name, &entry)?
+            .into_iter()
+            .filter(|f| !old_findings.contains(f))
+            .collect();
+        validate::enforce(new_findings, false)?;
+        file.upsert(&p.name, &entry);
+        file.save()?;
+        if let Some(perm) = patch.permission.as_deref() {
+            config::file::write_permission(&self.app.host.home().settings_path(), &p.name, perm)?;
+        }
+        drop(_guard);
+        tracing::info!(server = %p.name, path = %file.path.display(), "MCP server updated");
+        self.app.host.reconcile().await;
+        Ok(McpUpdateResult { ok: true })
+    }
+
+    async fn remove(&self, p: McpRemoveParams) -> Result<McpRemoveResult> {
+        validate::check_name(&p.name)?;
+        let workdir = self
+            .workdir(p.workdir.as_deref(), p.session_id.as_deref())
+            .await?;
+        {
+            let _guard = self.app.write_lock.lock().await;
+            let (_scope, mut file) = self.declaring_file(&p.name, p.scope.as_deref(), &workdir)?;
+            file.remove(&p.name);
+            file.save()?;
+            tracing::info!(server = %p.name, path = %file.path.display(), "MCP server removed");
+        }
+        self.app.host.reconcile().await;
+        Ok(McpRemoveResult { ok: true })
+    }
+
+    async fn list(&self, p: McpListParams) -> Result<McpListResult> {
+        let workdir = self
+            .workdir(p.workdir.as_deref(), p.session_id.as_deref())
+            .await?;
+        let home = self.app.host.home();
+        let servers = self
+            .app
+            .host
+            .view(Some(&workdir))
+            .into_iter()
+            .map(|h| {
+                let d = &h.declared;
+                let e = &d.entry;
+                let status = h.status();
+                let tools: Vec<mcp_list_result::server::Tool> = status
+                    .tools
+                    .iter()
+                    .map(|t| mcp_list_result::server::Tool {
+                        name: t.name.to_string(),
+                        description: t.description.as_deref().unwrap_or_default().to_owned(),
+                    })
+                    .collect();
+                mcp_list_result::Server {
+                    args: e.args.clone().unwrap_or_default(),
+                    command: e.command.clone(),
+                    cwd: e.cwd.clone(),
+                    disabled: !e.enabled(),
+                    env_keys: e.env_keys(),
+                    error: status.error.clone(),
+                    header_keys: e.header_keys(),
+                    name: d.name.clone(),
+                    permission: config::permission(home, Some(&workdir), &d.name),
+                    plugin: d.plugin.clone(),
+                    scope: d.scope.as_str().into(),
+                    state: status.state.as_str().into(),
+                    timeout_sec: e.timeout_sec,
+                    tool_count: tools.len() as i64,
+                    tool_timeout_sec: e.tool_timeout_sec,
+                    tools,
+                    tools_exclude: e
+                        .tools
+                        .as_ref()
+                        .and_then(|t| t.exclude.clone())
+                        .unwrap_or_default(),
+                    tools_include: e
+                        .tools
+                        .as_ref()
+                        .and_then(|t| t.include.clone())
+                        .unwrap_or_default(),
+                    transport: e.transport().as_str().into(),
+                    url: e.url.as_deref().map(redact_url),
+                }
+            })
+            .collect();
+        Ok(McpListResult { servers })
+    }
+
+    async fn reload(&self, p: McpReloadParams) -> Result<McpReloadResult> {
+        let workdir = self
+            .workdir(p.workdir.as_deref(), p.session_id.as_deref())
+            .await?;
+        self.app.host.reconcile().await;
+        let targets: Vec<_> = match p.name.as_deref().filter(|n| !n.is_empty()) {
+            Some(name) => vec![self
+                .app
+                .host
+                .get(Some(&workdir), name)
+                .ok_or_else(|| Error::NotFound(format!("no MCP server named {name:?}")))?],
+            None => self.app.host.view(Some(&workdir)),
+        };
+        let mut servers = Vec::new();
+        for h in targets {
+            if h.declared.entry.enabled() && h.declared.invalid.is_none() {
+                h.restart();
+                servers.push(h.declared.name.clone());
+            }
+        }
+        Ok(McpReloadResult { ok: true, servers })
+    }
+
+    async fn test(&self, p: McpTestParams) -> Result<McpTestResult> {
+        let workdir = self
+            .workdir(p.workdir.as_deref(), p.session_id.as_deref())
+            .await?;
+        let declared = match p.name.as_deref().filter(|n| !n.is_empty()) {
+            Some(name) if p.command.is_none() && p.url.is_none() => {
+                let scope = p.scope.as_deref().filter(|s| !s.is_empty());
+                let all = match scope {
+                    Some(s) => {
+                        let scope = Scope::parse(s).ok_or_else(|| {
+                            Error::invalid_params("params.scope", "unknown scope")
+                        })?;
+                        let mut all = config::read_only_servers(self.app.host.home());
+                        all.extend(config::read_scope_file(
+                            &config::global_path(self.app.host.home()),
+                            Scope::Global,
+                            None,
+                        )?);
+                        all.extend(config::read_scope_file(
+                            &config::project_path(&workdir),
+                            Scope::Project,
+                            Some(&workdir),
+                        )?);
+                        all.into_iter()
+                            .filter(|d| d.scope == scope)
+                            .collect::<Vec<_>>()
+                    }
+                    None => config::discover(self.app.host.home(), Some(&workdir)),
+                };
+                let d = all
+                    .into_iter()
+                    .find(|d| d.name == name)
+                    .ok_or_else(|| Error::NotFound(format!("no MCP server named {name:?}")))?;
+                if let Some(why) = &d.invalid {
+                    return Err(Error::Invalid(why.clone()));
+                }
+                validate::validate(name, &d.entry)?;
+                d
+            }
+            _ => {
+                let name = p
+                    .name
+                    .clone()
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| "draft".into());
+                let entry = apply_fields(
+                    ServerEntry::default(),
+                    p.r#type,
+                    p.command,
+                    p.args,
+                    p.env,
+                    p.cwd,
+                    p.url,
+                    p.headers,
+                    p.disabled,
+                    p.timeout_sec,
+                    p.tool_timeout_sec,
+                    p.tools_include,
+                    p.tools_exclude,
+                );
+                // A draft is run by this probe: its findings refuse it like mcp.add without force.
+                let findings = validate::validate(&name, &entry)?;
+                validate::enforce(findings, false)?;
+                Declared {
+                    name,
+                    scope: Scope::Global,
+                    entry,
+                    invalid: None,
+                    path: PathBuf::new(),
+                    plugin: None,
+                    root: Some(workdir.clone()),
+                }
+            }
+        };
+        let report = probe::probe(&declared.entry, &self.app.host.spawn_context(&declared)).await;
+        Ok(McpTestResult {
+            elapsed_ms: report.elapsed_ms,
+            error: report.error,
+            ok: report.ok,
+            state: if report.ok { "ready" } else { "error" }.into(),
+            tools: report
+                .tools
+                .into_iter()
+                .map(|t| mcp_test_result::Tool {
+                    name: t.name,
+                    description: t.description,
+                })
+                .collect(),
+        })
+    }
+}
+
+/// A URL with any password replaced (userinfo is a credential, never returned).
+fn redact_url(raw: &str) -> String {
+    match url::Url::parse(raw) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => raw.to_owned(),
+    }
+}
+
+fn catalog() -> McpCatalogResult {
+    McpCatalogResult {
+        entries: catalog::presets()
+            .iter()
+            .map(|p| mcp_catalog_result::Entry {
+                description: p.description.into(),
+                entry: Some(snowpea_proto::wkt::to_struct(&(p.entry)())),
+                homepage: p.homepage.into(),
+                id: p.id.into(),
+                label: p.label.into(),
+                needs: p.needs.iter().map(|s| s.to_string()).collect(),
+                transport: p.transport.into(),
+            })
+            .collect(),
+    }
+}
+
+#[tonic::async_trait]
+impl McpService for McpRpc {
+    async fn add(&self, req: Request<McpAddParams>) -> Result<Response<McpAddResult>, Status> {
+        let span = span("mcp.add", &CallContext::of(&req));
+        McpRpc::add(self, req.into_inner())
+            .instrument(span)
+            .await
+            .map(Response::new)
+            .map_err(Error::into_status)
+    }
+
+    async fn catalog(
+        &self,
+        req: Request<McpCatalogParams>,
+    ) -> Result<Response<McpCatalogResult>, Status> {
+        let _span = span("mcp.catalog", &CallContext::of(&req)).entered();
+        Ok(Response::new(catalog()))
+    }
+
+    async fn list(&self, req: Request<McpListParams>) -> Result<Response<McpListResult>, Status> {
+        let span = span("mcp.list", &CallContext::of(&req));
+        McpRpc::list(self, req.into_inner())
+            .instrument(span)
+            .await
+            .map(Response::new)
+            .map_err(Error::into_status)
+    }
+
+    async fn reload(
+        &self,
+        req: Request<McpReloadParams>,
+    ) -> Result<Response<McpReloadResult>, Status> {
+        let span = span("mcp.reload", &CallContext::of(&req));
+        McpRpc::reload(self, req.into_inner())
+            .instrument(span)
+            .await
+            .map(Response::new)
+            .map_err(Error::into_status)
+    }
+
+    async fn remove(
+        &self,
+        req: Request<McpRemoveParams>,
+    ) -> Result<Response<McpRemoveResult>, Status> {
+        let span = span("mcp.remove", &CallContext::of(&req));
+        McpRpc::remove(self, req.into_inner())
+            .instrument(span)
+            .await
+            .map(Response::new)
+            .map_err(Error::into_status)
+    }
+
+    async fn test(&self, req: Request<McpTestParams>) -> Result<Response<McpTestResult>, Status> {
+        let span = span("mcp.test", &CallContext::of(&req));
+        McpRpc::test(self, req.into_inner())
+            .instrument(span)
+            .await
+            .map(Response::new)
+            .map_err(Error::into_status)
+    }
+
+    async fn update(
+        &self,
+        req: Request<McpUpdateParams>,
+    ) -> Result<Response<McpUpdateResult>, Status> {
+        let span = span("mcp.update", &CallContext::of(&req));
+        McpRpc::update(self, req.into_inner())
+            .instrument(span)
+            .await
+            .map(Response::new)
+            .map_err(Error::into_status)
+    }
+}

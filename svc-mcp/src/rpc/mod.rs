@@ -1,0 +1,52 @@
+//! gRPC services of svc-mcp, one file per service: [`mcp`] (`McpService`, the `mcp.*`
+//! JSON-RPC methods) and [`internal`] (`McpInternalService`, tools for svc-session). Each
+//! handler runs in a span with the method and the caller's connection id.
+
+use std::sync::Arc;
+
+use snowpea_common::context::CallContext;
+use tokio::sync::Mutex;
+
+use crate::host::Host;
+use crate::sessions::SessionLookup;
+
+pub mod internal;
+pub mod mcp;
+
+/// Fully qualified names of the services (for health and reflection).
+pub const SERVICE_NAMES: &[&str] = &[
+    "snowpea.mcp.v1.McpService",
+    "snowpea.mcp.v1.McpInternalService",
+];
+
+/// State shared by the services.
+#[derive(Debug)]
+pub struct App {
+    /// The hosted servers.
+    pub host: Host,
+    /// Resolves `sessionId` → workdir.
+    pub sessions: SessionLookup,
+    /// Serialises read-modify-write of config files.
+    pub write_lock: Mutex<()>,
+}
+
+impl App {
+    /// The shared state.
+    pub fn new(host: Host) -> Arc<App> {
+        let sessions = SessionLookup::new(host.home().socket("session"));
+        Arc::new(App {
+            host,
+            sessions,
+            write_lock: Mutex::new(()),
+        })
+    }
+}
+
+/// The span a handler runs in.
+pub(crate) fn span(method: &'static str, ctx: &CallContext) -> tracing::Span {
+    tracing::info_span!(
+        "rpc",
+        rpc.method = method,
+        connection_id = ctx.connection_id.as_deref().unwrap_or("-"),
+    )
+}
