@@ -4,5 +4,6 @@ mod grpcurl;
 mod handshake;
 mod jsonrpc;
 mod lifecycle;
+mod memory;
 mod resume;
 mod turn;
