@@ -9,4 +9,5 @@ mod forwarding;
 mod handshake;
 mod http;
 mod jsonrpc;
+mod latency;
 mod lifecycle;
