@@ -139,3 +139,24 @@ async fn resume_after_reopening_the_database_returns_exactly_the_missed_events()
         .unwrap_err();
     assert!(matches!(err, crate::error::Error::NotFound(_)));
 }
+
+#[tokio::test]
+async fn a_turn_of_5000_deltas_is_durable_and_complete() {
+    let text = "w ".repeat(5000);
+    let mut h = Harness::new(json!({"default": {"text": text}})).await;
+    let sid = h.create("accept").await;
+    let started = std::time::Instant::now();
+    let tid = h.prompt(&sid, "stream a lot").await;
+    let ev = h.until_done(&tid, |_| None).await;
+    let elapsed = started.elapsed();
+    let deltas = ev.iter().filter(|e| e["kind"] == "message.delta").count();
+    assert_eq!(deltas, 5000);
+    let last = ev.last().unwrap()["seq"].as_i64().unwrap();
+    let stored = h
+        .app
+        .store
+        .read(|c| store::events::last_seq(c, &sid))
+        .unwrap();
+    assert_eq!(stored, last, "everything published is stored");
+    eprintln!("5000-delta turn, prompt to turn.done published: {elapsed:?}");
+}
