@@ -85,33 +85,20 @@ pub async fn termination_signal() {
     }
 }
 
-/// Serves `routes` on the unix socket with health and reflection until `shutdown`
-/// resolves (or SIGTERM/SIGINT), then drains for at most 5 s.
-///
-/// `services` are the fully qualified gRPC service names in `routes` (e.g.
-/// `snowpea.session.v1.SessionService`); each is reported SERVING on `grpc.health.v1`,
-/// as is the overall status `""`, and listed by reflection.
-pub async fn serve(
-    name: &str,
-    socket: &std::path::Path,
-    services: &[&str],
+/// Adds `grpc.health.v1` (reporting SERVING for each of `services` and for the overall
+/// status `""`) and server reflection v1 + v1alpha (listing `services` and the health
+/// service) to `routes`, so `grpcurl -unix` can list, describe and call them.
+pub async fn with_health_and_reflection(
     routes: Routes,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> anyhow::Result<()> {
-    if let Some(dir) = socket.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-    }
-    // A stale socket from a crashed predecessor would make bind fail.
-    let _ = std::fs::remove_file(socket);
-    let listener =
-        UnixListener::bind(socket).with_context(|| format!("bind {}", socket.display()))?;
-    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
-
+    services: &[&str],
+) -> anyhow::Result<Routes> {
     let (reporter, health) = tonic_health::server::health_reporter();
     let mut v1 = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(snowpea_proto::FILE_DESCRIPTOR_SET);
+        .register_encoded_file_descriptor_set(snowpea_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
     let mut v1alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(snowpea_proto::FILE_DESCRIPTOR_SET);
+        .register_encoded_file_descriptor_set(snowpea_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
     for s in services {
         v1 = v1.with_service_name(*s);
         v1alpha = v1alpha.with_service_name(*s);
@@ -135,6 +122,32 @@ pub async fn serve(
     reporter
         .set_service_status("", ServingStatus::Serving)
         .await;
+    Ok(routes)
+}
+
+/// Serves `routes` on the unix socket with health and reflection until `shutdown`
+/// resolves (or SIGTERM/SIGINT), then drains for at most 5 s.
+///
+/// `services` are the fully qualified gRPC service names in `routes` (e.g.
+/// `snowpea.session.v1.SessionService`); each is reported SERVING on `grpc.health.v1`,
+/// as is the overall status `""`, and listed by reflection.
+pub async fn serve(
+    name: &str,
+    socket: &std::path::Path,
+    services: &[&str],
+    routes: Routes,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    if let Some(dir) = socket.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    }
+    // A stale socket from a crashed predecessor would make bind fail.
+    let _ = std::fs::remove_file(socket);
+    let listener =
+        UnixListener::bind(socket).with_context(|| format!("bind {}", socket.display()))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
+
+    let routes = with_health_and_reflection(routes, services).await?;
     tracing::info!(service = name, socket = %socket.display(), version = crate::VERSION, "serving");
 
     let (drain_tx, drain_rx) = tokio::sync::oneshot::channel::<()>();

@@ -52,7 +52,11 @@ fn start_creates_owner_only_home_and_daemon_json() {
     assert_eq!(st["port"], d.port);
     let procs = st["processes"].as_array().unwrap();
     let names: Vec<&str> = procs.iter().map(|p| p["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["session", "gateway"]);
+    let expected: Vec<&str> = snowpea::services::all()
+        .iter()
+        .map(|(s, _)| s.name)
+        .collect();
+    assert_eq!(names, expected);
     for p in procs {
         assert_eq!(p["state"], "running", "{p}");
         assert_eq!(p["restarts"], 0, "{p}");
@@ -65,7 +69,9 @@ fn start_creates_owner_only_home_and_daemon_json() {
     assert!(serving(&socket_of(&procs[0])));
 
     // One log per process, owner-only; the children got the documented argv.
-    for name in ["supervisor", "session", "gateway"] {
+    let logs =
+        std::iter::once("supervisor").chain(snowpea::services::all().into_iter().map(|(s, _)| s.name));
+    for name in logs {
         assert_eq!(mode(&home.log_file(name)), 0o600, "{name}.log");
     }
     let gateway_log = std::fs::read_to_string(home.log_file("gateway")).unwrap();
@@ -122,7 +128,7 @@ fn stop_leaves_no_process_behind() {
     let suite = Suite::new();
     let d = suite.start();
     let pids: Vec<u32> = suite.processes().iter().map(pid_of).collect();
-    assert_eq!(pids.len(), 2);
+    assert_eq!(pids.len(), snowpea::services::all().len());
 
     let out = suite.run(&["supervisor", "stop"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -165,7 +171,8 @@ fn status_table_shows_every_process() {
     assert!(out.status.success(), "{}", text(&out));
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("PROCESS"), "{table}");
-    for name in ["session", "gateway"] {
+    for (spec, _) in snowpea::services::all() {
+        let name = spec.name;
         let row = table
             .lines()
             .find(|l| l.starts_with(name))
