@@ -1,0 +1,53 @@
+//! `snowpea-svc-audio --home DIR --socket PATH`: serves `snowpea.audio.v1.AudioService`
+//! and the internal bus on a unix socket (default `DIR/run/audio.sock`), with
+//! `grpc.health.v1` and reflection. Speech engines run as its watched children under
+//! `DIR/audio-runtime/`. Logs to stderr. Exit codes: 0 after SIGTERM/SIGINT, 1 on a
+//! start-up failure, 2 on bad arguments.
+
+use std::process::ExitCode;
+
+use snowpea_common::bus::{BusHub, BusService, BUS_SERVICE_NAME};
+use snowpea_common::service::{serve, ServiceArgs};
+use snowpea_svc_audio::rpc::{audio::AudioRpc, SERVICE_NAMES};
+use snowpea_svc_audio::App;
+use tonic::service::Routes;
+
+fn main() -> ExitCode {
+    let args = ServiceArgs::parse("audio");
+    snowpea_common::logging::init("audio");
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!(error = %format!("{e:#}"), "svc-audio failed");
+            eprintln!("snowpea-svc-audio: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(args: ServiceArgs) -> anyhow::Result<()> {
+    let hub = BusHub::new();
+    let app = App::new(args.home.clone(), hub.clone());
+    snowpea_svc_audio::child::track_groups_in(app.paths.root().join("groups"));
+    // Detection decides the `audio` capability (declared only when an engine works);
+    // it runs in the background so the socket serves at once.
+    {
+        let app = app.clone();
+        tokio::spawn(async move {
+            app.state().await;
+        });
+    }
+    let routes = Routes::new(AudioRpc::new(app).into_server())
+        .add_service(BusService::new(hub).into_server());
+    let mut names = SERVICE_NAMES.to_vec();
+    names.push(BUS_SERVICE_NAME);
+    serve(
+        "audio",
+        &args.socket,
+        &names,
+        routes,
+        std::future::pending(),
+    )
+    .await
+}

@@ -1,0 +1,186 @@
+//! Starts the real binary on a temp home (settings and environment set on the child,
+//! never on the test process) and hands back clients; kills the process on drop. Every
+//! await on the other process has a timeout.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+use snowpea_proto::audio::v1::audio_service_client::AudioServiceClient;
+use snowpea_proto::error::RpcError;
+use tonic::transport::Channel;
+
+/// Deadline of one ordinary call in tests.
+pub const CALL: Duration = Duration::from_secs(60);
+
+/// A running `snowpea-svc-audio`.
+pub struct Svc {
+    /// The temp home (kept alive while the test runs).
+    pub home: tempfile::TempDir,
+    env: Vec<(String, String)>,
+    child: Option<Child>,
+}
+
+impl Svc {
+    /// Starts the service on a fresh temp home with `settings.json` = `settings`.
+    pub async fn start(settings: Value) -> Svc {
+        Svc::start_with(settings, &[]).await
+    }
+
+    /// Same, with extra environment on the service process.
+    pub async fn start_with(settings: Value, env: &[(&str, &str)]) -> Svc {
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("settings.json"), settings.to_string()).unwrap();
+        let mut svc = Svc {
+            home,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            child: None,
+        };
+        svc.spawn().await;
+        svc
+    }
+
+    /// Replaces `settings.json` (detection is re-run on the next call: mtime/size change).
+    pub fn write_settings(&self, settings: Value) {
+        let path = self.home.path().join("settings.json");
+        let tmp = self.home.path().join("settings.json.tmp");
+        std::fs::write(&tmp, format!("{settings}\n")).unwrap();
+        // Make sure the stamp changes even within one mtime tick.
+        let f = std::fs::File::options().write(true).open(&tmp).unwrap();
+        f.set_modified(std::time::SystemTime::now() + Duration::from_secs(1))
+            .unwrap();
+        std::fs::rename(tmp, path).unwrap();
+    }
+
+    /// The socket path.
+    pub fn socket(&self) -> PathBuf {
+        self.home.path().join("run").join("audio.sock")
+    }
+
+    async fn spawn(&mut self) {
+        let child = Command::new(env!("CARGO_BIN_EXE_snowpea-svc-audio"))
+            .arg("--home")
+            .arg(self.home.path())
+            .arg("--socket")
+            .arg(self.socket())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env("SNOWPEA_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn snowpea-svc-audio");
+        self.child = Some(child);
+        for _ in 0..200 {
+            if snowpea_common::client::is_serving(self.socket(), "", Duration::from_millis(200))
+                .await
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("svc-audio did not report SERVING within 10 s");
+    }
+
+    /// SIGKILLs the process (kill -9) and reaps it.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().expect("SIGKILL");
+            c.wait().expect("reap");
+        }
+    }
+
+    /// Starts the process again on the same home.
+    pub async fn restart(&mut self) {
+        self.kill9();
+        self.spawn().await;
+    }
+
+    /// A fresh AudioService client (a new connection).
+    pub fn audio(&self) -> AudioServiceClient<Channel> {
+        AudioServiceClient::new(snowpea_common::client::unix_channel(self.socket()))
+    }
+
+    /// A fresh channel.
+    pub fn channel(&self) -> Channel {
+        snowpea_common::client::unix_channel(self.socket())
+    }
+}
+
+impl Drop for Svc {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Awaits `f` with the call deadline; panics on timeout.
+pub async fn call<T>(
+    f: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<T, RpcError> {
+    call_within(CALL, f).await
+}
+
+/// Awaits `f` with `deadline`; panics on timeout.
+pub async fn call_within<T>(
+    deadline: Duration,
+    f: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<T, RpcError> {
+    match tokio::time::timeout(deadline, f).await {
+        Ok(Ok(r)) => Ok(r.into_inner()),
+        Ok(Err(s)) => Err(RpcError::from_status(&s)),
+        Err(_) => panic!("call timed out after {deadline:?}"),
+    }
+}
+
+/// True when `program` is on PATH; otherwise prints why the test skips.
+pub fn have(program: &str, why: &str) -> bool {
+    let found = snowpea_svc_audio::detect::which(program).is_some();
+    if !found {
+        eprintln!("SKIP: {program} is not installed ({why}); `.ci/run` installs it");
+    }
+    found
+}
+
+/// True when the system python can import pocketsphinx; otherwise prints why the test skips.
+pub fn have_pocketsphinx() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import pocketsphinx"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIP: python3 cannot import pocketsphinx (`pip install pocketsphinx`); `.ci/run` installs it");
+    }
+    ok
+}
+
+/// True while `pid` is a live process.
+pub fn alive(pid: u32) -> bool {
+    snowpea_svc_audio::child::is_alive(pid)
+}
+
+/// Waits (bounded) until `pid` is gone; false if it is still alive after `within`.
+pub async fn gone_within(pid: u32, within: Duration) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < within {
+        if !alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    !alive(pid)
+}
+
+/// Writes an executable script and returns its path.
+pub fn script(dir: &std::path::Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join(name);
+    std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}

@@ -1,0 +1,6 @@
+mod capabilities;
+mod faults;
+mod harness;
+mod install;
+mod record;
+mod roundtrip;
