@@ -109,7 +109,14 @@ mod tests {
     #[test]
     fn on_time_fires_without_missed() {
         let s = Schedule::cron("0 * * * *").unwrap();
-        let p = plan(&s, ts("2026-01-01T00:00:00Z"), &TimeZone::UTC, ms("2026-01-01T10:00:00Z"), ts("2026-01-01T10:00:00.005Z"), 0);
+        let p = plan(
+            &s,
+            ts("2026-01-01T00:00:00Z"),
+            &TimeZone::UTC,
+            ms("2026-01-01T10:00:00Z"),
+            ts("2026-01-01T10:00:00.005Z"),
+            0,
+        );
         assert_eq!(p.fire, Some(ms("2026-01-01T10:00:00Z")));
         assert!(p.missed.is_empty());
         assert_eq!(p.next, Some(ms("2026-01-01T11:00:00Z")));
@@ -119,9 +126,19 @@ mod tests {
     fn downtime_within_the_window_fires_the_newest_once_and_records_the_rest() {
         let s = Schedule::cron("0 * * * *").unwrap();
         // Down from 07:30 to 10:20; window 30 min: 10:00 fires, 08:00 and 09:00 are missed.
-        let p = plan(&s, ts("2026-01-01T00:00:00Z"), &TimeZone::UTC, ms("2026-01-01T08:00:00Z"), ts("2026-01-01T10:20:00Z"), 30);
+        let p = plan(
+            &s,
+            ts("2026-01-01T00:00:00Z"),
+            &TimeZone::UTC,
+            ms("2026-01-01T08:00:00Z"),
+            ts("2026-01-01T10:20:00Z"),
+            30,
+        );
         assert_eq!(p.fire, Some(ms("2026-01-01T10:00:00Z")));
-        assert_eq!(p.missed, vec![ms("2026-01-01T08:00:00Z"), ms("2026-01-01T09:00:00Z")]);
+        assert_eq!(
+            p.missed,
+            vec![ms("2026-01-01T08:00:00Z"), ms("2026-01-01T09:00:00Z")]
+        );
         assert_eq!(p.missed_total, 2);
         assert_eq!(p.next, Some(ms("2026-01-01T11:00:00Z")));
         assert!(p.enabled);
@@ -130,28 +147,66 @@ mod tests {
     #[test]
     fn downtime_beyond_the_window_records_missed_and_advances_from_now() {
         let s = Schedule::cron("0 * * * *").unwrap();
-        let p = plan(&s, ts("2026-01-01T00:00:00Z"), &TimeZone::UTC, ms("2026-01-01T09:00:00Z"), ts("2026-01-01T10:45:00Z"), 30);
+        let p = plan(
+            &s,
+            ts("2026-01-01T00:00:00Z"),
+            &TimeZone::UTC,
+            ms("2026-01-01T09:00:00Z"),
+            ts("2026-01-01T10:45:00Z"),
+            30,
+        );
         assert_eq!(p.fire, None);
-        assert_eq!(p.missed, vec![ms("2026-01-01T09:00:00Z"), ms("2026-01-01T10:00:00Z")]);
+        assert_eq!(
+            p.missed,
+            vec![ms("2026-01-01T09:00:00Z"), ms("2026-01-01T10:00:00Z")]
+        );
         assert_eq!(p.next, Some(ms("2026-01-01T11:00:00Z")));
     }
 
     #[test]
     fn a_one_shot_missed_for_good_ends_disabled() {
-        let s = Schedule::Once { at: ts("2026-01-01T09:00:00Z") };
-        let p = plan(&s, ts("2026-01-01T00:00:00Z"), &TimeZone::UTC, ms("2026-01-01T09:00:00Z"), ts("2026-01-01T12:00:00Z"), 60);
+        let s = Schedule::Once {
+            at: ts("2026-01-01T09:00:00Z"),
+        };
+        let p = plan(
+            &s,
+            ts("2026-01-01T00:00:00Z"),
+            &TimeZone::UTC,
+            ms("2026-01-01T09:00:00Z"),
+            ts("2026-01-01T12:00:00Z"),
+            60,
+        );
         assert_eq!((p.fire, p.next, p.enabled), (None, None, false));
         assert_eq!(p.missed, vec![ms("2026-01-01T09:00:00Z")]);
         // Within the window it fires, and is then spent too.
-        let p = plan(&s, ts("2026-01-01T00:00:00Z"), &TimeZone::UTC, ms("2026-01-01T09:00:00Z"), ts("2026-01-01T09:59:00Z"), 60);
-        assert_eq!((p.fire, p.next, p.enabled), (Some(ms("2026-01-01T09:00:00Z")), None, false));
+        let p = plan(
+            &s,
+            ts("2026-01-01T00:00:00Z"),
+            &TimeZone::UTC,
+            ms("2026-01-01T09:00:00Z"),
+            ts("2026-01-01T09:59:00Z"),
+            60,
+        );
+        assert_eq!(
+            (p.fire, p.next, p.enabled),
+            (Some(ms("2026-01-01T09:00:00Z")), None, false)
+        );
     }
 
     #[test]
     fn a_week_of_a_one_second_interval_is_bounded() {
-        let s = Schedule::Interval { every: SignedDuration::from_secs(1) };
+        let s = Schedule::Interval {
+            every: SignedDuration::from_secs(1),
+        };
         let anchor = ts("2026-01-01T00:00:00Z");
-        let p = plan(&s, anchor, &TimeZone::UTC, ms("2026-01-01T00:00:01Z"), ts("2026-01-08T00:00:00Z"), 0);
+        let p = plan(
+            &s,
+            anchor,
+            &TimeZone::UTC,
+            ms("2026-01-01T00:00:01Z"),
+            ts("2026-01-08T00:00:00Z"),
+            0,
+        );
         assert_eq!(p.fire, Some(ms("2026-01-08T00:00:00Z")));
         assert_eq!(p.missed.len(), MAX_MISSED_ROWS);
         assert!(p.missed_total >= MAX_ENUMERATED as u64);

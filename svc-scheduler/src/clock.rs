@@ -123,9 +123,9 @@ pub fn from_env_value(value: Option<&str>) -> anyhow::Result<Arc<dyn Clock>> {
         Some("manual") => Ok(Arc::new(ManualClock::new(Timestamp::now()))),
         Some(v) => match v.strip_prefix("manual:") {
             Some(at) => {
-                let at: Timestamp = at
-                    .parse()
-                    .map_err(|e| anyhow::anyhow!("SNOWPEA_SCHEDULER_CLOCK: bad time {at:?}: {e}"))?;
+                let at: Timestamp = at.parse().map_err(|e| {
+                    anyhow::anyhow!("SNOWPEA_SCHEDULER_CLOCK: bad time {at:?}: {e}")
+                })?;
                 Ok(Arc::new(ManualClock::new(at)))
             }
             None => anyhow::bail!(

@@ -48,14 +48,22 @@ impl Config {
     /// Reads the settings document; a bad time zone name is an error naming the setting.
     pub fn from_settings(settings: &Value) -> Result<Config, SpecError> {
         let get = |path: &str| snowpea_common::settings::get(settings, path);
-        let int = |path: &str, default: i64| get(path).and_then(Value::as_i64).filter(|v| *v >= 0).unwrap_or(default);
+        let int = |path: &str, default: i64| {
+            get(path)
+                .and_then(Value::as_i64)
+                .filter(|v| *v >= 0)
+                .unwrap_or(default)
+        };
         let time_zone = spec::time_zone(get("scheduler.timeZone").and_then(Value::as_str))?;
         let time_zone_name = time_zone.iana_name().unwrap_or("UTC").to_owned();
         let d = Config::default();
         Ok(Config {
             time_zone,
             time_zone_name,
-            catch_up_window_minutes: int("scheduler.catchUpWindowMinutes", d.catch_up_window_minutes),
+            catch_up_window_minutes: int(
+                "scheduler.catchUpWindowMinutes",
+                d.catch_up_window_minutes,
+            ),
             host_wait_sec: int("scheduler.hostWaitSec", d.host_wait_sec),
             run_timeout_sec: int("scheduler.runTimeoutSec", d.run_timeout_sec).max(1),
             approval_timeout_sec: int("approvals.timeoutSec", d.approval_timeout_sec),

@@ -44,7 +44,10 @@ pub async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         "scheduler starting"
     );
     sched.recover()?;
-    let api = rpc::job::JobApi { sched: sched.clone(), home: args.home.clone() };
+    let api = rpc::job::JobApi {
+        sched: sched.clone(),
+        home: args.home.clone(),
+    };
     let routes = tonic::service::Routes::new(rpc::job::JobRpc::new(api.clone()).into_server())
         .add_service(rpc::internal::InternalRpc::new(api).into_server())
         .add_service(BusService::new(bus).into_server());
@@ -55,7 +58,11 @@ pub async fn run(args: ServiceArgs) -> anyhow::Result<()> {
     let served = snowpea_common::service::serve(
         "scheduler",
         &args.socket,
-        &[rpc::job::SERVICE_NAME, rpc::internal::SERVICE_NAME, BUS_SERVICE_NAME],
+        &[
+            rpc::job::SERVICE_NAME,
+            rpc::internal::SERVICE_NAME,
+            BUS_SERVICE_NAME,
+        ],
         routes,
         std::future::pending(),
     )

@@ -46,13 +46,19 @@ impl Caller {
 }
 
 /// Checks a new job's meta: returns (meta JSON text, owner clientId).
-pub fn check_meta(caller: &Caller, meta: Option<&Value>) -> Result<Option<(String, String)>, JobError> {
+pub fn check_meta(
+    caller: &Caller,
+    meta: Option<&Value>,
+) -> Result<Option<(String, String)>, JobError> {
     let Some(meta) = meta else { return Ok(None) };
     let text = meta.to_string();
     if text.len() > MAX_META_BYTES {
         return Err(JobError::Invalid {
             field: "meta",
-            message: format!("is {} bytes of JSON; at most {MAX_META_BYTES} are allowed", text.len()),
+            message: format!(
+                "is {} bytes of JSON; at most {MAX_META_BYTES} are allowed",
+                text.len()
+            ),
         });
     }
     match caller.browser_client_id() {
@@ -69,8 +75,14 @@ pub fn check_may_change(caller: &Caller, job: &JobRow, what: &str) -> Result<(),
         return Ok(());
     }
     Err(JobError::NotOwner(match caller {
-        Caller::Tool { .. } => format!("job {} belongs to a browser client; no agent tool can {what} it", job.job_id),
-        Caller::Client(_) => format!("job {} belongs to another client; only its owner may {what} it", job.job_id),
+        Caller::Tool { .. } => format!(
+            "job {} belongs to a browser client; no agent tool can {what} it",
+            job.job_id
+        ),
+        Caller::Client(_) => format!(
+            "job {} belongs to another client; only its owner may {what} it",
+            job.job_id
+        ),
     }))
 }
 
@@ -96,16 +108,36 @@ mod tests {
     #[test]
     fn only_a_browser_with_a_client_id_may_set_meta() {
         let meta = serde_json::json!({"k": "v"});
-        assert_eq!(check_meta(&browser("b1"), Some(&meta)).unwrap(), Some((meta.to_string(), "b1".into())));
+        assert_eq!(
+            check_meta(&browser("b1"), Some(&meta)).unwrap(),
+            Some((meta.to_string(), "b1".into()))
+        );
         let tui = Caller::Client(CallContext {
             client_id: Some("t".into()),
             client_kind: Some("tui".into()),
             ..Default::default()
         });
-        assert!(matches!(check_meta(&tui, Some(&meta)), Err(JobError::NotOwner(_))));
-        let anon = Caller::Client(CallContext { client_kind: Some("browser".into()), ..Default::default() });
-        assert!(matches!(check_meta(&anon, Some(&meta)), Err(JobError::NotOwner(_))));
-        assert!(matches!(check_meta(&Caller::Tool { session_id: "s".into() }, Some(&meta)), Err(JobError::NotOwner(_))));
+        assert!(matches!(
+            check_meta(&tui, Some(&meta)),
+            Err(JobError::NotOwner(_))
+        ));
+        let anon = Caller::Client(CallContext {
+            client_kind: Some("browser".into()),
+            ..Default::default()
+        });
+        assert!(matches!(
+            check_meta(&anon, Some(&meta)),
+            Err(JobError::NotOwner(_))
+        ));
+        assert!(matches!(
+            check_meta(
+                &Caller::Tool {
+                    session_id: "s".into()
+                },
+                Some(&meta)
+            ),
+            Err(JobError::NotOwner(_))
+        ));
         assert_eq!(check_meta(&tui, None).unwrap(), None);
     }
 
@@ -122,9 +154,23 @@ mod tests {
         assert!(check_may_change(&browser("b1"), &j, "cancel").is_ok());
         assert!(check_may_change(&browser("b2"), &j, "cancel").is_err());
         assert!(check_may_change(&Caller::Client(CallContext::default()), &j, "cancel").is_err());
-        let e = check_may_change(&Caller::Tool { session_id: "s".into() }, &j, "cancel").unwrap_err();
+        let e = check_may_change(
+            &Caller::Tool {
+                session_id: "s".into(),
+            },
+            &j,
+            "cancel",
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("no agent tool"));
         let free = crate::store::tests::job("k", None);
-        assert!(check_may_change(&Caller::Tool { session_id: "s".into() }, &free, "cancel").is_ok());
+        assert!(check_may_change(
+            &Caller::Tool {
+                session_id: "s".into()
+            },
+            &free,
+            "cancel"
+        )
+        .is_ok());
     }
 }

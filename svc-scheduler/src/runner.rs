@@ -59,11 +59,23 @@ pub type OnSession<'a> = &'a (dyn Fn(&str) + Send + Sync);
 #[tonic::async_trait]
 pub trait SessionRunner: Send + Sync + std::fmt::Debug + 'static {
     /// Runs `req` as an unattended turn in a new `scheduled` session and returns how it ended.
-    async fn run(&self, req: RunUnattendedRequest, on_session: OnSession<'_>) -> Result<RunUnattendedReply, SessionError>;
+    async fn run(
+        &self,
+        req: RunUnattendedRequest,
+        on_session: OnSession<'_>,
+    ) -> Result<RunUnattendedReply, SessionError>;
     /// Deletes saved sessions (never one still running).
-    async fn delete_sessions(&self, session_ids: Vec<String>) -> Result<DeleteSessionsReply, SessionError>;
+    async fn delete_sessions(
+        &self,
+        session_ids: Vec<String>,
+    ) -> Result<DeleteSessionsReply, SessionError>;
     /// Appends an event (`job.done` / `job.failed`) to a session.
-    async fn emit_event(&self, session_id: &str, kind: &str, payload: Value) -> Result<(), SessionError>;
+    async fn emit_event(
+        &self,
+        session_id: &str,
+        kind: &str,
+        payload: Value,
+    ) -> Result<(), SessionError>;
 }
 
 /// [`SessionRunner`] over gRPC to svc-session's internal service.
@@ -83,7 +95,11 @@ impl GrpcSessionRunner {
 
 #[tonic::async_trait]
 impl SessionRunner for GrpcSessionRunner {
-    async fn run(&self, req: RunUnattendedRequest, on_session: OnSession<'_>) -> Result<RunUnattendedReply, SessionError> {
+    async fn run(
+        &self,
+        req: RunUnattendedRequest,
+        on_session: OnSession<'_>,
+    ) -> Result<RunUnattendedReply, SessionError> {
         let mut stream = self.client.clone().run_unattended(req).await?.into_inner();
         let mut session_id = String::new();
         loop {
@@ -113,16 +129,26 @@ impl SessionRunner for GrpcSessionRunner {
         }
     }
 
-    async fn delete_sessions(&self, session_ids: Vec<String>) -> Result<DeleteSessionsReply, SessionError> {
+    async fn delete_sessions(
+        &self,
+        session_ids: Vec<String>,
+    ) -> Result<DeleteSessionsReply, SessionError> {
         let mut client = self.client.clone();
         let call = client.delete_sessions(DeleteSessionsRequest { session_ids });
         match tokio::time::timeout(EMIT_TIMEOUT, call).await {
             Ok(r) => Ok(r?.into_inner()),
-            Err(_) => Err(SessionError::Unavailable(format!("no answer within {EMIT_TIMEOUT:?}"))),
+            Err(_) => Err(SessionError::Unavailable(format!(
+                "no answer within {EMIT_TIMEOUT:?}"
+            ))),
         }
     }
 
-    async fn emit_event(&self, session_id: &str, kind: &str, payload: Value) -> Result<(), SessionError> {
+    async fn emit_event(
+        &self,
+        session_id: &str,
+        kind: &str,
+        payload: Value,
+    ) -> Result<(), SessionError> {
         let mut client = self.client.clone();
         let call = client.emit_event(EmitEventRequest {
             session_id: session_id.to_owned(),
@@ -131,7 +157,9 @@ impl SessionRunner for GrpcSessionRunner {
         });
         match tokio::time::timeout(EMIT_TIMEOUT, call).await {
             Ok(r) => r.map(|_| ()).map_err(Into::into),
-            Err(_) => Err(SessionError::Unavailable(format!("no answer within {EMIT_TIMEOUT:?}"))),
+            Err(_) => Err(SessionError::Unavailable(format!(
+                "no answer within {EMIT_TIMEOUT:?}"
+            ))),
         }
     }
 }
@@ -157,13 +185,20 @@ impl Scheduler {
             }
         }
         let now = self.clock.now();
-        if let Err(e) = self.store.mark_running(&job_id, occ.scheduled_ms, now.as_millisecond()) {
+        if let Err(e) = self
+            .store
+            .mark_running(&job_id, occ.scheduled_ms, now.as_millisecond())
+        {
             tracing::error!(job_id, error = %format!("{e:#}"), "cannot mark the run started; not running it");
             return;
         }
-        self.job_event(&job, "started", json!({
-            "scheduledAt": scheduled_at, "runId": occ.run_id, "trigger": occ.trigger,
-        }));
+        self.job_event(
+            &job,
+            "started",
+            json!({
+                "scheduledAt": scheduled_at, "runId": occ.run_id, "trigger": occ.trigger,
+            }),
+        );
 
         let cfg = self.config();
         let req = RunUnattendedRequest {
@@ -203,14 +238,27 @@ impl Scheduler {
         let (status, session_id, text, error) = match result {
             Ok(Ok(r)) => {
                 let err = (!r.error.is_empty()).then_some(r.error);
-                (r.status, (!r.session_id.is_empty()).then_some(r.session_id), r.text, err)
+                (
+                    r.status,
+                    (!r.session_id.is_empty()).then_some(r.session_id),
+                    r.text,
+                    err,
+                )
             }
-            Ok(Err(e)) => ("failed".to_owned(), None, String::new(), Some(e.to_string())),
+            Ok(Err(e)) => (
+                "failed".to_owned(),
+                None,
+                String::new(),
+                Some(e.to_string()),
+            ),
             Err(_) => (
                 "failed".to_owned(),
                 None,
                 String::new(),
-                Some(format!("the run took longer than scheduler.runTimeoutSec ({}s)", cfg.run_timeout_sec)),
+                Some(format!(
+                    "the run took longer than scheduler.runTimeoutSec ({}s)",
+                    cfg.run_timeout_sec
+                )),
             ),
         };
         let (occ_status, last_status, kind) = classify(&status);
@@ -234,16 +282,27 @@ impl Scheduler {
                 .and_then(|o| o.into_iter().find(|o| o.scheduled_ms == occ.scheduled_ms))
                 .and_then(|o| o.session_id)
         });
-        self.job_event(&job, kind, json!({
-            "scheduledAt": scheduled_at, "runId": occ.run_id, "trigger": occ.trigger,
-            "status": occ_status, "lastStatus": last_status, "sessionId": session_id,
-            "text": text, "error": error,
-        }));
+        self.job_event(
+            &job,
+            kind,
+            json!({
+                "scheduledAt": scheduled_at, "runId": occ.run_id, "trigger": occ.trigger,
+                "status": occ_status, "lastStatus": last_status, "sessionId": session_id,
+                "text": text, "error": error,
+            }),
+        );
         if job.meta.is_some() {
-            self.notify_owner(&job, json!({ "status": occ_status, "sessionId": session_id, "text": text }));
+            self.notify_owner(
+                &job,
+                json!({ "status": occ_status, "sessionId": session_id, "text": text }),
+            );
         }
         if let Some(origin) = &job.origin_session_id {
-            let (ev, body) = if kind == "finished" { ("job.done", text.clone()) } else { ("job.failed", error.clone().unwrap_or(text.clone())) };
+            let (ev, body) = if kind == "finished" {
+                ("job.done", text.clone())
+            } else {
+                ("job.failed", error.clone().unwrap_or(text.clone()))
+            };
             let payload = json!({ "jobId": job_id, "sessionId": session_id, "status": occ_status, "text": body });
             if let Err(e) = self.session.emit_event(origin, ev, payload).await {
                 tracing::warn!(job_id, origin, error = %e, "cannot put {ev} on the origin session");
@@ -267,15 +326,26 @@ impl Scheduler {
         let deadline = match occ.wait_until_ms {
             Some(ms) => ts(ms),
             None => {
-                let wait = if job.host_wait_sec > 0 { job.host_wait_sec } else { job.catch_up_window_minutes * 60 };
+                let wait = if job.host_wait_sec > 0 {
+                    job.host_wait_sec
+                } else {
+                    job.catch_up_window_minutes * 60
+                };
                 let d = self.clock.now() + SignedDuration::from_secs(wait.max(0));
-                if let Err(e) = self.store.set_waiting(&job.job_id, occ.scheduled_ms, d.as_millisecond()) {
+                if let Err(e) =
+                    self.store
+                        .set_waiting(&job.job_id, occ.scheduled_ms, d.as_millisecond())
+                {
                     tracing::error!(job_id = job.job_id, error = %format!("{e:#}"), "cannot record the host wait");
                 }
-                self.job_event(job, "waiting_for_host", json!({
-                    "scheduledAt": iso(ts(occ.scheduled_ms)), "runId": occ.run_id,
-                    "hostToolsFrom": host, "waitUntil": iso(d),
-                }));
+                self.job_event(
+                    job,
+                    "waiting_for_host",
+                    json!({
+                        "scheduledAt": iso(ts(occ.scheduled_ms)), "runId": occ.run_id,
+                        "hostToolsFrom": host, "waitUntil": iso(d),
+                    }),
+                );
                 d
             }
         };
@@ -312,9 +382,13 @@ impl Scheduler {
         if let Err(e) = self.store.finish(&job.job_id, occ.scheduled_ms, &outcome) {
             tracing::error!(job_id = job.job_id, error = %format!("{e:#}"), "cannot record the missed run");
         }
-        self.job_event(job, "missed", json!({
-            "scheduledAt": iso(ts(occ.scheduled_ms)), "count": 1, "reason": reason,
-        }));
+        self.job_event(
+            job,
+            "missed",
+            json!({
+                "scheduledAt": iso(ts(occ.scheduled_ms)), "count": 1, "reason": reason,
+            }),
+        );
         self.wake();
         false
     }

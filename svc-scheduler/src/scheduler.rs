@@ -94,7 +94,9 @@ impl Scheduler {
 
     /// Publishes `job.event` `notify` to the owning browser's live connections only.
     pub fn notify_owner(&self, job: &JobRow, payload: Value) {
-        let Some(owner) = &job.owner_client_id else { return };
+        let Some(owner) = &job.owner_client_id else {
+            return;
+        };
         let targets: Vec<String> = self
             .bus
             .connections()
@@ -134,20 +136,26 @@ impl Scheduler {
     }
 
     fn fire_due(self: &Arc<Self>, job: JobRow, now: jiff::Timestamp) -> anyhow::Result<bool> {
-        let Some(first_due) = job.next_run_ms else { return Ok(false) };
-        let (schedule, tz) = schedule_of(&job)?;
-        let plan = catchup::plan(&schedule, ts(job.anchor_ms), &tz, first_due, now, job.catch_up_window_minutes);
-        let reason = format!("missed by more than the catch-up window ({} min)", job.catch_up_window_minutes);
-        let now_ms = now.as_millisecond();
-        let Some(fire) = plan.fire else {
-            if self.store.skip_missed(&job.job_id, Some(first_due), &plan.missed, &reason, plan.next, plan.enabled, now_ms)? {
-                self.missed_event(&job, &plan.missed, plan.missed_total, &reason);
-            }
+        let Some(first_due) = job.next_run_ms else {
             return Ok(false);
         };
+        let (schedule, tz) = schedule_of(&job)?;
+        let plan = catchup::plan(
+            &schedule,
+            ts(job.anchor_ms),
+            &tz,
+            first_due,
+            now,
+            job.catch_up_window_minutes,
+        );
+        let reason = format!(
+            "missed by more than the catch-up window ({} min)",
+            job.catch_up_window_minutes
+        );
+        let now_ms = now.as_millisecond();
         let claim = Claim {
             job_id: job.job_id.clone(),
-            scheduled_ms: fire,
+            scheduled_ms: plan.fire.unwrap_or(first_due),
             run_id: snowpea_common::ids::new_id("run"),
             trigger: "schedule".into(),
             now_ms,
@@ -157,6 +165,12 @@ impl Scheduler {
             missed_ms: plan.missed.clone(),
             missed_reason: reason.clone(),
         };
+        if plan.fire.is_none() {
+            if self.store.skip_missed(&claim)? {
+                self.missed_event(&job, &plan.missed, plan.missed_total, &reason);
+            }
+            return Ok(false);
+        }
         if !self.store.claim(&claim)? {
             return Ok(false);
         }
@@ -169,9 +183,13 @@ impl Scheduler {
 
     fn missed_event(&self, job: &JobRow, missed: &[i64], total: u64, reason: &str) {
         if let Some(newest) = missed.last() {
-            self.job_event(job, "missed", json!({
-                "scheduledAt": iso(ts(*newest)), "count": total, "reason": reason,
-            }));
+            self.job_event(
+                job,
+                "missed",
+                json!({
+                    "scheduledAt": iso(ts(*newest)), "count": total, "reason": reason,
+                }),
+            );
         }
     }
 
@@ -201,7 +219,9 @@ impl Scheduler {
         let due = job.enabled && job.next_run_ms.is_some_and(|n| n <= now_ms);
         let (scheduled, next, enabled, expect) = if due {
             let (schedule, tz) = schedule_of(&job)?;
-            let next = schedule.next_after(now, ts(job.anchor_ms), &tz).map(|t| t.as_millisecond());
+            let next = schedule
+                .next_after(now, ts(job.anchor_ms), &tz)
+                .map(|t| t.as_millisecond());
             let newest = schedule
                 .prev_at_or_before(now, ts(job.anchor_ms), &tz)
                 .map(|t| t.as_millisecond())
@@ -211,7 +231,13 @@ impl Scheduler {
             // A one-shot run now is spent; a recurring job keeps its schedule.
             let spent = job.kind == Kind::Once.as_str();
             let next = if spent { None } else { job.next_run_ms };
-            (now_ms, next, job.enabled && !spent, None)
+            // A distinct instant from every recorded occurrence (a scheduled one may sit at
+            // this very millisecond).
+            let mut at = now_ms;
+            while self.store.occurrence_exists(&job.job_id, at)? {
+                at += 1;
+            }
+            (at, next, job.enabled && !spent, None)
         };
         let claim = Claim {
             job_id: job.job_id.clone(),
@@ -240,20 +266,27 @@ impl Scheduler {
     pub fn recover(self: &Arc<Self>) -> anyhow::Result<()> {
         let now = self.clock.now();
         for occ in self.store.open_occurrences()? {
-            let Some(job) = self.store.job(&occ.job_id)? else { continue };
+            let Some(job) = self.store.job(&occ.job_id)? else {
+                continue;
+            };
             let late = now.as_millisecond() - occ.scheduled_ms;
             let window = job.catch_up_window_minutes.max(0) * 60_000 + catchup::ON_TIME_GRACE_MS;
             match occ.status.as_str() {
                 "running" => {
-                    let reason = "interrupted: svc-scheduler stopped while the run was in progress".to_owned();
-                    self.store.finish(&job.job_id, occ.scheduled_ms, &Outcome {
-                        status: "failed".into(),
-                        last_status: Some("error".into()),
-                        session_id: None,
-                        text: String::new(),
-                        error: Some(reason.clone()),
-                        now_ms: now.as_millisecond(),
-                    })?;
+                    let reason = "interrupted: svc-scheduler stopped while the run was in progress"
+                        .to_owned();
+                    self.store.finish(
+                        &job.job_id,
+                        occ.scheduled_ms,
+                        &Outcome {
+                            status: "failed".into(),
+                            last_status: Some("error".into()),
+                            session_id: None,
+                            text: String::new(),
+                            error: Some(reason.clone()),
+                            now_ms: now.as_millisecond(),
+                        },
+                    )?;
                     self.job_event(&job, "failed", json!({
                         "scheduledAt": iso(ts(occ.scheduled_ms)), "runId": occ.run_id, "trigger": occ.trigger,
                         "status": "failed", "lastStatus": "error", "sessionId": occ.session_id, "error": reason,
@@ -261,18 +294,26 @@ impl Scheduler {
                 }
                 "claimed" if late > window && occ.trigger == "schedule" => {
                     let reason = "svc-scheduler stopped after claiming it; restarted beyond the catch-up window".to_owned();
-                    self.store.finish(&job.job_id, occ.scheduled_ms, &Outcome {
-                        status: "missed".into(),
-                        last_status: None,
-                        session_id: None,
-                        text: String::new(),
-                        error: Some(reason.clone()),
-                        now_ms: now.as_millisecond(),
-                    })?;
+                    self.store.finish(
+                        &job.job_id,
+                        occ.scheduled_ms,
+                        &Outcome {
+                            status: "missed".into(),
+                            last_status: None,
+                            session_id: None,
+                            text: String::new(),
+                            error: Some(reason.clone()),
+                            now_ms: now.as_millisecond(),
+                        },
+                    )?;
                     self.missed_event(&job, &[occ.scheduled_ms], 1, &reason);
                 }
                 _ => {
-                    tracing::info!(job_id = job.job_id, status = occ.status, "resuming an occurrence a restart interrupted");
+                    tracing::info!(
+                        job_id = job.job_id,
+                        status = occ.status,
+                        "resuming an occurrence a restart interrupted"
+                    );
                     tokio::spawn(self.clone().run_occurrence(job, occ));
                 }
             }

@@ -47,7 +47,11 @@ impl Default for Fake {
 
 #[tonic::async_trait]
 impl SessionRunner for Fake {
-    async fn run(&self, req: RunUnattendedRequest, on_session: OnSession<'_>) -> Result<RunUnattendedReply, SessionError> {
+    async fn run(
+        &self,
+        req: RunUnattendedRequest,
+        on_session: OnSession<'_>,
+    ) -> Result<RunUnattendedReply, SessionError> {
         let n = {
             let mut runs = self.runs.lock().unwrap();
             runs.push(req);
@@ -56,19 +60,44 @@ impl SessionRunner for Fake {
         let sid = format!("s_{n}");
         on_session(&sid);
         if self.holding.load(std::sync::atomic::Ordering::SeqCst) {
-            let _ = tokio::time::timeout(T, self.hold.acquire()).await.expect("released").unwrap().forget();
+            let _ = tokio::time::timeout(T, self.hold.acquire())
+                .await
+                .expect("released")
+                .unwrap()
+                .forget();
         }
         if let Some(e) = self.fail.lock().unwrap().clone() {
             return Err(e);
         }
-        let status = self.status.lock().unwrap().clone().unwrap_or_else(|| "finished".into());
-        Ok(RunUnattendedReply { session_id: sid, status, text: format!("run {n} done"), error: String::new() })
+        let status = self
+            .status
+            .lock()
+            .unwrap()
+            .clone()
+            .unwrap_or_else(|| "finished".into());
+        Ok(RunUnattendedReply {
+            session_id: sid,
+            status,
+            text: format!("run {n} done"),
+            error: String::new(),
+        })
     }
     async fn delete_sessions(&self, ids: Vec<String>) -> Result<DeleteSessionsReply, SessionError> {
-        Ok(DeleteSessionsReply { deleted: ids.len() as i64, skipped: vec![] })
+        Ok(DeleteSessionsReply {
+            deleted: ids.len() as i64,
+            skipped: vec![],
+        })
     }
-    async fn emit_event(&self, session_id: &str, kind: &str, payload: Value) -> Result<(), SessionError> {
-        self.events.lock().unwrap().push((session_id.into(), kind.into(), payload));
+    async fn emit_event(
+        &self,
+        session_id: &str,
+        kind: &str,
+        payload: Value,
+    ) -> Result<(), SessionError> {
+        self.events
+            .lock()
+            .unwrap()
+            .push((session_id.into(), kind.into(), payload));
         Ok(())
     }
 }
@@ -78,7 +107,12 @@ struct Rig {
     clock: ManualClock,
     fake: Arc<Fake>,
     bus: BusService,
-    events: std::pin::Pin<Box<dyn futures::Stream<Item = Result<snowpea_proto::rpc::v1::Outbound, tonic::Status>> + Send>>,
+    events: std::pin::Pin<
+        Box<
+            dyn futures::Stream<Item = Result<snowpea_proto::rpc::v1::Outbound, tonic::Status>>
+                + Send,
+        >,
+    >,
     _home: tempfile::TempDir,
 }
 
@@ -86,12 +120,20 @@ const T0: &str = "2026-01-15T10:00:00Z";
 
 async fn rig() -> Rig {
     let home = tempfile::tempdir().unwrap();
-    std::fs::write(home.path().join("settings.json"), r#"{"scheduler":{"timeZone":"UTC"}}"#).unwrap();
+    std::fs::write(
+        home.path().join("settings.json"),
+        r#"{"scheduler":{"timeZone":"UTC"}}"#,
+    )
+    .unwrap();
     let clock = ManualClock::new(T0.parse().unwrap());
     let fake = Arc::new(Fake::default());
     let hub = BusHub::new();
     let bus = BusService::new(hub.clone());
-    let events = bus.subscribe(tonic::Request::new(SubscribeRequest::default())).await.unwrap().into_inner();
+    let events = bus
+        .subscribe(tonic::Request::new(SubscribeRequest::default()))
+        .await
+        .unwrap()
+        .into_inner();
     let sched = Scheduler::new(
         Arc::new(Store::open_in_memory().unwrap()),
         Arc::new(clock.clone()),
@@ -99,21 +141,43 @@ async fn rig() -> Rig {
         hub,
         Config::default(),
     );
-    let api = JobApi { sched, home: snowpea_common::home::Home::new(home.path()) };
-    Rig { api, clock, fake, bus, events, _home: home }
+    let api = JobApi {
+        sched,
+        home: snowpea_common::home::Home::new(home.path()),
+    };
+    Rig {
+        api,
+        clock,
+        fake,
+        bus,
+        events,
+        _home: home,
+    }
 }
 
 impl Rig {
     fn schedule(&self, spec: &str, f: impl FnOnce(&mut NewJob)) -> String {
-        let mut n = NewJob { spec: spec.into(), task: "do it".into(), created_via: "rpc", ..Default::default() };
+        let mut n = NewJob {
+            spec: spec.into(),
+            task: "do it".into(),
+            created_via: "rpc",
+            ..Default::default()
+        };
         f(&mut n);
-        self.api.schedule(&Caller::Client(CallContext::default()), n).unwrap().job_id
+        self.api
+            .schedule(&Caller::Client(CallContext::default()), n)
+            .unwrap()
+            .job_id
     }
 
     /// The next `job.event` (kind, payload), within the timeout.
     async fn event(&mut self) -> (String, Value) {
         loop {
-            let item = tokio::time::timeout(T, self.events.next()).await.expect("a job.event in time").unwrap().unwrap();
+            let item = tokio::time::timeout(T, self.events.next())
+                .await
+                .expect("a job.event in time")
+                .unwrap()
+                .unwrap();
             if let Some(snowpea_proto::rpc::v1::outbound::Item::Notification(n)) = item.item {
                 let v: Value = serde_json::from_str(&n.params_json).unwrap();
                 return (v["kind"].as_str().unwrap().to_owned(), v["payload"].clone());
@@ -151,8 +215,13 @@ fn iso_of(ms: Option<i64>) -> Option<String> {
 #[tokio::test]
 async fn due_then_started_then_finished_through_the_tick() {
     let mut r = rig().await;
-    let id = r.schedule("every 60s", |n| n.origin_session_id = Some("s_origin".into()));
-    let tick = tokio::spawn(crate::tick::run(r.api.sched.clone(), std::future::pending()));
+    let id = r.schedule("every 60s", |n| {
+        n.origin_session_id = Some("s_origin".into())
+    });
+    let tick = tokio::spawn(crate::tick::run(
+        r.api.sched.clone(),
+        std::future::pending(),
+    ));
     r.advance(60);
     let p = r.expect(&["started", "finished"]).await;
     assert_eq!(p[0]["scheduledAt"], "2026-01-15T10:01:00Z");
@@ -160,16 +229,28 @@ async fn due_then_started_then_finished_through_the_tick() {
     assert_eq!(p[1]["sessionId"], "s_1");
     assert_eq!(p[1]["text"], "run 1 done");
     let req = r.fake.runs.lock().unwrap()[0].clone();
-    assert_eq!((req.kind.as_str(), req.task.as_str(), req.mode.as_str()), ("scheduled", "do it", "accept"));
+    assert_eq!(
+        (req.kind.as_str(), req.task.as_str(), req.mode.as_str()),
+        ("scheduled", "do it", "accept")
+    );
     assert_eq!(req.job.unwrap().trigger, "schedule");
     let j = r.job(&id);
     assert_eq!(j.last_status.as_deref(), Some("ok"));
-    assert_eq!(iso_of(j.last_run_ms).as_deref(), Some("2026-01-15T10:01:00Z"));
-    assert_eq!(iso_of(j.next_run_ms).as_deref(), Some("2026-01-15T10:02:00Z"));
+    assert_eq!(
+        iso_of(j.last_run_ms).as_deref(),
+        Some("2026-01-15T10:01:00Z")
+    );
+    assert_eq!(
+        iso_of(j.next_run_ms).as_deref(),
+        Some("2026-01-15T10:02:00Z")
+    );
     // job.done on the origin session.
     let ev = r.fake.events.lock().unwrap().clone();
     assert_eq!(ev.len(), 1);
-    assert_eq!((ev[0].0.as_str(), ev[0].1.as_str()), ("s_origin", "job.done"));
+    assert_eq!(
+        (ev[0].0.as_str(), ev[0].1.as_str()),
+        ("s_origin", "job.done")
+    );
     assert_eq!(ev[0].2["jobId"], id);
     // The next occurrence fires too.
     r.advance(60);
@@ -182,16 +263,26 @@ async fn due_then_started_then_finished_through_the_tick() {
 async fn run_now_racing_the_tick_runs_once() {
     for _ in 0..20 {
         let mut r = rig().await;
-        r.fake.holding.store(true, std::sync::atomic::Ordering::SeqCst);
+        r.fake
+            .holding
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let id = r.schedule("every 60s", |_| {});
         r.advance(60);
         let (a, b) = (r.api.clone(), r.api.clone());
         let id2 = id.clone();
         let t1 = tokio::spawn(async move { a.sched.process_due().unwrap() });
-        let t2 = tokio::spawn(async move { b.run_now(&Caller::Client(CallContext::default()), &id2).unwrap().ok });
+        let t2 = tokio::spawn(async move {
+            b.run_now(&Caller::Client(CallContext::default()), &id2)
+                .unwrap()
+                .ok
+        });
         let ticked = t1.await.unwrap();
         let ran_now = t2.await.unwrap();
-        assert_eq!(ticked + usize::from(ran_now), 1, "exactly one of them fired");
+        assert_eq!(
+            ticked + usize::from(ran_now),
+            1,
+            "exactly one of them fired"
+        );
         r.expect(&["started"]).await;
         r.fake.hold.add_permits(10);
         r.expect(&["finished"]).await;
@@ -203,7 +294,9 @@ async fn run_now_racing_the_tick_runs_once() {
 #[tokio::test]
 async fn run_now_while_running_does_not_start_a_second_run() {
     let mut r = rig().await;
-    r.fake.holding.store(true, std::sync::atomic::Ordering::SeqCst);
+    r.fake
+        .holding
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     let id = r.schedule("every 1h", |_| {});
     let me = Caller::Client(CallContext::default());
     assert!(r.api.run_now(&me, &id).unwrap().ok);
@@ -213,7 +306,10 @@ async fn run_now_while_running_does_not_start_a_second_run() {
     let p = r.expect(&["finished"]).await;
     assert_eq!(p[0]["trigger"], "runNow");
     // A recurring job keeps its schedule after runNow.
-    assert_eq!(iso_of(r.job(&id).next_run_ms).as_deref(), Some("2026-01-15T11:00:00Z"));
+    assert_eq!(
+        iso_of(r.job(&id).next_run_ms).as_deref(),
+        Some("2026-01-15T11:00:00Z")
+    );
 }
 
 #[tokio::test]
@@ -227,9 +323,20 @@ async fn catch_up_within_the_window_fires_once_and_records_the_rest_missed() {
     let p = r.expect(&["missed", "started", "finished"]).await;
     assert_eq!(p[0]["count"], 2);
     assert_eq!(p[1]["scheduledAt"], "2026-01-15T13:00:00Z");
-    let statuses: Vec<String> = r.api.sched.store.occurrences(&id, 10).unwrap().into_iter().map(|o| o.status).collect();
+    let statuses: Vec<String> = r
+        .api
+        .sched
+        .store
+        .occurrences(&id, 10)
+        .unwrap()
+        .into_iter()
+        .map(|o| o.status)
+        .collect();
     assert_eq!(statuses, ["finished", "missed", "missed"]);
-    assert_eq!(iso_of(r.job(&id).next_run_ms).as_deref(), Some("2026-01-15T14:00:00Z"));
+    assert_eq!(
+        iso_of(r.job(&id).next_run_ms).as_deref(),
+        Some("2026-01-15T14:00:00Z")
+    );
 }
 
 #[tokio::test]
@@ -241,9 +348,15 @@ async fn catch_up_beyond_the_window_records_missed_and_held() {
     let p = r.expect(&["missed"]).await;
     assert_eq!(p[0]["scheduledAt"], "2026-01-15T11:00:00Z");
     assert!(r.fake.runs.lock().unwrap().is_empty());
-    let view = r.api.view(&Caller::Client(CallContext::default()), &r.job(&id)).unwrap();
+    let view = r
+        .api
+        .view(&Caller::Client(CallContext::default()), &r.job(&id))
+        .unwrap();
     let held = view.held.unwrap();
-    assert_eq!((held.scheduled_at.as_str(), held.status.as_str()), ("2026-01-15T11:00:00Z", "missed"));
+    assert_eq!(
+        (held.scheduled_at.as_str(), held.status.as_str()),
+        ("2026-01-15T11:00:00Z", "missed")
+    );
     assert_eq!(view.next_run_at.as_deref(), Some("2026-01-15T12:00:00Z"));
 }
 
@@ -273,7 +386,14 @@ async fn svc_session_down_fails_the_run_and_the_next_occurrence_still_fires() {
     r.advance(60);
     r.tick();
     let p = r.expect(&["started", "failed"]).await;
-    assert!(p[1]["error"].as_str().unwrap().contains("svc-session is unavailable"), "{}", p[1]);
+    assert!(
+        p[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("svc-session is unavailable"),
+        "{}",
+        p[1]
+    );
     assert_eq!(r.job(&id).last_status.as_deref(), Some("error"));
     assert_eq!(r.fake.events.lock().unwrap()[0].1, "job.failed");
     *r.fake.fail.lock().unwrap() = None;
@@ -305,9 +425,21 @@ async fn waiting_for_host_then_missed_or_run_when_the_host_connects() {
     r.tick();
     let p = r.expect(&["waiting_for_host"]).await;
     assert_eq!(p[0]["hostToolsFrom"], "browser-1");
-    let held = r.api.view(&Caller::Client(CallContext::default()), &r.job(&id)).unwrap().held.unwrap();
+    let held = r
+        .api
+        .view(&Caller::Client(CallContext::default()), &r.job(&id))
+        .unwrap()
+        .held
+        .unwrap();
     assert_eq!(held.status, "waiting_for_host");
-    assert_eq!(r.api.next_run_for_client("browser-1").unwrap().next_run_at.as_deref(), Some("2026-01-15T11:00:00Z"));
+    assert_eq!(
+        r.api
+            .next_run_for_client("browser-1")
+            .unwrap()
+            .next_run_at
+            .as_deref(),
+        Some("2026-01-15T11:00:00Z")
+    );
     r.advance(121);
     r.expect(&["missed"]).await;
     assert!(r.fake.runs.lock().unwrap().is_empty());
@@ -318,7 +450,12 @@ async fn waiting_for_host_then_missed_or_run_when_the_host_connects() {
     r.bus
         .sync_connections(tonic::Request::new(ConnectionSet {
             full: false,
-            connections: vec![ConnectionInfo { connection_id: "c1".into(), client_id: Some("browser-1".into()), client_kind: Some("browser".into()), ..Default::default() }],
+            connections: vec![ConnectionInfo {
+                connection_id: "c1".into(),
+                client_id: Some("browser-1".into()),
+                client_kind: Some("browser".into()),
+                ..Default::default()
+            }],
             closed: vec![],
         }))
         .await
@@ -329,27 +466,56 @@ async fn waiting_for_host_then_missed_or_run_when_the_host_connects() {
 #[tokio::test]
 async fn ownership_refusals() {
     let r = rig().await;
-    let owner = Caller::Client(CallContext { client_id: Some("b1".into()), client_kind: Some("browser".into()), ..Default::default() });
-    let other = Caller::Client(CallContext { client_id: Some("b2".into()), client_kind: Some("browser".into()), ..Default::default() });
-    let n = NewJob { spec: "every 1h".into(), task: "t".into(), created_via: "rpc", meta: Some(serde_json::json!({"tab": 1})), ..Default::default() };
+    let owner = Caller::Client(CallContext {
+        client_id: Some("b1".into()),
+        client_kind: Some("browser".into()),
+        ..Default::default()
+    });
+    let other = Caller::Client(CallContext {
+        client_id: Some("b2".into()),
+        client_kind: Some("browser".into()),
+        ..Default::default()
+    });
+    let n = NewJob {
+        spec: "every 1h".into(),
+        task: "t".into(),
+        created_via: "rpc",
+        meta: Some(serde_json::json!({"tab": 1})),
+        ..Default::default()
+    };
     let res = r.api.schedule(&owner, n.clone()).unwrap();
     assert!(res.fingerprint.as_deref().unwrap().starts_with("fp_"));
     let id = res.job_id;
     for e in [
         r.api.run_now(&other, &id).unwrap_err(),
         r.api.cancel(&other, &id).unwrap_err(),
-        r.api.cancel(&Caller::Tool { session_id: "s".into() }, &id).unwrap_err(),
+        r.api
+            .cancel(
+                &Caller::Tool {
+                    session_id: "s".into(),
+                },
+                &id,
+            )
+            .unwrap_err(),
     ] {
         assert!(matches!(e, crate::error::JobError::NotOwner(_)), "{e}");
     }
     let seen_by_other = r.api.list(&other).unwrap().jobs.remove(0);
-    assert!(seen_by_other.owned && seen_by_other.meta.is_none() && seen_by_other.fingerprint.is_none() && seen_by_other.owner_client_id.is_none());
+    assert!(
+        seen_by_other.owned
+            && seen_by_other.meta.is_none()
+            && seen_by_other.fingerprint.is_none()
+            && seen_by_other.owner_client_id.is_none()
+    );
     let seen_by_owner = r.api.list(&owner).unwrap().jobs.remove(0);
     assert_eq!(seen_by_owner.fingerprint, res.fingerprint);
     assert!(seen_by_owner.meta.is_some());
     assert!(r.api.cancel(&owner, &id).unwrap().ok);
     // Meta from a non-browser is refused.
-    assert!(r.api.schedule(&Caller::Client(CallContext::default()), n).is_err());
+    assert!(r
+        .api
+        .schedule(&Caller::Client(CallContext::default()), n)
+        .is_err());
 }
 
 #[tokio::test]
@@ -376,8 +542,15 @@ async fn recovery_never_runs_an_occurrence_twice_nor_skips_it_silently() {
     for id in [&a, &b, &c] {
         assert!(store.claim(&claim(id)).unwrap());
     }
-    store.mark_running(&a, ms("2026-01-15T11:00:00Z"), ms("2026-01-15T11:00:00Z")).unwrap();
-    store.update_job(&JobRow { catch_up_window_minutes: 0, ..r.job(&c) }).unwrap();
+    store
+        .mark_running(&a, ms("2026-01-15T11:00:00Z"), ms("2026-01-15T11:00:00Z"))
+        .unwrap();
+    store
+        .update_job(&JobRow {
+            catch_up_window_minutes: 0,
+            ..r.job(&c)
+        })
+        .unwrap();
     r.clock.set("2026-01-15T11:10:00Z".parse().unwrap());
     r.api.sched.recover().unwrap();
     let mut kinds = vec![];
@@ -385,11 +558,18 @@ async fn recovery_never_runs_an_occurrence_twice_nor_skips_it_silently() {
         kinds.push(r.event().await);
     }
     let by = |k: &str| kinds.iter().filter(|(kind, _)| kind == k).count();
-    assert_eq!((by("failed"), by("missed"), by("started"), by("finished")), (1, 1, 1, 1), "{kinds:?}");
+    assert_eq!(
+        (by("failed"), by("missed"), by("started"), by("finished")),
+        (1, 1, 1, 1),
+        "{kinds:?}"
+    );
     assert_eq!(r.fake.runs.lock().unwrap().len(), 1, "only b runs");
     assert_eq!(r.fake.runs.lock().unwrap()[0].job_id, b);
     let status = |id: &str| store.occurrences(id, 1).unwrap()[0].status.clone();
-    assert_eq!((status(&a).as_str(), status(&c).as_str()), ("failed", "missed"));
+    assert_eq!(
+        (status(&a).as_str(), status(&c).as_str()),
+        ("failed", "missed")
+    );
     assert!(store.open_occurrences().unwrap().is_empty());
 }
 
@@ -402,11 +582,13 @@ async fn update_pauses_resumes_and_reschedules_and_delete_removes_runs() {
     let mut r = rig().await;
     let me = Caller::Client(CallContext::default());
     let id = r.schedule("every 10 minutes", |_| {});
-    let up = |enabled: Option<bool>, schedule: Option<&str>| snowpea_proto::scheduler::v1::JobUpdateParams {
-        job_id: id.clone(),
-        enabled,
-        schedule: schedule.map(Into::into),
-        session_template: None,
+    let up = |enabled: Option<bool>, schedule: Option<&str>| {
+        snowpea_proto::scheduler::v1::JobUpdateParams {
+            job_id: id.clone(),
+            enabled,
+            schedule: schedule.map(Into::into),
+            session_template: None,
+        }
     };
     let v = r.api.update(&me, up(Some(false), None)).unwrap();
     assert!(!v.enabled && v.next_run_at.is_none());
@@ -414,12 +596,23 @@ async fn update_pauses_resumes_and_reschedules_and_delete_removes_runs() {
     r.advance(3600);
     assert_eq!(r.tick(), 0, "a paused job never fires");
     let v = r.api.update(&me, up(Some(true), None)).unwrap();
-    assert_eq!(v.next_run_at.as_deref(), Some("2026-01-15T11:10:00Z"), "resumes from now");
+    assert_eq!(
+        v.next_run_at.as_deref(),
+        Some("2026-01-15T11:10:00Z"),
+        "resumes from now"
+    );
     r.expect(&["updated"]).await;
-    let e = r.api.update(&me, up(None, Some("every blue moon"))).unwrap_err().into_rpc();
+    let e = r
+        .api
+        .update(&me, up(None, Some("every blue moon")))
+        .unwrap_err()
+        .into_rpc();
     assert_eq!(e.details.unwrap()["field"], "schedule");
     let v = r.api.update(&me, up(None, Some("daily at 9:00"))).unwrap();
-    assert_eq!((v.kind.as_str(), v.next_run_at.as_deref()), ("cron", Some("2026-01-16T09:00:00Z")));
+    assert_eq!(
+        (v.kind.as_str(), v.next_run_at.as_deref()),
+        ("cron", Some("2026-01-16T09:00:00Z"))
+    );
     r.expect(&["updated"]).await;
     // Run it once, then delete with its run session.
     assert!(r.api.run_now(&me, &id).unwrap().ok);
@@ -428,16 +621,39 @@ async fn update_pauses_resumes_and_reschedules_and_delete_removes_runs() {
     assert_eq!(d.deleted_sessions, 1);
     r.expect(&["deleted"]).await;
     assert!(r.api.sched.store.job(&id).unwrap().is_none());
-    assert!(matches!(r.api.run_now(&me, &id), Err(crate::error::JobError::NotFound(_))));
+    assert!(matches!(
+        r.api.run_now(&me, &id),
+        Err(crate::error::JobError::NotFound(_))
+    ));
 }
 
 #[tokio::test]
 async fn invalid_specs_name_the_field_and_say_why() {
     let r = rig().await;
-    let n = NewJob { spec: "2020-01-01T00:00:00Z".into(), task: "t".into(), created_via: "rpc", ..Default::default() };
-    let e = r.api.schedule(&Caller::Client(CallContext::default()), n).unwrap_err().into_rpc();
+    let n = NewJob {
+        spec: "2020-01-01T00:00:00Z".into(),
+        task: "t".into(),
+        created_via: "rpc",
+        ..Default::default()
+    };
+    let e = r
+        .api
+        .schedule(&Caller::Client(CallContext::default()), n)
+        .unwrap_err()
+        .into_rpc();
     assert_eq!(e.code, snowpea_proto::error::ErrorCode::InvalidParams);
-    assert!(e.message.starts_with("spec: ") && e.message.contains("past"), "{}", e.message);
+    assert!(
+        e.message.starts_with("spec: ") && e.message.contains("past"),
+        "{}",
+        e.message
+    );
     let p = r.api.preview("평일 오전 8시").unwrap();
-    assert_eq!((p.kind.as_str(), p.normalized.as_deref(), p.next_run_at.as_deref()), ("cron", Some("0 8 * * 1-5"), Some("2026-01-16T08:00:00Z")));
+    assert_eq!(
+        (
+            p.kind.as_str(),
+            p.normalized.as_deref(),
+            p.next_run_at.as_deref()
+        ),
+        ("cron", Some("0 8 * * 1-5"), Some("2026-01-16T08:00:00Z"))
+    );
 }

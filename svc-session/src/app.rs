@@ -92,6 +92,7 @@ impl App {
             .collect();
         let mut tools = tools::builtin();
         tools.extend(crate::memory::tools::for_home(&config.home));
+        tools.extend(crate::scheduler_tools::for_home(&config.home));
         let app = Arc::new(App {
             config,
             store,

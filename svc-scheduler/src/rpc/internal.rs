@@ -37,9 +37,14 @@ impl InternalRpc {
 
 #[tonic::async_trait]
 impl SchedulerInternalService for InternalRpc {
-    async fn tool_schedule(&self, req: Request<ToolScheduleRequest>) -> Result<Response<JobScheduleResult>, Status> {
+    async fn tool_schedule(
+        &self,
+        req: Request<ToolScheduleRequest>,
+    ) -> Result<Response<JobScheduleResult>, Status> {
         let p = req.into_inner();
-        let caller = Caller::Tool { session_id: p.session_id.clone() };
+        let caller = Caller::Tool {
+            session_id: p.session_id.clone(),
+        };
         let new = NewJob {
             spec: p.spec,
             task: p.task,
@@ -53,26 +58,40 @@ impl SchedulerInternalService for InternalRpc {
         Ok(Response::new(self.api.schedule(&caller, new)?))
     }
 
-    async fn tool_list(&self, req: Request<ToolListRequest>) -> Result<Response<JobListResult>, Status> {
-        let caller = Caller::Tool { session_id: req.into_inner().session_id };
+    async fn tool_list(
+        &self,
+        req: Request<ToolListRequest>,
+    ) -> Result<Response<JobListResult>, Status> {
+        let caller = Caller::Tool {
+            session_id: req.into_inner().session_id,
+        };
         Ok(Response::new(self.api.list(&caller)?))
     }
 
-    async fn tool_cancel(&self, req: Request<ToolCancelRequest>) -> Result<Response<JobCancelResult>, Status> {
+    async fn tool_cancel(
+        &self,
+        req: Request<ToolCancelRequest>,
+    ) -> Result<Response<JobCancelResult>, Status> {
         let p = req.into_inner();
-        let caller = Caller::Tool { session_id: p.session_id };
+        let caller = Caller::Tool {
+            session_id: p.session_id,
+        };
         Ok(Response::new(self.api.cancel(&caller, &p.job_id)?))
     }
 
-    async fn set_clock(&self, req: Request<SetClockRequest>) -> Result<Response<SetClockReply>, Status> {
+    async fn set_clock(
+        &self,
+        req: Request<SetClockRequest>,
+    ) -> Result<Response<SetClockReply>, Status> {
         let p = req.into_inner();
         let Some(clock) = self.api.sched.clock.as_manual() else {
             return Err(JobError::RealClock.into());
         };
         let now = match p.set_to {
             Some(to) => {
-                let to: Timestamp = to.parse().map_err(|e| {
-                    JobError::Invalid { field: "setTo", message: format!("not an ISO-8601 instant: {e}") }
+                let to: Timestamp = to.parse().map_err(|e| JobError::Invalid {
+                    field: "setTo",
+                    message: format!("not an ISO-8601 instant: {e}"),
                 })?;
                 clock.set(to)
             }

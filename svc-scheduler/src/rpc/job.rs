@@ -79,33 +79,54 @@ impl JobApi {
                 self.sched.set_config(c.clone());
                 Ok(c)
             }
-            Err(e) => Err(JobError::Invalid { field: "spec", message: format!("cannot read the scheduler settings: {e:#}") }),
+            Err(e) => Err(JobError::Invalid {
+                field: "spec",
+                message: format!("cannot read the scheduler settings: {e:#}"),
+            }),
         }
     }
 
     fn find(&self, job_id: &str) -> Result<JobRow, JobError> {
-        self.sched.store.job(job_id)?.ok_or_else(|| JobError::NotFound(job_id.to_owned()))
+        self.sched
+            .store
+            .job(job_id)?
+            .ok_or_else(|| JobError::NotFound(job_id.to_owned()))
     }
 
     /// `job.schedule`.
     pub fn schedule(&self, caller: &Caller, p: NewJob) -> Result<JobScheduleResult, JobError> {
         if p.task.trim().is_empty() {
-            return Err(JobError::Invalid { field: "task", message: "must not be empty".into() });
+            return Err(JobError::Invalid {
+                field: "task",
+                message: "must not be empty".into(),
+            });
         }
         let mode = nonempty(p.mode).unwrap_or_else(|| "accept".into());
         if !MODES.contains(&mode.as_str()) {
-            return Err(JobError::Invalid { field: "mode", message: format!("{mode:?} is not one of plan, accept, auto") });
+            return Err(JobError::Invalid {
+                field: "mode",
+                message: format!("{mode:?} is not one of plan, accept, auto"),
+            });
         }
         let cfg = self.config()?;
         let now = self.sched.clock.now();
-        let parsed = spec::parse(&p.spec, now, &cfg.time_zone).map_err(|source| JobError::Spec { field: "spec", source })?;
+        let parsed =
+            spec::parse(&p.spec, now, &cfg.time_zone).map_err(|source| JobError::Spec {
+                field: "spec",
+                source,
+            })?;
         let owner = check_meta(caller, p.meta.as_ref())?;
         let workdir = nonempty(p.workdir).unwrap_or_else(|| self.home.root().display().to_string());
         if !std::path::Path::new(&workdir).is_absolute() {
-            return Err(JobError::Invalid { field: "workdir", message: format!("{workdir:?} is not an absolute path") });
+            return Err(JobError::Invalid {
+                field: "workdir",
+                message: format!("{workdir:?} is not an absolute path"),
+            });
         }
         let job_id = snowpea_common::ids::new_id("job");
-        let fingerprint = owner.as_ref().map(|_| format!("fp_{}", snowpea_common::ids::random_hex(16)));
+        let fingerprint = owner
+            .as_ref()
+            .map(|_| format!("fp_{}", snowpea_common::ids::random_hex(16)));
         let now_ms = now.as_millisecond();
         let row = JobRow {
             job_id: job_id.clone(),
@@ -120,8 +141,16 @@ impl JobApi {
             channel: nonempty(p.channel),
             workdir,
             host_tools_from: nonempty(p.host_tools_from),
-            host_wait_sec: if p.host_wait_sec > 0 { p.host_wait_sec } else { cfg.host_wait_sec },
-            catch_up_window_minutes: if p.catch_up_window_minutes > 0 { p.catch_up_window_minutes } else { cfg.catch_up_window_minutes },
+            host_wait_sec: if p.host_wait_sec > 0 {
+                p.host_wait_sec
+            } else {
+                cfg.host_wait_sec
+            },
+            catch_up_window_minutes: if p.catch_up_window_minutes > 0 {
+                p.catch_up_window_minutes
+            } else {
+                cfg.catch_up_window_minutes
+            },
             meta: owner.as_ref().map(|(m, _)| m.clone()),
             owner_client_id: owner.map(|(_, o)| o),
             fingerprint: fingerprint.clone(),
@@ -139,13 +168,20 @@ impl JobApi {
         self.sched.store.insert_job(&row)?;
         self.sched.wake();
         tracing::info!(job_id, kind = row.kind, next_run_at = %iso(parsed.next_run), "job scheduled");
-        Ok(JobScheduleResult { fingerprint, job_id, next_run_at: Some(iso(parsed.next_run)) })
+        Ok(JobScheduleResult {
+            fingerprint,
+            job_id,
+            next_run_at: Some(iso(parsed.next_run)),
+        })
     }
 
     /// `job.list`.
     pub fn list(&self, caller: &Caller) -> Result<JobListResult, JobError> {
         let jobs = self.sched.store.jobs()?;
-        let jobs = jobs.iter().map(|j| self.view(caller, j)).collect::<Result<_, _>>()?;
+        let jobs = jobs
+            .iter()
+            .map(|j| self.view(caller, j))
+            .collect::<Result<_, _>>()?;
         Ok(JobListResult { jobs })
     }
 
@@ -159,7 +195,10 @@ impl JobApi {
             .into_iter()
             .next()
             .filter(|o| o.status == "waiting_for_host" || o.status == "missed")
-            .map(|o| Held { scheduled_at: iso(ts(o.scheduled_ms)), status: o.status });
+            .map(|o| Held {
+                scheduled_at: iso(ts(o.scheduled_ms)),
+                status: o.status,
+            });
         Ok(Job {
             catch_up_window_minutes: j.catch_up_window_minutes,
             channel: j.channel.clone(),
@@ -183,7 +222,14 @@ impl JobApi {
             owned: j.owner_client_id.is_some(),
             owner_client_id: j.owner_client_id.clone().filter(|_| owner),
             spec: j.spec.clone(),
-            state: if j.cancelled { "cancelled" } else if j.running { "running" } else { "scheduled" }.into(),
+            state: if j.cancelled {
+                "cancelled"
+            } else if j.running {
+                "running"
+            } else {
+                "scheduled"
+            }
+            .into(),
             task: j.task.clone(),
         })
     }
@@ -197,13 +243,22 @@ impl JobApi {
         j.next_run_ms = None;
         j.updated_ms = self.sched.clock.now().as_millisecond();
         self.sched.store.update_job(&j)?;
-        self.sched.job_event(&j, "updated", json!({ "enabled": false, "state": "cancelled", "nextRunAt": null }));
+        self.sched.job_event(
+            &j,
+            "updated",
+            json!({ "enabled": false, "state": "cancelled", "nextRunAt": null }),
+        );
         self.sched.wake();
         Ok(JobCancelResult { ok: true })
     }
 
     /// `job.delete`.
-    pub async fn delete(&self, caller: &Caller, job_id: &str, delete_runs: bool) -> Result<JobDeleteResult, JobError> {
+    pub async fn delete(
+        &self,
+        caller: &Caller,
+        job_id: &str,
+        delete_runs: bool,
+    ) -> Result<JobDeleteResult, JobError> {
         let j = self.find(job_id)?;
         check_may_change(caller, &j, "delete")?;
         let mut deleted_sessions = 0;
@@ -214,7 +269,12 @@ impl JobApi {
                 .store
                 .occurrences(job_id, usize::MAX >> 1)?
                 .into_iter()
-                .filter(|o| !matches!(o.status.as_str(), "claimed" | "waiting_for_host" | "running"))
+                .filter(|o| {
+                    !matches!(
+                        o.status.as_str(),
+                        "claimed" | "waiting_for_host" | "running"
+                    )
+                })
                 .filter_map(|o| o.session_id)
                 .collect();
             if !sessions.is_empty() {
@@ -230,9 +290,16 @@ impl JobApi {
         if self.sched.store.delete_job(job_id)?.is_none() {
             return Err(JobError::NotFound(job_id.to_owned()));
         }
-        self.sched.job_event(&j, "deleted", json!({ "deletedSessions": deleted_sessions }));
+        self.sched.job_event(
+            &j,
+            "deleted",
+            json!({ "deletedSessions": deleted_sessions }),
+        );
         self.sched.wake();
-        Ok(JobDeleteResult { deleted_sessions, job_id: job_id.to_owned() })
+        Ok(JobDeleteResult {
+            deleted_sessions,
+            job_id: job_id.to_owned(),
+        })
     }
 
     /// `job.runNow`: `ok` is false when a run of the job is already in progress (no second
@@ -241,7 +308,9 @@ impl JobApi {
         let j = self.find(job_id)?;
         check_may_change(caller, &j, "run")?;
         let r = self.sched.run_now(j)?;
-        Ok(JobRunNowResult { ok: r == RunNow::Started })
+        Ok(JobRunNowResult {
+            ok: r == RunNow::Started,
+        })
     }
 
     /// `job.update`.
@@ -252,7 +321,11 @@ impl JobApi {
         let mut reschedule = false;
         if let Some(spec_text) = nonempty(p.schedule) {
             let cfg = self.config()?;
-            let parsed = spec::parse(&spec_text, now, &cfg.time_zone).map_err(|source| JobError::Spec { field: "schedule", source })?;
+            let parsed =
+                spec::parse(&spec_text, now, &cfg.time_zone).map_err(|source| JobError::Spec {
+                    field: "schedule",
+                    source,
+                })?;
             j.spec = spec_text;
             j.kind = parsed.schedule.kind().as_str().into();
             j.normalized = parsed.schedule.normalized();
@@ -263,13 +336,19 @@ impl JobApi {
         if let Some(t) = p.session_template {
             if let Some(w) = t.catch_up_window_minutes {
                 if w < 0 {
-                    return Err(JobError::Invalid { field: "sessionTemplate.catchUpWindowMinutes", message: "must not be negative".into() });
+                    return Err(JobError::Invalid {
+                        field: "sessionTemplate.catchUpWindowMinutes",
+                        message: "must not be negative".into(),
+                    });
                 }
                 j.catch_up_window_minutes = w;
             }
             if let Some(w) = t.host_wait_sec {
                 if w < 0 {
-                    return Err(JobError::Invalid { field: "sessionTemplate.hostWaitSec", message: "must not be negative".into() });
+                    return Err(JobError::Invalid {
+                        field: "sessionTemplate.hostWaitSec",
+                        message: "must not be negative".into(),
+                    });
                 }
                 j.host_wait_sec = w;
             }
@@ -292,10 +371,19 @@ impl JobApi {
         }
         if reschedule && j.enabled {
             let (schedule, tz) = schedule_of(&j)?;
-            let next = schedule.next_after(now, ts(j.anchor_ms), &tz).ok_or_else(|| JobError::Spec {
-                field: if p.enabled == Some(true) { "enabled" } else { "schedule" },
-                source: spec::SpecError(format!("{:?} would never fire again; give a new schedule", j.spec)),
-            })?;
+            let next = schedule
+                .next_after(now, ts(j.anchor_ms), &tz)
+                .ok_or_else(|| JobError::Spec {
+                    field: if p.enabled == Some(true) {
+                        "enabled"
+                    } else {
+                        "schedule"
+                    },
+                    source: spec::SpecError(format!(
+                        "{:?} would never fire again; give a new schedule",
+                        j.spec
+                    )),
+                })?;
             j.next_run_ms = Some(next.as_millisecond());
         }
         j.updated_ms = now.as_millisecond();
@@ -311,8 +399,13 @@ impl JobApi {
     /// `job.preview`.
     pub fn preview(&self, spec_text: &str) -> Result<JobPreviewResult, JobError> {
         let cfg = self.config()?;
-        let parsed = spec::parse(spec_text, self.sched.clock.now(), &cfg.time_zone)
-            .map_err(|source| JobError::Spec { field: "spec", source })?;
+        let parsed =
+            spec::parse(spec_text, self.sched.clock.now(), &cfg.time_zone).map_err(|source| {
+                JobError::Spec {
+                    field: "spec",
+                    source,
+                }
+            })?;
         Ok(JobPreviewResult {
             kind: parsed.schedule.kind().as_str().into(),
             next_run_at: Some(iso(parsed.next_run)),
@@ -321,7 +414,10 @@ impl JobApi {
     }
 
     /// `job.nextRunForClient`.
-    pub fn next_run_for_client(&self, client_id: &str) -> Result<JobNextRunForClientResult, JobError> {
+    pub fn next_run_for_client(
+        &self,
+        client_id: &str,
+    ) -> Result<JobNextRunForClientResult, JobError> {
         let mut best: Option<i64> = None;
         for j in self.sched.store.jobs()? {
             if j.host_tools_from.as_deref() != Some(client_id) {
@@ -339,7 +435,9 @@ impl JobApi {
                 best = Some(best.map_or(t, |b: i64| b.min(t)));
             }
         }
-        Ok(JobNextRunForClientResult { next_run_at: best.map(|ms| iso(ts(ms))) })
+        Ok(JobNextRunForClientResult {
+            next_run_at: best.map(|ms| iso(ts(ms))),
+        })
     }
 }
 
@@ -351,7 +449,10 @@ fn update_result(j: Job) -> JobUpdateResult {
         created_via: j.created_via,
         enabled: j.enabled,
         fingerprint: j.fingerprint,
-        held: j.held.map(|h| job_update_result::Held { scheduled_at: h.scheduled_at, status: h.status }),
+        held: j.held.map(|h| job_update_result::Held {
+            scheduled_at: h.scheduled_at,
+            status: h.status,
+        }),
         job_id: j.job_id,
         kind: j.kind,
         last_run_at: j.last_run_at,
@@ -388,29 +489,50 @@ impl JobRpc {
 
 /// One span per request (STYLE.md "Logging").
 fn span(method: &'static str, ctx: &CallContext) -> tracing::Span {
-    tracing::info_span!("rpc", rpc.method = method, connection_id = ctx.connection_id.as_deref().unwrap_or(""))
+    tracing::info_span!(
+        "rpc",
+        rpc.method = method,
+        connection_id = ctx.connection_id.as_deref().unwrap_or("")
+    )
 }
 
 async fn handle<T, F>(method: &'static str, ctx: CallContext, f: F) -> Result<Response<T>, Status>
 where
     F: std::future::Future<Output = Result<T, JobError>>,
 {
-    f.instrument(span(method, &ctx)).await.map(Response::new).map_err(Into::into)
+    f.instrument(span(method, &ctx))
+        .await
+        .map(Response::new)
+        .map_err(Into::into)
 }
 
 #[tonic::async_trait]
 impl JobService for JobRpc {
-    async fn cancel(&self, req: Request<JobCancelParams>) -> Result<Response<JobCancelResult>, Status> {
+    async fn cancel(
+        &self,
+        req: Request<JobCancelParams>,
+    ) -> Result<Response<JobCancelResult>, Status> {
         let ctx = CallContext::of(&req);
         let caller = Caller::Client(ctx.clone());
-        handle("job.cancel", ctx, async { self.api.cancel(&caller, &req.get_ref().job_id) }).await
+        handle("job.cancel", ctx, async {
+            self.api.cancel(&caller, &req.get_ref().job_id)
+        })
+        .await
     }
 
-    async fn delete(&self, req: Request<JobDeleteParams>) -> Result<Response<JobDeleteResult>, Status> {
+    async fn delete(
+        &self,
+        req: Request<JobDeleteParams>,
+    ) -> Result<Response<JobDeleteResult>, Status> {
         let ctx = CallContext::of(&req);
         let caller = Caller::Client(ctx.clone());
         let p = req.into_inner();
-        handle("job.delete", ctx, self.api.delete(&caller, &p.job_id, p.delete_runs)).await
+        handle(
+            "job.delete",
+            ctx,
+            self.api.delete(&caller, &p.job_id, p.delete_runs),
+        )
+        .await
     }
 
     async fn list(&self, req: Request<JobListParams>) -> Result<Response<JobListResult>, Status> {
@@ -424,21 +546,39 @@ impl JobService for JobRpc {
         req: Request<JobNextRunForClientParams>,
     ) -> Result<Response<JobNextRunForClientResult>, Status> {
         let ctx = CallContext::of(&req);
-        handle("job.nextRunForClient", ctx, async { self.api.next_run_for_client(&req.get_ref().client_id) }).await
+        handle("job.nextRunForClient", ctx, async {
+            self.api.next_run_for_client(&req.get_ref().client_id)
+        })
+        .await
     }
 
-    async fn preview(&self, req: Request<JobPreviewParams>) -> Result<Response<JobPreviewResult>, Status> {
+    async fn preview(
+        &self,
+        req: Request<JobPreviewParams>,
+    ) -> Result<Response<JobPreviewResult>, Status> {
         let ctx = CallContext::of(&req);
-        handle("job.preview", ctx, async { self.api.preview(&req.get_ref().spec) }).await
+        handle("job.preview", ctx, async {
+            self.api.preview(&req.get_ref().spec)
+        })
+        .await
     }
 
-    async fn run_now(&self, req: Request<JobRunNowParams>) -> Result<Response<JobRunNowResult>, Status> {
+    async fn run_now(
+        &self,
+        req: Request<JobRunNowParams>,
+    ) -> Result<Response<JobRunNowResult>, Status> {
         let ctx = CallContext::of(&req);
         let caller = Caller::Client(ctx.clone());
-        handle("job.runNow", ctx, async { self.api.run_now(&caller, &req.get_ref().job_id) }).await
+        handle("job.runNow", ctx, async {
+            self.api.run_now(&caller, &req.get_ref().job_id)
+        })
+        .await
     }
 
-    async fn schedule(&self, req: Request<JobScheduleParams>) -> Result<Response<JobScheduleResult>, Status> {
+    async fn schedule(
+        &self,
+        req: Request<JobScheduleParams>,
+    ) -> Result<Response<JobScheduleResult>, Status> {
         let ctx = CallContext::of(&req);
         let caller = Caller::Client(ctx.clone());
         let p = req.into_inner();
@@ -457,10 +597,16 @@ impl JobService for JobRpc {
             created_via: "rpc",
             origin_session_id: None,
         };
-        handle("job.schedule", ctx, async { self.api.schedule(&caller, new) }).await
+        handle("job.schedule", ctx, async {
+            self.api.schedule(&caller, new)
+        })
+        .await
     }
 
-    async fn update(&self, req: Request<JobUpdateParams>) -> Result<Response<JobUpdateResult>, Status> {
+    async fn update(
+        &self,
+        req: Request<JobUpdateParams>,
+    ) -> Result<Response<JobUpdateResult>, Status> {
         let ctx = CallContext::of(&req);
         let caller = Caller::Client(ctx.clone());
         let p = req.into_inner();

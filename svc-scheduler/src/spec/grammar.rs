@@ -131,7 +131,12 @@ fn daily_cron(time: Time, dow: &str) -> Result<Schedule, SpecError> {
     let expr = if time.second() == 0 {
         format!("{} {} * * {dow}", time.minute(), time.hour())
     } else {
-        format!("{} {} {} * * {dow}", time.second(), time.minute(), time.hour())
+        format!(
+            "{} {} {} * * {dow}",
+            time.second(),
+            time.minute(),
+            time.hour()
+        )
     };
     Schedule::cron(&expr)
 }
@@ -147,7 +152,9 @@ fn interval(every: SignedDuration) -> Result<Schedule, SpecError> {
 
 fn relative(d: SignedDuration, now: Timestamp) -> Result<Schedule, SpecError> {
     if d.as_secs() < 1 {
-        return Err(SpecError("a relative time must be at least 1 second ahead".into()));
+        return Err(SpecError(
+            "a relative time must be at least 1 second ahead".into(),
+        ));
     }
     now.checked_add(d)
         .map(once)
@@ -183,7 +190,11 @@ fn english_duration(words: &[&str]) -> Option<SignedDuration> {
         // "30s", "2h", "10min"
         let digits = w.chars().take_while(char::is_ascii_digit).count();
         let (n, unit, step) = if digits > 0 && digits < w.len() {
-            (w[..digits].parse::<i64>().ok()?, english_unit(&w[digits..])?, 1)
+            (
+                w[..digits].parse::<i64>().ok()?,
+                english_unit(&w[digits..])?,
+                1,
+            )
         } else if digits == w.len() {
             (w.parse::<i64>().ok()?, english_unit(words.get(i + 1)?)?, 2)
         } else if w == "a" || w == "an" || w == "one" {
@@ -216,7 +227,12 @@ fn english_time(words: &[&str]) -> Option<Time> {
         (s, None)
     };
     let parts: Vec<&str> = body.split(':').collect();
-    if parts.is_empty() || parts.len() > 3 || parts.iter().any(|p| p.is_empty() || !p.chars().all(|c| c.is_ascii_digit())) {
+    if parts.is_empty()
+        || parts.len() > 3
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || !p.chars().all(|c| c.is_ascii_digit()))
+    {
         return None;
     }
     let mut h: i8 = parts[0].parse().ok()?;
@@ -254,7 +270,10 @@ fn at_time(words: &[&str]) -> Option<Time> {
 
 /// A day-of-week word → cron day-of-week field.
 fn english_dow(w: &str) -> Option<&'static str> {
-    let w = w.strip_suffix('s').filter(|_| w.len() > 3 && w != "tues" && w != "thurs").unwrap_or(w);
+    let w = w
+        .strip_suffix('s')
+        .filter(|_| w.len() > 3 && w != "tues" && w != "thurs")
+        .unwrap_or(w);
     Some(match w {
         "monday" | "mon" => "1",
         "tuesday" | "tue" | "tues" => "2",
@@ -270,7 +289,8 @@ fn english_dow(w: &str) -> Option<&'static str> {
 }
 
 fn english(words: &[&str], now: Timestamp, tz: &TimeZone) -> Result<Option<Schedule>, SpecError> {
-    let need_time = |what: &str| SpecError(format!("{what} needs a clock time, e.g. `{what} at 9:00`"));
+    let need_time =
+        |what: &str| SpecError(format!("{what} needs a clock time, e.g. `{what} at 9:00`"));
     let bad_time = |rest: &[&str]| {
         SpecError(format!(
             "{:?} is not a clock time (e.g. 9am, 9:30pm, 18:30, noon)",
@@ -285,7 +305,9 @@ fn english(words: &[&str], now: Timestamp, tz: &TimeZone) -> Result<Option<Sched
         ["daily", rest @ ..] | ["every" | "each", "day", rest @ ..] if !rest.is_empty() => {
             daily_cron(at_time(rest).ok_or_else(|| bad_time(rest))?, "*")?
         }
-        ["every" | "each" | "on", day, rest @ ..] | [day, rest @ ..] if english_dow(day).is_some() && (words[0] != *day || day.ends_with('s')) => {
+        ["every" | "each" | "on", day, rest @ ..] | [day, rest @ ..]
+            if english_dow(day).is_some() && (words[0] != *day || day.ends_with('s')) =>
+        {
             let dow = english_dow(day).expect("checked");
             if rest.is_empty() {
                 daily_cron(Time::midnight(), dow)?
@@ -296,26 +318,54 @@ fn english(words: &[&str], now: Timestamp, tz: &TimeZone) -> Result<Option<Sched
         ["every" | "each", rest @ ..] if !rest.is_empty() => {
             let d = english_duration(rest)
                 .or_else(|| english_duration(&[&["1"], rest].concat()))
-                .ok_or_else(|| SpecError(format!("{:?} is not an interval (e.g. every 30s, every 10 minutes, every 2h)", rest.join(" "))))?;
+                .ok_or_else(|| {
+                    SpecError(format!(
+                        "{:?} is not an interval (e.g. every 30s, every 10 minutes, every 2h)",
+                        rest.join(" ")
+                    ))
+                })?;
             interval(d)?
         }
         ["in" | "after", rest @ ..] if !rest.is_empty() => {
             let d = english_duration(rest).ok_or_else(|| {
-                SpecError(format!("{:?} is not a duration (e.g. in 20 minutes, after 2h)", rest.join(" ")))
+                SpecError(format!(
+                    "{:?} is not a duration (e.g. in 20 minutes, after 2h)",
+                    rest.join(" ")
+                ))
             })?;
             relative(d, now)?
         }
         ["today"] => return Err(need_time("today")),
         ["tomorrow"] => return Err(need_time("tomorrow")),
-        ["today", rest @ ..] => once(day_at(0, at_time(rest).ok_or_else(|| bad_time(rest))?, now, tz)?),
-        ["tomorrow", rest @ ..] => once(day_at(1, at_time(rest).ok_or_else(|| bad_time(rest))?, now, tz)?),
+        ["today", rest @ ..] => once(day_at(
+            0,
+            at_time(rest).ok_or_else(|| bad_time(rest))?,
+            now,
+            tz,
+        )?),
+        ["tomorrow", rest @ ..] => once(day_at(
+            1,
+            at_time(rest).ok_or_else(|| bad_time(rest))?,
+            now,
+            tz,
+        )?),
         [.., "today"] if words.len() > 1 => {
             let rest = &words[..words.len() - 1];
-            once(day_at(0, at_time(rest).ok_or_else(|| bad_time(rest))?, now, tz)?)
+            once(day_at(
+                0,
+                at_time(rest).ok_or_else(|| bad_time(rest))?,
+                now,
+                tz,
+            )?)
         }
         [.., "tomorrow"] if words.len() > 1 => {
             let rest = &words[..words.len() - 1];
-            once(day_at(1, at_time(rest).ok_or_else(|| bad_time(rest))?, now, tz)?)
+            once(day_at(
+                1,
+                at_time(rest).ok_or_else(|| bad_time(rest))?,
+                now,
+                tz,
+            )?)
         }
         _ => match at_time(words) {
             Some(t) if words.len() <= 3 => once(next_clock_time(t, now, tz)?),
@@ -375,9 +425,17 @@ fn korean_time(text: &str) -> Option<Time> {
         "자정" => return Some(Time::midnight()),
         _ => {}
     }
-    let (pm, body) = if let Some(b) = s.strip_prefix("오전").or_else(|| s.strip_prefix("아침")).or_else(|| s.strip_prefix("새벽")) {
+    let (pm, body) = if let Some(b) = s
+        .strip_prefix("오전")
+        .or_else(|| s.strip_prefix("아침"))
+        .or_else(|| s.strip_prefix("새벽"))
+    {
         (Some(false), b)
-    } else if let Some(b) = s.strip_prefix("오후").or_else(|| s.strip_prefix("저녁")).or_else(|| s.strip_prefix("밤")) {
+    } else if let Some(b) = s
+        .strip_prefix("오후")
+        .or_else(|| s.strip_prefix("저녁"))
+        .or_else(|| s.strip_prefix("밤"))
+    {
         (Some(true), b)
     } else {
         (None, s)
@@ -435,11 +493,18 @@ fn korean_dow(w: &str) -> Option<&'static str> {
 }
 
 fn korean(words: &[&str], now: Timestamp, tz: &TimeZone) -> Result<Option<Schedule>, SpecError> {
-    if !words.iter().any(|w| w.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c))) {
+    if !words
+        .iter()
+        .any(|w| w.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c)))
+    {
         return Ok(None);
     }
     let text = words.join(" ");
-    let bad_time = |rest: &str| SpecError(format!("{rest:?} is not a clock time (e.g. 9시, 오후 3시 30분, 18:30)"));
+    let bad_time = |rest: &str| {
+        SpecError(format!(
+            "{rest:?} is not a clock time (e.g. 9시, 오후 3시 30분, 18:30)"
+        ))
+    };
     let time_of = |rest: &[&str]| -> Result<Time, SpecError> {
         let r = rest.join(" ");
         korean_time(&r).ok_or_else(|| bad_time(&r))
@@ -447,31 +512,55 @@ fn korean(words: &[&str], now: Timestamp, tz: &TimeZone) -> Result<Option<Schedu
     // Intervals: "10분마다", "10분 마다", "매시간", "매 10분".
     if let Some(body) = text.strip_suffix("마다").map(str::trim) {
         if korean_dow(words[0]).is_none() {
-            let d = korean_duration(body).ok_or_else(|| SpecError(format!("{body:?} is not an interval (e.g. 10분마다, 2시간마다)")))?;
+            let d = korean_duration(body).ok_or_else(|| {
+                SpecError(format!(
+                    "{body:?} is not an interval (e.g. 10분마다, 2시간마다)"
+                ))
+            })?;
             return interval(d).map(Some);
         }
     }
     match words {
         ["매시간" | "매시"] => return interval(SignedDuration::from_hours(1)).map(Some),
         ["매일"] => return interval(SignedDuration::from_hours(24)).map(Some),
-        ["정오"] | ["매일", "정오"] => return daily_cron(Time::new(12, 0, 0, 0).expect("noon"), "*").map(Some),
+        ["정오"] | ["매일", "정오"] => {
+            return daily_cron(Time::new(12, 0, 0, 0).expect("noon"), "*").map(Some)
+        }
         ["자정"] | ["매일", "자정"] => return daily_cron(Time::midnight(), "*").map(Some),
         ["매", rest @ ..] => {
-            let d = korean_duration(&rest.join("")).ok_or_else(|| SpecError(format!("{text:?} is not an interval (e.g. 10분마다)")))?;
+            let d = korean_duration(&rest.join(""))
+                .ok_or_else(|| SpecError(format!("{text:?} is not an interval (e.g. 10분마다)")))?;
             return interval(d).map(Some);
         }
         ["매일", rest @ ..] => return daily_cron(time_of(rest)?, "*").map(Some),
         ["매주", day, rest @ ..] if korean_dow(day).is_some() => {
-            let t = if rest.is_empty() { Time::midnight() } else { time_of(rest)? };
+            let t = if rest.is_empty() {
+                Time::midnight()
+            } else {
+                time_of(rest)?
+            };
             return daily_cron(t, korean_dow(day).expect("checked")).map(Some);
         }
-        [day, rest @ ..] if (*day == "평일" || *day == "주말" || day.ends_with("마다")) && korean_dow(day).is_some() => {
-            let t = if rest.is_empty() { Time::midnight() } else { time_of(rest)? };
+        [day, rest @ ..]
+            if (*day == "평일" || *day == "주말" || day.ends_with("마다"))
+                && korean_dow(day).is_some() =>
+        {
+            let t = if rest.is_empty() {
+                Time::midnight()
+            } else {
+                time_of(rest)?
+            };
             return daily_cron(t, korean_dow(day).expect("checked")).map(Some);
         }
-        ["오늘", rest @ ..] if !rest.is_empty() => return Ok(Some(once(day_at(0, time_of(rest)?, now, tz)?))),
-        ["내일", rest @ ..] if !rest.is_empty() => return Ok(Some(once(day_at(1, time_of(rest)?, now, tz)?))),
-        ["모레", rest @ ..] if !rest.is_empty() => return Ok(Some(once(day_at(2, time_of(rest)?, now, tz)?))),
+        ["오늘", rest @ ..] if !rest.is_empty() => {
+            return Ok(Some(once(day_at(0, time_of(rest)?, now, tz)?)))
+        }
+        ["내일", rest @ ..] if !rest.is_empty() => {
+            return Ok(Some(once(day_at(1, time_of(rest)?, now, tz)?)))
+        }
+        ["모레", rest @ ..] if !rest.is_empty() => {
+            return Ok(Some(once(day_at(2, time_of(rest)?, now, tz)?)))
+        }
         _ => {}
     }
     // Relative: "30분 뒤", "30분 후", "30분 후에", "2시간뒤".

@@ -141,7 +141,12 @@ impl Schedule {
     /// The first occurrence strictly after `after`, or `None` when there is none. `anchor` is
     /// the interval's origin (occurrences are `anchor + k·every`, k ≥ 1); `tz` is the zone a
     /// cron rule is read in.
-    pub fn next_after(&self, after: Timestamp, anchor: Timestamp, tz: &TimeZone) -> Option<Timestamp> {
+    pub fn next_after(
+        &self,
+        after: Timestamp,
+        anchor: Timestamp,
+        tz: &TimeZone,
+    ) -> Option<Timestamp> {
         match self {
             Schedule::Cron { cron, .. } => {
                 let from = after.to_zoned(tz.clone());
@@ -153,14 +158,24 @@ impl Schedule {
                 let period = every.as_millis().max(1) as i64;
                 let since = after.as_millisecond() - anchor.as_millisecond();
                 let k = if since < 0 { 1 } else { since / period + 1 };
-                Timestamp::from_millisecond(anchor.as_millisecond().checked_add(k.checked_mul(period)?)?).ok()
+                Timestamp::from_millisecond(
+                    anchor
+                        .as_millisecond()
+                        .checked_add(k.checked_mul(period)?)?,
+                )
+                .ok()
             }
             Schedule::Once { at } => (*at > after).then_some(*at),
         }
     }
 
     /// The last occurrence at or before `t`, or `None` when there is none.
-    pub fn prev_at_or_before(&self, t: Timestamp, anchor: Timestamp, tz: &TimeZone) -> Option<Timestamp> {
+    pub fn prev_at_or_before(
+        &self,
+        t: Timestamp,
+        anchor: Timestamp,
+        tz: &TimeZone,
+    ) -> Option<Timestamp> {
         match self {
             Schedule::Cron { cron, .. } => cron
                 .find_previous_occurrence(&t.to_zoned(tz.clone()), true)
@@ -196,7 +211,9 @@ pub fn parse(spec: &str, now: Timestamp, tz: &TimeZone) -> Result<Parsed, SpecEr
     let schedule = grammar::read(spec, anchor, tz)?;
     let next_run = schedule.next_after(now, anchor, tz).ok_or_else(|| {
         SpecError(match &schedule {
-            Schedule::Once { at } => format!("{spec:?} would never fire: {} is in the past", iso(*at)),
+            Schedule::Once { at } => {
+                format!("{spec:?} would never fire: {} is in the past", iso(*at))
+            }
             _ => format!("{spec:?} would never fire: no date matches it"),
         })
     })?;
@@ -211,8 +228,11 @@ pub fn parse(spec: &str, now: Timestamp, tz: &TimeZone) -> Result<Parsed, SpecEr
 /// system's zone, else UTC.
 pub fn time_zone(setting: Option<&str>) -> Result<TimeZone, SpecError> {
     match setting.map(str::trim).filter(|s| !s.is_empty()) {
-        Some(name) => TimeZone::get(name)
-            .map_err(|e| SpecError(format!("scheduler.timeZone {name:?} is not a known IANA time zone: {e}"))),
+        Some(name) => TimeZone::get(name).map_err(|e| {
+            SpecError(format!(
+                "scheduler.timeZone {name:?} is not a known IANA time zone: {e}"
+            ))
+        }),
         None => Ok(TimeZone::try_system().unwrap_or(TimeZone::UTC)),
     }
 }

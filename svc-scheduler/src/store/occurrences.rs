@@ -130,35 +130,32 @@ impl Store {
         Ok(true)
     }
 
-    /// Records `missed_ms` as missed and moves an idle job on without running anything (every
-    /// due occurrence was older than the catch-up window). False when the job changed meanwhile.
-    pub fn skip_missed(
-        &self,
-        job_id: &str,
-        expect_next_ms: Option<i64>,
-        missed_ms: &[i64],
-        reason: &str,
-        new_next_ms: Option<i64>,
-        new_enabled: bool,
-        now_ms: i64,
-    ) -> anyhow::Result<bool> {
+    /// Records `c.missed_ms` as missed and moves an idle job on without running anything
+    /// (every due occurrence was older than the catch-up window); `c.scheduled_ms`,
+    /// `run_id` and `trigger` are not used. False when the job changed meanwhile.
+    pub fn skip_missed(&self, c: &Claim) -> anyhow::Result<bool> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let n = tx.execute(
             "UPDATE jobs SET next_run_ms = ?3, enabled = ?4, updated_ms = ?5 \
              WHERE job_id = ?1 AND running = 0 AND next_run_ms IS ?2",
-            params![job_id, expect_next_ms, new_next_ms, new_enabled, now_ms],
+            params![c.job_id, c.expect_next_ms.flatten(), c.new_next_ms, c.new_enabled, c.now_ms],
         )?;
         if n == 0 {
             return Ok(false);
         }
-        insert_missed(&tx, job_id, missed_ms, reason, now_ms)?;
+        insert_missed(&tx, &c.job_id, &c.missed_ms, &c.missed_reason, c.now_ms)?;
         tx.commit()?;
         Ok(true)
     }
 
     /// Marks a claimed occurrence as waiting for its host until `wait_until_ms`.
-    pub fn set_waiting(&self, job_id: &str, scheduled_ms: i64, wait_until_ms: i64) -> anyhow::Result<()> {
+    pub fn set_waiting(
+        &self,
+        job_id: &str,
+        scheduled_ms: i64,
+        wait_until_ms: i64,
+    ) -> anyhow::Result<()> {
         self.conn().execute(
             "UPDATE occurrences SET status = 'waiting_for_host', wait_until_ms = ?3 \
              WHERE job_id = ?1 AND scheduled_ms = ?2",
@@ -185,7 +182,12 @@ impl Store {
     }
 
     /// Records the session a running occurrence uses (as soon as svc-session names it).
-    pub fn set_session(&self, job_id: &str, scheduled_ms: i64, session_id: &str) -> anyhow::Result<()> {
+    pub fn set_session(
+        &self,
+        job_id: &str,
+        scheduled_ms: i64,
+        session_id: &str,
+    ) -> anyhow::Result<()> {
         self.conn().execute(
             "UPDATE occurrences SET session_id = ?3 WHERE job_id = ?1 AND scheduled_ms = ?2",
             params![job_id, scheduled_ms, session_id],
@@ -221,6 +223,19 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// True when the job has an occurrence row at `scheduled_ms`.
+    pub fn occurrence_exists(&self, job_id: &str, scheduled_ms: i64) -> anyhow::Result<bool> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT 1 FROM occurrences WHERE job_id = ?1 AND scheduled_ms = ?2",
+                params![job_id, scheduled_ms],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
     /// A job's occurrences, newest first (run history).
     pub fn occurrences(&self, job_id: &str, limit: usize) -> anyhow::Result<Vec<OccurrenceRow>> {
         let conn = self.conn();
@@ -244,7 +259,13 @@ fn insert_missed(
          VALUES (?1, ?2, ?3, 'schedule', 'missed', ?4, ?5, ?5) ON CONFLICT (job_id, scheduled_ms) DO NOTHING",
     )?;
     for ms in missed_ms {
-        st.execute(params![job_id, ms, snowpea_common::ids::new_id("run"), reason, now_ms])?;
+        st.execute(params![
+            job_id,
+            ms,
+            snowpea_common::ids::new_id("run"),
+            reason,
+            now_ms
+        ])?;
     }
     Ok(())
 }

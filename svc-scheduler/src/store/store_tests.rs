@@ -57,14 +57,18 @@ fn an_occurrence_is_claimed_once() {
     // The job is running: no second claim of anything, even runNow.
     assert!(!s.claim(&claim("j1", 60_000, None)).unwrap());
     assert!(!s.claim(&claim("j1", 61_000, None)).unwrap());
-    s.finish("j1", 60_000, &Outcome {
-        status: "finished".into(),
-        last_status: Some("ok".into()),
-        session_id: Some("s1".into()),
-        text: "done".into(),
-        error: None,
-        now_ms: 62_000,
-    })
+    s.finish(
+        "j1",
+        60_000,
+        &Outcome {
+            status: "finished".into(),
+            last_status: Some("ok".into()),
+            session_id: Some("s1".into()),
+            text: "done".into(),
+            error: None,
+            now_ms: 62_000,
+        },
+    )
     .unwrap();
     // Idle again, but the same occurrence can never be claimed twice.
     assert!(!s.claim(&claim("j1", 60_000, None)).unwrap());
@@ -122,7 +126,12 @@ fn due_jobs_and_earliest_due_skip_running_and_disabled_jobs() {
     assert_eq!(s.earliest_due().unwrap(), Some(50));
     assert!(s.claim(&claim("b", 50, None)).unwrap());
     assert_eq!(s.earliest_due().unwrap(), Some(100));
-    let due: Vec<_> = s.due_jobs(1_000, 10).unwrap().into_iter().map(|j| j.job_id).collect();
+    let due: Vec<_> = s
+        .due_jobs(1_000, 10)
+        .unwrap()
+        .into_iter()
+        .map(|j| j.job_id)
+        .collect();
     assert_eq!(due, vec!["a".to_string()]);
 }
 
@@ -130,10 +139,20 @@ fn due_jobs_and_earliest_due_skip_running_and_disabled_jobs() {
 fn skip_missed_records_every_missed_occurrence_and_deletes_with_the_job() {
     let s = Store::open_in_memory().unwrap();
     s.insert_job(&job("a", Some(100))).unwrap();
-    assert!(s.skip_missed("a", Some(100), &[100, 200], "down", Some(1_000), true, 900).unwrap());
-    assert!(!s.skip_missed("a", Some(100), &[100], "down", Some(1_000), true, 900).unwrap(), "stale");
+    let skip = Claim {
+        missed_ms: vec![100, 200],
+        missed_reason: "down".into(),
+        new_next_ms: Some(1_000),
+        now_ms: 900,
+        ..claim("a", 100, Some(Some(100)))
+    };
+    assert!(s.skip_missed(&skip).unwrap());
+    assert!(!s.skip_missed(&skip).unwrap(), "stale");
     let occ = s.occurrences("a", 10).unwrap();
-    assert_eq!(occ.iter().map(|o| o.status.as_str()).collect::<Vec<_>>(), ["missed", "missed"]);
+    assert_eq!(
+        occ.iter().map(|o| o.status.as_str()).collect::<Vec<_>>(),
+        ["missed", "missed"]
+    );
     assert_eq!(s.job("a").unwrap().unwrap().next_run_ms, Some(1_000));
     assert_eq!(s.delete_job("a").unwrap(), Some(vec![]));
     assert!(s.occurrences("a", 10).unwrap().is_empty());

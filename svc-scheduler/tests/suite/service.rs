@@ -1,0 +1,416 @@
+//! Every `job.*` method and `job.event` kind against the real binary.
+
+use snowpea_proto::scheduler::v1::*;
+use tonic::Request;
+
+use super::*;
+
+fn sched(spec: &str) -> JobScheduleParams {
+    JobScheduleParams {
+        spec: spec.into(),
+        task: "say hi".into(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn every_method_and_event_over_grpc() {
+    let home = Scheduler::home();
+    let fake = FakeSession::default();
+    let _session = SessionServer::start(fake.clone(), Scheduler::socket(&home, "session"));
+    let mut s = Scheduler::start(home.clone(), T0).await;
+
+    // job.preview: kind, normalized, nextRunAt; nothing saved.
+    let p = s
+        .jobs
+        .preview(JobPreviewParams {
+            spec: "every weekday at 8am".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (
+            p.kind.as_str(),
+            p.normalized.as_deref(),
+            p.next_run_at.as_deref()
+        ),
+        ("cron", Some("0 8 * * 1-5"), Some("2026-01-16T08:00:00Z"))
+    );
+    // An unreadable spec is invalid_params naming `spec`, saying why.
+    let e = s
+        .jobs
+        .preview(JobPreviewParams {
+            spec: "sometime soon".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument);
+    let rpc = snowpea_proto::error::RpcError::from_status(&e);
+    assert_eq!(rpc.code.wire(), "invalid_params");
+    assert!(
+        rpc.message.starts_with("spec: cannot read"),
+        "{}",
+        rpc.message
+    );
+    assert_eq!(rpc.details.unwrap()["field"], "spec");
+    assert!(s
+        .jobs
+        .list(JobListParams {})
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs
+        .is_empty());
+
+    // job.schedule → due on the manual clock → started → finished.
+    let r = s
+        .jobs
+        .schedule(sched("every 60s"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.next_run_at.as_deref(), Some("2026-01-15T10:01:00Z"));
+    assert_eq!(r.fingerprint, None);
+    let id = r.job_id;
+    s.advance(60).await;
+    let p = s.expect(&["started", "finished"]).await;
+    assert_eq!(p[1]["sessionId"], "s_fake_1");
+    assert_eq!(p[1]["text"], "ran say hi");
+
+    // job.list.
+    let j = s
+        .jobs
+        .list(JobListParams {})
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs
+        .remove(0);
+    assert_eq!(j.job_id, id);
+    assert_eq!(
+        (
+            j.kind.as_str(),
+            j.state.as_str(),
+            j.created_via.as_str(),
+            j.mode.as_str()
+        ),
+        ("interval", "scheduled", "rpc", "accept")
+    );
+    assert_eq!(j.last_status.as_deref(), Some("ok"));
+    assert_eq!(j.last_run_at.as_deref(), Some("2026-01-15T10:01:00Z"));
+    assert_eq!(j.next_run_at.as_deref(), Some("2026-01-15T10:02:00Z"));
+    assert_eq!(j.catch_up_window_minutes, 60);
+
+    // job.runNow.
+    assert!(
+        s.jobs
+            .run_now(JobRunNowParams { job_id: id.clone() })
+            .await
+            .unwrap()
+            .into_inner()
+            .ok
+    );
+    let p = s.expect(&["started", "finished"]).await;
+    assert_eq!(p[0]["trigger"], "runNow");
+
+    // job.update: pause, resume from now, new schedule, template.
+    let u = s
+        .jobs
+        .update(JobUpdateParams {
+            job_id: id.clone(),
+            enabled: Some(false),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!u.enabled && u.next_run_at.is_none());
+    s.expect(&["updated"]).await;
+    s.advance(600).await;
+    let u = s
+        .jobs
+        .update(JobUpdateParams {
+            job_id: id.clone(),
+            enabled: Some(true),
+            session_template: Some(job_update_params::SessionTemplate {
+                catch_up_window_minutes: Some(5),
+                host_wait_sec: Some(30),
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (u.next_run_at.as_deref(), u.catch_up_window_minutes),
+        (Some("2026-01-15T10:12:00Z"), 5)
+    );
+    s.expect(&["updated"]).await;
+    let e = s
+        .jobs
+        .update(JobUpdateParams {
+            job_id: id.clone(),
+            schedule: Some("at teatime maybe".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        snowpea_proto::error::RpcError::from_status(&e)
+            .details
+            .unwrap()["field"],
+        "schedule"
+    );
+
+    // job.nextRunForClient for a job with hostToolsFrom.
+    let mut host = sched("0 12 * * *");
+    host.session_template = Some(job_schedule_params::SessionTemplate {
+        host_tools_from: Some("browser-9".into()),
+        ..Default::default()
+    });
+    let hid = s.jobs.schedule(host).await.unwrap().into_inner().job_id;
+    let n = s
+        .jobs
+        .next_run_for_client(JobNextRunForClientParams {
+            client_id: "browser-9".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(n.next_run_at.as_deref(), Some("2026-01-15T12:00:00Z"));
+    let n = s
+        .jobs
+        .next_run_for_client(JobNextRunForClientParams {
+            client_id: "nobody".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(n.next_run_at, None);
+
+    // job.cancel.
+    assert!(
+        s.jobs
+            .cancel(JobCancelParams {
+                job_id: hid.clone()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .ok
+    );
+    s.expect(&["updated"]).await;
+    let jobs = s
+        .jobs
+        .list(JobListParams {})
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs;
+    let c = jobs.iter().find(|j| j.job_id == hid).unwrap();
+    assert_eq!(
+        (c.state.as_str(), c.enabled, c.next_run_at.as_deref()),
+        ("cancelled", false, None)
+    );
+
+    // job.delete{deleteRuns}: the two finished runs' sessions are deleted through svc-session.
+    let d = s
+        .jobs
+        .delete(JobDeleteParams {
+            job_id: id.clone(),
+            delete_runs: true,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!((d.job_id.as_str(), d.deleted_sessions), (id.as_str(), 2));
+    s.expect(&["deleted"]).await;
+    let e = s
+        .jobs
+        .run_now(JobRunNowParams { job_id: id })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        snowpea_proto::error::RpcError::from_status(&e).code.wire(),
+        "not_found"
+    );
+}
+
+/// A request carrying a gateway connection's context.
+fn as_client<T>(kind: &str, id: &str, mut req: Request<T>) -> Request<T> {
+    snowpea_common::context::CallContext {
+        client_id: Some(id.into()),
+        client_kind: Some(kind.into()),
+        connection_id: Some("c".into()),
+        ..Default::default()
+    }
+    .apply(req.metadata_mut());
+    req
+}
+
+#[tokio::test]
+async fn meta_jobs_belong_to_their_browser_client() {
+    let home = Scheduler::home();
+    let _session =
+        SessionServer::start(FakeSession::default(), Scheduler::socket(&home, "session"));
+    let mut s = Scheduler::start(home.clone(), T0).await;
+    let mut p = sched("every 1h");
+    p.meta = Some(snowpea_proto::wkt::to_struct(
+        &serde_json::json!({"flow": "inbox"}),
+    ));
+    // A TUI may not set meta.
+    let e = s
+        .jobs
+        .schedule(as_client("tui", "t1", Request::new(p.clone())))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        snowpea_proto::error::RpcError::from_status(&e).code.wire(),
+        "unauthorized"
+    );
+    let r = s
+        .jobs
+        .schedule(as_client("browser", "b1", Request::new(p)))
+        .await
+        .unwrap()
+        .into_inner();
+    let fp = r.fingerprint.clone().unwrap();
+    // Another browser sees it owned, without meta or fingerprint, and may not run it.
+    let other = s
+        .jobs
+        .list(as_client("browser", "b2", Request::new(JobListParams {})))
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs
+        .remove(0);
+    assert!(other.owned && other.meta.is_none() && other.fingerprint.is_none());
+    let e = s
+        .jobs
+        .run_now(as_client(
+            "browser",
+            "b2",
+            Request::new(JobRunNowParams {
+                job_id: r.job_id.clone(),
+            }),
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        snowpea_proto::error::RpcError::from_status(&e).code.wire(),
+        "unauthorized"
+    );
+    // No agent tool can cancel it.
+    let e = s
+        .internal
+        .tool_cancel(ToolCancelRequest {
+            job_id: r.job_id.clone(),
+            session_id: "s1".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        snowpea_proto::error::RpcError::from_status(&e).code.wire(),
+        "unauthorized"
+    );
+    // The owner sees meta and the sealed fingerprint.
+    let mine = s
+        .jobs
+        .list(as_client("browser", "b1", Request::new(JobListParams {})))
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs
+        .remove(0);
+    assert_eq!(mine.fingerprint.as_deref(), Some(fp.as_str()));
+    assert_eq!(
+        snowpea_proto::wkt::from_struct(mine.meta.as_ref().unwrap())["flow"],
+        "inbox"
+    );
+    assert!(
+        s.jobs
+            .run_now(as_client(
+                "browser",
+                "b1",
+                Request::new(JobRunNowParams { job_id: r.job_id })
+            ))
+            .await
+            .unwrap()
+            .into_inner()
+            .ok
+    );
+    s.expect(&["started", "finished"]).await;
+}
+
+#[tokio::test]
+async fn agent_tool_jobs_report_created_via_tool_and_reach_their_origin_session() {
+    let home = Scheduler::home();
+    let fake = FakeSession::default();
+    let _session = SessionServer::start(fake.clone(), Scheduler::socket(&home, "session"));
+    let mut s = Scheduler::start(home.clone(), T0).await;
+    let r = s
+        .internal
+        .tool_schedule(ToolScheduleRequest {
+            spec: "10분 뒤".into(),
+            task: "check mail".into(),
+            mode: Some("plan".into()),
+            session_id: "s_chat".into(),
+            workdir: home.path().display().to_string(),
+            agent: None,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.next_run_at.as_deref(), Some("2026-01-15T10:10:00Z"));
+    let j = s
+        .internal
+        .tool_list(ToolListRequest {
+            session_id: "s_chat".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs
+        .remove(0);
+    assert_eq!(
+        (j.created_via.as_str(), j.kind.as_str(), j.mode.as_str()),
+        ("tool", "once", "plan")
+    );
+    assert_eq!(j.origin_session_id.as_deref(), Some("s_chat"));
+    s.advance(600).await;
+    s.expect(&["started", "finished"]).await;
+    eventually(|| {
+        fake.events.lock().unwrap().clone() == vec![("s_chat".to_string(), "job.done".to_string())]
+    })
+    .await;
+    // The spent one-shot is disabled.
+    let j = s
+        .jobs
+        .list(JobListParams {})
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs
+        .remove(0);
+    assert!(!j.enabled && j.next_run_at.is_none());
+}
+
+#[tokio::test]
+async fn the_manual_clock_only_moves_forward() {
+    // The manual clock only moves forward.
+    let home = Scheduler::home();
+    let mut s = Scheduler::start(home, T0).await;
+    let now = s
+        .internal
+        .set_clock(SetClockRequest {
+            advance_ms: 0,
+            set_to: Some("2020-01-01T00:00:00Z".into()),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .now;
+    assert_eq!(now, T0);
+    assert_eq!(s.advance(90).await, "2026-01-15T10:01:30Z");
+}
