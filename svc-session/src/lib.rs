@@ -9,10 +9,8 @@
 
 pub mod app;
 pub mod approval;
-pub mod audio;
 pub mod error;
 pub mod events;
-pub mod mcp;
 pub mod memory;
 pub mod permissions;
 pub mod provider;
