@@ -9,6 +9,7 @@
 
 pub mod app;
 pub mod approval;
+pub mod audio;
 pub mod error;
 pub mod events;
 pub mod memory;

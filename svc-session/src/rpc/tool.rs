@@ -1,4 +1,5 @@
-//! `ToolService`: `tool.list` (the built-in tools; host tools are not supported yet).
+//! `ToolService`: `tool.list` (the built-in tools and the MCP tools of ready servers; host
+//! tools are not supported yet).
 
 use std::sync::Arc;
 
@@ -49,22 +50,28 @@ impl ToolService for ToolRpc {
         &self,
         req: Request<pb::ToolListParams>,
     ) -> Result<Response<pb::ToolListResult>, Status> {
-        let _g = span("tool.list", &CallContext::of(&req)).entered();
-        let deny_exec = match req
-            .get_ref()
-            .session_id
-            .as_deref()
-            .filter(|s| !s.is_empty())
-        {
-            Some(id) => {
-                self.app
-                    .session(id)
-                    .map_err(Error::into_rpc)?
-                    .row()
-                    .deny_exec
+        let span = span("tool.list", &CallContext::of(&req));
+        let (deny_exec, workdir) = {
+            let _g = span.enter();
+            match req
+                .get_ref()
+                .session_id
+                .as_deref()
+                .filter(|s| !s.is_empty())
+            {
+                Some(id) => {
+                    let session = self.app.session(id).map_err(Error::into_rpc)?;
+                    (session.row().deny_exec, Some(session.workdir()))
+                }
+                None => (false, None),
             }
-            None => false,
         };
+        // MCP tools of the ready servers (issue 6): the session's workdir, else the global
+        // servers; none while svc-mcp is down.
+        let mcp = crate::mcp::McpClient::new(self.app.config.home.socket("mcp"))
+            .tools(workdir.as_deref().unwrap_or(std::path::Path::new("")))
+            .await;
+        let _g = span.enter();
         let tools = self
             .app
             .tools
@@ -90,6 +97,30 @@ impl ToolService for ToolRpc {
                     state: "active".into(),
                 }
             })
+            .chain(mcp.iter().map(|t| {
+                let spec = t.spec();
+                let (server, tag) = match crate::mcp::describe(t.as_ref()) {
+                    Some((server, tag)) => (server, tag),
+                    None => (String::new(), "network"),
+                };
+                let refused = deny_exec && tag == "exec";
+                pb::tool_list_result::Tool {
+                    category: "mcp".into(),
+                    deferred: false,
+                    description: spec.description,
+                    name: spec.name,
+                    permission_tag: tag.into(),
+                    provider: String::new(),
+                    reason: if refused {
+                        "exec tools are refused in this session (denyExec)".into()
+                    } else {
+                        String::new()
+                    },
+                    server,
+                    source: "mcp".into(),
+                    state: "active".into(),
+                }
+            }))
             .collect();
         Ok(Response::new(pb::ToolListResult { tools }))
     }

@@ -158,6 +158,16 @@ impl App {
         {
             tracing::error!(error = %e, "turn.done not written");
         }
+        // autoSpeak (issue 7): in the background, never affecting the turn.
+        if matches!(end, TurnEnd::Complete) {
+            crate::audio::spawn_speak_reply(
+                self.config.home.clone(),
+                self.log.clone(),
+                session.id.clone(),
+                session.host_tools_from(),
+                acc.text.clone(),
+            );
+        }
         end
     }
 

@@ -107,10 +107,16 @@ impl App {
         let Some(tool) = self
             .tools
             .iter()
+            .chain(&acc.mcp_tools.0)
             .find(|tool| tool.name() == call.name)
             .cloned()
         else {
-            let names: Vec<_> = self.tools.iter().map(|tool| tool.name()).collect();
+            let names: Vec<_> = self
+                .tools
+                .iter()
+                .chain(&acc.mcp_tools.0)
+                .map(|tool| tool.name())
+                .collect();
             let msg = format!(
                 "unknown tool `{}`; available tools: {}",
                 call.name,

@@ -1,0 +1,284 @@
+//! MCP tools inside agent turns (issue 6 "Sessions"): svc-mcp owns every MCP server; this
+//! module asks it (internal `McpInternalService` over `run/mcp.sock`) which tools the ready
+//! servers of the session's workdir offer, and wraps each as a [`Tool`] named
+//! `mcp__<server>__<tool>` ([`McpTool`]).
+//!
+//! * The permission tag is the server's (`settings.json` `mcp.permissions.<server>`,
+//!   default `network`, resolved by svc-mcp); calls go through the same mode matrix and
+//!   approval path as built-in tools.
+//! * svc-mcp down: [`McpClient::tools`] answers no tools within [`LIST_TIMEOUT`] (the turn
+//!   runs without them), and a call fails with `unavailable: …` as a failed tool result.
+//! * Per-call timeouts (`toolTimeoutSec`) are enforced by svc-mcp; the session side only
+//!   stops waiting on interrupt.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{json, Value};
+use snowpea_proto::mcp::v1::mcp_internal_service_client::McpInternalServiceClient;
+use snowpea_proto::mcp::v1::{CallToolRequest, ListToolsRequest};
+use tonic::transport::Channel;
+
+use crate::provider::ToolSpec;
+use crate::tools::{args, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+
+/// Deadline of one `ListTools` (svc-mcp down or stuck must not delay a turn).
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(2);
+/// Prefix of every MCP tool name.
+pub const PREFIX: &str = "mcp__";
+
+/// A lazily connecting client of svc-mcp's internal service.
+#[derive(Debug, Clone)]
+pub struct McpClient {
+    channel: Channel,
+}
+
+impl McpClient {
+    /// A client of the svc-mcp socket (connects on first use, reconnects after a restart).
+    pub fn new(socket: PathBuf) -> Self {
+        McpClient {
+            channel: snowpea_common::client::unix_channel(socket),
+        }
+    }
+
+    /// The MCP tools for `workdir`, as session tools; empty (with a debug log) when svc-mcp is
+    /// unavailable.
+    pub async fn tools(&self, workdir: &Path) -> Vec<Arc<dyn Tool>> {
+        let mut client = McpInternalServiceClient::new(self.channel.clone());
+        let req = ListToolsRequest {
+            workdir: workdir.display().to_string(),
+            wait_ms: 0,
+        };
+        match tokio::time::timeout(LIST_TIMEOUT, client.list_tools(req)).await {
+            Ok(Ok(reply)) => reply
+                .into_inner()
+                .tools
+                .into_iter()
+                .map(|t| {
+                    Arc::new(McpTool {
+                        name: intern(&tool_name(&t.server, &t.name)),
+                        server: t.server,
+                        tool: t.name,
+                        description: t.description,
+                        schema: serde_json::from_str(&t.input_schema_json)
+                            .ok()
+                            .filter(Value::is_object)
+                            .unwrap_or_else(|| json!({"type": "object"})),
+                        permission: parse_permission(&t.permission),
+                        client: self.clone(),
+                    }) as Arc<dyn Tool>
+                })
+                .collect(),
+            Ok(Err(status)) => {
+                tracing::debug!(error = %status.message(), "svc-mcp unavailable; the turn runs without MCP tools");
+                Vec::new()
+            }
+            Err(_) => {
+                tracing::warn!(
+                    "svc-mcp did not list its tools in time; the turn runs without MCP tools"
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    /// Calls `tool` of `server` for a session in `workdir`.
+    pub async fn call(
+        &self,
+        workdir: &Path,
+        server: &str,
+        tool: &str,
+        arguments: &Value,
+        call_id: &str,
+    ) -> ToolOutput {
+        let mut client = McpInternalServiceClient::new(self.channel.clone());
+        let req = CallToolRequest {
+            workdir: workdir.display().to_string(),
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            arguments_json: arguments.to_string(),
+            call_id: call_id.to_owned(),
+        };
+        match client.call_tool(req).await {
+            Ok(reply) => {
+                let r = reply.into_inner();
+                let mut meta: Value =
+                    serde_json::from_str(&r.meta_json).unwrap_or_else(|_| json!({}));
+                if !r.images.is_empty() {
+                    meta["images"] = Value::Array(
+                        r.images
+                            .iter()
+                            .map(|i| json!({"mimeType": i.mime_type, "data": i.data}))
+                            .collect(),
+                    );
+                }
+                meta["source"] = json!("mcp");
+                ToolOutput {
+                    ok: r.ok,
+                    content: r.content,
+                    meta,
+                    diff: None,
+                }
+            }
+            Err(status) => {
+                let e = snowpea_proto::error::RpcError::from_status(&status);
+                let mut out = ToolOutput::error(match e.code.wire() {
+                    "unavailable" | "internal" if is_transport(&status) => format!(
+                        "unavailable: svc-mcp is not running (MCP tool {server}/{tool} could not be called); try again shortly"
+                    ),
+                    code => format!("{code}: {}", e.message),
+                });
+                out.meta = json!({"source": "mcp", "server": server, "tool": tool, "errorKind": e.code.wire()});
+                out
+            }
+        }
+    }
+}
+
+/// True when the status comes from the transport (connection refused/reset), not svc-mcp.
+fn is_transport(s: &tonic::Status) -> bool {
+    s.metadata().get("snowpea-code").is_none()
+}
+
+/// `mcp__<server>__<tool>`, with characters providers refuse in tool names replaced by `_`
+/// and cut to 64 characters.
+pub fn tool_name(server: &str, tool: &str) -> String {
+    let raw = format!("{PREFIX}{server}__{tool}");
+    raw.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect()
+}
+
+/// The session's tool names are `&'static str`; each distinct MCP tool name is leaked once
+/// (bounded by the set of tools ever seen).
+fn intern(name: &str) -> &'static str {
+    static NAMES: LazyLock<Mutex<HashSet<&'static str>>> = LazyLock::new(Default::default);
+    let mut names = NAMES.lock().expect("names lock");
+    if let Some(n) = names.get(name) {
+        return n;
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
+/// The protocol tag; unknown tags fall back to `network`.
+pub fn parse_permission(s: &str) -> Permission {
+    match s {
+        "read" => Permission::Read,
+        "write" => Permission::Write,
+        "exec" => Permission::Exec,
+        "send" => Permission::Send,
+        "config" => Permission::Config,
+        "delegate" => Permission::Delegate,
+        "secret" => Permission::Secret,
+        _ => Permission::Network,
+    }
+}
+
+/// The MCP tools of one turn (listed when the turn starts).
+#[derive(Default, Clone)]
+pub struct TurnTools(pub Vec<Arc<dyn Tool>>);
+
+impl std::fmt::Debug for TurnTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|t| t.name()))
+            .finish()
+    }
+}
+
+/// `(server, permission tag)` of a tool made by [`McpClient::tools`] (for `tool.list`), read
+/// back from its plan.
+pub fn describe(tool: &dyn Tool) -> Option<(String, &'static str)> {
+    let name = tool.name().strip_prefix(PREFIX)?;
+    let server = name.split("__").next()?.to_owned();
+    let plan = tool.plan(&Value::Null, Path::new("/")).ok()?;
+    Some((server, plan.permission.as_str()))
+}
+
+/// One MCP tool as a session tool.
+pub struct McpTool {
+    name: &'static str,
+    /// Server name.
+    pub server: String,
+    /// Tool name on the server.
+    pub tool: String,
+    description: String,
+    schema: Value,
+    permission: Permission,
+    client: McpClient,
+}
+
+impl std::fmt::Debug for McpTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpTool").field("name", &self.name).finish()
+    }
+}
+
+impl McpTool {
+    /// The server's permission tag.
+    pub fn permission(&self) -> Permission {
+        self.permission
+    }
+}
+
+impl Tool for McpTool {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name.into(),
+            description: if self.description.is_empty() {
+                format!("Tool {} of the MCP server {}.", self.tool, self.server)
+            } else {
+                self.description.clone()
+            },
+            parameters: self.schema.clone(),
+        }
+    }
+
+    fn plan(&self, a: &Value, _workdir: &Path) -> Result<ToolPlan, String> {
+        if !a.is_null() {
+            args::object(a)?;
+        }
+        Ok(ToolPlan {
+            permission: self.permission,
+            outside_workdir: vec![],
+            summary: format!(
+                "mcp {}/{}: {}",
+                self.server,
+                self.tool,
+                args::one_line(&a.to_string(), 80)
+            ),
+        })
+    }
+
+    fn run(&self, a: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        let client = self.client.clone();
+        let (server, tool) = (self.server.clone(), self.tool.clone());
+        Box::pin(async move {
+            let call_id = snowpea_common::ids::new_id("mcpc");
+            tokio::select! {
+                out = client.call(&ctx.workdir, &server, &tool, &a, &call_id) => out,
+                _ = ctx.cancel.cancelled() => ToolOutput::error("interrupted by the user"),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "mcp_tests.rs"]
+mod tests;
