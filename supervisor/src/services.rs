@@ -17,6 +17,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     ServiceSpec { name: "session", binary: "snowpea-svc-session" },
     ServiceSpec { name: "memory", binary: "snowpea-svc-memory" },
     ServiceSpec { name: "scheduler", binary: "snowpea-svc-scheduler" },
+    ServiceSpec { name: "mcp", binary: "snowpea-svc-mcp" },
 ];
 
 /// The gateway, started after every service (`--listen-fd 3 --services <names>`).
