@@ -197,8 +197,9 @@ async fn tool_list_reports_the_builtin_tools() {
         .unwrap()
         .into_inner();
     let names: Vec<_> = r.tools.iter().map(|t| t.name.as_str()).collect();
+    // The issue-2 built-ins first, in order; the other registered built-ins follow.
     assert_eq!(
-        names,
+        names[..7],
         [
             "read_file",
             "write_file",
@@ -206,11 +207,11 @@ async fn tool_list_reports_the_builtin_tools() {
             "list_dir",
             "glob",
             "grep",
-            "shell",
-            "save_memory",
-            "search_memory"
+            "shell"
         ]
     );
+    let registered: Vec<_> = h.app.tools.iter().map(|t| t.name()).collect();
+    assert_eq!(names[..registered.len()], registered[..]);
     let shell = r.tools.iter().find(|t| t.name == "shell").unwrap();
     assert_eq!(shell.permission_tag, "exec");
     assert!(!shell.description.is_empty());
