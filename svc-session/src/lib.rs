@@ -12,6 +12,7 @@ pub mod approval;
 pub mod audio;
 pub mod error;
 pub mod events;
+pub mod mcp;
 pub mod memory;
 pub mod permissions;
 pub mod provider;

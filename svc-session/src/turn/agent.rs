@@ -35,6 +35,8 @@ pub(crate) struct TurnAccount {
     pub model: Option<String>,
     /// Context window of the model, when known.
     pub window: Option<u64>,
+    /// MCP tools of the turn (issue 6), listed from svc-mcp when the turn starts.
+    pub mcp_tools: crate::mcp::TurnTools,
 }
 
 /// How one model call ended.
@@ -233,8 +235,13 @@ impl App {
         });
         self.save_session(session);
 
-        let specs: Vec<_> = self.tools.iter().map(|tool| tool.spec()).collect();
-        let mut system = system_prompt::build(&row, &self.tools);
+        // MCP tools of the ready servers of this workdir (issue 6); none while svc-mcp is down.
+        acc.mcp_tools.0 = crate::mcp::McpClient::new(self.config.home.socket("mcp"))
+            .tools(std::path::Path::new(&row.workdir))
+            .await;
+        let turn_tools: Vec<_> = self.tools.iter().chain(&acc.mcp_tools.0).cloned().collect();
+        let specs: Vec<_> = turn_tools.iter().map(|tool| tool.spec()).collect();
+        let mut system = system_prompt::build(&row, &turn_tools);
         // Recall (issue 4): the best memories for the user's message from the project, agent
         // and global namespaces; skipped with a warning when svc-memory is down.
         let recalled = crate::memory::MemoryClient::new(self.config.home.socket("memory"))
