@@ -18,6 +18,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     ServiceSpec { name: "memory", binary: "snowpea-svc-memory" },
     ServiceSpec { name: "scheduler", binary: "snowpea-svc-scheduler" },
     ServiceSpec { name: "mcp", binary: "snowpea-svc-mcp" },
+    ServiceSpec { name: "audio", binary: "snowpea-svc-audio" },
 ];
 
 /// The gateway, started after every service (`--listen-fd 3 --services <names>`).
