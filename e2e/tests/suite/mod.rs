@@ -4,6 +4,7 @@ mod grpcurl;
 mod handshake;
 mod jsonrpc;
 mod lifecycle;
+mod mcp;
 mod memory;
 mod resume;
 mod turn;

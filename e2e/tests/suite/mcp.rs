@@ -1,0 +1,175 @@
+//! MCP through the real suite (issue 6): `mcp.add` over WebSocket, `mcp.changed` fan-out, a
+//! turn that calls an MCP tool end to end with approval, and kill -9 of svc-mcp mid-call
+//! (the session survives; the next call works once svc-mcp is back).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use snowpea_e2e::{Suite, SuiteOptions};
+use snowpea_sdk::Client;
+
+fn faulty() -> Option<PathBuf> {
+    let p =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../svc-mcp/tests/mcp-servers/faulty.py");
+    let python = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join("python3").is_file()));
+    if python && p.exists() {
+        Some(std::fs::canonicalize(p).unwrap())
+    } else {
+        eprintln!("SKIP: python3 is needed for the MCP test server");
+        None
+    }
+}
+
+async fn call(c: &Client, method: &str, params: Value) -> Value {
+    tokio::time::timeout(Duration::from_secs(30), c.call(method, params.clone()))
+        .await
+        .expect("call timed out")
+        .unwrap_or_else(|e| panic!("{method} {params}: {e:?}"))
+}
+
+async fn wait_ready(c: &Client, name: &str) {
+    for _ in 0..300 {
+        if let Ok(Ok(list)) =
+            tokio::time::timeout(Duration::from_secs(5), c.call("mcp.list", json!({}))).await
+        {
+            let ready = list["servers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|s| s["name"] == name && s["state"] == "ready");
+            if ready {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("MCP server {name} never became ready");
+}
+
+#[tokio::test]
+async fn a_turn_calls_an_mcp_tool_with_approval_and_survives_svc_mcp_kill() {
+    let Some(faulty) = faulty() else { return };
+    let script = json!({"steps": [
+        {"match": "echo", "repeat": true, "tool_calls": [{"name": "mcp__f__echo", "arguments": {"text": "from mcp"}}]},
+        {"match": "sleep", "tool_calls": [{"name": "mcp__f__sleep", "arguments": {"seconds": 30}}]},
+        {"after_tool": "mcp__f__echo", "repeat": true, "text": "echoed"},
+        {"after_tool": "mcp__f__sleep", "text": "slept"}
+    ], "default": {"text": "ok"}});
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
+    let client = suite.client().await;
+    let mut notes = client.subscribe();
+    let approvals = Arc::new(AtomicUsize::new(0));
+    let seen = approvals.clone();
+    client.on_request("approval.request", move |p: Value| {
+        let seen = seen.clone();
+        async move {
+            assert!(
+                p.to_string().contains("mcp__f__"),
+                "approval names the MCP tool: {p}"
+            );
+            seen.fetch_add(1, Ordering::SeqCst);
+            Ok(json!({"decision": "allow"}))
+        }
+    });
+
+    let added = call(
+        &client,
+        "mcp.add",
+        json!({
+            "name": "f",
+            "command": "python3",
+            "args": [faulty.display().to_string(), "ok"],
+            "permission": "network",
+            "test": true
+        }),
+    )
+    .await;
+    assert_eq!(added["ok"], true, "{added}");
+    assert_eq!(added["tools"].as_array().unwrap().len(), 4);
+    wait_ready(&client, "f").await;
+    let changed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let n = notes.recv().await.unwrap();
+            if n.method == "mcp.changed" && n.params["name"] == "f" && n.params["state"] == "ready"
+            {
+                return n.params;
+            }
+        }
+    })
+    .await
+    .expect("mcp.changed reaches the client");
+    assert_eq!(changed["toolCount"], 4);
+
+    let listed = call(&client, "tool.list", json!({})).await;
+    let echo = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "mcp__f__echo")
+        .cloned()
+        .expect("tool.list shows MCP tools");
+    assert_eq!(echo["source"], "mcp");
+    assert_eq!(echo["server"], "f");
+    assert_eq!(echo["permissionTag"], "network");
+
+    // A turn calls the tool through the approval path.
+    let sid = client
+        .create_session(suite.workdir.path(), Some("accept"))
+        .await
+        .unwrap();
+    let out = client
+        .prompt_and_collect(&sid, "echo please", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let result = out
+        .events
+        .iter()
+        .find(|e| e.kind == "tool.result")
+        .expect("tool.result");
+    assert_eq!(result.payload["ok"], true, "{}", result.payload);
+    assert_eq!(result.payload["output"], "from mcp");
+    assert_eq!(out.text(), "echoed");
+    assert!(
+        approvals.load(Ordering::SeqCst) >= 1,
+        "network tools ask in accept mode"
+    );
+
+    // kill -9 of svc-mcp mid-call: the call fails, the session and the turn go on.
+    let mut events = client.events(&sid);
+    let turn = client.prompt(&sid, "sleep please").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let old = suite.kill9("mcp");
+    let done = events
+        .wait_for_turn_done(&turn, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let failed = done
+        .events
+        .iter()
+        .rev()
+        .find(|e| e.kind == "tool.result")
+        .expect("tool.result");
+    assert_eq!(failed.payload["ok"], false, "{}", failed.payload);
+    suite.wait_restarted("mcp", old).await;
+    wait_ready(&client, "f").await;
+    let again = client
+        .prompt_and_collect(&sid, "echo again", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let result = again
+        .events
+        .iter()
+        .rev()
+        .find(|e| e.kind == "tool.result")
+        .expect("tool.result");
+    assert_eq!(result.payload["ok"], true, "{}", result.payload);
+    assert_eq!(result.payload["output"], "from mcp");
+}
