@@ -3,7 +3,7 @@
 //! memories. Starts the real binary on a temp home.
 //!
 //! `cargo bench -p snowpea-svc-memory --bench search` (sizes overridable:
-//! `-- 10000 100000`). Results go to `docs/PERFORMANCE.md` ("svc-memory").
+//! `-- 10000 100000`; `-- --narrow` for the worst-case 40-word vocabulary). Results go to `docs/PERFORMANCE.md` ("svc-memory").
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -11,37 +11,7 @@ use std::time::{Duration, Instant};
 use snowpea_proto::memory::v1::memory_service_client::MemoryServiceClient;
 use snowpea_proto::memory::v1::{MemorySearchParams, MemoryWriteParams};
 
-const WORDS: &[&str] = &[
-    "deploy",
-    "kubernetes",
-    "editor",
-    "helix",
-    "postgres",
-    "migration",
-    "release",
-    "token",
-    "runner",
-    "cache",
-    "latency",
-    "budget",
-    "design",
-    "review",
-    "incident",
-    "backup",
-    "schema",
-    "tracing",
-    "socket",
-    "gateway",
-    "session",
-    "memory",
-    "browser",
-    "profile",
-    "recipe",
-    "lunch",
-    "friday",
-    "meeting",
-    "deadline",
-    "invoice",
+const HANGUL: &[&str] = &[
     "배포",
     "데이터베이스",
     "회의",
@@ -63,12 +33,59 @@ impl Rng {
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
-    fn word(&mut self) -> &'static str {
-        WORDS[(self.next() % WORDS.len() as u64) as usize]
+}
+
+/// Text with a natural shape: a vocabulary of 5,000 made-up words (plus Korean ones)
+/// drawn with a Zipf distribution (s = 1), so a few words are everywhere and most are
+/// rare, as in real notes. `narrow` uses only 40 words instead: every query word is in a
+/// large share of all memories, the worst case for an index.
+struct Text {
+    rng: Rng,
+    vocab: Vec<String>,
+    cdf: Vec<f64>,
+}
+
+impl Text {
+    fn new(seed: u64, narrow: bool) -> Text {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ 0xABCD);
+        let size = if narrow { 40 } else { 5000 };
+        let mut vocab: Vec<String> = (0..size)
+            .map(|i| {
+                if i % 50 == 7 {
+                    return HANGUL[(i / 50) % HANGUL.len()].to_owned();
+                }
+                let len = 4 + (rng.next() % 6) as usize;
+                (0..len)
+                    .map(|_| (b'a' + (rng.next() % 26) as u8) as char)
+                    .collect()
+            })
+            .collect();
+        vocab.dedup();
+        let mut acc = 0.0;
+        let cdf = (0..vocab.len())
+            .map(|i| {
+                acc += if narrow { 1.0 } else { 1.0 / (i as f64 + 1.0) };
+                acc
+            })
+            .collect::<Vec<_>>();
+        Text {
+            rng: Rng(seed),
+            vocab,
+            cdf,
+        }
+    }
+    fn word(&mut self) -> &str {
+        let total = *self.cdf.last().unwrap();
+        let x = (self.rng.next() as f64 / u64::MAX as f64) * total;
+        let i = self
+            .cdf
+            .partition_point(|c| *c < x)
+            .min(self.vocab.len() - 1);
+        &self.vocab[i]
     }
     fn sentence(&mut self, n: usize) -> String {
         let mut s: Vec<String> = (0..n).map(|_| self.word().to_owned()).collect();
-        s.push(format!("item{}", self.next() % 100_000));
+        s.push(format!("item{}", self.rng.next() % 100_000));
         s.join(" ")
     }
 }
@@ -78,7 +95,7 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1000.0
 }
 
-async fn run(n: usize) {
+async fn run(n: usize, narrow: bool) {
     let home = tempfile::tempdir().unwrap();
     let socket = home.path().join("run/memory.sock");
     let mut child = Command::new(env!("CARGO_BIN_EXE_snowpea-svc-memory"))
@@ -105,7 +122,7 @@ async fn run(n: usize) {
     for w in 0..writers {
         let mut c = MemoryServiceClient::new(channel.clone());
         tasks.push(tokio::spawn(async move {
-            let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (w as u64 + 1));
+            let mut rng = Text::new(w as u64 + 1, narrow);
             for _ in 0..n / writers {
                 let text = rng.sentence(12);
                 let p = MemoryWriteParams {
@@ -124,15 +141,20 @@ async fn run(n: usize) {
         t.await.unwrap();
     }
     let secs = start.elapsed().as_secs_f64();
+    let shape = if narrow {
+        "40-word vocabulary"
+    } else {
+        "Zipf vocabulary"
+    };
     println!(
-        "n={n}: write {:.0} memories/s ({writers} concurrent writers, {:.1} s)",
+        "n={n} ({shape}): write {:.0} memories/s ({writers} concurrent writers, {:.1} s)",
         n as f64 / secs,
         secs
     );
 
     // Searches: one client, sequential, three query shapes.
     let mut c = MemoryServiceClient::new(channel.clone());
-    let mut rng = Rng(42);
+    let mut rng = Text::new(42, narrow);
     for (label, short) in [
         ("2-word query", 0),
         ("user-message query (12 words)", 1),
@@ -141,7 +163,10 @@ async fn run(n: usize) {
         let mut lat = Vec::new();
         for i in 0..500 {
             let query = match short {
-                0 => format!("{} {}", rng.word(), rng.word()),
+                0 => {
+                    let a = rng.word().to_owned();
+                    format!("{a} {}", rng.word())
+                }
                 1 => rng.sentence(11),
                 _ => ["회의", "일정", "배포", "서버"][i % 4].to_owned(),
             };
@@ -159,7 +184,7 @@ async fn run(n: usize) {
         }
         lat.sort();
         println!(
-            "n={n}: search {label}: p50 {:.2} ms, p99 {:.2} ms",
+            "n={n} ({shape}): search {label}: p50 {:.2} ms, p99 {:.2} ms",
             pct(&lat, 0.5),
             pct(&lat, 0.99)
         );
@@ -170,16 +195,15 @@ async fn run(n: usize) {
 
 #[tokio::main]
 async fn main() {
-    let sizes: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let narrow = args.iter().any(|a| a == "--narrow");
+    let sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
     let sizes = if sizes.is_empty() {
         vec![10_000, 100_000]
     } else {
         sizes
     };
     for n in sizes {
-        run(n).await;
+        run(n, narrow).await;
     }
 }
