@@ -147,7 +147,8 @@ impl RpcError {
     /// its gRPC code: `Unimplemented` → `not_implemented` (a schema'd method the service
     /// does not implement yet), `Unavailable` → `unavailable`, `InvalidArgument` →
     /// `invalid_params`, `NotFound` → `not_found`, `PermissionDenied`/`Unauthenticated` →
-    /// `unauthorized`, `DeadlineExceeded` → `unavailable`, everything else `internal`.
+    /// `unauthorized`, `DeadlineExceeded` and `Unknown` (a transport error: the service
+    /// died mid-call) → `unavailable`, everything else `internal`.
     pub fn from_status(status: &Status) -> Self {
         let code = status
             .metadata()
@@ -156,7 +157,9 @@ impl RpcError {
             .and_then(ErrorCode::from_wire)
             .unwrap_or(match status.code() {
                 Code::Unimplemented => ErrorCode::NotImplemented,
-                Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled => {
+                // `Unknown` without a Snowpea code is tonic's "transport error": the service
+                // died with the call in flight (every status a service sends carries a code).
+                Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Unknown => {
                     ErrorCode::Unavailable
                 }
                 Code::InvalidArgument => ErrorCode::InvalidParams,
@@ -228,6 +231,13 @@ mod tests {
         assert_eq!(e.code, ErrorCode::NotImplemented);
         assert_eq!(e.to_jsonrpc()["code"], -32000);
         assert_eq!(e.to_jsonrpc()["data"]["code"], "not_implemented");
+    }
+
+    #[test]
+    fn a_service_dying_mid_call_is_unavailable() {
+        // What tonic hands the caller when the server's connection drops mid-call.
+        let e = RpcError::from_status(&Status::unknown("transport error"));
+        assert_eq!(e.code, ErrorCode::Unavailable);
     }
 
     #[test]

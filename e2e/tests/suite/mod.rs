@@ -1,4 +1,5 @@
 mod approvals;
+mod audio;
 mod crash;
 mod grpcurl;
 mod handshake;
