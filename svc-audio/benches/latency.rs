@@ -111,6 +111,7 @@ async fn main() {
     let Some(path) = sample else {
         println!("no speech engine installed: nothing to transcribe");
         let _ = child.kill();
+        let _ = child.wait();
         return;
     };
     for engine in &caps.stt_providers {
