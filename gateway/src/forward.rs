@@ -89,7 +89,20 @@ async fn once(
         let codec = DynamicCodec::new(route.spec.output());
         match grpc.unary(request, route.path.clone(), codec).await {
             Ok(resp) => Ok(to_json(resp.get_ref())),
-            Err(status) if is_down(&status) => Err(Failure::Down(status.message().to_owned())),
+            Err(status) if never_reached(&status) => {
+                Err(Failure::Down(status.message().to_owned()))
+            }
+            Err(status) if is_down(&status) => Err(Failure::Status(
+                RpcError::new(
+                    ErrorCode::Unavailable,
+                    format!(
+                        "service {} went away during the call; it may or may not have taken effect",
+                        svc.name
+                    ),
+                )
+                .with_details(json!({ "service": svc.name, "inFlight": true }))
+                .into_status(),
+            )),
             Err(status) => Err(Failure::Status(status)),
         }
     };
@@ -98,10 +111,26 @@ async fn once(
         .unwrap_or(Err(Failure::TimedOut))
 }
 
+/// True when the call never reached the service: the connection attempt itself failed
+/// (socket missing, connection refused). Only such calls are retried — a call that was
+/// sent and then lost its connection may have taken effect (a prompt, a write), so
+/// resending it could apply it twice.
+fn never_reached(status: &Status) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(status);
+    while let Some(err) = source {
+        if err.downcast_ref::<tonic::ConnectError>().is_some() {
+            return true;
+        }
+        source = err.source();
+    }
+    false
+}
+
 /// True for a transport failure (nothing listening, connection refused or reset) as
 /// opposed to the service answering `unavailable` itself, which carries a Snowpea code.
 fn is_down(status: &Status) -> bool {
-    status.code() == Code::Unavailable && status.metadata().get("snowpea-code").is_none()
+    matches!(status.code(), Code::Unavailable | Code::Unknown)
+        && status.metadata().get("snowpea-code").is_none()
 }
 
 /// The one mapping of a service's gRPC status to a protocol error (STYLE.md "Errors").
