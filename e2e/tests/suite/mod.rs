@@ -8,4 +8,5 @@ mod lifecycle;
 mod mcp;
 mod memory;
 mod resume;
+mod scheduler;
 mod turn;

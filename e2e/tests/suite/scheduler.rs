@@ -1,0 +1,165 @@
+//! `job.*` through the real suite over WebSocket (issue 5): every method through the gateway,
+//! a run through the real svc-session (scripted provider), `job.event` kinds, a due
+//! occurrence on the real clock, and invalid specs as `invalid_params` naming `spec`.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use snowpea_e2e::Suite;
+use snowpea_sdk::{Client, Error};
+
+const T: Duration = Duration::from_secs(30);
+
+async fn ok(c: &Client, method: &str, params: Value) -> Value {
+    tokio::time::timeout(T, c.call(method, params.clone()))
+        .await
+        .expect("call timed out")
+        .unwrap_or_else(|e| panic!("{method} {params}: {e:?}"))
+}
+
+/// The next `job.event` of `job_id` (kind, payload).
+async fn job_event(
+    rx: &mut tokio::sync::broadcast::Receiver<snowpea_sdk::Notification>,
+    job_id: &str,
+) -> (String, Value) {
+    loop {
+        let n = tokio::time::timeout(T, rx.recv())
+            .await
+            .expect("a job.event in time")
+            .expect("notification stream");
+        if n.method == "job.event" && n.params["jobId"] == job_id {
+            return (
+                n.params["kind"].as_str().unwrap().to_owned(),
+                n.params["payload"].clone(),
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_job_method_through_the_gateway_with_a_real_run() {
+    let suite = Suite::start().await;
+    let c = suite.client().await;
+    let mut rx = c.subscribe();
+    let workdir = suite.workdir.path().display().to_string();
+
+    let p = ok(&c, "job.preview", json!({"spec": "매일 9시"})).await;
+    assert_eq!(
+        (p["kind"].as_str(), p["normalized"].as_str()),
+        (Some("cron"), Some("0 9 * * *"))
+    );
+    assert!(p["nextRunAt"].as_str().unwrap().ends_with('Z'));
+
+    match tokio::time::timeout(
+        T,
+        c.call(
+            "job.schedule",
+            json!({"spec": "when pigs fly", "task": "x"}),
+        ),
+    )
+    .await
+    .unwrap()
+    {
+        Err(Error::Rpc(e)) => {
+            assert_eq!(e.code, -32602);
+            assert_eq!(e.data_code.as_deref(), Some("invalid_params"));
+            assert_eq!(e.data.as_ref().unwrap()["details"]["field"], "spec");
+            assert!(e.message.contains("cannot read"), "{}", e.message);
+        }
+        other => panic!("expected invalid_params, got {other:?}"),
+    }
+
+    let r = ok(
+        &c,
+        "job.schedule",
+        json!({"spec": "tomorrow 9am", "task": "say ok", "workdir": workdir, "mode": "plan"}),
+    )
+    .await;
+    let id = r["jobId"].as_str().unwrap().to_owned();
+    assert!(r["nextRunAt"].is_string());
+    let jobs = ok(&c, "job.list", json!({})).await;
+    let j = &jobs["jobs"][0];
+    assert_eq!(
+        (
+            j["jobId"].as_str(),
+            j["kind"].as_str(),
+            j["state"].as_str(),
+            j["createdVia"].as_str()
+        ),
+        (
+            Some(id.as_str()),
+            Some("once"),
+            Some("scheduled"),
+            Some("rpc")
+        )
+    );
+
+    // job.runNow → a real unattended turn in svc-session.
+    assert_eq!(ok(&c, "job.runNow", json!({"jobId": id})).await["ok"], true);
+    let (k, started) = job_event(&mut rx, &id).await;
+    assert_eq!(k, "started", "{started}");
+    assert_eq!(started["trigger"], "runNow");
+    let (k, done) = job_event(&mut rx, &id).await;
+    assert_eq!(k, "finished", "{done}");
+    let sid = done["sessionId"]
+        .as_str()
+        .expect("the run's session")
+        .to_owned();
+    assert_eq!(done["text"], "ok");
+    let j = &ok(&c, "job.list", json!({})).await["jobs"][0];
+    assert_eq!(j["lastStatus"], "ok");
+    assert!(j["lastRunAt"].is_string());
+    assert!(
+        !j["enabled"].as_bool().unwrap(),
+        "a one-shot run now is spent"
+    );
+
+    let u = ok(
+        &c,
+        "job.update",
+        json!({"jobId": id, "schedule": "every 1h", "enabled": true}),
+    )
+    .await;
+    assert_eq!(
+        (u["kind"].as_str(), u["enabled"].as_bool()),
+        (Some("interval"), Some(true))
+    );
+    assert_eq!(job_event(&mut rx, &id).await.0, "updated");
+    assert_eq!(ok(&c, "job.cancel", json!({"jobId": id})).await["ok"], true);
+    assert_eq!(job_event(&mut rx, &id).await.0, "updated");
+    assert_eq!(
+        ok(&c, "job.nextRunForClient", json!({"clientId": "nobody"})).await["nextRunAt"],
+        Value::Null
+    );
+
+    // job.delete{deleteRuns}: the run's session goes too.
+    let d = ok(&c, "job.delete", json!({"jobId": id, "deleteRuns": true})).await;
+    assert_eq!(
+        (d["jobId"].as_str(), d["deletedSessions"].as_i64()),
+        (Some(id.as_str()), Some(1))
+    );
+    assert_eq!(job_event(&mut rx, &id).await.0, "deleted");
+    let sessions = ok(&c, "session.list", json!({"includeClosed": true})).await;
+    assert!(
+        !sessions.to_string().contains(&sid),
+        "run session {sid} deleted: {sessions}"
+    );
+    assert!(ok(&c, "job.list", json!({})).await["jobs"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+}
+
+#[tokio::test]
+async fn a_due_occurrence_fires_on_the_real_clock() {
+    let suite = Suite::start().await;
+    let c = suite.client().await;
+    let mut rx = c.subscribe();
+    let r = ok(&c, "job.schedule", json!({"spec": "every 2s", "task": "tick", "workdir": suite.workdir.path().display().to_string()})).await;
+    let id = r["jobId"].as_str().unwrap().to_owned();
+    let (k, p) = job_event(&mut rx, &id).await;
+    assert_eq!(k, "started", "{p}");
+    assert_eq!(p["trigger"], "schedule");
+    assert_eq!(job_event(&mut rx, &id).await.0, "finished");
+    ok(&c, "job.delete", json!({"jobId": id})).await;
+}
