@@ -27,7 +27,11 @@ pub fn bin_dir() -> PathBuf {
             return PathBuf::from(d);
         }
         let exe = std::env::current_exe().expect("current exe");
-        let dir = exe.parent().and_then(Path::parent).expect("target dir").to_path_buf();
+        let dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target dir")
+            .to_path_buf();
         let needed = ["snowpea", "snowpea-gateway", "snowpea-svc-session"];
         if needed.iter().any(|b| !dir.join(b).exists()) {
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -77,22 +81,49 @@ impl Suite {
     pub async fn start_with(opts: SuiteOptions) -> Suite {
         let home = tempfile::tempdir().expect("temp home");
         let workdir = tempfile::tempdir().expect("temp workdir");
-        let script = opts.script.unwrap_or_else(|| json!({"steps": [], "default": {"text": "ok"}}));
+        let script = opts
+            .script
+            .unwrap_or_else(|| json!({"steps": [], "default": {"text": "ok"}}));
         let script_path = home.path().join("script.json");
         std::fs::write(&script_path, serde_json::to_vec_pretty(&script).unwrap()).unwrap();
         if let Some(s) = &opts.settings {
-            std::fs::write(home.path().join("settings.json"), serde_json::to_vec_pretty(s).unwrap()).unwrap();
+            std::fs::write(
+                home.path().join("settings.json"),
+                serde_json::to_vec_pretty(s).unwrap(),
+            )
+            .unwrap();
         }
         let mut env = vec![
-            ("SNOWPEA_PROVIDER".to_owned(), format!("fake:{}", script_path.display())),
-            ("SNOWPEA_BIN_DIR".to_owned(), bin_dir().display().to_string()),
+            (
+                "SNOWPEA_PROVIDER".to_owned(),
+                format!("fake:{}", script_path.display()),
+            ),
+            (
+                "SNOWPEA_BIN_DIR".to_owned(),
+                bin_dir().display().to_string(),
+            ),
             ("SNOWPEA_STOP_GRACE_MS".to_owned(), "2000".to_owned()),
         ];
         env.extend(opts.env);
-        let mut suite = Suite { home, workdir, port: 0, token: String::new(), env, stopped: false };
+        let mut suite = Suite {
+            home,
+            workdir,
+            port: 0,
+            token: String::new(),
+            env,
+            stopped: false,
+        };
         let out = suite.snowpea(&["supervisor", "start"]);
-        assert!(out.status.success(), "supervisor start failed: {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        let daemon: Value = serde_json::from_slice(&std::fs::read(suite.home().join("daemon.json")).expect("daemon.json")).unwrap();
+        assert!(
+            out.status.success(),
+            "supervisor start failed: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let daemon: Value = serde_json::from_slice(
+            &std::fs::read(suite.home().join("daemon.json")).expect("daemon.json"),
+        )
+        .unwrap();
         suite.port = daemon["port"].as_u64().expect("port") as u16;
         suite.token = daemon["token"].as_str().expect("token").to_owned();
         suite
@@ -138,7 +169,11 @@ impl Suite {
     pub fn kill9(&self, name: &str) -> i32 {
         let (pid, _, _) = self.process(name);
         assert!(pid > 0, "{name} has no pid");
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL).expect("kill -9");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .expect("kill -9");
         pid
     }
 
@@ -149,7 +184,12 @@ impl Suite {
             (pid > 0 && pid != old_pid && state == "running").then_some(pid)
         })
         .await
-        .unwrap_or_else(|| panic!("{name} was not restarted within {WAIT:?}: {}", self.status()))
+        .unwrap_or_else(|| {
+            panic!(
+                "{name} was not restarted within {WAIT:?}: {}",
+                self.status()
+            )
+        })
     }
 
     /// A connected SDK client (hello done), with a fresh clientId.
@@ -177,7 +217,10 @@ impl Suite {
     pub async fn raw_hello(&self) -> raw::RawWs {
         let mut ws = self.raw().await;
         let r = ws
-            .call("system.hello", json!({"token": self.token, "clientVersion": "e2e", "protocolVersion": "1.25.0"}))
+            .call(
+                "system.hello",
+                json!({"token": self.token, "clientVersion": "e2e", "protocolVersion": "1.25.0"}),
+            )
             .await;
         assert!(r.get("result").is_some(), "hello failed: {r}");
         ws
@@ -188,7 +231,13 @@ impl Suite {
         let st = self.status();
         let mut pids: Vec<i32> = st["processes"]
             .as_array()
-            .map(|ps| ps.iter().filter_map(|p| p["pid"].as_i64()).filter(|p| *p > 0).map(|p| p as i32).collect())
+            .map(|ps| {
+                ps.iter()
+                    .filter_map(|p| p["pid"].as_i64())
+                    .filter(|p| *p > 0)
+                    .map(|p| p as i32)
+                    .collect()
+            })
             .unwrap_or_default();
         if let Some(p) = st["pid"].as_i64() {
             pids.push(p as i32);
@@ -201,7 +250,11 @@ impl Suite {
         if !self.stopped {
             self.stopped = true;
             let out = self.snowpea(&["supervisor", "stop"]);
-            assert!(out.status.success(), "stop failed: {}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "stop failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
     }
 }
@@ -212,7 +265,10 @@ impl Drop for Suite {
             let pids = self.all_pids();
             let _ = self.snowpea(&["supervisor", "stop"]);
             for p in pids {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), nix::sys::signal::Signal::SIGKILL);
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(p),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
             }
         }
     }
@@ -221,7 +277,12 @@ impl Drop for Suite {
 /// True when a process with this pid exists (and is not a zombie).
 pub fn pid_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Ok(s) => !s
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
         Err(_) => false,
     }
 }
@@ -242,7 +303,9 @@ pub async fn eventually<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) ->
 
 /// Sends one text frame and returns the next JSON frame (helper for raw tests).
 pub async fn send_recv(
-    ws: &mut tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    ws: &mut tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
     text: &str,
 ) -> Option<Value> {
     ws.send(Message::text(text)).await.ok()?;

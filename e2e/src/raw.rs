@@ -25,7 +25,11 @@ impl RawWs {
             .await
             .expect("ws connect timed out")
             .expect("ws connect");
-        RawWs { ws, next_id: 1, notifications: Vec::new() }
+        RawWs {
+            ws,
+            next_id: 1,
+            notifications: Vec::new(),
+        }
     }
 
     /// Sends raw text.
@@ -69,7 +73,10 @@ impl RawWs {
         let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.send_text(&req.to_string()).await;
         loop {
-            let r = self.recv_response(crate::WAIT).await.unwrap_or_else(|| panic!("no response to {method}"));
+            let r = self
+                .recv_response(crate::WAIT)
+                .await
+                .unwrap_or_else(|| panic!("no response to {method}"));
             if r["id"] == json!(id) {
                 return r;
             }
@@ -78,6 +85,9 @@ impl RawWs {
 
     /// Returns `error.data.code` of a response (or "" when it is not an error).
     pub fn code(resp: &Value) -> String {
-        resp["error"]["data"]["code"].as_str().unwrap_or("").to_owned()
+        resp["error"]["data"]["code"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
     }
 }

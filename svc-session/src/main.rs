@@ -34,7 +34,9 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
     let routes = Routes::new(SessionRpc::new(app.clone()).into_server())
         .add_service(ApprovalRpc::new(app.clone()).into_server())
         .add_service(ToolRpc::new(app.clone()).into_server())
-        .add_service(snowpea_svc_session::rpc::internal::InternalRpc::new(app.clone()).into_server())
+        .add_service(
+            snowpea_svc_session::rpc::internal::InternalRpc::new(app.clone()).into_server(),
+        )
         .add_service(BusService::new(hub).into_server());
     let mut names = SERVICE_NAMES.to_vec();
     names.push(BUS_SERVICE_NAME);

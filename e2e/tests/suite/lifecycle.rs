@@ -13,8 +13,15 @@ async fn stop_leaves_no_process_behind() {
     assert!(again.status.success());
     assert!(String::from_utf8_lossy(&again.stdout).contains("already running"));
     suite.stop();
-    let gone = eventually(Duration::from_secs(15), || pids.iter().all(|p| !pid_alive(*p)).then_some(())).await;
-    assert!(gone.is_some(), "left behind: {:?}", pids.iter().filter(|p| pid_alive(**p)).collect::<Vec<_>>());
+    let gone = eventually(Duration::from_secs(15), || {
+        pids.iter().all(|p| !pid_alive(*p)).then_some(())
+    })
+    .await;
+    assert!(
+        gone.is_some(),
+        "left behind: {:?}",
+        pids.iter().filter(|p| pid_alive(**p)).collect::<Vec<_>>()
+    );
     assert!(!suite.home().join("daemon.json").exists());
 }
 
@@ -24,9 +31,23 @@ async fn kill9_of_the_supervisor_leaves_no_orphans() {
     let st = suite.status();
     let sup = st["pid"].as_i64().unwrap() as i32;
     let children: Vec<i32> = suite.all_pids().into_iter().filter(|p| *p != sup).collect();
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(sup), nix::sys::signal::Signal::SIGKILL).unwrap();
-    let gone = eventually(Duration::from_secs(15), || children.iter().all(|p| !pid_alive(*p)).then_some(())).await;
-    assert!(gone.is_some(), "orphans: {:?}", children.iter().filter(|p| pid_alive(**p)).collect::<Vec<_>>());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(sup),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let gone = eventually(Duration::from_secs(15), || {
+        children.iter().all(|p| !pid_alive(*p)).then_some(())
+    })
+    .await;
+    assert!(
+        gone.is_some(),
+        "orphans: {:?}",
+        children
+            .iter()
+            .filter(|p| pid_alive(**p))
+            .collect::<Vec<_>>()
+    );
 }
 
 #[tokio::test]

@@ -9,12 +9,29 @@ async fn resume_after_a_dropped_connection_returns_exactly_the_missed_events() {
     let script = json!({"steps": [
         {"match": "slow", "delaySec": 1.0, "text": "a fairly long answer that streams in several small pieces to the client"}
     ]});
-    let suite = Suite::start_with(SuiteOptions { script: Some(script), ..Default::default() }).await;
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
     // Connection A: create, prompt, read the first events, then drop the socket.
     let mut ws = suite.raw_hello().await;
-    let r = ws.call("session.create", json!({"workdir": suite.workdir.path(), "mode": "plan"})).await;
-    let sid = r["result"]["sessionId"].as_str().expect("sessionId").to_owned();
-    let r = ws.call("session.prompt", json!({"sessionId": sid, "text": "slow please"})).await;
+    let r = ws
+        .call(
+            "session.create",
+            json!({"workdir": suite.workdir.path(), "mode": "plan"}),
+        )
+        .await;
+    let sid = r["result"]["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_owned();
+    let r = ws
+        .call(
+            "session.prompt",
+            json!({"sessionId": sid, "text": "slow please"}),
+        )
+        .await;
     let turn = r["result"]["turnId"].as_str().unwrap().to_owned();
     let mut last_seen = 0;
     while last_seen < 2 {
@@ -29,13 +46,20 @@ async fn resume_after_a_dropped_connection_returns_exactly_the_missed_events() {
     let client = suite.client().await;
     let full = loop {
         let evs = client.resume(&sid, 0).await.unwrap();
-        if evs.iter().any(|e| e.kind == "turn.done" && e.payload["turnId"] == turn.as_str()) {
+        if evs
+            .iter()
+            .any(|e| e.kind == "turn.done" && e.payload["turnId"] == turn.as_str())
+        {
             break evs;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     let missed = client.resume(&sid, last_seen).await.unwrap();
-    let expected: Vec<u64> = full.iter().map(|e| e.seq).filter(|s| *s > last_seen).collect();
+    let expected: Vec<u64> = full
+        .iter()
+        .map(|e| e.seq)
+        .filter(|s| *s > last_seen)
+        .collect();
     let got: Vec<u64> = missed.iter().map(|e| e.seq).collect();
     assert_eq!(got, expected);
     assert_eq!(got.first().copied(), Some(last_seen + 1));

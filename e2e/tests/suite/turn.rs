@@ -23,7 +23,11 @@ async fn full_turn_with_diff_and_approved_and_denied_shell() {
         {"after_tool": "shell", "tool_calls": [{"name": "shell", "arguments": {"command": "cat hello.txt > copy2.txt"}}]},
         {"after_tool": "shell", "text": "All done, the file is written."}
     ]});
-    let suite = Suite::start_with(SuiteOptions { script: Some(script), ..Default::default() }).await;
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
     let client = suite.client().await;
     let asked = Arc::new(AtomicUsize::new(0));
     let a2 = asked.clone();
@@ -32,17 +36,39 @@ async fn full_turn_with_diff_and_approved_and_denied_shell() {
         async move {
             assert_eq!(params["tool"], "shell");
             assert!(params["requestId"].is_string());
-            Ok(if n == 0 { json!({"decision": "allow", "scope": "once"}) } else { json!({"decision": "deny", "scope": "once"}) })
+            Ok(if n == 0 {
+                json!({"decision": "allow", "scope": "once"})
+            } else {
+                json!({"decision": "deny", "scope": "once"})
+            })
         }
     });
-    let sid = client.create_session(suite.workdir.path(), Some("accept")).await.unwrap();
-    let outcome = client.prompt_and_collect(&sid, "build it", TURN).await.unwrap();
-    assert_eq!(outcome.reason.as_deref(), Some("complete"), "{:?}", kinds(&outcome.events));
+    let sid = client
+        .create_session(suite.workdir.path(), Some("accept"))
+        .await
+        .unwrap();
+    let outcome = client
+        .prompt_and_collect(&sid, "build it", TURN)
+        .await
+        .unwrap();
+    assert_eq!(
+        outcome.reason.as_deref(),
+        Some("complete"),
+        "{:?}",
+        kinds(&outcome.events)
+    );
     let ev = &outcome.events;
     let k = kinds(ev);
     assert_eq!(&k[..2], &["turn.started", "message.user"], "{k:?}");
-    assert_eq!(&k[k.len() - 3..], &["message.done", "context", "turn.done"], "{k:?}");
-    assert!(k.contains(&"message.delta") && k.contains(&"usage"), "{k:?}");
+    assert_eq!(
+        &k[k.len() - 3..],
+        &["message.done", "context", "turn.done"],
+        "{k:?}"
+    );
+    assert!(
+        k.contains(&"message.delta") && k.contains(&"usage"),
+        "{k:?}"
+    );
     // seq is contiguous.
     for w in ev.windows(2) {
         assert_eq!(w[1].seq, w[0].seq + 1, "{k:?}");
@@ -50,17 +76,27 @@ async fn full_turn_with_diff_and_approved_and_denied_shell() {
     // write_file produced a diff of hello.txt.
     let diff = ev.iter().find(|e| e.kind == "diff").expect("diff event");
     assert_eq!(diff.payload["path"], "hello.txt");
-    assert!(diff.payload["patch"].as_str().unwrap().contains("+hi"), "{}", diff.payload);
+    assert!(
+        diff.payload["patch"].as_str().unwrap().contains("+hi"),
+        "{}",
+        diff.payload
+    );
     // First shell approved and ran, second denied and never ran.
     assert_eq!(asked.load(Ordering::SeqCst), 2);
     assert!(suite.workdir.path().join("copy1.txt").exists());
-    assert!(!suite.workdir.path().join("copy2.txt").exists(), "a denied tool must not run");
+    assert!(
+        !suite.workdir.path().join("copy2.txt").exists(),
+        "a denied tool must not run"
+    );
     let results: Vec<&SessionEvent> = ev.iter().filter(|e| e.kind == "tool.result").collect();
     assert_eq!(results.len(), 3, "{k:?}");
     assert_eq!(results[0].payload["ok"], true);
     assert_eq!(results[1].payload["ok"], true);
     assert_eq!(results[2].payload["ok"], false);
-    assert!(ev.iter().any(|e| e.kind == "error"), "a denial emits an error event: {k:?}");
+    assert!(
+        ev.iter().any(|e| e.kind == "error"),
+        "a denial emits an error event: {k:?}"
+    );
     assert!(outcome.text().contains("All done"), "{}", outcome.text());
     // approval.resolved was broadcast for both.
     drop(client);
@@ -72,9 +108,16 @@ async fn a_prompt_during_a_turn_is_queued() {
         {"match": "first", "delaySec": 1.5, "text": "one"},
         {"match": "second", "text": "two"}
     ]});
-    let suite = Suite::start_with(SuiteOptions { script: Some(script), ..Default::default() }).await;
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
     let client = suite.client().await;
-    let sid = client.create_session(suite.workdir.path(), Some("plan")).await.unwrap();
+    let sid = client
+        .create_session(suite.workdir.path(), Some("plan"))
+        .await
+        .unwrap();
     let mut events = client.events(&sid);
     let t1 = client.prompt(&sid, "first").await.unwrap();
     let t2 = client.prompt(&sid, "second").await.unwrap();
@@ -83,13 +126,27 @@ async fn a_prompt_during_a_turn_is_queued() {
     assert_eq!(out1.reason.as_deref(), Some("complete"));
     let out2 = events.wait_for_turn_done(&t2, TURN).await.unwrap();
     assert_eq!(out2.reason.as_deref(), Some("complete"));
-    let all: Vec<SessionEvent> = out1.events.iter().chain(out2.events.iter()).cloned().collect();
-    let queued = all.iter().find(|e| e.kind == "turn.queued").expect("turn.queued");
+    let all: Vec<SessionEvent> = out1
+        .events
+        .iter()
+        .chain(out2.events.iter())
+        .cloned()
+        .collect();
+    let queued = all
+        .iter()
+        .find(|e| e.kind == "turn.queued")
+        .expect("turn.queued");
     assert_eq!(queued.payload["turnId"], t2.as_str());
     assert_eq!(queued.payload["position"], 1);
-    let dq = all.iter().find(|e| e.kind == "turn.dequeued").expect("turn.dequeued");
+    let dq = all
+        .iter()
+        .find(|e| e.kind == "turn.dequeued")
+        .expect("turn.dequeued");
     assert_eq!(dq.payload["reason"], "started");
-    let started2 = all.iter().find(|e| e.kind == "turn.started" && e.payload["turnId"] == t2.as_str()).unwrap();
+    let started2 = all
+        .iter()
+        .find(|e| e.kind == "turn.started" && e.payload["turnId"] == t2.as_str())
+        .unwrap();
     assert_eq!(started2.payload["queued"], true);
     assert!(dq.seq < started2.seq);
     assert!(out2.text().contains("two"));
@@ -101,9 +158,16 @@ async fn interrupt_kills_a_long_shell() {
         {"match": "sleep", "tool_calls": [{"name": "shell", "arguments": {"command": "sleep 30; touch late.txt"}}]},
         {"after_tool": "shell", "text": "stopped"}
     ]});
-    let suite = Suite::start_with(SuiteOptions { script: Some(script), ..Default::default() }).await;
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
     let client = suite.client().await;
-    let sid = client.create_session(suite.workdir.path(), Some("auto")).await.unwrap();
+    let sid = client
+        .create_session(suite.workdir.path(), Some("auto"))
+        .await
+        .unwrap();
     let mut events = client.events(&sid);
     let turn = client.prompt(&sid, "sleep please").await.unwrap();
     loop {
@@ -113,7 +177,10 @@ async fn interrupt_kills_a_long_shell() {
         }
     }
     client.interrupt(&sid).await.unwrap();
-    let out = events.wait_for_turn_done(&turn, Duration::from_secs(15)).await.expect("turn ends promptly after interrupt");
+    let out = events
+        .wait_for_turn_done(&turn, Duration::from_secs(15))
+        .await
+        .expect("turn ends promptly after interrupt");
     assert_eq!(out.reason.as_deref(), Some("interrupted"));
     assert!(!suite.workdir.path().join("late.txt").exists());
 }
@@ -121,11 +188,29 @@ async fn interrupt_kills_a_long_shell() {
 #[tokio::test]
 async fn provider_error_ends_the_turn_with_error() {
     let script = json!({"steps": [{"match": "boom", "error": {"status": 400, "message": "bad request from vendor"}}]});
-    let suite = Suite::start_with(SuiteOptions { script: Some(script), ..Default::default() }).await;
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
     let client = suite.client().await;
-    let sid = client.create_session(suite.workdir.path(), None).await.unwrap();
+    let sid = client
+        .create_session(suite.workdir.path(), None)
+        .await
+        .unwrap();
     let out = client.prompt_and_collect(&sid, "boom", TURN).await.unwrap();
     assert_eq!(out.reason.as_deref(), Some("error"));
-    let err = out.events.iter().find(|e| e.kind == "error").expect("error event");
-    assert!(err.payload["message"].as_str().unwrap().contains("bad request"), "{}", err.payload);
+    let err = out
+        .events
+        .iter()
+        .find(|e| e.kind == "error")
+        .expect("error event");
+    assert!(
+        err.payload["message"]
+            .as_str()
+            .unwrap()
+            .contains("bad request"),
+        "{}",
+        err.payload
+    );
 }

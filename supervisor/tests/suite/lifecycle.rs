@@ -69,8 +69,8 @@ fn start_creates_owner_only_home_and_daemon_json() {
     assert!(serving(&socket_of(&procs[0])));
 
     // One log per process, owner-only; the children got the documented argv.
-    let logs =
-        std::iter::once("supervisor").chain(snowpea::services::all().into_iter().map(|(s, _)| s.name));
+    let logs = std::iter::once("supervisor")
+        .chain(snowpea::services::all().into_iter().map(|(s, _)| s.name));
     for name in logs {
         assert_eq!(mode(&home.log_file(name)), 0o600, "{name}.log");
     }

@@ -139,7 +139,13 @@ impl Store {
         let n = tx.execute(
             "UPDATE jobs SET next_run_ms = ?3, enabled = ?4, updated_ms = ?5 \
              WHERE job_id = ?1 AND running = 0 AND next_run_ms IS ?2",
-            params![c.job_id, c.expect_next_ms.flatten(), c.new_next_ms, c.new_enabled, c.now_ms],
+            params![
+                c.job_id,
+                c.expect_next_ms.flatten(),
+                c.new_next_ms,
+                c.new_enabled,
+                c.now_ms
+            ],
         )?;
         if n == 0 {
             return Ok(false);

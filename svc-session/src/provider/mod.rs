@@ -73,11 +73,25 @@ pub struct ChatMessage {
 impl ChatMessage {
     /// A user message.
     pub fn user(text: impl Into<String>) -> Self {
-        ChatMessage { role: Role::User, content: text.into(), tool_calls: vec![], tool_call_id: None, tool_name: None, is_error: false }
+        ChatMessage {
+            role: Role::User,
+            content: text.into(),
+            tool_calls: vec![],
+            tool_call_id: None,
+            tool_name: None,
+            is_error: false,
+        }
     }
     /// An assistant message with optional tool calls.
     pub fn assistant(text: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
-        ChatMessage { role: Role::Assistant, content: text.into(), tool_calls, tool_call_id: None, tool_name: None, is_error: false }
+        ChatMessage {
+            role: Role::Assistant,
+            content: text.into(),
+            tool_calls,
+            tool_call_id: None,
+            tool_name: None,
+            is_error: false,
+        }
     }
     /// A tool result.
     pub fn tool_result(call: &ToolCall, content: impl Into<String>, is_error: bool) -> Self {
