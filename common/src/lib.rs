@@ -11,6 +11,7 @@ pub mod home;
 pub mod ids;
 pub mod logging;
 pub mod service;
+pub mod session_lookup;
 pub mod settings;
 pub mod time;
 

@@ -4,59 +4,38 @@
 //! daemon's working directory.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use snowpea_proto::session::v1::session_service_client::SessionServiceClient;
-use snowpea_proto::session::v1::SessionListParams;
-use tonic::transport::Channel;
+use snowpea_common::session_lookup::{self, LookupError};
 
 use crate::error::{Error, Result};
-
-/// Deadline of one lookup.
-const TIMEOUT: Duration = Duration::from_secs(2);
 
 /// A lazily connecting client of svc-session.
 #[derive(Debug, Clone)]
 pub struct SessionLookup {
-    channel: Channel,
+    inner: session_lookup::SessionLookup,
+}
+
+impl From<LookupError> for Error {
+    fn from(e: LookupError) -> Self {
+        match e {
+            LookupError::Unavailable(m) => Error::Unavailable(m),
+            LookupError::NotFound(m) => Error::EntityNotFound(m),
+        }
+    }
 }
 
 impl SessionLookup {
     /// A lookup through the svc-session socket.
     pub fn new(socket: PathBuf) -> Self {
         SessionLookup {
-            channel: snowpea_common::client::unix_channel(socket),
+            inner: session_lookup::SessionLookup::new(socket),
         }
     }
 
     /// The workdir of `session_id`.
     pub async fn workdir(&self, session_id: &str) -> Result<PathBuf> {
-        let mut client = SessionServiceClient::new(self.channel.clone());
-        let req = SessionListParams {
-            include_closed: true,
-            include_unhosted: true,
-            ..Default::default()
-        };
-        let reply = tokio::time::timeout(TIMEOUT, client.list(req))
-            .await
-            .map_err(|_| {
-                Error::Unavailable(
-                    "svc-session did not answer in time to resolve the session".into(),
-                )
-            })?
-            .map_err(|s| {
-                Error::Unavailable(format!(
-                    "svc-session is unavailable to resolve the session: {}",
-                    s.message()
-                ))
-            })?;
-        reply
-            .into_inner()
-            .sessions
-            .into_iter()
-            .find(|s| s.session_id == session_id)
-            .map(|s| PathBuf::from(s.workdir))
-            .ok_or_else(|| Error::EntityNotFound(format!("no session {session_id}")))
+        let session = self.inner.session(session_id).await?;
+        Ok(PathBuf::from(session.workdir))
     }
 
     /// The workdir of a call: `workdir`, else the session's, else `daemon_dir`. A relative
