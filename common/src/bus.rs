@@ -58,7 +58,14 @@ pub struct BusHub {
     connections: Mutex<HashMap<String, ConnectionInfo>>,
     conn_events: broadcast::Sender<ConnectionEvent>,
     capabilities: Mutex<Vec<String>>,
+    /// Notifications published while no gateway was subscribed (e.g. a job fired by the
+    /// scheduler's catch-up right after a restart, before the gateway re-subscribed);
+    /// replayed, oldest first, to the next subscriber. Bounded by [`BACKLOG_CAPACITY`].
+    backlog: Mutex<std::collections::VecDeque<Outbound>>,
 }
+
+/// Notifications kept for the next subscriber while none is connected.
+const BACKLOG_CAPACITY: usize = 4096;
 
 impl Default for BusHub {
     fn default() -> Self {
@@ -68,6 +75,7 @@ impl Default for BusHub {
             connections: Mutex::new(HashMap::new()),
             conn_events: broadcast::channel(1024).0,
             capabilities: Mutex::new(Vec::new()),
+            backlog: Mutex::new(std::collections::VecDeque::new()),
         }
     }
 }
@@ -92,8 +100,16 @@ impl BusHub {
                 connection_ids: targets,
             })),
         };
-        // Err only means no gateway is subscribed right now.
-        let _ = self.outbound.send(item);
+        // Hold the backlog lock while sending so a subscriber that takes the backlog sees
+        // every item either there or on its receiver, never neither.
+        let mut backlog = self.backlog.lock().expect("backlog lock");
+        if let Err(broadcast::error::SendError(item)) = self.outbound.send(item) {
+            // No gateway is subscribed right now: keep it for the next one.
+            if backlog.len() == BACKLOG_CAPACITY {
+                backlog.pop_front();
+            }
+            backlog.push_back(item);
+        }
     }
 
     /// Sends a server→client request to one connection and waits for its answer.
@@ -279,13 +295,18 @@ impl ServiceBus for BusService {
     ) -> Result<Response<OutboundStream>, Status> {
         tracing::info!(gateway = %req.get_ref().gateway_id, "gateway subscribed");
         let draining = crate::service::draining().clone().cancelled_owned();
-        let stream = BroadcastStream::new(self.hub.outbound.subscribe()).filter_map(|item| match item {
+        let (receiver, held) = {
+            let mut backlog = self.hub.backlog.lock().expect("backlog lock");
+            (self.hub.outbound.subscribe(), std::mem::take(&mut *backlog))
+        };
+        let held = tokio_stream::iter(held.into_iter().map(Ok));
+        let stream = held.chain(BroadcastStream::new(receiver).filter_map(|item| match item {
             Ok(o) => Some(Ok(o)),
             Err(tokio_stream::wrappers::errors::BroadcastStreamRecvError::Lagged(n)) => {
                 tracing::warn!(dropped = n, "gateway lagged; notifications dropped (clients resume from durable events)");
                 None
             }
-        });
+        }));
         // End the feed when the process drains, so shutdown is not held up by it.
         Ok(Response::new(Box::pin(futures::StreamExt::take_until(
             stream, draining,
@@ -331,6 +352,36 @@ mod tests {
             client_version: "t".into(),
             ..Default::default()
         }
+    }
+
+    #[tokio::test]
+    async fn notifications_published_before_a_subscriber_are_replayed_to_it() {
+        let hub = BusHub::new();
+        hub.notify("job.event", &serde_json::json!({"n": 1}), vec![]);
+        hub.notify("job.event", &serde_json::json!({"n": 2}), vec![]);
+        let svc = BusService::new(hub.clone());
+        let mut stream = svc
+            .subscribe(Request::new(SubscribeRequest {
+                gateway_id: "g".into(),
+            }))
+            .await
+            .unwrap()
+            .into_inner();
+        hub.notify("job.event", &serde_json::json!({"n": 3}), vec![]);
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let item = tokio::time::timeout(Duration::from_secs(5), stream.next())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            let Some(outbound::Item::Notification(n)) = item.item else {
+                panic!("notification")
+            };
+            seen.push(n.params_json);
+        }
+        assert_eq!(seen, vec![r#"{"n":1}"#, r#"{"n":2}"#, r#"{"n":3}"#]);
+        assert!(hub.backlog.lock().unwrap().is_empty());
     }
 
     #[tokio::test]
