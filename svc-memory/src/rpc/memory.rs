@@ -198,6 +198,22 @@ impl MemoryService for MemoryRpc {
         let p = req.into_inner();
         let removed = blocking(span, move || {
             match p.source.as_deref().filter(|s| !s.is_empty()) {
+                // An id names one page memory: only that one goes (never the whole namespace).
+                Some("browser") if p.id.as_deref().is_some_and(|s| !s.is_empty()) => {
+                    let id = p.id.as_deref().unwrap_or_default();
+                    let deleted = app.store.write(|tx| {
+                        if memories::namespace_of(tx, id)?.as_deref() == Some("browser") {
+                            memories::delete_id(tx, id)
+                        } else {
+                            Ok(false)
+                        }
+                    })?;
+                    if deleted {
+                        Ok(1)
+                    } else {
+                        Err(Error::NotFound(format!("no browser memory {id}")))
+                    }
+                }
                 Some("browser") => {
                     let f = ingest::browser_filter(p.url.as_deref(), p.before.as_deref())?;
                     ingest::forget(&app.store, &f)

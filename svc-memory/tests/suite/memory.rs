@@ -304,10 +304,29 @@ async fn ingest_once_per_url_and_text_and_delete_by_source() {
         1,
         "a whole site"
     );
+    // Regression: an id together with source "browser" forgets that one page memory only,
+    // never the whole namespace (an unknown id is not_found and removes nothing).
+    call(m.ingest(pb::MemoryIngestParams {
+        items: vec![item(
+            "https://keep.example/1",
+            "keep this okapi",
+            "2026-01-04T00:00:00Z",
+        )],
+        session_id: None,
+    }))
+    .await
+    .unwrap();
+    let by_unknown_id = call(m.delete(pb::MemoryDeleteParams {
+        source: Some("browser".into()),
+        id: Some("mem_doesnotexist".into()),
+        ..Default::default()
+    }))
+    .await;
+    assert!(by_unknown_id.is_err(), "unknown id is not_found");
     assert_eq!(
         call(m.delete(del(None, None))).await.unwrap().removed,
-        0,
-        "all (none left)"
+        1,
+        "the page survived the unknown-id delete; all removes it"
     );
     assert_invalid(
         call(m.delete(del(None, Some("soon")))).await,
