@@ -30,11 +30,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use futures::StreamExt;
+use eventsource_stream::Event;
 use serde_json::{json, Value};
 
-use super::http::{parse_arguments, send_with_retry, sse_events, RetryPolicy};
-use super::openai::http_client;
+use super::http::{model, parse_arguments, stream_sse, Remote, RetryPolicy, SseDecoder};
 use super::{
     ChatMessage, EventStream, ModelRequest, Provider, ProviderConfig, ProviderError, Role,
     StreamEvent, ToolCall, Usage,
@@ -49,22 +48,12 @@ pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 /// An Anthropic Messages provider. Cheap to clone.
 #[derive(Clone)]
 pub struct AnthropicProvider {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    config: ProviderConfig,
-    retry: RetryPolicy,
-    client: reqwest::Client,
+    inner: Arc<Remote>,
 }
 
 impl std::fmt::Debug for AnthropicProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // ProviderConfig's Debug masks the key.
-        f.debug_struct("AnthropicProvider")
-            .field("config", &self.inner.config)
-            .field("retry", &self.inner.retry)
-            .finish()
+        self.inner.fmt_debug("AnthropicProvider", f)
     }
 }
 
@@ -78,11 +67,7 @@ impl AnthropicProvider {
     /// A provider with an explicit retry policy (tests use tiny backoffs).
     pub fn with_retry(config: ProviderConfig, retry: RetryPolicy) -> Result<Self, ProviderError> {
         Ok(AnthropicProvider {
-            inner: Arc::new(Inner {
-                config,
-                retry,
-                client: http_client()?,
-            }),
+            inner: Arc::new(Remote::new(config, retry)?),
         })
     }
 
@@ -98,11 +83,7 @@ impl AnthropicProvider {
 }
 
 fn build_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
-    let model = if request.model.is_empty() {
-        config.model.as_str()
-    } else {
-        request.model.as_str()
-    };
+    let model = model(config, request);
     let mut body = json!({
         "model": model,
         "max_tokens": request.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
@@ -183,54 +164,22 @@ impl Provider for AnthropicProvider {
     }
 
     fn stream(&self, request: ModelRequest) -> EventStream {
-        let inner = self.inner.clone();
-        Box::pin(async_stream::stream! {
-            let cfg = &inner.config;
-            let body = build_body(cfg, &request);
-            let url = format!("{}/v1/messages", cfg.base_url.trim_end_matches('/'));
-            let key = cfg.api_key.as_deref();
-            let sent = send_with_retry(&cfg.vendor, key, &inner.retry, || {
-                let mut rb = inner
-                    .client
-                    .post(&url)
-                    .header("anthropic-version", ANTHROPIC_VERSION)
-                    .header(reqwest::header::ACCEPT, "text/event-stream")
-                    .json(&body);
-                if let Some(k) = key {
-                    rb = rb.header("x-api-key", k);
+        let cfg = &self.inner.config;
+        let url = format!("{}/v1/messages", cfg.base_url.trim_end_matches('/'));
+        let state = EventState::new(cfg.vendor.clone());
+        stream_sse(
+            self.inner.clone(),
+            url,
+            build_body(cfg, &request),
+            |rb, key| {
+                let rb = rb.header("anthropic-version", ANTHROPIC_VERSION);
+                match key {
+                    Some(k) => rb.header("x-api-key", k),
+                    None => rb,
                 }
-                rb
-            })
-            .await;
-            let resp = match sent {
-                Ok(r) => r,
-                Err(e) => {
-                    yield Err(e);
-                    return;
-                }
-            };
-            let mut state = EventState::new(cfg.vendor.clone());
-            let mut events = std::pin::pin!(sse_events(cfg.vendor.clone(), cfg.api_key.clone(), resp));
-            while let Some(ev) = events.next().await {
-                let out = match ev {
-                    Ok(ev) => state.on_event(&ev.event, &ev.data),
-                    Err(e) => vec![Err(e)],
-                };
-                for item in out {
-                    let failed = item.is_err();
-                    yield item;
-                    if failed {
-                        return;
-                    }
-                }
-                if state.stopped {
-                    break;
-                }
-            }
-            for item in state.finish() {
-                yield item;
-            }
-        })
+            },
+            state,
+        )
     }
 }
 
@@ -480,6 +429,20 @@ fn tool_call(id: String, name: String, json: &str, initial: Value) -> ToolCall {
         id,
         name,
         arguments,
+    }
+}
+
+impl SseDecoder for EventState {
+    fn on_sse(&mut self, event: &Event) -> Vec<Result<StreamEvent, ProviderError>> {
+        self.on_event(&event.event, &event.data)
+    }
+
+    fn done(&self) -> bool {
+        self.stopped
+    }
+
+    fn finish(self) -> Vec<Result<StreamEvent, ProviderError>> {
+        EventState::finish(self)
     }
 }
 

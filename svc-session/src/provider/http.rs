@@ -1,14 +1,127 @@
 //! HTTP plumbing shared by the remote providers ([`super::openai`], [`super::anthropic`]):
-//! the retry policy for 429 / 5xx answers, vendor error-message extraction, API-key
-//! redaction and the SSE event stream over a `reqwest` response.
+//! the HTTP client and per-provider state ([`Remote`]), the retry policy for 429 / 5xx
+//! answers, vendor error-message extraction, API-key redaction, the SSE event stream over
+//! a `reqwest` response and the streaming call that feeds it to a vendor's decoder.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 
-use super::ProviderError;
+use super::{EventStream, ProviderConfig, ProviderError, StreamEvent};
+
+/// Connect timeout of provider HTTP clients.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+/// Longest silence tolerated inside a streaming answer.
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Builds the HTTP client the remote providers use (rustls, connect/read timeouts).
+pub(crate) fn http_client() -> Result<reqwest::Client, ProviderError> {
+    reqwest::Client::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .read_timeout(READ_TIMEOUT)
+        .user_agent(concat!("snowpea/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| ProviderError::Config(format!("cannot build HTTP client: {e}")))
+}
+
+/// What a remote provider holds: its configuration, retry policy and HTTP client.
+pub(crate) struct Remote {
+    pub(crate) config: ProviderConfig,
+    pub(crate) retry: RetryPolicy,
+    client: reqwest::Client,
+}
+
+impl Remote {
+    /// The state of a provider for `config` retrying per `retry`.
+    pub(crate) fn new(config: ProviderConfig, retry: RetryPolicy) -> Result<Self, ProviderError> {
+        Ok(Remote {
+            config,
+            retry,
+            client: http_client()?,
+        })
+    }
+
+    /// `Debug` of the provider named `name` (ProviderConfig's Debug masks the key).
+    pub(crate) fn fmt_debug(
+        &self,
+        name: &str,
+        f: &mut std::fmt::Formatter<'_>,
+    ) -> std::fmt::Result {
+        f.debug_struct(name)
+            .field("config", &self.config)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+/// A vendor's decoder of SSE events into [`StreamEvent`]s.
+pub(crate) trait SseDecoder: Send + 'static {
+    /// The items one SSE event yields; an `Err` ends the call.
+    fn on_sse(&mut self, event: &Event) -> Vec<Result<StreamEvent, ProviderError>>;
+    /// Whether the vendor marked the answer complete (no further event is read).
+    fn done(&self) -> bool;
+    /// The items owed at the end of the stream (usage, `Done`, or an error).
+    fn finish(self) -> Vec<Result<StreamEvent, ProviderError>>;
+}
+
+/// A streaming call: POSTs `body` as JSON to `url` with `Accept: text/event-stream`, the
+/// vendor's headers added by `headers` (given the API key, if any), retrying per the
+/// policy; then feeds the SSE events to `decoder` until an error, its end mark or the end
+/// of the body.
+pub(crate) fn stream_sse<D: SseDecoder>(
+    remote: Arc<Remote>,
+    url: String,
+    body: Value,
+    headers: impl Fn(reqwest::RequestBuilder, Option<&str>) -> reqwest::RequestBuilder
+        + Send
+        + Sync
+        + 'static,
+    mut decoder: D,
+) -> EventStream {
+    Box::pin(async_stream::stream! {
+        let cfg = &remote.config;
+        let key = cfg.api_key.as_deref();
+        let sent = send_with_retry(&cfg.vendor, key, &remote.retry, || {
+            let rb = remote
+                .client
+                .post(&url)
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .json(&body);
+            headers(rb, key)
+        })
+        .await;
+        let resp = match sent {
+            Ok(r) => r,
+            Err(e) => {
+                yield Err(e);
+                return;
+            }
+        };
+        let mut events = std::pin::pin!(sse_events(cfg.vendor.clone(), cfg.api_key.clone(), resp));
+        while let Some(ev) = events.next().await {
+            let out = match ev {
+                Ok(ev) => decoder.on_sse(&ev),
+                Err(e) => vec![Err(e)],
+            };
+            for item in out {
+                let failed = item.is_err();
+                yield item;
+                if failed {
+                    return;
+                }
+            }
+            if decoder.done() {
+                break;
+            }
+        }
+        for item in decoder.finish() {
+            yield item;
+        }
+    })
+}
 
 /// How a remote provider retries a call the vendor refused with 429 (rate limited),
 /// 529 (overloaded) or 5xx before any byte of the body was streamed, and connection
@@ -212,6 +325,15 @@ pub(crate) fn sse_events(
             },
         })
     })
+}
+
+/// The model of a call: the request's, else the configured default.
+pub(crate) fn model<'a>(config: &'a ProviderConfig, request: &'a super::ModelRequest) -> &'a str {
+    if request.model.is_empty() {
+        config.model.as_str()
+    } else {
+        request.model.as_str()
+    }
 }
 
 /// Rough token estimate (≈ 4 characters per token), used when a vendor reports no usage.

@@ -29,54 +29,29 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::StreamExt;
+use eventsource_stream::Event;
 use serde_json::{json, Value};
 
 use super::http::{
-    estimate_tokens, parse_arguments, request_chars, send_with_retry, sse_events, RetryPolicy,
+    estimate_tokens, model, parse_arguments, request_chars, stream_sse, Remote, RetryPolicy,
+    SseDecoder,
 };
 use super::{
     ChatMessage, EventStream, ModelRequest, Provider, ProviderConfig, ProviderError, Role,
     StreamEvent, ToolCall, Usage,
 };
 
-/// Connect timeout of provider HTTP clients.
-pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
-/// Longest silence tolerated inside a streaming answer.
-pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(300);
-
 /// An OpenAI-compatible provider. Cheap to clone.
 #[derive(Clone)]
 pub struct OpenAiProvider {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    config: ProviderConfig,
-    retry: RetryPolicy,
-    client: reqwest::Client,
+    inner: Arc<Remote>,
 }
 
 impl std::fmt::Debug for OpenAiProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // ProviderConfig's Debug masks the key.
-        f.debug_struct("OpenAiProvider")
-            .field("config", &self.inner.config)
-            .field("retry", &self.inner.retry)
-            .finish()
+        self.inner.fmt_debug("OpenAiProvider", f)
     }
-}
-
-/// Builds the HTTP client the remote providers use (rustls, connect/read timeouts).
-pub(crate) fn http_client() -> Result<reqwest::Client, ProviderError> {
-    reqwest::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .read_timeout(READ_TIMEOUT)
-        .user_agent(concat!("snowpea/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| ProviderError::Config(format!("cannot build HTTP client: {e}")))
 }
 
 impl OpenAiProvider {
@@ -89,11 +64,7 @@ impl OpenAiProvider {
     /// A provider with an explicit retry policy (tests use tiny backoffs).
     pub fn with_retry(config: ProviderConfig, retry: RetryPolicy) -> Result<Self, ProviderError> {
         Ok(OpenAiProvider {
-            inner: Arc::new(Inner {
-                config,
-                retry,
-                client: http_client()?,
-            }),
+            inner: Arc::new(Remote::new(config, retry)?),
         })
     }
 
@@ -109,11 +80,7 @@ impl OpenAiProvider {
 }
 
 fn build_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
-    let model = if request.model.is_empty() {
-        config.model.as_str()
-    } else {
-        request.model.as_str()
-    };
+    let model = model(config, request);
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
         messages.push(json!({"role": "system", "content": request.system}));
@@ -187,49 +154,19 @@ impl Provider for OpenAiProvider {
     }
 
     fn stream(&self, request: ModelRequest) -> EventStream {
-        let inner = self.inner.clone();
-        Box::pin(async_stream::stream! {
-            let cfg = &inner.config;
-            let body = build_body(cfg, &request);
-            let url = format!("{}/chat/completions", cfg.base_url.trim_end_matches('/'));
-            let key = cfg.api_key.as_deref();
-            let sent = send_with_retry(&cfg.vendor, key, &inner.retry, || {
-                let mut rb = inner.client.post(&url).header(reqwest::header::ACCEPT, "text/event-stream").json(&body);
-                if let Some(k) = key {
-                    rb = rb.bearer_auth(k);
-                }
-                rb
-            })
-            .await;
-            let resp = match sent {
-                Ok(r) => r,
-                Err(e) => {
-                    yield Err(e);
-                    return;
-                }
-            };
-            let mut state = ChunkState::new(cfg.vendor.clone(), request_chars(&request));
-            let mut events = std::pin::pin!(sse_events(cfg.vendor.clone(), cfg.api_key.clone(), resp));
-            while let Some(ev) = events.next().await {
-                let out = match ev {
-                    Ok(ev) => state.on_data(&ev.data),
-                    Err(e) => vec![Err(e)],
-                };
-                for item in out {
-                    let failed = item.is_err();
-                    yield item;
-                    if failed {
-                        return;
-                    }
-                }
-                if state.saw_done {
-                    break;
-                }
-            }
-            for item in state.finish() {
-                yield item;
-            }
-        })
+        let cfg = &self.inner.config;
+        let url = format!("{}/chat/completions", cfg.base_url.trim_end_matches('/'));
+        let state = ChunkState::new(cfg.vendor.clone(), request_chars(&request));
+        stream_sse(
+            self.inner.clone(),
+            url,
+            build_body(cfg, &request),
+            |rb, key| match key {
+                Some(k) => rb.bearer_auth(k),
+                None => rb,
+            },
+            state,
+        )
     }
 }
 
@@ -458,6 +395,20 @@ impl ChunkState {
 
 fn truncate(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
+}
+
+impl SseDecoder for ChunkState {
+    fn on_sse(&mut self, event: &Event) -> Vec<Result<StreamEvent, ProviderError>> {
+        self.on_data(&event.data)
+    }
+
+    fn done(&self) -> bool {
+        self.saw_done
+    }
+
+    fn finish(self) -> Vec<Result<StreamEvent, ProviderError>> {
+        ChunkState::finish(self)
+    }
 }
 
 #[cfg(test)]
