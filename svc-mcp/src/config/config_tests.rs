@@ -195,3 +195,20 @@ fn permission_defaults_to_network() {
     file::write_permission(&home.settings_path(), "x", "exec").unwrap();
     assert_eq!(permission(&home, None, "x"), "exec");
 }
+
+/// Regression: a workdir that is `$SNOWPEA_HOME` itself has no project scope, so a global
+/// server is declared (and started) once, not twice.
+#[test]
+fn home_as_workdir_declares_global_servers_once() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path());
+    std::fs::write(
+        global_path(&home),
+        r#"{"mcpServers": {"ev": {"command": "node", "args": ["x.js"]}}}"#,
+    )
+    .unwrap();
+    assert!(is_global_file(&home, t.path()));
+    let found = discover(&home, Some(t.path()));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].scope, Scope::Global);
+}

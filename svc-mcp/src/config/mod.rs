@@ -387,10 +387,18 @@ pub fn discover_project(workdir: &Path) -> Vec<Declared> {
     }
 }
 
+/// True when `workdir`'s project file is the global file itself (a session or job whose
+/// workdir is `$SNOWPEA_HOME`): that workdir has no project scope, or every global server
+/// would be declared — and started — twice.
+pub fn is_global_file(home: &Home, workdir: &Path) -> bool {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    canon(workdir) == canon(home.root())
+}
+
 /// The effective servers for `workdir`: project entries win over the global set.
 pub fn discover(home: &Home, workdir: Option<&Path>) -> Vec<Declared> {
     let mut all = discover_global(home);
-    if let Some(w) = workdir {
+    if let Some(w) = workdir.filter(|w| !is_global_file(home, w)) {
         all.extend(discover_project(w));
     }
     winners(all)

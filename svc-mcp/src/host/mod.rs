@@ -160,6 +160,9 @@ impl Host {
             .cloned()
             .collect();
         for r in roots {
+            if config::is_global_file(&self.inner.home, &r) {
+                continue;
+            }
             for d in config::discover_project(&r) {
                 out.insert((Some(r.clone()), d.name.clone()), d);
             }
