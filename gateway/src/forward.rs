@@ -80,7 +80,11 @@ async fn once(
     peer: &Peer,
     timeout: Duration,
 ) -> Result<Value, Failure> {
-    let mut grpc = tonic::client::Grpc::new(svc.channel.clone());
+    // Results may exceed tonic's 4 MiB default (a long session.resume); requests are already
+    // capped by the WebSocket's 16 MiB message limit.
+    let mut grpc = tonic::client::Grpc::new(svc.channel.clone())
+        .max_decoding_message_size(64 << 20)
+        .max_encoding_message_size(64 << 20);
     let attempt = async {
         grpc.ready()
             .await

@@ -162,7 +162,8 @@ impl RpcError {
                 Code::Unavailable | Code::DeadlineExceeded | Code::Cancelled | Code::Unknown => {
                     ErrorCode::Unavailable
                 }
-                Code::InvalidArgument => ErrorCode::InvalidParams,
+                // A message over the gRPC size limit: the client sent (or asked for) too much.
+                Code::InvalidArgument | Code::ResourceExhausted => ErrorCode::InvalidParams,
                 Code::NotFound => ErrorCode::NotFound,
                 Code::PermissionDenied | Code::Unauthenticated => ErrorCode::Unauthorized,
                 _ => ErrorCode::Internal,

@@ -111,6 +111,22 @@ async fn error_codes_map_to_the_protocol_table() {
         "{r}"
     );
 
+    // A title over the cap names the field (one client cannot bloat session.list).
+    let created = ws
+        .call("session.create", json!({"workdir": suite.workdir.path()}))
+        .await;
+    let sid = created["result"]["sessionId"].as_str().unwrap().to_owned();
+    let r = ws
+        .call(
+            "session.rename",
+            json!({"sessionId": sid, "title": "z".repeat(600)}),
+        )
+        .await;
+    assert_eq!(
+        r["error"]["data"]["details"]["field"], "params.title",
+        "{r}"
+    );
+
     // Schema'd but not implemented by any running service.
     let r = ws.call("checkpoint.list", json!({"sessionId": "s"})).await;
     assert_eq!(RawWs::code(&r), "not_implemented", "{r}");

@@ -23,6 +23,9 @@ use crate::permissions::Mode;
 use crate::store::{self, sessions::SessionRow};
 use crate::turn::TurnState;
 
+/// Longest session title `session.rename` accepts, in characters.
+pub const MAX_TITLE_CHARS: usize = 500;
+
 pub mod origin;
 
 /// Setting naming the mode a session starts in when `session.create` gives none.
@@ -372,6 +375,13 @@ impl App {
 
     /// `session.rename` (an empty title clears it).
     pub async fn rename_session(&self, id: &str, title: &str) -> Result<()> {
+        // Titles are shown in lists: a cap keeps one client from making session.list huge.
+        if title.chars().count() > MAX_TITLE_CHARS {
+            return Err(Error::invalid(
+                "params.title",
+                format!("is longer than {MAX_TITLE_CHARS} characters"),
+            ));
+        }
         let session = self.session(id)?;
         let title = Some(title.trim().to_owned()).filter(|t| !t.is_empty());
         session.update(|r| r.title = title);
