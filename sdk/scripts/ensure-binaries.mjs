@@ -16,7 +16,7 @@ if (process.env.SNOWPEA_BIN_DIR) {
     console.error(`SNOWPEA_BIN_DIR=${process.env.SNOWPEA_BIN_DIR} lacks ${missing.join(", ")}`);
     process.exit(1);
   }
-} else if (!existsSync(join(root, "target", "debug", "snowpea"))) {
+} else if (!existsSync(join(process.env.CARGO_TARGET_DIR ?? join(root, "target"), "debug", "snowpea"))) {
   console.error("building the suite: cargo build --workspace --bins");
   const r = spawnSync("cargo", ["build", "--workspace", "--bins"], { cwd: root, stdio: "inherit" });
   if (r.status !== 0) {

@@ -11,9 +11,10 @@ import { connect, type ConnectOptions, type SnowpeaClient } from "@snowpea/sdk";
 /** The sdk/ directory (this file runs from sdk/dist-test/test/). */
 export const SDK_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
-/** Where the suite's binaries are: `$SNOWPEA_BIN_DIR`, else `<repo>/target/debug`. */
+/** Where the suite's binaries are: `$SNOWPEA_BIN_DIR`, else `$CARGO_TARGET_DIR/debug`, else `<repo>/target/debug`. */
 export function binDir(): string {
-  return process.env.SNOWPEA_BIN_DIR ?? resolve(SDK_DIR, "..", "target", "debug");
+  const target = process.env.CARGO_TARGET_DIR ?? resolve(SDK_DIR, "..", "target");
+  return process.env.SNOWPEA_BIN_DIR ?? resolve(target, "debug");
 }
 
 export interface ProcessStatus {
