@@ -46,8 +46,14 @@ impl JobError {
     /// The protocol error for this failure. The only place scheduler errors become wire errors.
     pub fn into_rpc(self) -> RpcError {
         match self {
-            JobError::Spec { field, source } => RpcError::invalid_params(field, source),
-            JobError::Invalid { field, message } => RpcError::invalid_params(field, message),
+            // Field names are written as in the params (`spec`, `sessionTemplate.x`); on the wire
+            // they are paths like every schema error's (`params.spec`).
+            JobError::Spec { field, source } => {
+                RpcError::invalid_params(&format!("params.{field}"), source)
+            }
+            JobError::Invalid { field, message } => {
+                RpcError::invalid_params(&format!("params.{field}"), message)
+            }
             JobError::NotFound(id) => RpcError::not_found(format!("no job {id}"))
                 .with_details(serde_json::json!({ "jobId": id })),
             JobError::NotOwner(m) => RpcError::unauthorized(m),

@@ -607,7 +607,7 @@ async fn update_pauses_resumes_and_reschedules_and_delete_removes_runs() {
         .update(&me, up(None, Some("every blue moon")))
         .unwrap_err()
         .into_rpc();
-    assert_eq!(e.details.unwrap()["field"], "schedule");
+    assert_eq!(e.details.unwrap()["field"], "params.schedule");
     let v = r.api.update(&me, up(None, Some("daily at 9:00"))).unwrap();
     assert_eq!(
         (v.kind.as_str(), v.next_run_at.as_deref()),
@@ -643,7 +643,7 @@ async fn invalid_specs_name_the_field_and_say_why() {
         .into_rpc();
     assert_eq!(e.code, snowpea_proto::error::ErrorCode::InvalidParams);
     assert!(
-        e.message.starts_with("spec: ") && e.message.contains("past"),
+        e.message.starts_with("params.spec: ") && e.message.contains("past"),
         "{}",
         e.message
     );

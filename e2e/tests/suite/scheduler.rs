@@ -63,7 +63,7 @@ async fn every_job_method_through_the_gateway_with_a_real_run() {
         Err(Error::Rpc(e)) => {
             assert_eq!(e.code, -32602);
             assert_eq!(e.data_code.as_deref(), Some("invalid_params"));
-            assert_eq!(e.data.as_ref().unwrap()["details"]["field"], "spec");
+            assert_eq!(e.data.as_ref().unwrap()["details"]["field"], "params.spec");
             assert!(e.message.contains("cannot read"), "{}", e.message);
         }
         other => panic!("expected invalid_params, got {other:?}"),

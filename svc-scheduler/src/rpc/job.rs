@@ -123,6 +123,13 @@ impl JobApi {
                 message: format!("{workdir:?} is not an absolute path"),
             });
         }
+        // Refuse now rather than fail every run later.
+        if !std::path::Path::new(&workdir).is_dir() {
+            return Err(JobError::Invalid {
+                field: "workdir",
+                message: format!("{workdir:?} is not an existing directory"),
+            });
+        }
         let job_id = snowpea_common::ids::new_id("job");
         let fingerprint = owner
             .as_ref()

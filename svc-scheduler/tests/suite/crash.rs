@@ -57,6 +57,10 @@ async fn kill9_right_after_the_claim_never_runs_the_occurrence_twice() {
     );
     assert_eq!(j.state, "scheduled");
     assert_eq!(fake.runs.lock().unwrap().len(), 1, "never twice");
+    // The recovery's `failed` was published before anyone subscribed: the bus keeps it
+    // for the first subscriber, so clients learn of it.
+    let failed = s.expect(&["failed"]).await;
+    assert!(failed[0]["error"].as_str().unwrap().contains("interrupted"));
     // The next occurrence fires normally.
     s.advance(60).await;
     s.expect(&["started", "finished"]).await;

@@ -49,11 +49,11 @@ async fn every_method_and_event_over_grpc() {
     let rpc = snowpea_proto::error::RpcError::from_status(&e);
     assert_eq!(rpc.code.wire(), "invalid_params");
     assert!(
-        rpc.message.starts_with("spec: cannot read"),
+        rpc.message.starts_with("params.spec: cannot read"),
         "{}",
         rpc.message
     );
-    assert_eq!(rpc.details.unwrap()["field"], "spec");
+    assert_eq!(rpc.details.unwrap()["field"], "params.spec");
     assert!(s
         .jobs
         .list(JobListParams {})
@@ -160,7 +160,7 @@ async fn every_method_and_event_over_grpc() {
         snowpea_proto::error::RpcError::from_status(&e)
             .details
             .unwrap()["field"],
-        "schedule"
+        "params.schedule"
     );
 
     // job.nextRunForClient for a job with hostToolsFrom.

@@ -185,6 +185,10 @@ impl App {
             json!({ "request": request, "hostToolsFrom": session.host_tools_from() }),
         );
         self.sessions_changed(session, "approval");
+        // The events before this ask (the tool.call it is about) reach clients first.
+        if let Err(e) = self.log.flush().await {
+            tracing::warn!(error = %e, "event log flush before approval.request failed");
+        }
 
         let deadline = Instant::now() + timeout;
         let mut origin_rx = session.origin.subscribe();
