@@ -51,6 +51,7 @@ fn total_rss_mb(suite: &Suite) -> f64 {
 async fn main() {
     let calls = arg("--calls", 2000);
     let chunks = arg("--chunks", 5000);
+    let memories = arg("--memories", 0);
     if std::env::var_os("SNOWPEA_BIN_DIR").is_none() {
         let exe = std::env::current_exe().unwrap();
         std::env::set_var("SNOWPEA_BIN_DIR", exe.parent().unwrap());
@@ -93,6 +94,11 @@ async fn main() {
         );
     }
 
+    if memories > 0 {
+        bench_memory(&mut ws, memories, calls).await;
+        return;
+    }
+
     let client = suite.client().await;
     let sid = client
         .create_session(suite.workdir.path(), Some("plan"))
@@ -132,4 +138,63 @@ async fn main() {
         "svc-session kill -9 → SERVING again: {:.0} ms",
         t.elapsed().as_secs_f64() * 1000.0
     );
+}
+
+/// `--memories N`: memory.write throughput and memory.search p50/p99 through the gateway
+/// (WebSocket → gateway → svc-memory), the other half of svc-memory's socket benchmark.
+async fn bench_memory(ws: &mut snowpea_e2e::raw::RawWs, n: usize, calls: usize) {
+    const WORDS: &[&str] = &[
+        "tokio",
+        "runtime",
+        "gateway",
+        "session",
+        "memory",
+        "sqlite",
+        "ranking",
+        "search",
+        "scheduler",
+        "approval",
+        "protocol",
+        "socket",
+        "restart",
+        "benchmark",
+        "한국어",
+        "문서",
+    ];
+    let t = Instant::now();
+    for i in 0..n {
+        let text = format!(
+            "note {i}: {} {} {} about {}",
+            WORDS[i % WORDS.len()],
+            WORDS[(i / 3) % WORDS.len()],
+            WORDS[(i / 7) % WORDS.len()],
+            i % 97
+        );
+        let r = ws
+            .call("memory.write", json!({"text": text, "tags": ["bench"]}))
+            .await;
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    let el = t.elapsed().as_secs_f64();
+    println!(
+        "memory.write through the gateway: {n} in {el:.2} s ({:.0} writes/s)",
+        n as f64 / el
+    );
+    for (label, query) in [("2-word", "tokio ranking"), ("short", "k8")] {
+        let mut lat = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            let t = Instant::now();
+            let r = ws
+                .call("memory.search", json!({"query": query, "limit": 8}))
+                .await;
+            lat.push(t.elapsed());
+            assert!(r.get("result").is_some(), "{r}");
+        }
+        lat.sort();
+        println!(
+            "memory.search ({label}) through the gateway with {n} memories: p50 {:.3} ms, p99 {:.3} ms",
+            pct(&lat, 0.5),
+            pct(&lat, 0.99)
+        );
+    }
 }
