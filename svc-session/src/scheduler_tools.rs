@@ -5,8 +5,8 @@
 //! `meta` (owned by a browser) cannot be cancelled by them. When svc-scheduler is down they fail
 //! with a clear error within [`CALL_TIMEOUT`], never a hang.
 //!
-//! Known gap: [`ToolContext`] does not carry the calling session's id or mode yet, so jobs are
-//! created without `originSessionId` (no `job.done` on the chat) and default to mode `accept`.
+//! The calling session (from [`ToolContext`]) is the job's origin, so `job.done` /
+//! `job.failed` land on that chat, and its mode is the runs' mode unless the model names one.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -156,6 +156,10 @@ impl Tool for ScheduleTool {
         let mut client = self.client.clone();
         let which = self.which;
         let workdir: PathBuf = ctx.workdir.clone();
+        // The calling session: the job's origin (job.done / job.failed land there) and, when
+        // the model names no mode, the mode its runs use.
+        let session_id = ctx.session_id.clone();
+        let session_mode = Some(ctx.mode.clone()).filter(|m| !m.is_empty());
         Box::pin(async move {
             let call = async {
                 match which {
@@ -163,8 +167,8 @@ impl Tool for ScheduleTool {
                         let req = ToolScheduleRequest {
                             spec: str_arg(&a, "spec").map_err(ToolOutput::error)?.to_owned(),
                             task: str_arg(&a, "task").map_err(ToolOutput::error)?.to_owned(),
-                            mode: opt_mode(&a).map_err(ToolOutput::error)?,
-                            session_id: String::new(),
+                            mode: opt_mode(&a).map_err(ToolOutput::error)?.or(session_mode),
+                            session_id: session_id.clone(),
                             workdir: workdir.display().to_string(),
                             agent: None,
                         };
@@ -178,7 +182,7 @@ impl Tool for ScheduleTool {
                     Which::List => {
                         let r = client
                             .tool_list(ToolListRequest {
-                                session_id: String::new(),
+                                session_id: session_id.clone(),
                             })
                             .await
                             .map_err(failed)?;
@@ -200,7 +204,7 @@ impl Tool for ScheduleTool {
                         client
                             .tool_cancel(ToolCancelRequest {
                                 job_id: job_id.clone(),
-                                session_id: String::new(),
+                                session_id: session_id.clone(),
                             })
                             .await
                             .map_err(failed)?;
@@ -276,6 +280,8 @@ mod tests {
             progress: tx,
             cancel: Default::default(),
             output_cap: 4096,
+            session_id: String::new(),
+            mode: String::new(),
         };
         let out = tokio::time::timeout(
             Duration::from_secs(15),

@@ -163,3 +163,44 @@ async fn a_due_occurrence_fires_on_the_real_clock() {
     assert_eq!(job_event(&mut rx, &id).await.0, "finished");
     ok(&c, "job.delete", json!({"jobId": id})).await;
 }
+
+/// The agent's `schedule_create` makes a job whose origin is the calling session and whose
+/// runs use that session's mode (regression: the tool did not know its session).
+#[tokio::test]
+async fn schedule_create_from_a_turn_belongs_to_the_calling_session() {
+    let script = json!({"steps": [
+        {"match": "remind", "tool_calls": [{"name": "schedule_create", "arguments": {"spec": "tomorrow 9am", "task": "say hi"}}]},
+        {"after_tool": "schedule_create", "text": "scheduled"}
+    ]});
+    let suite = Suite::start_with(snowpea_e2e::SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
+    let c = suite.client().await;
+    let sid = c
+        .create_session(suite.workdir.path(), Some("auto"))
+        .await
+        .unwrap();
+    let out = c
+        .prompt_and_collect(&sid, "remind me tomorrow", T)
+        .await
+        .unwrap();
+    assert_eq!(out.reason.as_deref(), Some("complete"));
+    let res = out
+        .events
+        .iter()
+        .find(|e| e.kind == "tool.result")
+        .expect("tool.result");
+    assert_eq!(res.payload["ok"], true, "{}", res.payload);
+    let jobs = ok(&c, "job.list", json!({})).await;
+    let job = jobs["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["createdVia"] == "tool")
+        .cloned()
+        .expect("a job created by the tool");
+    assert_eq!(job["originSessionId"], sid.as_str(), "{job}");
+    assert_eq!(job["mode"], "auto", "{job}");
+}

@@ -121,6 +121,10 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Cap on output fed back to the model, in bytes.
     pub output_cap: usize,
+    /// Id of the session whose turn runs the tool (empty outside a session, e.g. in tests).
+    pub session_id: String,
+    /// That session's permission mode (`plan`, `accept`, `auto`); empty outside a session.
+    pub mode: String,
 }
 
 /// A built-in tool.
@@ -267,6 +271,8 @@ pub(crate) fn test_context(
         progress,
         cancel: CancellationToken::new(),
         output_cap,
+        session_id: String::new(),
+        mode: String::new(),
     };
     (ctx, rx)
 }

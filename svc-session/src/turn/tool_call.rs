@@ -215,6 +215,8 @@ impl App {
             progress,
             cancel: t.cancel.child_token(),
             output_cap: self.config.output_cap,
+            session_id: session.id.clone(),
+            mode: session.mode().as_str().to_owned(),
         };
         let mut run = tool.run(call.arguments.clone(), ctx);
         let mut seq = 0u64;
