@@ -64,8 +64,16 @@ async fn record_start_then_stop_with_transcription() {
         "len-stt",
         "echo transcribed $(wc -c < \"$1\") bytes",
     );
+    // A microphone stand-in that keeps running like a real recorder until it is stopped:
+    // sox writing to a file finishes 120 s of audio in milliseconds, so it would look like
+    // a recorder that died at once on an unloaded machine (a flaky start).
+    let mic = script(
+        dir.path(),
+        "fake-mic",
+        "sox -q -n -r 16000 -c 1 -b 16 \"$1\" synth 1 sine 440\nexec sleep 120",
+    );
     let svc = Svc::start(json!({"audio": {
-        "recorder": "sox -q -n -r 16000 -c 1 -b 16 {out} synth 120 sine 440",
+        "recorder": format!("{} {{out}}", mic.display()),
         "stt": {"provider": "command", "command": format!("{} {{path}}", stt.display())}
     }}))
     .await;
