@@ -47,13 +47,30 @@ impl McpClient {
     /// The MCP tools for `workdir`, as session tools; empty (with a debug log) when svc-mcp is
     /// unavailable.
     pub async fn tools(&self, workdir: &Path) -> Vec<Arc<dyn Tool>> {
+        match self.list(workdir).await {
+            Ok(tools) => tools,
+            Err(Unreachable::Down(message)) => {
+                tracing::debug!(error = %message, "svc-mcp unavailable; the turn runs without MCP tools");
+                Vec::new()
+            }
+            Err(Unreachable::Slow) => {
+                tracing::warn!(
+                    "svc-mcp did not list its tools in time; the turn runs without MCP tools"
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    /// The MCP tools for `workdir`, or why svc-mcp could not list them.
+    pub async fn list(&self, workdir: &Path) -> Result<Vec<Arc<dyn Tool>>, Unreachable> {
         let mut client = McpInternalServiceClient::new(self.channel.clone());
         let req = ListToolsRequest {
             workdir: workdir.display().to_string(),
             wait_ms: 0,
         };
         match tokio::time::timeout(LIST_TIMEOUT, client.list_tools(req)).await {
-            Ok(Ok(reply)) => reply
+            Ok(Ok(reply)) => Ok(reply
                 .into_inner()
                 .tools
                 .into_iter()
@@ -71,17 +88,9 @@ impl McpClient {
                         client: self.clone(),
                     }) as Arc<dyn Tool>
                 })
-                .collect(),
-            Ok(Err(status)) => {
-                tracing::debug!(error = %status.message(), "svc-mcp unavailable; the turn runs without MCP tools");
-                Vec::new()
-            }
-            Err(_) => {
-                tracing::warn!(
-                    "svc-mcp did not list its tools in time; the turn runs without MCP tools"
-                );
-                Vec::new()
-            }
+                .collect()),
+            Ok(Err(status)) => Err(Unreachable::Down(status.message().to_owned())),
+            Err(_) => Err(Unreachable::Slow),
         }
     }
 
@@ -136,6 +145,21 @@ impl McpClient {
             }
         }
     }
+}
+
+/// Why svc-mcp could not list its tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreachable {
+    /// The rpc failed (svc-mcp not running, or it refused).
+    Down(String),
+    /// No answer within [`LIST_TIMEOUT`].
+    Slow,
+}
+
+/// The failed tool result for a call of MCP tool `name` that the turn's tool list lacks
+/// because svc-mcp was unreachable when the turn started and still is.
+pub fn unavailable_message(name: &str) -> String {
+    format!("unavailable: svc-mcp is not running; MCP tool `{name}` cannot be called right now")
 }
 
 /// True when the status comes from the transport (connection refused/reset), not svc-mcp.

@@ -104,13 +104,26 @@ impl App {
             "tool.call",
             json!({ "turnId": t.turn_id, "callId": call.id, "name": call.name, "args": call.arguments }),
         );
-        let Some(tool) = self
+        let mut found = self
             .tools
             .iter()
             .chain(&acc.mcp_tools.0)
             .find(|tool| tool.name() == call.name)
-            .cloned()
-        else {
+            .cloned();
+        if found.is_none() && call.name.starts_with(crate::mcp::PREFIX) {
+            // An MCP tool missing from this turn's list: svc-mcp was down (or the server not
+            // ready) when the turn started. Ask again: a clear `unavailable` while svc-mcp is
+            // still unreachable, the tool itself if it is back (issue 6).
+            let client = crate::mcp::McpClient::new(self.config.home.socket("mcp"));
+            match client.list(&session.workdir()).await {
+                Ok(tools) => found = tools.into_iter().find(|tool| tool.name() == call.name),
+                Err(_) => {
+                    let msg = crate::mcp::unavailable_message(&call.name);
+                    return self.tool_result(session, t, call, false, &msg, Value::Null);
+                }
+            }
+        }
+        let Some(tool) = found else {
             let names: Vec<_> = self
                 .tools
                 .iter()

@@ -270,3 +270,30 @@ async fn close_ends_the_running_turn_and_drops_the_queue() {
         Err(crate::error::Error::NotFound(_))
     ));
 }
+
+#[tokio::test]
+async fn an_mcp_tool_call_while_svc_mcp_is_down_fails_unavailable_and_the_turn_goes_on() {
+    // No svc-mcp socket in the harness home: the turn lists no MCP tools, and a call of one
+    // is answered as `unavailable` (not `unknown tool`).
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "use mcp", "tool_calls": [{"name": "mcp__x__y", "arguments": {}}]},
+            {"after_tool": "mcp__x__y", "text": "MCP is down."}
+        ]
+    }))
+    .await;
+    let sid = h.create("accept").await;
+    let tid = h.prompt(&sid, "please use mcp").await;
+    let ev = h.until_done(&tid, |_| None).await;
+    let result = of_kind(&ev, "tool.result")[0];
+    assert_eq!(result["payload"]["ok"], false);
+    let text = result["payload"].to_string();
+    assert!(
+        text.contains(
+            "unavailable: svc-mcp is not running; MCP tool `mcp__x__y` cannot be called right now"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("unknown tool"), "{text}");
+    assert_eq!(done_reason(&ev), "complete");
+}
