@@ -237,18 +237,11 @@ impl BusHub {
                 }
             }
         }
+        // Requests pending on a closed connection need nothing here: the gateway answers
+        // each of them with `connection_gone` through Reply.
         for e in events {
-            if let ConnectionEvent::Closed(id) = &e {
-                self.fail_pending_for(id);
-            }
             let _ = self.conn_events.send(e);
         }
-    }
-
-    fn fail_pending_for(&self, _connection_id: &str) {
-        // Pending requests are keyed by request id; the gateway answers each request of a
-        // closed connection with connection_gone itself, so nothing to do here. Kept as the
-        // single place to change if the gateway ever cannot.
     }
 
     fn complete(&self, reply: ClientReply) {
