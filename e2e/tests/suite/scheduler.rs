@@ -1,6 +1,7 @@
 //! `job.*` through the real suite over WebSocket (issue 5): every method through the gateway,
-//! a run through the real svc-session (scripted provider), `job.event` kinds, a due
-//! occurrence on the real clock, and invalid specs as `invalid_params` naming `spec`.
+//! a run through the real svc-session (scripted provider) as a session of kind `scheduled`,
+//! `job.event` kinds, a due occurrence on the real clock, kill -9 of svc-session during a
+//! run, and invalid specs as `invalid_params` naming `spec`.
 
 use std::time::Duration;
 
@@ -106,6 +107,25 @@ async fn every_job_method_through_the_gateway_with_a_real_run() {
         .expect("the run's session")
         .to_owned();
     assert_eq!(done["text"], "ok");
+    // The run's session is of kind `scheduled`, with its job; a chat list leaves it out.
+    let scheduled = ok(&c, "session.list", json!({"kinds": ["scheduled"]})).await;
+    let run = scheduled["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sessionId"] == sid.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("run session {sid} listed as scheduled: {scheduled}"));
+    assert_eq!(
+        (
+            run["kind"].as_str(),
+            run["jobId"].as_str(),
+            run["mode"].as_str()
+        ),
+        (Some("scheduled"), Some(id.as_str()), Some("plan"))
+    );
+    let chats = ok(&c, "session.list", json!({"kinds": ["chat"]})).await;
+    assert!(!chats.to_string().contains(&sid), "{chats}");
     let j = &ok(&c, "job.list", json!({})).await["jobs"][0];
     assert_eq!(j["lastStatus"], "ok");
     assert!(j["lastRunAt"].is_string());
@@ -127,6 +147,17 @@ async fn every_job_method_through_the_gateway_with_a_real_run() {
     assert_eq!(job_event(&mut rx, &id).await.0, "updated");
     assert_eq!(ok(&c, "job.cancel", json!({"jobId": id})).await["ok"], true);
     assert_eq!(job_event(&mut rx, &id).await.0, "updated");
+    // A cancelled job does not run now.
+    match tokio::time::timeout(T, c.call("job.runNow", json!({"jobId": id})))
+        .await
+        .unwrap()
+    {
+        Err(Error::Rpc(e)) => {
+            assert_eq!(e.data_code.as_deref(), Some("invalid_params"), "{e:?}");
+            assert_eq!(e.data.as_ref().unwrap()["details"]["field"], "params.jobId");
+        }
+        other => panic!("expected invalid_params, got {other:?}"),
+    }
     assert_eq!(
         ok(&c, "job.nextRunForClient", json!({"clientId": "nobody"})).await["nextRunAt"],
         Value::Null
@@ -203,4 +234,67 @@ async fn schedule_create_from_a_turn_belongs_to_the_calling_session() {
         .expect("a job created by the tool");
     assert_eq!(job["originSessionId"], sid.as_str(), "{job}");
     assert_eq!(job["mode"], "auto", "{job}");
+}
+
+/// kill -9 of svc-session while a run's shell is running: the run ends `failed` with a
+/// reason, svc-session comes back, and the job's next occurrence still fires and finishes.
+#[tokio::test]
+async fn a_run_survives_svc_session_being_killed_and_the_next_occurrence_fires() {
+    // The first run sleeps (the marker shows it is running); later runs finish at once.
+    let script = json!({"steps": [
+        {"match": "tick", "tool_calls": [{"name": "shell", "arguments": {"command": "if [ -e started ]; then echo again; else touch started; sleep 60; fi"}}]},
+        {"after_tool": "shell", "text": "ticked"}
+    ]});
+    let suite = Suite::start_with(snowpea_e2e::SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
+    let c = suite.client().await;
+    let mut rx = c.subscribe();
+    let workdir = suite.workdir.path().to_path_buf();
+    let r = ok(
+        &c,
+        "job.schedule",
+        json!({"spec": "every 2s", "task": "tick", "workdir": workdir.display().to_string(), "mode": "auto"}),
+    )
+    .await;
+    let id = r["jobId"].as_str().unwrap().to_owned();
+    let (k, first) = job_event(&mut rx, &id).await;
+    assert_eq!(k, "started", "{first}");
+    let run1 = first["runId"].as_str().unwrap().to_owned();
+    assert!(
+        snowpea_e2e::eventually(T, || workdir.join("started").exists().then_some(()))
+            .await
+            .is_some(),
+        "the first run's shell started"
+    );
+
+    let old = suite.kill9("session");
+    let failed = loop {
+        let (k, p) = job_event(&mut rx, &id).await;
+        if p["runId"] == run1.as_str() {
+            assert_eq!(k, "failed", "{p}");
+            break p;
+        }
+    };
+    assert_eq!(failed["lastStatus"], "error", "{failed}");
+    let reason = failed["error"].as_str().unwrap_or_default();
+    assert!(reason.contains("svc-session"), "a reason: {failed}");
+    suite.wait_restarted("session", old).await;
+
+    // A later occurrence runs through the restarted svc-session and finishes.
+    let finished = loop {
+        let (k, p) = job_event(&mut rx, &id).await;
+        if k == "finished" {
+            break p;
+        }
+        assert!(
+            ["started", "failed", "missed"].contains(&k.as_str()),
+            "{k}: {p}"
+        );
+    };
+    assert_ne!(finished["runId"], run1.as_str());
+    assert_eq!(finished["text"], "ticked", "{finished}");
+    ok(&c, "job.delete", json!({"jobId": id})).await;
 }

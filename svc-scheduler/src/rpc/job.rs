@@ -67,6 +67,19 @@ pub struct JobApi {
     pub home: Home,
 }
 
+/// Refuses a named agent (`job.schedule{agent}` / `sessionTemplate.agent`) with
+/// `not_implemented`: `agent.*` are not implemented, so no agent can exist to run the task,
+/// and running it as a plain session would silently do something else.
+fn refuse_agent(agent: Option<&str>) -> Result<(), JobError> {
+    match agent.map(str::trim).filter(|a| !a.is_empty()) {
+        Some(a) => Err(JobError::NotImplemented {
+            field: "agent",
+            message: format!("named agents are not implemented yet, so {a:?} cannot run the task"),
+        }),
+        None => Ok(()),
+    }
+}
+
 fn nonempty(s: Option<String>) -> Option<String> {
     s.filter(|s| !s.trim().is_empty())
 }
@@ -95,6 +108,7 @@ impl JobApi {
 
     /// `job.schedule`.
     pub fn schedule(&self, caller: &Caller, p: NewJob) -> Result<JobScheduleResult, JobError> {
+        refuse_agent(p.agent.as_deref())?;
         if p.task.trim().is_empty() {
             return Err(JobError::Invalid {
                 field: "task",
@@ -314,6 +328,9 @@ impl JobApi {
     pub fn run_now(&self, caller: &Caller, job_id: &str) -> Result<JobRunNowResult, JobError> {
         let j = self.find(job_id)?;
         check_may_change(caller, &j, "run")?;
+        if j.cancelled {
+            return Err(JobError::Cancelled(j.job_id));
+        }
         let r = self.sched.run_now(j)?;
         Ok(JobRunNowResult {
             ok: r == RunNow::Started,

@@ -213,6 +213,65 @@ async fn every_method_and_event_over_grpc() {
         (c.state.as_str(), c.enabled, c.next_run_at.as_deref()),
         ("cancelled", false, None)
     );
+    // A cancelled job does not run now; nothing is claimed or started.
+    let runs_before = fake.runs.lock().unwrap().len();
+    let e = s
+        .jobs
+        .run_now(JobRunNowParams {
+            job_id: hid.clone(),
+        })
+        .await
+        .unwrap_err();
+    let rpc = snowpea_proto::error::RpcError::from_status(&e);
+    assert_eq!(rpc.code.wire(), "invalid_params");
+    assert!(rpc.message.contains("cancelled"), "{}", rpc.message);
+    assert_eq!(rpc.details.unwrap()["field"], "params.jobId");
+    // Resumed, it runs now again (and waits for its host browser, which is not connected).
+    s.jobs
+        .update(JobUpdateParams {
+            job_id: hid.clone(),
+            enabled: Some(true),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    s.expect(&["updated"]).await;
+    assert!(
+        s.jobs
+            .run_now(JobRunNowParams {
+                job_id: hid.clone()
+            })
+            .await
+            .unwrap()
+            .into_inner()
+            .ok
+    );
+    s.expect(&["waiting_for_host"]).await;
+    assert_eq!(fake.runs.lock().unwrap().len(), runs_before);
+
+    // A named agent cannot run a job yet: not_implemented naming the field, nothing saved.
+    let mut with_agent = sched("every 5m");
+    with_agent.agent = Some("reviewer".into());
+    let e = s.jobs.schedule(with_agent).await.unwrap_err();
+    let rpc = snowpea_proto::error::RpcError::from_status(&e);
+    assert_eq!(rpc.code.wire(), "not_implemented");
+    assert!(rpc.message.starts_with("params.agent:"), "{}", rpc.message);
+    let mut in_template = sched("every 5m");
+    in_template.session_template = Some(job_schedule_params::SessionTemplate {
+        agent: Some("reviewer".into()),
+        ..Default::default()
+    });
+    assert!(s.jobs.schedule(in_template).await.is_err());
+    assert_eq!(
+        s.jobs
+            .list(JobListParams {})
+            .await
+            .unwrap()
+            .into_inner()
+            .jobs
+            .len(),
+        2
+    );
 
     // job.delete{deleteRuns}: the two finished runs' sessions are deleted through svc-session.
     let d = s

@@ -128,8 +128,13 @@ pub struct Ask<'a> {
 }
 
 impl App {
-    /// `approvals.timeoutSec` for the session (settings of its workdir, default 300).
+    /// How long an approval of `session` may wait: the session's own timeout (a scheduled
+    /// run's `approval_timeout_sec`), else `approvals.timeoutSec` from the settings of its
+    /// workdir (default 300 s); at most 7 days.
     fn approval_timeout(&self, session: &Session) -> Duration {
+        if let Some(secs) = session.row().approval_timeout_sec.filter(|s| *s > 0) {
+            return Duration::from_secs((secs as u64).min(7 * 24 * 3600));
+        }
         let settings =
             snowpea_common::settings::load_effective(&self.config.home, Some(&session.workdir()))
                 .unwrap_or_else(|_| json!({}));

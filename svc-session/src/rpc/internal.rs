@@ -1,17 +1,18 @@
 //! `snowpea.session.v1.SessionInternalService` (issue 5): the internal rpcs svc-scheduler
 //! calls. No JSON-RPC names, so the gateway never exposes them.
 //!
-//! * `RunUnattended` opens a session in the job's workdir with its mode (and `hostToolsFrom`),
-//!   prompts the task as one turn, streams the session id at once and, when the turn has
-//!   ended, how it ended: `finished` (turn.done `complete`), `denied_by_timeout` (denied after
-//!   an approval timed out), `denied`, or `failed` (error, budget, interrupted). Approvals go to
-//!   the shared queue like any turn's; their timeout is the session's `approvals.timeoutSec`.
+//! * `RunUnattended` opens a session of kind `scheduled` (with the job's id, mode,
+//!   `hostToolsFrom` and approval timeout) in the job's workdir, prompts the task as one
+//!   turn, streams the session id at once and, when the turn has ended, how it ended:
+//!   `finished` (turn.done `complete`), `denied_by_timeout` (an approval of the turn timed out:
+//!   in a scheduled session that ends the turn at once), `denied` (refused by a person or the
+//!   mode), or `failed` (error, budget, interrupted) with the reason. Approvals go to the
+//!   shared queue like any turn's. A named `agent` is refused with `not_found`: no agent can
+//!   be defined yet (`agent.*` answer `not_implemented`), and running the task as a plain
+//!   session instead would be a silent substitution.
 //! * `DeleteSessions` deletes saved sessions with their events and workspaces; a session
 //!   whose turn is running is skipped.
 //! * `EmitEvent` appends a durable event (e.g. `job.done`) to a live session.
-//!
-//! Known gaps (the session model has no `kind` yet): the session is not marked `scheduled`
-//! and the request's `agent` and `approval_timeout_sec` are not applied.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -28,7 +29,9 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
 use crate::app::App;
-use crate::store;
+use crate::error::Error;
+use crate::session::SessionSetup;
+use crate::store::{self, sessions::KIND_SCHEDULED};
 
 /// Fully qualified name of the service (for health and reflection).
 pub const SERVICE_NAME: &str = "snowpea.session.v1.SessionInternalService";
@@ -57,19 +60,29 @@ impl InternalRpc {
 
 type RunStream = Pin<Box<dyn Stream<Item = Result<pb::RunUnattendedUpdate, Status>> + Send>>;
 
-/// How the turn `turn_id` of session `sid` ended: (status, text, error).
-fn outcome(app: &App, sid: &str, turn_id: &str) -> (String, String, String) {
-    let rows = app
-        .store
-        .read(|c| store::events::after(c, sid, 0))
-        .unwrap_or_default();
+/// How an unattended run ended, as `RunUnattendedReply` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// `finished`, `denied_by_timeout`, `denied` or `failed`.
+    pub status: &'static str,
+    /// The turn's final answer (`message.done.text`).
+    pub text: String,
+    /// Why it did not finish (the turn's last `error` message, or its end reason).
+    pub error: String,
+}
+
+/// How the turn `turn_id` ended, read from its committed events (`message.done`, `error`,
+/// `turn.done` carrying that `turnId`).
+pub fn outcome(events: &[(String, Value)], turn_id: &str) -> RunOutcome {
     let mut text = String::new();
-    let mut reason = String::new();
+    let mut reason = None;
     let mut error = String::new();
     let mut timed_out = false;
-    for r in rows {
-        let payload: Value = serde_json::from_str(&r.payload).unwrap_or(Value::Null);
-        match r.kind.as_str() {
+    for (kind, payload) in events {
+        if payload["turnId"].as_str() != Some(turn_id) {
+            continue;
+        }
+        match kind.as_str() {
             "message.done" => {
                 if let Some(t) = payload["text"].as_str() {
                     text = t.to_owned();
@@ -79,32 +92,48 @@ fn outcome(app: &App, sid: &str, turn_id: &str) -> (String, String, String) {
                 if let Some(m) = payload["message"].as_str() {
                     error = m.to_owned();
                 }
+                timed_out |= payload["code"].as_str() == Some("approval_timeout");
             }
-            "turn.done" if payload["turnId"].as_str() == Some(turn_id) => {
-                reason = payload["reason"].as_str().unwrap_or("").to_owned();
-            }
+            "turn.done" => reason = payload["reason"].as_str().map(str::to_owned),
             _ => {}
         }
-        if r.payload.contains("approval_timeout") || r.payload.contains("\"timeout\"") {
-            timed_out = true;
-        }
     }
-    let status = match reason.as_str() {
-        "complete" => "finished",
-        "denied" if timed_out => "denied_by_timeout",
-        "denied" => "denied",
-        "" => {
+    let status = match reason.as_deref() {
+        Some("complete") => "finished",
+        Some("denied") if timed_out => "denied_by_timeout",
+        Some("denied") => "denied",
+        None => {
             error = "the turn ended without turn.done".into();
             "failed"
         }
-        other => {
+        Some(other) => {
             if error.is_empty() {
                 error = format!("the turn ended with reason {other}");
             }
             "failed"
         }
     };
-    (status.to_owned(), text, error)
+    RunOutcome {
+        status,
+        text,
+        error,
+    }
+}
+
+/// [`outcome`] of turn `turn_id` of session `sid`, from the database.
+fn stored_outcome(app: &App, sid: &str, turn_id: &str) -> RunOutcome {
+    let rows = app
+        .store
+        .read(|c| store::events::after(c, sid, 0))
+        .unwrap_or_default();
+    let events: Vec<(String, Value)> = rows
+        .into_iter()
+        .map(|r| {
+            let payload = serde_json::from_str(&r.payload).unwrap_or(Value::Null);
+            (r.kind, payload)
+        })
+        .collect();
+    outcome(&events, turn_id)
 }
 
 #[tonic::async_trait]
@@ -114,10 +143,16 @@ impl SessionInternalService for InternalRpc {
         req: Request<pb::RunUnattendedRequest>,
     ) -> Result<Response<RunStream>, Status> {
         let p = req.into_inner();
+        if let Some(agent) = p.agent.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+            return Err(Error::NotFound(format!(
+                "no agent named {agent:?}: named agents cannot be defined yet (agent.* is not implemented)"
+            ))
+            .into());
+        }
         let ctx = CallContext::default();
         let created = self
             .app
-            .create_session(
+            .create_session_with(
                 &ctx,
                 pb::SessionCreateParams {
                     workdir: p.workdir.clone(),
@@ -125,6 +160,12 @@ impl SessionInternalService for InternalRpc {
                     host_tools_from: p.host_tools_from.clone(),
                     origin_surface: Some("scheduler".into()),
                     ..Default::default()
+                },
+                SessionSetup {
+                    kind: KIND_SCHEDULED,
+                    agent: None,
+                    job_id: Some(p.job_id.clone()).filter(|j| !j.is_empty()),
+                    approval_timeout_sec: Some(p.approval_timeout_sec).filter(|s| *s > 0),
                 },
             )
             .await?;
@@ -160,14 +201,18 @@ impl SessionInternalService for InternalRpc {
                 let _ = tokio::time::timeout(Duration::from_secs(10), idle.wait_for(|i| *i)).await;
             }
             let _ = app.flush().await;
-            let (status, text, error) = outcome(&app, &sid, &turn_id);
+            let RunOutcome {
+                status,
+                text,
+                error,
+            } = stored_outcome(&app, &sid, &turn_id);
             tracing::info!(session_id = %sid, status, "unattended run ended");
             let _ = tx
                 .send(Ok(pb::RunUnattendedUpdate {
                     session_id: sid.clone(),
                     done: Some(pb::RunUnattendedReply {
                         session_id: sid,
-                        status,
+                        status: status.to_owned(),
                         text,
                         error,
                     }),
@@ -232,3 +277,7 @@ impl SessionInternalService for InternalRpc {
         Ok(Response::new(pb::EmitEventReply { seq: e.seq }))
     }
 }
+
+#[cfg(test)]
+#[path = "internal_tests.rs"]
+mod tests;

@@ -120,6 +120,39 @@ impl Session {
     }
 }
 
+/// What the daemon itself sets on a session it creates (never a `session.create` param).
+#[derive(Debug, Clone)]
+pub struct SessionSetup {
+    /// `chat` or `scheduled` ([`store::sessions::KIND_CHAT`], [`store::sessions::KIND_SCHEDULED`]).
+    pub kind: &'static str,
+    /// Named agent the session runs as.
+    pub agent: Option<String>,
+    /// The scheduled job the session runs.
+    pub job_id: Option<String>,
+    /// Seconds before an unanswered approval is denied (`None` or ≤ 0: the
+    /// `approvals.timeoutSec` setting).
+    pub approval_timeout_sec: Option<i64>,
+}
+
+impl Default for SessionSetup {
+    fn default() -> Self {
+        SessionSetup {
+            kind: store::sessions::KIND_CHAT,
+            agent: None,
+            job_id: None,
+            approval_timeout_sec: None,
+        }
+    }
+}
+
+impl Session {
+    /// True for a scheduled job's unattended session: nobody watches it, so an approval
+    /// that times out ends the turn (issue 5: the run ends `denied_by_timeout`).
+    pub fn is_unattended(&self) -> bool {
+        lock(&self.row).kind() == store::sessions::KIND_SCHEDULED
+    }
+}
+
 /// Validates `session.create{workdir}`: absolute, existing directory; returns it canonical.
 pub fn check_workdir(workdir: &str) -> Result<PathBuf> {
     let field = "params.workdir";
@@ -226,11 +259,23 @@ impl App {
         );
     }
 
-    /// `session.create`.
+    /// `session.create`: a `chat` session.
     pub async fn create_session(
         &self,
         ctx: &CallContext,
         p: pb::SessionCreateParams,
+    ) -> Result<pb::SessionCreateResult> {
+        self.create_session_with(ctx, p, SessionSetup::default())
+            .await
+    }
+
+    /// Creates a session from `session.create` params plus what only the daemon sets
+    /// (kind, agent, job, approval timeout; see [`SessionSetup`]).
+    pub async fn create_session_with(
+        &self,
+        ctx: &CallContext,
+        p: pb::SessionCreateParams,
+        setup: SessionSetup,
     ) -> Result<pb::SessionCreateResult> {
         let workdir = check_workdir(&p.workdir)?;
         let settings = snowpea_common::settings::load_effective(&self.config.home, Some(&workdir))
@@ -266,6 +311,10 @@ impl App {
             origin_client_id: ctx.client_id.clone(),
             origin_connection_id: ctx.connection_id.clone(),
             created_at: now_iso(),
+            kind: setup.kind.to_owned(),
+            agent: setup.agent,
+            job_id: setup.job_id,
+            approval_timeout_sec: setup.approval_timeout_sec.filter(|s| *s > 0),
             ..Default::default()
         };
         let saved = row.clone();
@@ -275,7 +324,7 @@ impl App {
         let session = Arc::new(Session::new(row));
         lock(&self.sessions).insert(id.clone(), session.clone());
         self.sessions_changed(&session, "create");
-        tracing::info!(session_id = %id, workdir = %workdir.display(), mode = mode.as_str(), "session created");
+        tracing::info!(session_id = %id, workdir = %workdir.display(), mode = mode.as_str(), kind = setup.kind, "session created");
         Ok(pb::SessionCreateResult {
             delegation: false,
             session_id: id,
@@ -285,11 +334,8 @@ impl App {
 
     /// `session.list`.
     pub fn list_sessions(&self, p: pb::SessionListParams) -> Result<pb::SessionListResult> {
-        if let Some(kinds) = (!p.kinds.is_empty()).then_some(&p.kinds) {
-            if !kinds.iter().any(|k| k == "chat") {
-                return Ok(pb::SessionListResult { sessions: vec![] });
-            }
-        }
+        // An empty `kinds` (or none) means every kind.
+        let kinds: HashSet<&str> = p.kinds.iter().map(|k| k.trim()).collect();
         let workdir = nonempty(p.workdir).map(|w| {
             std::fs::canonicalize(&w)
                 .map(|c| c.to_string_lossy().into_owned())
@@ -301,7 +347,9 @@ impl App {
         let host_filter = nonempty(p.host_tools_from);
         let mut out = Vec::new();
         for stored in rows {
-            if workdir.as_ref().is_some_and(|w| *w != stored.workdir) {
+            if workdir.as_ref().is_some_and(|w| *w != stored.workdir)
+                || (!kinds.is_empty() && !kinds.contains(stored.kind()))
+            {
                 continue;
             }
             let live = lock(&self.sessions).get(&stored.id).cloned();
@@ -326,7 +374,9 @@ impl App {
                 context_window: row.context_window,
                 created_at: row.created_at.clone(),
                 host_tools_from: row.host_tools_from.clone(),
-                kind: "chat".into(),
+                kind: row.kind().to_owned(),
+                agent: row.agent.clone(),
+                job_id: row.job_id.clone(),
                 last_activity_at: row.last_activity_at.clone(),
                 last_prompt: row.last_prompt.clone(),
                 mode: row.mode.clone(),

@@ -17,7 +17,8 @@ pub mod sessions;
 pub mod turns;
 
 /// Schema versions, oldest first (`PRAGMA user_version` = how many ran).
-pub const MIGRATIONS: &[&str] = &[r#"
+pub const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE sessions (
     id TEXT PRIMARY KEY,
     workdir TEXT NOT NULL,
@@ -66,7 +67,16 @@ CREATE TABLE approvals (
     resolved_at TEXT
 );
 CREATE INDEX approvals_pending ON approvals(status) WHERE status = 'pending';
-"#];
+"#,
+    // 2: the session kind (`chat` / `scheduled`, spec CORE-session-kind), the named agent it runs
+    // as, the scheduled job behind it and its own approval timeout (issue 5).
+    r#"
+ALTER TABLE sessions ADD COLUMN kind TEXT NOT NULL DEFAULT 'chat';
+ALTER TABLE sessions ADD COLUMN agent TEXT;
+ALTER TABLE sessions ADD COLUMN job_id TEXT;
+ALTER TABLE sessions ADD COLUMN approval_timeout_sec INTEGER;
+"#,
+];
 
 /// Opens (creating and migrating) the database at `path`.
 pub fn open(path: &Path) -> anyhow::Result<Connection> {

@@ -45,12 +45,39 @@ pub struct SessionRow {
     pub context_used: i64,
     /// Context window of the model in use, when known.
     pub context_window: Option<i64>,
+    /// `chat` (a person's thread) or `scheduled` (a job's unattended run); see [`KIND_CHAT`].
+    /// Empty in a `Default` row means `chat`.
+    pub kind: String,
+    /// Named agent the session runs as, if any (`session.list` `agent`).
+    pub agent: Option<String>,
+    /// The scheduled job whose run this session is (`session.list` `jobId`).
+    pub job_id: Option<String>,
+    /// Seconds an approval may wait before it is denied with `approval_timeout`; `None`
+    /// means the `approvals.timeoutSec` setting.
+    pub approval_timeout_sec: Option<i64>,
+}
+
+/// Kind of a session a person drives (spec `session.list` `kind`).
+pub const KIND_CHAT: &str = "chat";
+/// Kind of a session a scheduled job's unattended run opened (issue 5).
+pub const KIND_SCHEDULED: &str = "scheduled";
+
+impl SessionRow {
+    /// The session kind as the protocol spells it (`chat` when unset).
+    pub fn kind(&self) -> &str {
+        if self.kind.is_empty() {
+            KIND_CHAT
+        } else {
+            &self.kind
+        }
+    }
 }
 
 const COLUMNS: &str =
     "id, workdir, workspace_dir, mode, provider, model, provider_in_use, model_in_use, \
      title, deny_exec, host_tools_from, origin_surface, origin_client_id, origin_connection_id, \
-     created_at, last_activity_at, last_prompt, closed_at, context_used, context_window";
+     created_at, last_activity_at, last_prompt, closed_at, context_used, context_window, \
+     kind, agent, job_id, approval_timeout_sec";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
@@ -74,6 +101,10 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         closed_at: r.get(17)?,
         context_used: r.get(18)?,
         context_window: r.get(19)?,
+        kind: r.get(20)?,
+        agent: r.get(21)?,
+        job_id: r.get(22)?,
+        approval_timeout_sec: r.get(23)?,
     })
 }
 
@@ -81,7 +112,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
 pub fn save(conn: &Connection, s: &SessionRow) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
         "INSERT OR REPLACE INTO sessions ({COLUMNS}) VALUES \
-         (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)"
+         (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)"
     ))?
     .execute(params![
         s.id,
@@ -104,6 +135,10 @@ pub fn save(conn: &Connection, s: &SessionRow) -> rusqlite::Result<()> {
         s.closed_at,
         s.context_used,
         s.context_window,
+        s.kind(),
+        s.agent,
+        s.job_id,
+        s.approval_timeout_sec,
     ])?;
     Ok(())
 }
@@ -125,4 +160,40 @@ pub fn list(conn: &Connection, include_closed: bool) -> rusqlite::Result<Vec<Ses
     let mut stmt = conn.prepare_cached(&sql)?;
     let rows = stmt.query_map([], from_row)?;
     rows.collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_saved_before_the_kind_column_read_as_chat() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("session.db");
+        {
+            // A database written by the first schema version.
+            let c = snowpea_common::db::open(&path, &crate::store::MIGRATIONS[..1]).unwrap();
+            c.execute(
+                "INSERT INTO sessions (id, workdir, workspace_dir, mode, created_at) \
+                 VALUES ('s_old', '/w', '/ws', 'accept', '2026-01-01T00:00:00Z')",
+                [],
+            )
+            .unwrap();
+        }
+        let c = crate::store::open(&path).unwrap();
+        let row = get(&c, "s_old").unwrap().unwrap();
+        assert_eq!(row.kind(), KIND_CHAT);
+        assert_eq!(row.kind, KIND_CHAT, "the migration fills the column");
+        assert_eq!(row.job_id, None);
+
+        let new = SessionRow {
+            id: "s_new".into(),
+            kind: KIND_SCHEDULED.into(),
+            job_id: Some("job_1".into()),
+            approval_timeout_sec: Some(30),
+            ..row
+        };
+        save(&c, &new).unwrap();
+        assert_eq!(get(&c, "s_new").unwrap().unwrap(), new);
+    }
 }

@@ -27,6 +27,9 @@ pub(crate) struct TurnAccount {
     pub text: String,
     /// Denied tool calls so far (the third ends the turn).
     pub denials: u32,
+    /// An approval timed out in an unattended (scheduled) session: the turn ends `denied`
+    /// at once, and the run is reported `denied_by_timeout` (issue 5).
+    pub unattended_timeout: bool,
     /// Tokens of the last model call (input + output), and whether estimated.
     pub context_used: Option<(u64, bool)>,
     /// Vendor in use.
@@ -282,7 +285,7 @@ impl App {
                 if outcome.interrupted {
                     return TurnEnd::Interrupted;
                 }
-                if acc.denials >= MAX_DENIALS {
+                if acc.denials >= MAX_DENIALS || acc.unattended_timeout {
                     return TurnEnd::Denied;
                 }
             }

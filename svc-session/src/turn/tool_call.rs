@@ -2,7 +2,8 @@
 //! session-scope allowances, approval), the run with streamed `tool.progress`, and
 //! `tool.result` (+ `diff`). A denial never runs the tool: the model gets a failed result,
 //! an `error` event carries the code (`mode_denied`, `approval_denied`,
-//! `approval_timeout`), and the denial counts toward the turn's limit.
+//! `approval_timeout`), and the denial counts toward the turn's limit. In a `scheduled`
+//! session nobody is watching, so an approval timeout ends the turn at once (issue 5).
 
 use std::sync::Arc;
 
@@ -195,14 +196,17 @@ impl App {
                     if !resolution.allow {
                         return match resolution.by {
                             "interrupted" => self.interrupted(session, t, call),
-                            "timeout" => self.denial(
-                                session,
-                                t,
-                                call,
-                                acc,
-                                "approval_timeout",
-                                format!("denied: no approval for `{}` arrived in time (approval_timeout)", call.name),
-                            ),
+                            "timeout" => {
+                                acc.unattended_timeout = session.is_unattended();
+                                self.denial(
+                                    session,
+                                    t,
+                                    call,
+                                    acc,
+                                    "approval_timeout",
+                                    format!("denied: no approval for `{}` arrived in time (approval_timeout)", call.name),
+                                )
+                            }
                             _ => {
                                 let mut msg = format!("denied by user: `{}` was not approved", call.name);
                                 if let Some(r) = &resolution.reason {

@@ -1,0 +1,214 @@
+use futures::StreamExt;
+use serde_json::{json, Value};
+use snowpea_proto::session::v1 as pb;
+use snowpea_proto::session::v1::session_internal_service_server::SessionInternalService;
+use tonic::Request;
+
+use super::{outcome, InternalRpc};
+use crate::testkit::{Harness, WAIT};
+
+fn request(h: &Harness, task: &str, approval_timeout_sec: i64) -> pb::RunUnattendedRequest {
+    pb::RunUnattendedRequest {
+        workdir: h.workdir.to_string_lossy().into_owned(),
+        mode: "accept".into(),
+        task: task.into(),
+        kind: "scheduled".into(),
+        job_id: "job_1".into(),
+        approval_timeout_sec,
+        ..Default::default()
+    }
+}
+
+/// Runs `req` to its end: (session id of the first update, the final reply).
+async fn run(h: &Harness, req: pb::RunUnattendedRequest) -> (String, pb::RunUnattendedReply) {
+    let rpc = InternalRpc::new(h.app.clone());
+    let mut stream = rpc
+        .run_unattended(Request::new(req))
+        .await
+        .expect("run starts")
+        .into_inner();
+    let first = tokio::time::timeout(WAIT, stream.next())
+        .await
+        .expect("first update in time")
+        .expect("stream open")
+        .expect("first update");
+    assert!(first.done.is_none(), "the session id comes first");
+    let last = tokio::time::timeout(WAIT, stream.next())
+        .await
+        .expect("final update in time")
+        .expect("stream open")
+        .expect("final update");
+    (first.session_id, last.done.expect("final update has done"))
+}
+
+fn list(h: &Harness, kinds: &[&str]) -> Vec<pb::session_list_result::Session> {
+    h.app
+        .list_sessions(pb::SessionListParams {
+            kinds: kinds.iter().map(|k| k.to_string()).collect(),
+            ..Default::default()
+        })
+        .unwrap()
+        .sessions
+}
+
+#[tokio::test]
+async fn a_run_is_a_scheduled_session_listed_by_kind() {
+    let h = Harness::new(json!({"steps": [{"match": "report", "text": "all quiet"}]})).await;
+    let chat = h.create("accept").await;
+    let (sid, done) = run(&h, request(&h, "report the weather", 0)).await;
+    assert_eq!(done.status, "finished");
+    assert_eq!(done.text, "all quiet");
+    assert_eq!(done.session_id, sid);
+
+    let scheduled = list(&h, &["scheduled"]);
+    assert_eq!(scheduled.len(), 1);
+    assert_eq!(scheduled[0].session_id, sid);
+    assert_eq!(scheduled[0].kind, "scheduled");
+    assert_eq!(scheduled[0].job_id.as_deref(), Some("job_1"));
+    assert_eq!(scheduled[0].origin_surface.as_deref(), Some("scheduler"));
+
+    let chats = list(&h, &["chat"]);
+    assert_eq!(
+        chats
+            .iter()
+            .map(|s| s.session_id.clone())
+            .collect::<Vec<_>>(),
+        vec![chat.clone()]
+    );
+    assert_eq!(chats[0].kind, "chat");
+    assert_eq!(list(&h, &[]).len(), 2, "no kinds = every kind");
+    assert_eq!(list(&h, &["chat", "scheduled"]).len(), 2);
+    assert!(list(&h, &["subagent"]).is_empty());
+}
+
+#[tokio::test]
+async fn the_kind_survives_a_restart() {
+    let h = Harness::new(json!({"steps": [{"match": "x", "text": "ok"}]})).await;
+    let (sid, _) = run(&h, request(&h, "x", 0)).await;
+    h.app.flush().await.unwrap();
+    let row = h
+        .app
+        .store
+        .read(|c| crate::store::sessions::get(c, &sid))
+        .unwrap()
+        .unwrap();
+    assert_eq!(row.kind(), "scheduled");
+    assert_eq!(row.job_id.as_deref(), Some("job_1"));
+    let reopened = crate::store::Store::open(&h.home.state_dir().join("session.db")).unwrap();
+    let again = reopened
+        .read(|c| crate::store::sessions::get(c, &sid))
+        .unwrap()
+        .unwrap();
+    assert_eq!(again, row);
+}
+
+#[tokio::test]
+async fn an_unanswered_approval_ends_the_run_denied_by_timeout() {
+    // Accept mode asks before a shell; nobody answers. The model would call the shell
+    // again after a denial: a scheduled run must end at the first timeout instead.
+    let script = json!({"steps": [
+        {"match": "clean", "tool_calls": [{"name": "shell", "arguments": {"command": "echo one"}}]},
+        {"after_tool": "shell", "tool_calls": [{"name": "shell", "arguments": {"command": "echo two"}}]},
+        {"after_tool": "shell", "text": "finished anyway"}
+    ]});
+    let h = Harness::new(script).await;
+    let (sid, done) = run(&h, request(&h, "clean up", 1)).await;
+    assert_eq!(done.status, "denied_by_timeout", "{done:?}");
+    assert!(done.error.contains("approval_timeout"), "{done:?}");
+    let events = h
+        .app
+        .store
+        .read(|c| crate::store::events::after(c, &sid, 0))
+        .unwrap();
+    let calls = events.iter().filter(|e| e.kind == "tool.call").count();
+    assert_eq!(calls, 1, "the run stops at the first timed-out approval");
+    let request: Value = events
+        .iter()
+        .find(|e| e.kind == "tool.result")
+        .map(|e| serde_json::from_str(&e.payload).unwrap())
+        .unwrap();
+    assert_eq!(request["ok"], false);
+}
+
+#[tokio::test]
+async fn the_run_uses_its_own_approval_timeout() {
+    // The settings say an hour; the job says one second: the run must not wait an hour.
+    let script = json!({"steps": [
+        {"match": "go", "tool_calls": [{"name": "shell", "arguments": {"command": "echo hi"}}]},
+        {"after_tool": "shell", "text": "done"}
+    ]});
+    let h = Harness::with_settings(script, json!({"approvals": {"timeoutSec": 3600}})).await;
+    let (_, done) = run(&h, request(&h, "go", 1)).await;
+    assert_eq!(done.status, "denied_by_timeout");
+}
+
+#[tokio::test]
+async fn a_chat_session_keeps_going_after_an_approval_timeout() {
+    let script = json!({"steps": [
+        {"match": "go", "tool_calls": [{"name": "shell", "arguments": {"command": "echo hi"}}]},
+        {"after_tool": "shell", "text": "went on"}
+    ]});
+    let mut h = Harness::with_settings(script, json!({"approvals": {"timeoutSec": 1}})).await;
+    let sid = h.create("accept").await;
+    let tid = h.prompt(&sid, "go").await;
+    let events = h.until_done(&tid, |_| None).await;
+    assert_eq!(crate::testkit::done_reason(&events), "complete");
+}
+
+#[tokio::test]
+async fn a_named_agent_is_refused_not_substituted() {
+    let h = Harness::new(json!({"steps": []})).await;
+    let mut req = request(&h, "x", 0);
+    req.agent = Some("reviewer".into());
+    let rpc = InternalRpc::new(h.app.clone());
+    let err = match rpc.run_unattended(Request::new(req)).await {
+        Ok(_) => panic!("an undefined agent must be refused"),
+        Err(e) => e,
+    };
+    assert_eq!(err.code(), tonic::Code::NotFound);
+    assert!(err.message().contains("reviewer"), "{}", err.message());
+    assert!(list(&h, &["scheduled"]).is_empty(), "no session was opened");
+}
+
+fn ev(kind: &str, payload: Value) -> (String, Value) {
+    (kind.to_owned(), payload)
+}
+
+#[test]
+fn outcome_reads_only_the_runs_turn() {
+    let events = vec![
+        ev(
+            "error",
+            json!({"turnId": "t_old", "code": "approval_timeout", "message": "old"}),
+        ),
+        ev("turn.done", json!({"turnId": "t_old", "reason": "denied"})),
+        ev("message.done", json!({"turnId": "t_1", "text": "hello"})),
+        ev(
+            "error",
+            json!({"turnId": "t_1", "code": "approval_denied", "message": "no"}),
+        ),
+        ev("turn.done", json!({"turnId": "t_1", "reason": "denied"})),
+    ];
+    let o = outcome(&events, "t_1");
+    assert_eq!(o.status, "denied", "an older turn's timeout does not count");
+    assert_eq!(o.text, "hello");
+    assert_eq!(o.error, "no");
+
+    let o = outcome(&events, "t_old");
+    assert_eq!(o.status, "denied_by_timeout");
+
+    let o = outcome(&events[..3], "t_1");
+    assert_eq!(o.status, "failed");
+    assert!(o.error.contains("without turn.done"));
+
+    let budget = vec![ev("turn.done", json!({"turnId": "t", "reason": "budget"}))];
+    let o = outcome(&budget, "t");
+    assert_eq!(o.status, "failed");
+    assert!(o.error.contains("budget"));
+
+    let ok = vec![ev(
+        "turn.done",
+        json!({"turnId": "t", "reason": "complete"}),
+    )];
+    assert_eq!(outcome(&ok, "t").status, "finished");
+}
