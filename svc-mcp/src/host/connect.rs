@@ -13,14 +13,19 @@ use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::ServiceExt;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
+use tokio::sync::watch;
 
 use crate::config::{ServerEntry, Transport};
 use crate::host::guard;
+use crate::host::server::Liveness;
 
 /// Lines of a server's stderr kept for error messages.
 const STDERR_TAIL_LINES: usize = 20;
 /// Longest stderr line kept (a flood of one huge line stays bounded).
 const STDERR_LINE_MAX: usize = 2_000;
+/// Longest wait for a dead server's last stderr lines (its group is gone, so EOF is near;
+/// only a process that left the group can hold the pipe open this long).
+const STDERR_DRAIN: Duration = Duration::from_secs(2);
 
 /// Where to spawn stdio servers from and what to mark them with.
 #[derive(Debug, Clone)]
@@ -32,30 +37,57 @@ pub struct SpawnContext {
     /// Directory a relative `cwd` (or no `cwd`) resolves against: the project root for
     /// project servers, else the daemon's working directory.
     pub base_dir: PathBuf,
+    /// How a hosted connection is checked for hangs (probes do not use it).
+    pub liveness: Liveness,
 }
 
-/// The last lines a server wrote to stderr.
-#[derive(Debug, Clone, Default)]
-pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+/// The last lines a server wrote to stderr, and whether its stderr pipe reached EOF (every
+/// process of the group that could write it is gone).
+#[derive(Debug, Clone)]
+pub struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    closed: Arc<watch::Sender<bool>>,
+}
+
+impl Default for StderrTail {
+    fn default() -> Self {
+        StderrTail {
+            lines: Arc::default(),
+            closed: Arc::new(watch::channel(false).0),
+        }
+    }
+}
 
 impl StderrTail {
     fn push(&self, line: String) {
-        let mut q = self.0.lock().expect("stderr tail lock");
+        let mut q = self.lines.lock().expect("stderr tail lock");
         if q.len() == STDERR_TAIL_LINES {
             q.pop_front();
         }
         q.push_back(line);
     }
 
+    /// Marks the pipe as read to its end.
+    fn close(&self) {
+        self.closed.send_replace(true);
+    }
+
+    /// Waits until the reader has taken in everything the processes wrote (EOF), at most
+    /// `max` (a process that left the group may keep the pipe open).
+    pub async fn drained(&self, max: Duration) {
+        let mut rx = self.closed.subscribe();
+        let _ = tokio::time::timeout(max, rx.wait_for(|c| *c)).await;
+    }
+
     /// The kept lines, oldest first, joined with newlines.
     pub fn text(&self) -> String {
-        let q = self.0.lock().expect("stderr tail lock");
+        let q = self.lines.lock().expect("stderr tail lock");
         q.iter().cloned().collect::<Vec<_>>().join("\n")
     }
 
     /// The guard's exit report, if it wrote one.
     pub fn exit_line(&self) -> Option<String> {
-        let q = self.0.lock().expect("stderr tail lock");
+        let q = self.lines.lock().expect("stderr tail lock");
         q.iter()
             .rev()
             .find_map(|l| l.strip_prefix(guard::EXIT_LINE_PREFIX).map(str::to_owned))
@@ -63,7 +95,7 @@ impl StderrTail {
 
     /// The server's own stderr (without the guard's lines).
     pub fn server_text(&self) -> String {
-        let q = self.0.lock().expect("stderr tail lock");
+        let q = self.lines.lock().expect("stderr tail lock");
         q.iter()
             .filter(|l| !l.starts_with(guard::EXIT_LINE_PREFIX))
             .cloned()
@@ -107,28 +139,25 @@ impl Connection {
         self.child.as_ref().and_then(Child::id)
     }
 
-    /// Resolves when the connection ends by itself (child exit, transport closed), with why.
+    /// Resolves when the connection ends by itself (child exit, transport closed), with why
+    /// (a sentence about the server, e.g. `server exited with code 9: <its stderr>`).
     /// Cancel-safe: used in `select!` next to the stop command.
     pub async fn wait_end(&mut self) -> String {
         match (self.service.as_mut(), self.child.as_mut()) {
             (Some(s), Some(c)) => {
                 tokio::select! {
-                    status = c.wait() => {
-                        // Let the stderr reader collect the last words.
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        exit_reason(status.ok(), &self.stderr)
-                    }
+                    status = c.wait() => exit_reason(status.ok(), &self.stderr).await,
                     _ = wait_closed(s) => {
                         match tokio::time::timeout(Duration::from_secs(3), c.wait()).await {
-                            Ok(st) => exit_reason(st.ok(), &self.stderr),
-                            Err(_) => "closed its stdout (connection lost)".into(),
+                            Ok(st) => exit_reason(st.ok(), &self.stderr).await,
+                            Err(_) => "server closed its stdout (connection lost)".into(),
                         }
                     }
                 }
             }
             (Some(s), None) => {
                 wait_closed(s).await;
-                "the connection closed".into()
+                "server connection closed".into()
             }
             _ => std::future::pending().await,
         }
@@ -142,11 +171,16 @@ async fn wait_closed(s: &mut RunningService<RoleClient, ()>) {
     }
 }
 
-fn exit_reason(status: Option<std::process::ExitStatus>, stderr: &StderrTail) -> String {
-    let head = stderr.exit_line().unwrap_or_else(|| {
-        status
-            .map(guard::describe)
-            .unwrap_or_else(|| "exited".into())
+/// Why a stdio server ended: the guard's report of the server's own exit status (e.g.
+/// `server exited with code 3`), then the server's stderr verbatim after `: `. Waits (at
+/// most [`STDERR_DRAIN`]) until stderr is read to its end, so neither the report nor the
+/// server's last words are lost to a race with the exit. `status` is the guard's own status,
+/// used only when the guard wrote no report.
+pub async fn exit_reason(status: Option<std::process::ExitStatus>, stderr: &StderrTail) -> String {
+    stderr.drained(STDERR_DRAIN).await;
+    let head = stderr.exit_line().unwrap_or_else(|| match status {
+        Some(s) => format!("server's process guard {}", guard::describe(s)),
+        None => "server exited".into(),
     });
     let tail = stderr.server_text();
     if tail.trim().is_empty() {
@@ -174,6 +208,24 @@ pub async fn shutdown(mut conn: Connection) {
     }
     if let Some(c) = conn.child.take() {
         stop_child(c).await;
+    }
+}
+
+/// Kills a connection whose server stopped answering: SIGKILL to the guard's whole process
+/// group at once (a hung server gets no grace period), the guard reaped (bounded wait), then
+/// the transport closed, which fails every request still pending on it.
+pub async fn kill(mut conn: Connection) {
+    if let Some(mut c) = conn.child.take() {
+        kill_group(&c);
+        if tokio::time::timeout(Duration::from_secs(5), c.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(pid = ?c.id(), "MCP guard not reaped 5s after SIGKILL");
+        }
+    }
+    if let Some(mut s) = conn.service.take() {
+        let _ = s.close_with_timeout(Duration::from_millis(500)).await;
     }
 }
 
@@ -291,7 +343,10 @@ async fn connect_stdio(
             loop {
                 buf.clear();
                 match lines.read_until(b'\n', &mut buf).await {
-                    Ok(0) | Err(_) => break,
+                    Ok(0) | Err(_) => {
+                        tail.close();
+                        break;
+                    }
                     Ok(_) => {
                         let mut line = String::from_utf8_lossy(&buf).trim_end().to_owned();
                         if line.len() > STDERR_LINE_MAX {
@@ -354,9 +409,7 @@ where
             tokio::select! {
                 r = tokio::time::timeout(timeout, &mut work) => r,
                 status = c.wait() => {
-                    // Give the stderr reader a moment to collect the last words.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    return Err(ConnectError(exit_reason(status.ok(), &tail)));
+                    return Err(ConnectError(exit_reason(status.ok(), &tail).await));
                 }
             }
         }
@@ -366,8 +419,7 @@ where
         // The protocol failed because the process is going away: its exit and stderr say
         // more than "connection closed".
         if let Ok(status) = tokio::time::timeout(Duration::from_secs(1), c.wait()).await {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            return Err(ConnectError(exit_reason(status.ok(), &tail)));
+            return Err(ConnectError(exit_reason(status.ok(), &tail).await));
         }
     }
     match result {
@@ -398,5 +450,48 @@ where
                 format!("{head}: {stderr}")
             }))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn exit_reason_waits_for_the_last_stderr_lines() {
+        // The guard ends by SIGKILL (its own group kill); its report and the server's words
+        // reach the reader only after that status is known.
+        let tail = StderrTail::default();
+        let late = tail.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            late.push("faulty: cannot open database /nonexistent/db.sqlite".into());
+            late.push(format!(
+                "{}server exited with code 3",
+                guard::EXIT_LINE_PREFIX
+            ));
+            late.close();
+        });
+        let why = tokio::time::timeout(
+            Duration::from_secs(10),
+            exit_reason(Some(std::process::ExitStatus::from_raw(9)), &tail),
+        )
+        .await
+        .expect("bounded");
+        assert_eq!(
+            why,
+            "server exited with code 3: faulty: cannot open database /nonexistent/db.sqlite"
+        );
+    }
+
+    #[tokio::test]
+    async fn without_a_guard_report_the_guard_status_is_named_as_such() {
+        let tail = StderrTail::default();
+        tail.push("some words".into());
+        tail.close();
+        let why = exit_reason(Some(std::process::ExitStatus::from_raw(9)), &tail).await;
+        assert_eq!(why, "server's process guard killed by signal 9: some words");
     }
 }

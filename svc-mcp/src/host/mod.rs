@@ -7,6 +7,9 @@
 //! and starts, restarts (changed entry) or stops (removed entry) servers — `mcp.add`,
 //! `mcp.update`, `mcp.remove`, `mcp.reload` and a periodic check of the config files' mtimes
 //! all go through it. Stopping always reaps the child's whole process group ([`guard`]).
+//! A server that hangs is caught by [`server::Liveness`] (MCP `ping`; interval and timeout
+//! from `SNOWPEA_MCP_PING_INTERVAL_MS` / `SNOWPEA_MCP_PING_TIMEOUT_MS`, default 30 s / 10 s),
+//! marked `error` (not responding), killed and restarted like one that exited.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -19,7 +22,7 @@ use snowpea_common::home::Home;
 
 use crate::config::{self, Declared, Scope};
 use crate::host::connect::SpawnContext;
-use crate::host::server::{Notifier, ServerHandle, State, Status};
+use crate::host::server::{Liveness, Notifier, ServerHandle, State, Status};
 
 pub mod connect;
 pub mod guard;
@@ -43,6 +46,7 @@ struct Inner {
     hub: Arc<BusHub>,
     guard_exe: PathBuf,
     daemon_dir: PathBuf,
+    liveness: Liveness,
     servers: Mutex<BTreeMap<ServerKey, Arc<ServerHandle>>>,
     roots: Mutex<BTreeSet<PathBuf>>,
     reconcile: tokio::sync::Mutex<Option<Vec<Option<SystemTime>>>>,
@@ -58,7 +62,7 @@ impl std::fmt::Debug for Host {
 
 impl Host {
     /// A host for `home` publishing through `hub`; stdio servers run behind `guard_exe`
-    /// (this binary in guard mode).
+    /// (this binary in guard mode). Hangs are detected with [`Liveness::from_env`].
     pub fn new(home: Home, hub: Arc<BusHub>, guard_exe: PathBuf, daemon_dir: PathBuf) -> Host {
         Host {
             inner: Arc::new(Inner {
@@ -66,6 +70,7 @@ impl Host {
                 hub,
                 guard_exe,
                 daemon_dir,
+                liveness: Liveness::from_env(),
                 servers: Mutex::new(BTreeMap::new()),
                 roots: Mutex::new(BTreeSet::new()),
                 reconcile: tokio::sync::Mutex::new(None),
@@ -228,6 +233,7 @@ impl Host {
                 .root
                 .clone()
                 .unwrap_or_else(|| self.inner.daemon_dir.clone()),
+            liveness: self.inner.liveness,
         }
     }
 

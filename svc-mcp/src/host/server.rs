@@ -4,12 +4,26 @@
 //! [`Notifier`] (`mcp.changed`). A failed start or a connection that ends (child exit, crash,
 //! transport closed) is `error` with the reason, then restarted with exponential backoff
 //! ([`Backoff`]: 500 ms doubling to 30 s, reset after a minute ready). Calls in flight on a
-//! connection that ends fail at once (rmcp fails pending requests when the transport closes).
+//! connection that ends fail at once: the status leaves `ready` (callers watch it, see
+//! [`ServerHandle::subscribe`]) and rmcp fails pending requests when the transport closes.
+//!
+//! A server that stops answering while its process lives on (a hang) ends the same way, as
+//! `error` with [`Status::not_responding`] set and the text `not responding: …`; its child
+//! is SIGKILLed (whole process group, reaped) instead of being asked to stop. A hang is
+//! detected two ways ([`Liveness`]):
+//! * while no call is in flight, an MCP `ping` every [`Liveness::interval`] must be answered
+//!   within [`Liveness::timeout`] (any answer counts, even an error: the server is alive);
+//! * a call that reaches its `toolTimeoutSec` makes the caller ping the server
+//!   ([`ServerHandle::answers_ping`]); no answer → [`ServerHandle::report_not_responding`].
+//!
+//! No periodic ping is sent while calls are in flight, so a server that handles requests one
+//! at a time is not killed for running a long tool within its `toolTimeoutSec`.
 
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rmcp::model::Tool;
+use rmcp::model::{ClientRequest, PingRequest, Tool};
 use rmcp::service::{Peer, RoleClient};
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -50,6 +64,9 @@ pub struct Status {
     pub error: Option<String>,
     /// Its tools after the include/exclude filters (empty unless ready).
     pub tools: Arc<Vec<Tool>>,
+    /// True in the `error` state when the server was alive but stopped answering (a hang,
+    /// see the module doc); false for every other state and error.
+    pub not_responding: bool,
 }
 
 impl Status {
@@ -58,7 +75,83 @@ impl Status {
             state,
             error,
             tools: Arc::new(Vec::new()),
+            not_responding: false,
         }
+    }
+}
+
+/// How a ready server is checked for hangs (see the module doc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Liveness {
+    /// Time between two pings of an idle server.
+    pub interval: Duration,
+    /// How long a ping (periodic, or after a call's `toolTimeoutSec`) may go unanswered
+    /// before the server is declared not responding.
+    pub timeout: Duration,
+}
+
+impl Liveness {
+    /// Default [`Liveness::interval`]: 30 s.
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(30);
+    /// Default [`Liveness::timeout`]: 10 s.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+    /// Env var overriding [`Liveness::interval`], in milliseconds (tests use short ones).
+    pub const INTERVAL_ENV: &'static str = "SNOWPEA_MCP_PING_INTERVAL_MS";
+    /// Env var overriding [`Liveness::timeout`], in milliseconds.
+    pub const TIMEOUT_ENV: &'static str = "SNOWPEA_MCP_PING_TIMEOUT_MS";
+
+    /// The defaults, overridden by [`Liveness::INTERVAL_ENV`] / [`Liveness::TIMEOUT_ENV`]
+    /// when they hold a positive number of milliseconds (anything else is ignored).
+    pub fn from_env() -> Liveness {
+        let ms = |k: &str| {
+            std::env::var(k)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|v| *v > 0)
+                .map(Duration::from_millis)
+        };
+        Liveness {
+            interval: ms(Self::INTERVAL_ENV).unwrap_or(Self::DEFAULT_INTERVAL),
+            timeout: ms(Self::TIMEOUT_ENV).unwrap_or(Self::DEFAULT_TIMEOUT),
+        }
+    }
+}
+
+impl Default for Liveness {
+    fn default() -> Self {
+        Liveness {
+            interval: Self::DEFAULT_INTERVAL,
+            timeout: Self::DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+/// The live connection of a ready server: what calls go through.
+#[derive(Debug, Clone)]
+pub struct Live {
+    /// Which connection this is (increases with every successful start); a hang report for
+    /// an older connection is ignored.
+    pub epoch: u64,
+    /// Sends requests.
+    pub peer: Peer<RoleClient>,
+}
+
+/// Counts a tool call as in flight until dropped (the periodic ping waits for none).
+#[derive(Debug)]
+pub struct InFlight<'a>(&'a AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Renders a duration for error texts: whole seconds as `5s`, else milliseconds.
+fn human(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
     }
 }
 
@@ -111,9 +204,15 @@ pub struct ServerHandle {
     /// How it is declared.
     pub declared: Declared,
     status: watch::Sender<Status>,
-    peer: Mutex<Option<Peer<RoleClient>>>,
+    live: Mutex<Option<Live>>,
     pid: Mutex<Option<u32>>,
     ctl: mpsc::UnboundedSender<Ctl>,
+    /// Hang reports `(epoch, why)` from callers; kept apart from [`Ctl`] so that a report
+    /// arriving while connecting never interrupts the attempt.
+    hung: mpsc::UnboundedSender<(u64, String)>,
+    epochs: AtomicU64,
+    in_flight: AtomicUsize,
+    liveness: Liveness,
 }
 
 impl std::fmt::Debug for ServerHandle {
@@ -138,19 +237,24 @@ impl ServerHandle {
             Status::new(State::Starting, None)
         };
         let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
+        let (hung_tx, hung_rx) = mpsc::unbounded_channel();
         let handle = Arc::new(ServerHandle {
             declared,
             status: watch::channel(initial.clone()).0,
-            peer: Mutex::new(None),
+            live: Mutex::new(None),
             pid: Mutex::new(None),
             ctl: ctl_tx,
+            hung: hung_tx,
+            epochs: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
+            liveness: ctx.liveness,
         });
         notify(&handle.declared, &initial);
         let runs = initial.state == State::Starting;
         let h = handle.clone();
         tokio::spawn(async move {
             if runs {
-                h.supervise(ctx, notify, ctl_rx).await;
+                h.supervise(ctx, notify, ctl_rx, hung_rx).await;
             } else {
                 idle(ctl_rx).await;
             }
@@ -170,7 +274,45 @@ impl ServerHandle {
 
     /// The connection to call through, when ready.
     pub fn peer(&self) -> Option<Peer<RoleClient>> {
-        self.peer.lock().expect("peer lock").clone()
+        self.live().map(|l| l.peer)
+    }
+
+    /// The connection to call through and its epoch, when ready.
+    pub fn live(&self) -> Option<Live> {
+        self.live.lock().expect("live lock").clone()
+    }
+
+    /// How hangs are detected.
+    pub fn liveness(&self) -> Liveness {
+        self.liveness
+    }
+
+    /// Counts a tool call as in flight until the guard is dropped.
+    pub fn begin_call(&self) -> InFlight<'_> {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        InFlight(&self.in_flight)
+    }
+
+    /// Pings the server through `peer`: `None` when it answered within
+    /// [`Liveness::timeout`] (an error answer counts; so does a closed transport, whose end
+    /// the supervisor reports itself), else why it is considered hung.
+    pub async fn answers_ping(&self, peer: &Peer<RoleClient>) -> Option<String> {
+        let ping = peer.send_request(ClientRequest::PingRequest(PingRequest::default()));
+        match tokio::time::timeout(self.liveness.timeout, ping).await {
+            Ok(_) => None,
+            Err(_) => Some(format!(
+                "no answer to ping within {}",
+                human(self.liveness.timeout)
+            )),
+        }
+    }
+
+    /// Reports that connection `epoch` stopped answering (`why` says how that was seen):
+    /// the supervisor marks the server `error` (not responding), fails the calls in flight,
+    /// kills its processes and restarts it with backoff. Ignored when `epoch` is no longer
+    /// the live connection.
+    pub fn report_not_responding(&self, epoch: u64, why: String) {
+        let _ = self.hung.send((epoch, why));
     }
 
     /// Pid of the guard process of a running stdio server.
@@ -201,6 +343,7 @@ impl ServerHandle {
         ctx: SpawnContext,
         notify: Notifier,
         mut ctl: mpsc::UnboundedReceiver<Ctl>,
+        mut hung: mpsc::UnboundedReceiver<(u64, String)>,
     ) {
         let mut backoff = Backoff::new();
         let name = self.declared.name.clone();
@@ -228,7 +371,12 @@ impl ServerHandle {
                         .cloned()
                         .collect();
                     tracing::info!(server = %name, tools = tools.len(), pid = ?conn.pid(), "MCP server ready");
-                    *self.peer.lock().expect("peer lock") = Some(conn.peer.clone());
+                    let epoch = self.epochs.fetch_add(1, Ordering::SeqCst) + 1;
+                    let peer = conn.peer.clone();
+                    *self.live.lock().expect("live lock") = Some(Live {
+                        epoch,
+                        peer: peer.clone(),
+                    });
                     *self.pid.lock().expect("pid lock") = conn.pid();
                     self.set(
                         &notify,
@@ -236,38 +384,67 @@ impl ServerHandle {
                             state: State::Ready,
                             error: None,
                             tools: Arc::new(tools),
+                            not_responding: false,
                         },
                     );
                     let since = Instant::now();
-                    let ended = tokio::select! {
-                        why = conn.wait_end() => Err(why),
-                        c = ctl.recv() => Ok(c),
-                    };
-                    *self.peer.lock().expect("peer lock") = None;
-                    *self.pid.lock().expect("pid lock") = None;
-                    connect::shutdown(conn).await;
-                    match ended {
-                        Err(why) => {
-                            tracing::warn!(server = %name, reason = %why, "MCP server ended; restarting with backoff");
-                            if since.elapsed() >= Backoff::HEALTHY {
-                                backoff.reset();
+                    let ended = loop {
+                        tokio::select! {
+                            why = conn.wait_end() => break Ended::Exited(why),
+                            why = self.watch_liveness(&peer) => break Ended::NotResponding(why),
+                            Some((e, why)) = hung.recv() => {
+                                if e == epoch {
+                                    break Ended::NotResponding(why);
+                                }
+                                // A report about an earlier connection.
                             }
+                            c = ctl.recv() => break Ended::Ctl(c),
+                        }
+                    };
+                    *self.live.lock().expect("live lock") = None;
+                    *self.pid.lock().expect("pid lock") = None;
+                    match ended {
+                        Ended::Exited(why) => {
+                            tracing::warn!(server = %name, reason = %why, "MCP server ended; restarting with backoff");
+                            // Error first: the calls in flight fail at once with the reason.
+                            self.set(&notify, Status::new(State::Error, Some(why)));
+                            connect::shutdown(conn).await;
+                        }
+                        Ended::NotResponding(why) => {
+                            tracing::warn!(server = %name, reason = %why, "MCP server not responding; killing and restarting it with backoff");
                             self.set(
                                 &notify,
-                                Status::new(State::Error, Some(format!("server {why}"))),
+                                Status {
+                                    not_responding: true,
+                                    ..Status::new(
+                                        State::Error,
+                                        Some(format!(
+                                            "not responding: {why}; its processes were killed and it is restarted with backoff"
+                                        )),
+                                    )
+                                },
                             );
+                            connect::kill(conn).await;
                         }
-                        Ok(Some(Ctl::Restart)) => {
-                            backoff.reset();
-                            self.set(&notify, Status::new(State::Stopped, None));
-                            continue;
+                        Ended::Ctl(c) => {
+                            connect::shutdown(conn).await;
+                            match c {
+                                Some(Ctl::Restart) => {
+                                    backoff.reset();
+                                    self.set(&notify, Status::new(State::Stopped, None));
+                                    continue;
+                                }
+                                Some(Ctl::Stop(ack)) => {
+                                    self.set(&notify, Status::new(State::Stopped, None));
+                                    let _ = ack.send(());
+                                    return;
+                                }
+                                None => return,
+                            }
                         }
-                        Ok(Some(Ctl::Stop(ack))) => {
-                            self.set(&notify, Status::new(State::Stopped, None));
-                            let _ = ack.send(());
-                            return;
-                        }
-                        Ok(None) => return,
+                    }
+                    if since.elapsed() >= Backoff::HEALTHY {
+                        backoff.reset();
                     }
                 }
                 Err(e) => {
@@ -286,6 +463,35 @@ impl ServerHandle {
             }
         }
     }
+}
+
+impl ServerHandle {
+    /// Resolves when the idle server (no call in flight) leaves a ping unanswered, with why.
+    async fn watch_liveness(&self, peer: &Peer<RoleClient>) -> String {
+        loop {
+            tokio::time::sleep(self.liveness.interval).await;
+            if self.in_flight.load(Ordering::SeqCst) > 0 {
+                continue;
+            }
+            if let Some(why) = self.answers_ping(peer).await {
+                // A call that started during the ping may have kept a one-at-a-time server
+                // busy; only an idle server's silence counts.
+                if self.in_flight.load(Ordering::SeqCst) == 0 {
+                    return why;
+                }
+            }
+        }
+    }
+}
+
+/// How a ready connection ended.
+enum Ended {
+    /// The process exited or the transport closed; why.
+    Exited(String),
+    /// The server stopped answering; why.
+    NotResponding(String),
+    /// A command (or the handle is gone).
+    Ctl(Option<Ctl>),
 }
 
 /// A server that does not run answers stop at once.

@@ -3,7 +3,13 @@
 //!
 //! A call runs under the server's `toolTimeoutSec`; everything that goes wrong at run time
 //! is an `ok: false` reply with `errorKind` in the meta, so the session reports it to the
-//! model as a failed tool result and the turn goes on.
+//! model as a failed tool result and the turn goes on. `errorKind`: `not_ready` (the server
+//! is not ready), `timeout` (no answer within `toolTimeoutSec`; the server is then pinged in
+//! the background and, if it leaves that unanswered too, reported not responding and
+//! restarted), `server_exited` / `not_responding` (the connection ended during the call: the
+//! process exited, or the server hung and was killed; the text names the server and says
+//! why), `protocol` (the server answered with an error), `tool_error` (the tool's own
+//! `isError` result).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -129,8 +135,8 @@ impl InternalRpc {
             }
             m
         };
-        let peer = match (status.state, handle.peer()) {
-            (State::Ready, Some(peer)) => peer,
+        let live = match (status.state, handle.live()) {
+            (State::Ready, Some(live)) => live,
             (state, _) => {
                 let why = match (state, status.error) {
                     (State::Error, Some(e)) => {
@@ -159,24 +165,75 @@ impl InternalRpc {
             rmcp::model::CallToolRequestParams::new(req.tool.clone()).with_arguments(arguments);
         let started = Instant::now();
         tracing::info!(server = %req.server, tool = %req.tool, call_id = %req.call_id, "MCP tool call");
-        let outcome = tokio::time::timeout(timeout, peer.call_tool(params)).await;
+        let mut rx = handle.subscribe();
+        let outcome = {
+            let _in_flight = handle.begin_call();
+            tokio::select! {
+                r = tokio::time::timeout(timeout, live.peer.call_tool(params)) => r.map(Some),
+                // The connection ended under the call (exit, crash, hang): fail it at once.
+                _ = rx.wait_for(|s| s.state != State::Ready) => Ok(None),
+            }
+        };
         let elapsed = started.elapsed().as_millis();
+        // Why the connection is gone, from the supervisor: (errorKind, text).
+        let ended = |after: crate::host::server::Status, fallback: String| {
+            let kind = if after.not_responding {
+                "not_responding"
+            } else {
+                "server_exited"
+            };
+            let why = after.error.unwrap_or(fallback);
+            (
+                kind,
+                format!("MCP server {} stopped during the call: {why}", req.server),
+            )
+        };
         match outcome {
-            Err(_) => Ok(CallToolReply {
-                ok: false,
-                content: format!(
-                    "MCP tool {}/{} did not answer within {}s (toolTimeoutSec)",
-                    req.server,
-                    req.tool,
-                    timeout.as_secs()
-                ),
-                is_error: false,
-                meta_json: meta(Some("timeout"), elapsed).to_string(),
-                images: Vec::new(),
-            }),
-            Ok(Err(e)) => {
+            Ok(None) => {
+                let (kind, content) = ended(handle.status(), "it stopped".into());
+                Ok(CallToolReply {
+                    ok: false,
+                    content,
+                    is_error: false,
+                    meta_json: meta(Some(kind), elapsed).to_string(),
+                    images: Vec::new(),
+                })
+            }
+            Err(_) => {
+                // Slow tool or hung server? In the background (the caller is not kept
+                // waiting): a server that cannot even answer a ping is reported not
+                // responding, then killed and restarted; calls still in flight fail with it.
+                if handle.live().is_some_and(|l| l.epoch == live.epoch) {
+                    let handle = handle.clone();
+                    let tool = req.tool.clone();
+                    tokio::spawn(async move {
+                        if let Some(why) = handle.answers_ping(&live.peer).await {
+                            tracing::warn!(server = %handle.declared.name, %tool, reason = %why, "MCP call timed out and the server does not answer ping");
+                            handle.report_not_responding(
+                                live.epoch,
+                                format!(
+                                    "a call of {tool} got no answer within {}s (toolTimeoutSec), then {why}",
+                                    timeout.as_secs()
+                                ),
+                            );
+                        }
+                    });
+                }
+                Ok(CallToolReply {
+                    ok: false,
+                    content: format!(
+                        "MCP tool {}/{} did not answer within {}s (toolTimeoutSec)",
+                        req.server,
+                        req.tool,
+                        timeout.as_secs()
+                    ),
+                    is_error: false,
+                    meta_json: meta(Some("timeout"), elapsed).to_string(),
+                    images: Vec::new(),
+                })
+            }
+            Ok(Some(Err(e))) => {
                 // A transport failure: the server died mid-call. Let the supervisor record why.
-                let mut rx = handle.subscribe();
                 let _ = tokio::time::timeout(
                     Duration::from_millis(1500),
                     rx.wait_for(|s| s.state != State::Ready),
@@ -188,14 +245,7 @@ impl InternalRpc {
                         "protocol",
                         format!("MCP tool {}/{} failed: {e}", req.server, req.tool),
                     ),
-                    _ => (
-                        "server_exited",
-                        format!(
-                            "MCP server {} stopped during the call: {}",
-                            req.server,
-                            after.error.unwrap_or_else(|| e.to_string())
-                        ),
-                    ),
+                    _ => ended(after, e.to_string()),
                 };
                 Ok(CallToolReply {
                     ok: false,
@@ -205,7 +255,7 @@ impl InternalRpc {
                     images: Vec::new(),
                 })
             }
-            Ok(Ok(result)) => {
+            Ok(Some(Ok(result))) => {
                 let v = serde_json::to_value(&result).unwrap_or(Value::Null);
                 let (content, images) = render(&v);
                 let is_error = v.get("isError").and_then(Value::as_bool).unwrap_or(false);

@@ -8,6 +8,9 @@ Usage: faulty.py MODE [ARG]
   flood           floods stdout with non-JSON lines and stderr with noise, then works
   ok              works: tools echo, sleep{seconds}, crash (exits mid-call), spawn (forks a
                   grandchild that ignores SIGTERM, then answers)
+
+Any tool call with "hang": "now" stops answering everything (that call, later calls, ping)
+while the process lives on; "hang": "after" answers the call first, then does the same.
 """
 import json
 import os
@@ -35,6 +38,13 @@ TOOLS = [
 def send(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
+
+
+def hang_forever():
+    sys.stderr.write("faulty: hanging on purpose\n")
+    sys.stderr.flush()
+    while True:
+        time.sleep(3600)
 
 
 if mode == "flood":
@@ -66,6 +76,8 @@ for line in sys.stdin:
     elif method == "tools/call":
         name = msg["params"]["name"]
         args = msg["params"].get("arguments") or {}
+        if args.get("hang") == "now":
+            hang_forever()
         if name == "crash":
             sys.stderr.write("faulty: crashing on purpose\n")
             sys.stderr.flush()
@@ -77,6 +89,8 @@ for line in sys.stdin:
                               "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"])
         text = args.get("text", "pid=%d" % os.getpid())
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": text}]}})
+        if args.get("hang") == "after":
+            hang_forever()
     elif method == "ping":
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {}})
     else:

@@ -160,12 +160,9 @@ async fn a_crashing_server_fails_the_call_clearly_and_is_restarted() {
         .find(|c| c["name"] == "f" && c["state"] == "error")
         .cloned()
         .unwrap();
-    assert!(
-        err["error"]
-            .as_str()
-            .unwrap()
-            .contains("crashing on purpose"),
-        "{err}"
+    assert_eq!(
+        err["error"], "server exited with code 9: faulty: crashing on purpose",
+        "the server's exit status and its stderr verbatim"
     );
     let r = call(&svc, "f", "echo", json!({"text": "again"})).await;
     assert_eq!(r.content, "again");
@@ -316,4 +313,159 @@ async fn no_process_outlives_svc_mcp_sigterm_or_sigkill() {
     )
     .await;
     svc.kill9();
+}
+
+/// svc-mcp environment with a fast hang check (ping every `interval_ms`, answer within
+/// `timeout_ms`).
+fn fast_ping(
+    interval_ms: &'static str,
+    timeout_ms: &'static str,
+) -> [(&'static str, &'static str); 2] {
+    [
+        ("SNOWPEA_MCP_PING_INTERVAL_MS", interval_ms),
+        ("SNOWPEA_MCP_PING_TIMEOUT_MS", timeout_ms),
+    ]
+}
+
+/// Waits until `name` went through `error` (after its first `ready`) and is `ready` again;
+/// returns the `mcp.changed` params of that error.
+async fn error_then_ready_again(svc: &Svc, name: &str) -> Value {
+    eventually(
+        Duration::from_secs(30),
+        "error, then ready again",
+        || async {
+            let changes: Vec<Value> = svc
+                .changes
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|c| c["name"] == name)
+                .cloned()
+                .collect();
+            let first_ready = changes.iter().position(|c| c["state"] == "ready")?;
+            let err = first_ready
+                + changes[first_ready..]
+                    .iter()
+                    .position(|c| c["state"] == "error")?;
+            changes[err..]
+                .iter()
+                .any(|c| c["state"] == "ready")
+                .then(|| changes[err].clone())
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_server_that_hangs_mid_call_is_marked_error_killed_and_restarted() {
+    let Some(faulty) = faulty() else { return };
+    let mut e = faulty_entry(&faulty, "ok", None);
+    e["toolTimeoutSec"] = json!(4);
+    let svc = Svc::start_with_env(json!({"f": e}), &fast_ping("300", "500")).await;
+    svc.wait_state("f", "ready", Duration::from_secs(20)).await;
+    let before = svc.mcp_processes();
+    assert_eq!(before.len(), 2, "guard + server: {before:?}");
+
+    // The first call hangs the server (no answer, nothing read any more). No periodic ping
+    // runs while calls are in flight: the hang is found when that call reaches its
+    // toolTimeoutSec and the server then leaves a ping unanswered. The second call, queued
+    // behind the first, is still in flight then (its own toolTimeoutSec is further away)
+    // and fails with the server's state.
+    let hanging = call(&svc, "f", "sleep", json!({"seconds": 0, "hang": "now"}));
+    let queued = async {
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        call(&svc, "f", "echo", json!({"text": "queued"})).await
+    };
+    let (hung, other) = tokio::join!(hanging, queued);
+
+    assert!(!hung.ok, "{hung:?}");
+    let meta: Value = serde_json::from_str(&hung.meta_json).unwrap();
+    assert_eq!(meta["errorKind"], "timeout", "{hung:?}");
+    assert!(hung.content.contains("toolTimeoutSec"), "{}", hung.content);
+    assert!(!other.ok, "{other:?}");
+    let meta: Value = serde_json::from_str(&other.meta_json).unwrap();
+    assert_eq!(meta["errorKind"], "not_responding", "{other:?}");
+    assert!(
+        other.content.contains("MCP server f") && other.content.contains("not responding"),
+        "the in-flight call names the server and why: {}",
+        other.content
+    );
+
+    let err = error_then_ready_again(&svc, "f").await;
+    let text = err["error"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("not responding") && text.contains("ping"),
+        "mcp.changed error says why: {err}"
+    );
+    let row = svc.wait_state("f", "ready", Duration::from_secs(20)).await;
+    assert_eq!(row.tool_count, 4);
+    let r = call(&svc, "f", "echo", json!({"text": "after"})).await;
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.content, "after");
+
+    // The hung processes were killed and reaped; only the new guard + server remain.
+    let now = svc.mcp_processes();
+    assert!(
+        before.iter().all(|p| !now.contains(p)),
+        "old processes gone: before {before:?}, now {now:?}"
+    );
+    assert_eq!(now.len(), 2, "guard + server: {now:?}");
+}
+
+#[tokio::test]
+async fn an_idle_server_that_stops_answering_fails_its_ping_and_is_restarted() {
+    let Some(faulty) = faulty() else { return };
+    let svc = Svc::start_with_env(
+        json!({"f": faulty_entry(&faulty, "ok", None)}),
+        &fast_ping("300", "700"),
+    )
+    .await;
+    svc.wait_state("f", "ready", Duration::from_secs(20)).await;
+    let before = svc.mcp_processes();
+    assert_eq!(before.len(), 2, "guard + server: {before:?}");
+    // Answers, then stops answering anything while the process lives on.
+    let r = call(&svc, "f", "echo", json!({"text": "bye", "hang": "after"})).await;
+    assert!(r.ok && r.content == "bye", "{r:?}");
+
+    let err = error_then_ready_again(&svc, "f").await;
+    let text = err["error"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("not responding: no answer to ping within 700ms"),
+        "{err}"
+    );
+    svc.wait_state("f", "ready", Duration::from_secs(20)).await;
+    let r = call(&svc, "f", "echo", json!({"text": "again"})).await;
+    assert!(r.ok && r.content == "again", "{r:?}");
+    let now = svc.mcp_processes();
+    assert!(
+        before.iter().all(|p| !now.contains(p)),
+        "old processes gone: before {before:?}, now {now:?}"
+    );
+    assert_eq!(now.len(), 2, "guard + server: {now:?}");
+}
+
+#[tokio::test]
+async fn a_long_call_on_a_one_at_a_time_server_is_not_taken_for_a_hang() {
+    let Some(faulty) = faulty() else { return };
+    // faulty.py answers one request at a time: pings wait behind the sleeping call.
+    let svc = Svc::start_with_env(
+        json!({"f": faulty_entry(&faulty, "ok", None)}),
+        &fast_ping("200", "500"),
+    )
+    .await;
+    svc.wait_state("f", "ready", Duration::from_secs(20)).await;
+    let r = call(&svc, "f", "sleep", json!({"seconds": 2, "text": "slept"})).await;
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.content, "slept");
+    assert!(
+        !svc.states_of("f").iter().any(|s| s == "error"),
+        "{:?}",
+        svc.states_of("f")
+    );
+    assert_eq!(
+        call(&svc, "f", "echo", json!({"text": "still"}))
+            .await
+            .content,
+        "still"
+    );
 }

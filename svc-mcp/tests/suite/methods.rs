@@ -366,15 +366,20 @@ async fn test_probes_drafts_and_add_with_a_failing_probe_writes_nothing() {
         "server's error verbatim: {e}"
     );
 
-    let mut p = add_params("broken", &broken);
-    p.test = true;
-    let err = within(CALL, "add broken", c.add(p)).await.unwrap_err();
-    assert_eq!(code(&err), "mcp_start_failed");
-    assert!(
-        err.message().contains("cannot open database"),
-        "{}",
-        err.message()
-    );
+    // mcp.add{test:true} of a server that prints a line to stderr and exits 3: the server's
+    // own exit status and its stderr verbatim, not the process guard's end (SIGKILL). A few
+    // rounds, since the server's last words race with its exit.
+    for _ in 0..3 {
+        let mut p = add_params("broken", &broken);
+        p.test = true;
+        let err = within(CALL, "add broken", c.add(p)).await.unwrap_err();
+        assert_eq!(code(&err), "mcp_start_failed");
+        assert_eq!(
+            err.message(),
+            "server exited with code 3: faulty: cannot open database /nonexistent/db.sqlite",
+            "the server's exit status and stderr verbatim"
+        );
+    }
     assert!(
         !svc.home.join(".mcp.json").exists(),
         "a failed probe writes nothing"

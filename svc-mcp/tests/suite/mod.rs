@@ -120,11 +120,18 @@ pub struct Svc {
     socket: PathBuf,
     /// Every `mcp.changed` params seen so far.
     pub changes: Arc<Mutex<Vec<Value>>>,
+    /// Extra environment of the svc-mcp process.
+    env: Vec<(String, String)>,
 }
 
 impl Svc {
     /// Writes `$HOME/.mcp.json` with `servers` (an `mcpServers` object) and starts svc-mcp.
     pub async fn start_with(servers: Value) -> Svc {
+        Svc::start_with_env(servers, &[]).await
+    }
+
+    /// [`Svc::start_with`], with extra environment for svc-mcp (e.g. short ping settings).
+    pub async fn start_with_env(servers: Value, env: &[(&str, &str)]) -> Svc {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
         let workdir = dir.path().join("project");
@@ -145,6 +152,10 @@ impl Svc {
             workdir,
             child: None,
             changes: Arc::new(Mutex::new(Vec::new())),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         };
         svc.spawn().await;
         svc
@@ -162,6 +173,7 @@ impl Svc {
             .arg(&self.home)
             .current_dir(&self.workdir)
             .env("SNOWPEA_LOG", "info")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::from(
                 std::fs::OpenOptions::new()
