@@ -90,7 +90,9 @@ impl App {
             .into_iter()
             .map(|row| (row.id.clone(), Arc::new(Session::new(row))))
             .collect();
-        let mut tools = tools::builtin();
+        // Commands a killed svc-session of this home left running die before anything starts.
+        tools::shell_orphans::reap(config.home.root());
+        let mut tools = tools::builtin(config.home.root());
         tools.extend(crate::memory::tools::for_home(&config.home));
         tools.extend(crate::scheduler_tools::for_home(&config.home));
         let app = Arc::new(App {

@@ -282,6 +282,22 @@ async fn a_run_survives_svc_session_being_killed_and_the_next_occurrence_fires()
     let reason = failed["error"].as_str().unwrap_or_default();
     assert!(reason.contains("svc-session"), "a reason: {failed}");
     suite.wait_restarted("session", old).await;
+    // The killed run's `sleep 60` did not outlive it: the new svc-session reaped it.
+    let home_name = suite
+        .home()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(
+        snowpea_e2e::eventually(T, || shell_processes_of(&home_name)
+            .is_empty()
+            .then_some(()))
+        .await
+        .is_some(),
+        "orphaned shell commands: {:?}",
+        shell_processes_of(&home_name)
+    );
 
     // A later occurrence runs through the restarted svc-session and finishes.
     let finished = loop {
@@ -297,4 +313,28 @@ async fn a_run_survives_svc_session_being_killed_and_the_next_occurrence_fires()
     assert_ne!(finished["runId"], run1.as_str());
     assert_eq!(finished["text"], "ticked", "{finished}");
     ok(&c, "job.delete", json!({"jobId": id})).await;
+}
+
+/// Pids of processes marked as `shell` commands of the suite whose home is named `home_name`.
+fn shell_processes_of(home_name: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return vec![];
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z');
+            !zombie
+                && env.split(|b| *b == 0).any(|kv| {
+                    let kv = String::from_utf8_lossy(kv);
+                    kv.starts_with("SNOWPEA_SHELL_OWNER=") && kv.contains(home_name)
+                })
+        })
+        .collect()
 }

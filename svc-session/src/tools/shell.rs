@@ -5,7 +5,8 @@
 //! (head and tail kept). A timeout or a cancelled `ctx.cancel` terminates the whole group:
 //! SIGTERM, then SIGKILL after [`KILL_GRACE`]. Whatever of the group is left when the
 //! command ends (background jobs) is killed too, so nothing outlives the call — also when
-//! the future is dropped.
+//! the future is dropped. A kill -9 of svc-session drops nothing: every command carries
+//! [`orphans::OWNER_ENV`], and the next start kills what the dead process left behind.
 
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -22,6 +23,7 @@ use tokio::sync::mpsc;
 
 use super::args;
 use super::paths;
+use super::shell_orphans as orphans;
 use super::{Permission, Tool, ToolContext, ToolOutput, ToolPlan};
 use crate::provider::ToolSpec;
 
@@ -38,8 +40,21 @@ const LINGER: Duration = Duration::from_millis(500);
 const CHUNK: usize = 8192;
 
 /// `shell{command, cwd?, timeout?}`: runs a shell command.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Shell;
+#[derive(Debug, Clone, Default)]
+pub struct Shell {
+    /// Value of [`orphans::OWNER_ENV`] on every command (the Snowpea home), so a later
+    /// svc-session can find commands a crashed one left running; `None` sets nothing.
+    owner: Option<String>,
+}
+
+impl Shell {
+    /// The tool of the svc-session owning `home` (its commands are marked as that home's).
+    pub fn owned_by(home: &Path) -> Shell {
+        Shell {
+            owner: Some(home.display().to_string()),
+        }
+    }
+}
 
 /// Checked arguments of a call.
 struct ShellArgs {
@@ -122,9 +137,10 @@ impl Tool for Shell {
     }
 
     fn run(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
+        let owner = self.owner.clone();
         Box::pin(async move {
             match Self::parse(&args, &ctx.workdir) {
-                Ok(parsed) => run_shell(parsed, ctx).await,
+                Ok(parsed) => run_shell(parsed, owner, ctx).await,
                 Err(e) => ToolOutput::error(e),
             }
         })
@@ -318,7 +334,7 @@ async fn terminate_group(
     let _ = child.wait().await;
 }
 
-async fn run_shell(parsed: ShellArgs, ctx: ToolContext) -> ToolOutput {
+async fn run_shell(parsed: ShellArgs, owner: Option<String>, ctx: ToolContext) -> ToolOutput {
     let started = Instant::now();
     if ctx.cancel.is_cancelled() {
         return finish_output(String::new(), false, None, false, true, started);
@@ -343,6 +359,9 @@ async fn run_shell(parsed: ShellArgs, ctx: ToolContext) -> ToolOutput {
         .env("GIT_TERMINAL_PROMPT", "0")
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(owner) = &owner {
+        command.env(orphans::OWNER_ENV, owner);
+    }
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => return ToolOutput::error(format!("cannot start `sh`: {e}")),

@@ -50,48 +50,57 @@ async fn wait_gone(pid: i32) -> bool {
 #[test]
 fn plan_validates_and_summarises() {
     let (_d, wd) = setup();
-    let p = Shell.plan(&json!({"command": "cargo test"}), &wd).unwrap();
+    let p = Shell::default()
+        .plan(&json!({"command": "cargo test"}), &wd)
+        .unwrap();
     assert_eq!(p.permission, Permission::Exec);
     assert_eq!(p.summary, "shell: cargo test");
     assert!(p.outside_workdir.is_empty());
 
     let long = "x".repeat(500);
-    let p = Shell.plan(&json!({ "command": long }), &wd).unwrap();
+    let p = Shell::default()
+        .plan(&json!({ "command": long }), &wd)
+        .unwrap();
     assert!(p.summary.chars().count() <= 210, "{}", p.summary);
     assert!(p.summary.ends_with('…'));
 
-    let p = Shell
+    let p = Shell::default()
         .plan(&json!({"command": "echo a\necho b"}), &wd)
         .unwrap();
     assert!(!p.summary.contains('\n'));
 
-    let p = Shell
+    let p = Shell::default()
         .plan(&json!({"command": "ls", "cwd": ".."}), &wd)
         .unwrap();
     assert_eq!(p.outside_workdir, vec![wd.parent().unwrap().to_path_buf()]);
 
     assert_eq!(
-        Shell.plan(&json!({}), &wd).unwrap_err(),
+        Shell::default().plan(&json!({}), &wd).unwrap_err(),
         "missing required argument `command`"
     );
     assert_eq!(
-        Shell.plan(&json!({"command": ["ls"]}), &wd).unwrap_err(),
+        Shell::default()
+            .plan(&json!({"command": ["ls"]}), &wd)
+            .unwrap_err(),
         "argument `command` must be a string"
     );
     assert_eq!(
-        Shell
+        Shell::default()
             .plan(&json!({"command": "ls", "timeout": "soon"}), &wd)
             .unwrap_err(),
         "argument `timeout` must be a positive number"
     );
-    assert!(Shell
+    assert!(Shell::default()
         .plan(&json!({"command": "ls", "timeout": -1}), &wd)
         .is_err());
-    assert!(Shell
+    assert!(Shell::default()
         .plan(&json!({"command": "ls", "cwd": false}), &wd)
         .unwrap_err()
         .contains("`cwd`"));
-    assert_eq!(Shell.spec().parameters["required"], json!(["command"]));
+    assert_eq!(
+        Shell::default().spec().parameters["required"],
+        json!(["command"])
+    );
 }
 
 #[tokio::test]
@@ -99,7 +108,7 @@ async fn runs_and_streams_progress_in_order() {
     let (_d, wd) = setup();
     let (ctx, mut rx) = test_context(&wd, 10_000);
     let cmd = "for i in 1 2 3 4 5; do echo line$i; sleep 0.1; done; echo err >&2";
-    let out = Shell.run(json!({ "command": cmd }), ctx).await;
+    let out = Shell::default().run(json!({ "command": cmd }), ctx).await;
     assert!(out.ok, "{out:?}");
     assert_eq!(out.content, "line1\nline2\nline3\nline4\nline5\nerr\n");
     assert_eq!(out.meta["exitCode"], 0);
@@ -120,7 +129,9 @@ async fn runs_and_streams_progress_in_order() {
 async fn caps_output_keeping_head_and_tail() {
     let (_d, wd) = setup();
     let (ctx, mut rx) = test_context(&wd, 1000);
-    let out = Shell.run(json!({"command": "seq 1 20000"}), ctx).await;
+    let out = Shell::default()
+        .run(json!({"command": "seq 1 20000"}), ctx)
+        .await;
     assert!(out.ok);
     assert_eq!(out.meta["truncated"], true);
     assert!(
@@ -141,7 +152,7 @@ async fn caps_output_keeping_head_and_tail() {
 async fn nonzero_exit_is_not_ok() {
     let (_d, wd) = setup();
     let (ctx, _rx) = test_context(&wd, 10_000);
-    let out = Shell
+    let out = Shell::default()
         .run(json!({"command": "echo oops >&2; exit 3"}), ctx)
         .await;
     assert!(!out.ok);
@@ -155,7 +166,7 @@ async fn cwd_stdin_and_missing_cwd() {
     let (_d, wd) = setup();
     std::fs::create_dir(wd.join("sub")).unwrap();
     let (ctx, _rx) = test_context(&wd, 10_000);
-    let out = Shell
+    let out = Shell::default()
         .run(json!({"command": "pwd", "cwd": "sub"}), ctx)
         .await;
     assert!(out.ok);
@@ -163,21 +174,21 @@ async fn cwd_stdin_and_missing_cwd() {
 
     // stdin is /dev/null: `cat` ends at once.
     let (ctx, _rx) = test_context(&wd, 10_000);
-    let out = Shell
+    let out = Shell::default()
         .run(json!({"command": "cat; echo done", "timeout": 20}), ctx)
         .await;
     assert!(out.ok);
     assert_eq!(out.content, "done\n");
 
     let (ctx, _rx) = test_context(&wd, 10_000);
-    let out = Shell
+    let out = Shell::default()
         .run(json!({"command": "pwd", "cwd": "nope"}), ctx)
         .await;
     assert!(!out.ok);
     assert!(out.content.contains("does not exist"));
 
     let (ctx, _rx) = test_context(&wd, 10_000);
-    let out = Shell.run(json!({"command": 5}), ctx).await;
+    let out = Shell::default().run(json!({"command": 5}), ctx).await;
     assert!(!out.ok);
 }
 
@@ -188,7 +199,9 @@ async fn timeout_kills_the_whole_group() {
     let started = Instant::now();
     // The shell and its background child both ignore SIGTERM: SIGKILL must follow.
     let cmd = "trap '' TERM; sleep 30 & echo $!; wait";
-    let out = Shell.run(json!({"command": cmd, "timeout": 1}), ctx).await;
+    let out = Shell::default()
+        .run(json!({"command": cmd, "timeout": 1}), ctx)
+        .await;
     let elapsed = started.elapsed();
     assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
     assert!(!out.ok);
@@ -212,7 +225,7 @@ async fn timeout_with_plain_sleep() {
     let (_d, wd) = setup();
     let (ctx, _rx) = test_context(&wd, 10_000);
     let started = Instant::now();
-    let out = Shell
+    let out = Shell::default()
         .run(
             json!({"command": "sh -c 'sleep 30 & echo $!; wait'; echo NEXT", "timeout": 0.5}),
             ctx,
@@ -235,7 +248,7 @@ async fn cancel_kills_promptly() {
     let cancel = ctx.cancel.clone();
     let marker = wd.join("marker");
     let started = Instant::now();
-    let task = tokio::spawn(Shell.run(
+    let task = tokio::spawn(Shell::default().run(
         json!({"command": "echo started; sleep 3 && touch marker"}),
         ctx,
     ));
@@ -264,7 +277,9 @@ async fn already_cancelled_does_not_start() {
     let (_d, wd) = setup();
     let (ctx, _rx) = test_context(&wd, 10_000);
     ctx.cancel.cancel();
-    let out = Shell.run(json!({"command": "touch marker"}), ctx).await;
+    let out = Shell::default()
+        .run(json!({"command": "touch marker"}), ctx)
+        .await;
     assert!(!out.ok);
     assert_eq!(out.meta["interrupted"], true);
     assert!(!wd.join("marker").exists());
@@ -275,7 +290,7 @@ async fn background_jobs_do_not_hold_the_call_open() {
     let (_d, wd) = setup();
     let (ctx, _rx) = test_context(&wd, 10_000);
     let started = Instant::now();
-    let out = Shell
+    let out = Shell::default()
         .run(json!({"command": "sleep 30 & echo $!"}), ctx)
         .await;
     assert!(started.elapsed() < Duration::from_secs(20));
@@ -292,7 +307,7 @@ async fn dropping_the_future_kills_the_group() {
     let (_d, wd) = setup();
     let pidfile = wd.join("pid");
     let (ctx, _rx) = test_context(&wd, 10_000);
-    let fut = Shell.run(json!({"command": "echo $$ > pid; sleep 30"}), ctx);
+    let fut = Shell::default().run(json!({"command": "echo $$ > pid; sleep 30"}), ctx);
     let _ = tokio::time::timeout(Duration::from_millis(500), fut).await;
     let pid: i32 = std::fs::read_to_string(&pidfile)
         .unwrap()
