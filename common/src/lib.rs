@@ -10,6 +10,7 @@ pub mod db;
 pub mod home;
 pub mod ids;
 pub mod logging;
+pub mod orphans;
 pub mod service;
 pub mod session_lookup;
 pub mod settings;

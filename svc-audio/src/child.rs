@@ -7,9 +7,9 @@
 //!
 //! PDEATHSIG reaches only the direct child. What an engine itself started (a script's
 //! `sleep`, a wrapper's real engine) survives a `kill -9` of svc-audio in the engine's
-//! process group, so every running group is recorded as a file under
-//! `audio-runtime/groups/` and the next svc-audio start kills the groups whose leader is
-//! gone ([`track_groups_in`], DESIGN.md §6 "Crash recovery").
+//! process group, so every child carries svc-audio's [`orphans`] mark and the next
+//! svc-audio start kills the marked groups ([`reap_and_mark`], DESIGN.md §6 "Crash
+//! recovery").
 //!
 //! PDEATHSIG fires when the *thread* that forked the child exits. Children are spawned
 //! from tokio worker threads, which live as long as the runtime — never from
@@ -17,7 +17,7 @@
 
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -25,6 +25,7 @@ use std::time::Duration;
 use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
+use snowpea_common::orphans;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
@@ -193,54 +194,17 @@ impl From<ChildError> for crate::error::Error {
     }
 }
 
-/// Where running process groups are recorded (set once at start-up).
-static GROUPS_DIR: OnceLock<PathBuf> = OnceLock::new();
+/// The mark every engine child carries (set once at start-up by [`reap_and_mark`]).
+static MARK: OnceLock<String> = OnceLock::new();
 
-/// Kills the engine process groups a previous svc-audio left behind (its record in `dir`
-/// names a group whose leader is gone — the leader died with svc-audio by PDEATHSIG, the
-/// rest of the group did not), then records this process's groups in `dir`. Returns how
-/// many groups were killed. A group whose leader pid is alive again is left alone (the
-/// pid was reused: not ours).
-pub fn track_groups_in(dir: PathBuf) -> usize {
-    let mut killed = 0;
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        tracing::warn!(dir = %dir.display(), error = %e, "cannot record engine process groups");
-    }
-    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        let Some(pgid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pgid > 1
-            && !is_alive(pgid as u32)
-            && killpg(Pid::from_raw(pgid), Signal::SIGKILL).is_ok()
-        {
-            killed += 1;
-        }
-        let _ = std::fs::remove_file(entry.path());
-    }
-    if killed > 0 {
-        tracing::info!(
-            groups = killed,
-            "killed engine processes left by a previous svc-audio"
-        );
-    }
-    let _ = GROUPS_DIR.set(dir);
+/// Kills the engine processes a previous svc-audio of `home` left behind, then marks this
+/// process's children as svc-audio's of `home` ([`orphans::mark`]). Returns how many
+/// process groups were killed. Call it once at start-up, before any engine runs.
+pub fn reap_and_mark(home: &Path) -> usize {
+    let mark = orphans::mark("audio", home);
+    let killed = orphans::reap(&mark);
+    let _ = MARK.set(mark);
     killed
-}
-
-fn record_group(pgid: i32, running: bool) {
-    if let Some(dir) = GROUPS_DIR.get() {
-        let path = dir.join(pgid.to_string());
-        if running {
-            let _ = std::fs::write(path, b"");
-        } else {
-            let _ = std::fs::remove_file(path);
-        }
-    }
 }
 
 /// Kills a process group when dropped, unless disarmed: a caller that stops waiting
@@ -253,7 +217,6 @@ pub struct GroupGuard {
 impl GroupGuard {
     /// Guards the group `pgid`.
     pub fn new(pgid: u32) -> Self {
-        record_group(pgid as i32, true);
         GroupGuard {
             pgid: Some(pgid as i32),
         }
@@ -269,9 +232,7 @@ impl GroupGuard {
     }
     /// The group ended on its own: nothing to kill on drop.
     pub fn disarm(&mut self) {
-        if let Some(pgid) = self.pgid.take() {
-            record_group(pgid, false);
-        }
+        self.pgid = None;
     }
 }
 
@@ -296,6 +257,9 @@ pub fn command(spec: &ChildSpec) -> tokio::process::Command {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    if let Some(mark) = MARK.get() {
+        cmd.env(orphans::MARK_ENV, mark);
+    }
     let parent = Pid::this();
     // SAFETY: the closure runs in the forked child before exec and only makes
     // async-signal-safe system calls (prctl, getppid); it does not allocate.

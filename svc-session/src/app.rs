@@ -91,8 +91,9 @@ impl App {
             .map(|row| (row.id.clone(), Arc::new(Session::new(row))))
             .collect();
         // Commands a killed svc-session of this home left running die before anything starts.
-        tools::shell_orphans::reap(config.home.root());
-        let mut tools = tools::builtin(config.home.root());
+        let mark = snowpea_common::orphans::mark("session", config.home.root());
+        snowpea_common::orphans::reap(&mark);
+        let mut tools = tools::builtin(&mark);
         tools.extend(crate::memory::tools::for_home(&config.home));
         tools.extend(crate::scheduler_tools::for_home(&config.home));
         let app = Arc::new(App {

@@ -333,7 +333,7 @@ fn shell_processes_of(home_name: &str) -> Vec<i32> {
             !zombie
                 && env.split(|b| *b == 0).any(|kv| {
                     let kv = String::from_utf8_lossy(kv);
-                    kv.starts_with("SNOWPEA_SHELL_OWNER=") && kv.contains(home_name)
+                    kv.starts_with("SNOWPEA_CHILD_OF=session@") && kv.contains(home_name)
                 })
         })
         .collect()

@@ -21,7 +21,6 @@ pub mod fs;
 pub mod paths;
 pub mod search;
 pub mod shell;
-pub mod shell_orphans;
 
 /// Permission tags of the protocol (issue 2 "Permissions").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -141,9 +140,9 @@ pub trait Tool: Send + Sync {
     fn run(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput>;
 }
 
-/// The built-in tools of the svc-session owning `home`, in the order they are offered to
-/// the model.
-pub fn builtin(home: &std::path::Path) -> Vec<Arc<dyn Tool>> {
+/// The built-in tools, in the order they are offered to the model; the processes they
+/// start carry `mark` ([`snowpea_common::orphans::mark`]).
+pub fn builtin(mark: &str) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(fs::ReadFile),
         Arc::new(fs::WriteFile),
@@ -151,7 +150,7 @@ pub fn builtin(home: &std::path::Path) -> Vec<Arc<dyn Tool>> {
         Arc::new(fs::ListDir),
         Arc::new(search::Glob),
         Arc::new(search::Grep),
-        Arc::new(shell::Shell::owned_by(home)),
+        Arc::new(shell::Shell::marked(mark.to_owned())),
     ]
 }
 

@@ -5,8 +5,8 @@
 //! (head and tail kept). A timeout or a cancelled `ctx.cancel` terminates the whole group:
 //! SIGTERM, then SIGKILL after [`KILL_GRACE`]. Whatever of the group is left when the
 //! command ends (background jobs) is killed too, so nothing outlives the call — also when
-//! the future is dropped. A kill -9 of svc-session drops nothing: every command carries
-//! [`orphans::OWNER_ENV`], and the next start kills what the dead process left behind.
+//! the future is dropped. Every command carries svc-session's [`orphans`] mark, so after a
+//! kill -9 of svc-session the next start kills what the dead process left behind.
 
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -17,13 +17,13 @@ use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
+use snowpea_common::orphans;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
 use super::args;
 use super::paths;
-use super::shell_orphans as orphans;
 use super::{Permission, Tool, ToolContext, ToolOutput, ToolPlan};
 use crate::provider::ToolSpec;
 
@@ -42,17 +42,15 @@ const CHUNK: usize = 8192;
 /// `shell{command, cwd?, timeout?}`: runs a shell command.
 #[derive(Debug, Clone, Default)]
 pub struct Shell {
-    /// Value of [`orphans::OWNER_ENV`] on every command (the Snowpea home), so a later
-    /// svc-session can find commands a crashed one left running; `None` sets nothing.
-    owner: Option<String>,
+    /// [`orphans::mark`] set on every command, so a later svc-session can find the
+    /// commands a killed one left running; `None` sets nothing.
+    mark: Option<String>,
 }
 
 impl Shell {
-    /// The tool of the svc-session owning `home` (its commands are marked as that home's).
-    pub fn owned_by(home: &Path) -> Shell {
-        Shell {
-            owner: Some(home.display().to_string()),
-        }
+    /// The tool of a svc-session whose children carry `mark` ([`orphans::mark`]).
+    pub fn marked(mark: String) -> Shell {
+        Shell { mark: Some(mark) }
     }
 }
 
@@ -137,10 +135,10 @@ impl Tool for Shell {
     }
 
     fn run(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
-        let owner = self.owner.clone();
+        let mark = self.mark.clone();
         Box::pin(async move {
             match Self::parse(&args, &ctx.workdir) {
-                Ok(parsed) => run_shell(parsed, owner, ctx).await,
+                Ok(parsed) => run_shell(parsed, mark, ctx).await,
                 Err(e) => ToolOutput::error(e),
             }
         })
@@ -334,7 +332,7 @@ async fn terminate_group(
     let _ = child.wait().await;
 }
 
-async fn run_shell(parsed: ShellArgs, owner: Option<String>, ctx: ToolContext) -> ToolOutput {
+async fn run_shell(parsed: ShellArgs, mark: Option<String>, ctx: ToolContext) -> ToolOutput {
     let started = Instant::now();
     if ctx.cancel.is_cancelled() {
         return finish_output(String::new(), false, None, false, true, started);
@@ -359,8 +357,8 @@ async fn run_shell(parsed: ShellArgs, owner: Option<String>, ctx: ToolContext) -
         .env("GIT_TERMINAL_PROMPT", "0")
         .process_group(0)
         .kill_on_drop(true);
-    if let Some(owner) = &owner {
-        command.env(orphans::OWNER_ENV, owner);
+    if let Some(mark) = &mark {
+        command.env(orphans::MARK_ENV, mark);
     }
     let mut child = match command.spawn() {
         Ok(c) => c,

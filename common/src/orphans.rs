@@ -1,12 +1,14 @@
-//! Commands of the `shell` tool that outlived a killed svc-session (DESIGN.md §5: a crash
-//! of one process loses nothing and leaves nothing behind).
+//! Child processes a killed service left behind (DESIGN.md §6 "Crash recovery": a crash of
+//! one process loses nothing and leaves nothing running).
 //!
-//! Each command runs in its own process group (so an interrupt can end the whole group),
-//! which also means a kill -9 of svc-session does not take it along. Every command, and
-//! everything it starts, inherits [`OWNER_ENV`] = the Snowpea home. When svc-session
-//! starts — before it runs any command of its own — [`reap`] finds the processes carrying
-//! its home's mark in `/proc/<pid>/environ` and SIGKILLs their process groups. Only
-//! processes of the same user are readable there, so nothing else is touched.
+//! Services run what they start (the `shell` tool's commands, speech engines) in process
+//! groups of their own, so an interrupt or a deadline can end the whole group — which also
+//! means a `kill -9` of the service does not take them along. Every such child therefore
+//! carries [`MARK_ENV`] = [`mark`]`(service, home)`, inherited by everything it starts.
+//! When the service starts again — before it starts any child of its own — [`reap`] finds
+//! the processes carrying its mark in `/proc/<pid>/environ` and SIGKILLs their process
+//! groups. Only the same user's processes are readable there, and the mark names the
+//! service and the home, so nothing else is touched.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -14,13 +16,17 @@ use std::path::Path;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{getpgid, Pid};
 
-/// Environment variable marking a `shell` command with the home of the svc-session that
-/// started it.
-pub const OWNER_ENV: &str = "SNOWPEA_SHELL_OWNER";
+/// Environment variable marking a child with the service and home that started it.
+pub const MARK_ENV: &str = "SNOWPEA_CHILD_OF";
 
-/// Process ids whose environment holds `OWNER_ENV=<home>` (this process excluded).
-pub fn marked(home: &Path) -> Vec<i32> {
-    let mark = format!("{OWNER_ENV}={}", home.display()).into_bytes();
+/// The mark of `service`'s children in `home`: `<service>@<home>`.
+pub fn mark(service: &str, home: &Path) -> String {
+    format!("{service}@{}", home.display())
+}
+
+/// Process ids whose environment holds `MARK_ENV=<mark>` (this process excluded).
+pub fn marked(mark: &str) -> Vec<i32> {
+    let entry = format!("{MARK_ENV}={mark}").into_bytes();
     let me = std::process::id() as i32;
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return vec![];
@@ -29,20 +35,20 @@ pub fn marked(home: &Path) -> Vec<i32> {
         .filter(|pid| *pid != me)
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|env| env.split(|b| *b == 0).any(|kv| kv == mark.as_slice()))
+                .map(|env| env.split(|b| *b == 0).any(|kv| kv == entry.as_slice()))
                 .unwrap_or(false)
         })
         .collect()
 }
 
-/// SIGKILLs the process groups of every process [`marked`] with `home`; returns how many
-/// groups were killed. Called once at start-up, before any command of this process runs.
-pub fn reap(home: &Path) -> usize {
-    let groups: BTreeSet<Pid> = marked(home)
+/// SIGKILLs the process groups of every process [`marked`] with `mark`; returns how many
+/// groups were killed. Call it once at start-up, before any child of this process runs.
+pub fn reap(mark: &str) -> usize {
+    let own = getpgid(None).ok();
+    let groups: BTreeSet<Pid> = marked(mark)
         .into_iter()
         .filter_map(|pid| getpgid(Some(Pid::from_raw(pid))).ok())
-        // Never our own group (svc-session's commands are never in it, but be sure).
-        .filter(|g| Some(*g) != getpgid(None).ok())
+        .filter(|g| Some(*g) != own)
         .collect();
     let mut killed = 0;
     for g in groups {
@@ -53,7 +59,8 @@ pub fn reap(home: &Path) -> usize {
     if killed > 0 {
         tracing::warn!(
             groups = killed,
-            "killed shell commands left running by a previous svc-session"
+            mark,
+            "killed child processes left running by a previous instance"
         );
     }
     killed
@@ -87,7 +94,7 @@ mod tests {
             std::process::Command::new("sh")
                 .arg("-c")
                 .arg(format!("sleep 60 & echo $! > {}; wait", pidfile.display()))
-                .env(OWNER_ENV, owner)
+                .env(MARK_ENV, mark("session", owner))
                 .process_group(0)
                 .spawn()
                 .unwrap()
@@ -109,11 +116,12 @@ mod tests {
         };
         let (my_sleep, their_sleep) = (read_pid("mine.pid"), read_pid("theirs.pid"));
         assert!(
-            marked(&home).contains(&my_sleep),
+            marked(&mark("session", &home)).contains(&my_sleep),
             "the grandchild inherits the mark"
         );
 
-        assert_eq!(reap(&home), 1);
+        assert_eq!(reap(&mark("audio", &home)), 0, "another service's mark");
+        assert_eq!(reap(&mark("session", &home)), 1);
         let _ = mine.wait();
         let deadline = Instant::now() + Duration::from_secs(10);
         while alive(my_sleep) {
@@ -121,7 +129,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(alive(their_sleep), "another home's command is left alone");
-        assert!(marked(&home).is_empty());
+        assert!(marked(&mark("session", &home)).is_empty());
 
         let _ = killpg(Pid::from_raw(theirs.id() as i32), Signal::SIGKILL);
         let _ = theirs.wait();
