@@ -173,3 +173,165 @@ async fn a_turn_calls_an_mcp_tool_with_approval_and_survives_svc_mcp_kill() {
     assert_eq!(result.payload["ok"], true, "{}", result.payload);
     assert_eq!(result.payload["output"], "from mcp");
 }
+
+fn everything() -> Option<PathBuf> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
+        "../svc-mcp/tests/mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    let node = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join("node").is_file()));
+    if node && p.exists() {
+        Some(std::fs::canonicalize(p).unwrap())
+    } else {
+        eprintln!(
+            "SKIP: @modelcontextprotocol/server-everything is not installed; run `npm ci --prefix svc-mcp/tests/mcp-servers` (.ci/run does)"
+        );
+        None
+    }
+}
+
+fn allow_everything(client: &Client) {
+    client.on_request("approval.request", |_p: Value| async move {
+        Ok(json!({"decision": "allow"}))
+    });
+}
+
+#[tokio::test]
+async fn an_mcp_image_result_reaches_the_model() {
+    let Some(everything) = everything() else {
+        return;
+    };
+    let script = json!({"steps": [
+        {"match": "image", "tool_calls": [{"name": "mcp__ev__get-tiny-image", "arguments": {}}]},
+        {"after_tool": "mcp__ev__get-tiny-image", "text": "I see it.", "describeImages": true}
+    ], "default": {"text": "ok"}});
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
+    let client = suite.client().await;
+    allow_everything(&client);
+    call(
+        &client,
+        "mcp.add",
+        json!({"name": "ev", "command": "node", "args": [everything.display().to_string()]}),
+    )
+    .await;
+    wait_ready(&client, "ev").await;
+    let sid = client
+        .create_session(suite.workdir.path(), Some("accept"))
+        .await
+        .unwrap();
+    let out = client
+        .prompt_and_collect(&sid, "show me the image", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let result = out
+        .events
+        .iter()
+        .find(|e| e.kind == "tool.result")
+        .expect("tool.result");
+    assert_eq!(result.payload["ok"], true, "{}", result.payload);
+    let image = &result.payload["meta"]["images"][0];
+    assert_eq!(image["mimeType"], "image/png", "{}", result.payload);
+    let len = image["data"].as_str().unwrap().len();
+    assert!(len > 100, "the real PNG: {len}");
+    // The scripted model describes what the tool result it was given carried.
+    assert_eq!(
+        out.text(),
+        format!(
+            "I see it.\n[image image/png, {len} base64 characters, from mcp__ev__get-tiny-image]"
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_hung_mcp_server_is_restarted_and_the_session_goes_on() {
+    let Some(faulty) = faulty() else { return };
+    let script = json!({"steps": [
+        {"match": "hang", "tool_calls": [{"name": "mcp__f__sleep", "arguments": {"seconds": 0, "hang": "now"}}]},
+        {"match": "echo", "tool_calls": [{"name": "mcp__f__echo", "arguments": {"text": "alive"}}]},
+        {"after_tool": "mcp__f__sleep", "text": "it hung"},
+        {"after_tool": "mcp__f__echo", "text": "echoed"}
+    ], "default": {"text": "ok"}});
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(script),
+        env: vec![
+            ("SNOWPEA_MCP_PING_INTERVAL_MS".into(), "300".into()),
+            ("SNOWPEA_MCP_PING_TIMEOUT_MS".into(), "500".into()),
+        ],
+        ..Default::default()
+    })
+    .await;
+    let client = suite.client().await;
+    allow_everything(&client);
+    let mut notes = client.subscribe();
+    call(
+        &client,
+        "mcp.add",
+        json!({
+            "name": "f",
+            "command": "python3",
+            "args": [faulty.display().to_string(), "ok"],
+            "toolTimeoutSec": 2
+        }),
+    )
+    .await;
+    wait_ready(&client, "f").await;
+    let sid = client
+        .create_session(suite.workdir.path(), Some("accept"))
+        .await
+        .unwrap();
+    let out = client
+        .prompt_and_collect(&sid, "hang please", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let result = out
+        .events
+        .iter()
+        .find(|e| e.kind == "tool.result")
+        .expect("tool.result");
+    assert_eq!(result.payload["ok"], false, "{}", result.payload);
+    assert!(
+        result.payload["output"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("toolTimeoutSec"),
+        "{}",
+        result.payload
+    );
+    assert_eq!(out.text(), "it hung");
+    // svc-mcp finds the server not responding, says so, kills and restarts it.
+    let error = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            let n = notes.recv().await.unwrap();
+            if n.method == "mcp.changed" && n.params["name"] == "f" && n.params["state"] == "error"
+            {
+                return n.params;
+            }
+        }
+    })
+    .await
+    .expect("mcp.changed error reaches the client");
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not responding"),
+        "{error}"
+    );
+    wait_ready(&client, "f").await;
+    let again = client
+        .prompt_and_collect(&sid, "echo please", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let result = again
+        .events
+        .iter()
+        .find(|e| e.kind == "tool.result")
+        .expect("tool.result");
+    assert_eq!(result.payload["ok"], true, "{}", result.payload);
+    assert_eq!(result.payload["output"], "alive");
+    assert_eq!(again.text(), "echoed");
+}

@@ -54,3 +54,21 @@ async fn plan_uses_the_server_permission_and_refuses_non_object_args() {
     assert!(t.plan(&json!([1]), Path::new("/")).is_err());
     assert!(t.spec().description.contains("MCP server s"));
 }
+
+#[test]
+fn images_are_read_back_from_the_result_meta() {
+    let meta = json!({"source": "mcp", "images": [
+        {"mimeType": "image/png", "data": "iVBORw0KGgo="},
+        {"mimeType": "image/png", "data": ""},
+        {"mimeType": "image/jpeg"}
+    ]});
+    assert_eq!(
+        images_of(&meta),
+        vec![ToolImage {
+            mime_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into()
+        }]
+    );
+    assert!(images_of(&json!({"source": "mcp"})).is_empty());
+    assert!(images_of(&Value::Null).is_empty());
+}

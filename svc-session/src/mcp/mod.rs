@@ -10,6 +10,10 @@
 //!   runs without them), and a call fails with `unavailable: …` as a failed tool result.
 //! * Per-call timeouts (`toolTimeoutSec`) are enforced by svc-mcp; the session side only
 //!   stops waiting on interrupt.
+//! * Text and image results come back as the tool result: the text (images summarised as
+//!   `[image <mime> (<n> bytes base64)]`) is the output, the images travel in the result's
+//!   `meta.images` (`[{mimeType, data}]`, stored with the `tool.result` event), and the turn
+//!   hands them to the model with the result ([`images_of`], [`ToolImage`]).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -22,7 +26,7 @@ use snowpea_proto::mcp::v1::mcp_internal_service_client::McpInternalServiceClien
 use snowpea_proto::mcp::v1::{CallToolRequest, ListToolsRequest};
 use tonic::transport::Channel;
 
-use crate::provider::ToolSpec;
+use crate::provider::{ToolImage, ToolSpec};
 use crate::tools::{args, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
 
 /// Deadline of one `ListTools` (svc-mcp down or stuck must not delay a turn).
@@ -145,6 +149,28 @@ impl McpClient {
             }
         }
     }
+}
+
+/// The images of a tool result, read from its meta (`meta.images: [{mimeType, data}]`, as
+/// [`McpClient::call`] writes it); entries without data are skipped. Empty for any other
+/// meta.
+pub fn images_of(meta: &Value) -> Vec<ToolImage> {
+    meta.get("images")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|i| {
+            let data = i.get("data")?.as_str()?;
+            (!data.is_empty()).then(|| ToolImage {
+                mime_type: i
+                    .get("mimeType")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                data: data.to_owned(),
+            })
+        })
+        .collect()
 }
 
 /// Why svc-mcp could not list its tools.

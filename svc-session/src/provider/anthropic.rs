@@ -10,7 +10,10 @@
 //!   defaults to [`DEFAULT_MAX_TOKENS`];
 //! * history: assistant tool calls are `tool_use` content blocks; tool results are
 //!   `tool_result` blocks (`is_error` when failed; empty output is sent as
-//!   `(no output)`) in a user message. Consecutive messages of the same role are merged
+//!   `(no output)`) in a user message. A result with images ([`super::ToolImage`], e.g.
+//!   from an MCP tool) has a content array instead of a string: the text block, then one
+//!   `{"type": "image", "source": {"type": "base64", "media_type", "data"}}` block per image
+//!   of a supported type (others are left out; the text still mentions them). Consecutive messages of the same role are merged
 //!   (parallel tool results become one user message, a user prompt right after tool
 //!   results joins it after the results) and empty text blocks are left out, as the API
 //!   requires;
@@ -125,6 +128,25 @@ fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
                     "(no output)".to_string()
                 } else {
                     m.content.clone()
+                };
+                let images: Vec<Value> = m
+                    .images
+                    .iter()
+                    .filter(|i| i.is_supported())
+                    .map(|i| {
+                        json!({"type": "image", "source": {
+                            "type": "base64",
+                            "media_type": i.mime_type.trim(),
+                            "data": i.data,
+                        }})
+                    })
+                    .collect();
+                let content = if images.is_empty() {
+                    json!(content)
+                } else {
+                    let mut blocks = vec![json!({"type": "text", "text": content})];
+                    blocks.extend(images);
+                    Value::Array(blocks)
                 };
                 let mut block = json!({
                     "type": "tool_result",

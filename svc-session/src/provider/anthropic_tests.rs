@@ -342,3 +342,59 @@ fn input_json_delta_for_text_block_is_protocol_error() {
         "{out:?}"
     );
 }
+
+#[tokio::test]
+async fn tool_result_images_are_image_blocks_inside_the_tool_result() {
+    let server = serve(vec![Reply::sse(fixture("anthropic_text.sse"))]).await;
+    let p = provider(&server.base);
+    let a = ToolCall {
+        id: "toolu_img".into(),
+        name: "mcp__ev__get-tiny-image".into(),
+        arguments: json!({}),
+    };
+    let b = ToolCall {
+        id: "toolu_txt".into(),
+        name: "read_file".into(),
+        arguments: json!({"path": "x"}),
+    };
+    let png = crate::provider::ToolImage {
+        mime_type: "image/png".into(),
+        data: "iVBORw0KGgo=".into(),
+    };
+    let svg = crate::provider::ToolImage {
+        mime_type: "image/svg+xml".into(),
+        data: "PHN2Zy8+".into(),
+    };
+    let request = ModelRequest {
+        model: String::new(),
+        system: String::new(),
+        messages: vec![
+            ChatMessage::user("show me"),
+            ChatMessage::assistant("", vec![a.clone(), b.clone()]),
+            ChatMessage::tool_result(
+                &a,
+                "Here's the image:\n[image image/png (12 bytes base64)]",
+                false,
+            )
+            .with_images(vec![png, svg]),
+            ChatMessage::tool_result(&b, "X", false),
+        ],
+        tools: vec![],
+        max_tokens: None,
+    };
+    let ev = run(&p, request).await;
+    assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
+    // What went over the wire: the image as a base64 image block inside the tool_result
+    // content (the unsupported SVG left out), the plain result unchanged.
+    let body = &server.requests()[0].body;
+    assert_eq!(
+        body["messages"][2],
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_img", "content": [
+                {"type": "text", "text": "Here's the image:\n[image image/png (12 bytes base64)]"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+            ]},
+            {"type": "tool_result", "tool_use_id": "toolu_txt", "content": "X"}
+        ]})
+    );
+}

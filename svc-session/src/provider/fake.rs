@@ -40,7 +40,14 @@
 //! `after_tool`/`afterTool`, `tool_calls`/`toolCalls`, `delaySec`/`delay_sec`,
 //! `stopReason`/`stop_reason` are both accepted. Usage is estimated at ≈ 4 characters per
 //! token of input and output.
+//!
+//! What the model was given is observable two ways, so tests can check that tool results
+//! (images included) reach it: `describeImages: true` (or `describe_images`) on a step
+//! appends one line per image of the trailing tool results to its text,
+//! `[image <mime type>, <n> base64 characters, from <tool>]` (`[no images]` when there are
+//! none); and [`FakeProvider::received`] returns the last [`RECEIVED_KEEP`] requests.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -56,6 +63,9 @@ use super::{
 
 /// Text used when nothing matches and the script has no `default`.
 pub const NO_SCRIPTED_REPLY: &str = "(no scripted reply)";
+
+/// How many of the latest requests [`FakeProvider::received`] keeps.
+pub const RECEIVED_KEEP: usize = 16;
 
 /// A scripted tool call.
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -114,6 +124,9 @@ pub struct ScriptStep {
     /// Fail the call with this error.
     #[serde(default)]
     pub error: Option<ScriptError>,
+    /// Append a line per image of the trailing tool results to the text (module doc).
+    #[serde(default, rename = "describeImages", alias = "describe_images")]
+    pub describe_images: bool,
 }
 
 /// A whole script.
@@ -134,6 +147,7 @@ pub struct FakeProvider {
     script: Script,
     used: Mutex<Vec<bool>>,
     next_call: AtomicU64,
+    received: Mutex<VecDeque<ModelRequest>>,
 }
 
 impl std::fmt::Debug for FakeProvider {
@@ -184,6 +198,7 @@ impl FakeProvider {
             script,
             used,
             next_call: AtomicU64::new(1),
+            received: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -200,6 +215,21 @@ impl FakeProvider {
             }
         }
         Ok(())
+    }
+
+    /// The latest requests (at most [`RECEIVED_KEEP`]), oldest first: what the "model" was
+    /// given, tool results and their images included.
+    pub fn received(&self) -> Vec<ModelRequest> {
+        let r = self.received.lock().unwrap_or_else(|e| e.into_inner());
+        r.iter().cloned().collect()
+    }
+
+    fn record(&self, request: &ModelRequest) {
+        let mut r = self.received.lock().unwrap_or_else(|e| e.into_inner());
+        if r.len() == RECEIVED_KEEP {
+            r.pop_front();
+        }
+        r.push_back(request.clone());
     }
 
     /// Picks (and consumes, unless `repeat`) the step for this conversation.
@@ -259,6 +289,35 @@ fn arguments_of(call: &ScriptToolCall) -> Result<Value, String> {
     }
 }
 
+/// The `describeImages` lines for the images of the trailing tool results of `request`.
+fn describe_images(request: &ModelRequest) -> String {
+    let mut tools: Vec<&super::ChatMessage> = request
+        .messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role == Role::Tool)
+        .collect();
+    tools.reverse();
+    let lines: Vec<String> = tools
+        .iter()
+        .flat_map(|m| {
+            m.images.iter().map(|i| {
+                format!(
+                    "[image {}, {} base64 characters, from {}]",
+                    i.mime_type,
+                    i.data.len(),
+                    m.tool_name.as_deref().unwrap_or_default()
+                )
+            })
+        })
+        .collect();
+    if lines.is_empty() {
+        "[no images]".to_string()
+    } else {
+        lines.join("\n")
+    }
+}
+
 /// Splits text into word-sized deltas (each word keeps the whitespace after it), so
 /// clients see several `message.delta`s; words longer than 16 characters are cut.
 pub fn split_deltas(text: &str) -> Vec<String> {
@@ -289,7 +348,15 @@ impl Provider for FakeProvider {
     }
 
     fn stream(&self, request: ModelRequest) -> EventStream {
-        let step = self.pick(&request);
+        self.record(&request);
+        let mut step = self.pick(&request);
+        if step.describe_images {
+            let lines = describe_images(&request);
+            step.text = Some(match step.text.take().filter(|t| !t.is_empty()) {
+                Some(t) => format!("{t}\n{lines}"),
+                None => lines,
+            });
+        }
         let input_chars = request_chars(&request);
         // Ids are assigned now so they follow call order even if streams are polled late.
         let calls: Vec<ToolCall> = step

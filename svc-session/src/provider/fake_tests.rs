@@ -349,3 +349,59 @@ fn fake_spec_parsing() {
     assert_eq!(fake_script_path("fake:"), None);
     assert_eq!(fake_script_path("openai"), None);
 }
+
+#[tokio::test]
+async fn the_model_sees_tool_result_images_described_and_recorded() {
+    let p = provider(json!({"steps": [
+        {"after_tool": "mcp__ev__get-tiny-image", "text": "Got it.", "describeImages": true},
+        {"after_tool": "read_file", "describe_images": true}
+    ]}));
+    let a = ToolCall {
+        id: "c1".into(),
+        name: "mcp__ev__get-tiny-image".into(),
+        arguments: json!({}),
+    };
+    let img = crate::provider::ToolImage {
+        mime_type: "image/png".into(),
+        data: "iVBORw0KGgo=".into(),
+    };
+    let r = req(vec![
+        ChatMessage::user("show me"),
+        ChatMessage::assistant("", vec![a.clone()]),
+        ChatMessage::tool_result(&a, "Here's the image:", false).with_images(vec![img.clone()]),
+    ]);
+    assert_eq!(
+        text_of(&collect(&p, r).await),
+        "Got it.\n[image image/png, 12 base64 characters, from mcp__ev__get-tiny-image]"
+    );
+    let seen = p.received();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].messages[2].images, vec![img]);
+
+    let b = ToolCall {
+        id: "c2".into(),
+        name: "read_file".into(),
+        arguments: json!({}),
+    };
+    let r = req(vec![
+        ChatMessage::user("read"),
+        ChatMessage::assistant("", vec![b.clone()]),
+        ChatMessage::tool_result(&b, "text only", false),
+    ]);
+    assert_eq!(text_of(&collect(&p, r).await), "[no images]");
+    assert_eq!(p.received().len(), 2);
+}
+
+#[tokio::test]
+async fn received_keeps_only_the_latest_requests() {
+    let p = provider(json!({"default": {"text": "ok", "repeat": true}}));
+    for i in 0..(RECEIVED_KEEP + 3) {
+        collect(&p, user(&format!("m{i}"))).await;
+    }
+    let seen = p.received();
+    assert_eq!(seen.len(), RECEIVED_KEEP);
+    assert_eq!(
+        seen.last().unwrap().messages[0].content,
+        format!("m{}", RECEIVED_KEEP + 2)
+    );
+}

@@ -346,6 +346,8 @@ pub(crate) fn request_chars(request: &super::ModelRequest) -> usize {
     let mut n = request.system.chars().count();
     for m in &request.messages {
         n += m.content.chars().count();
+        // Images are priced by pixels, not by their base64 length.
+        n += m.images.len() * 4 * super::ToolImage::ESTIMATED_TOKENS as usize;
         for c in &m.tool_calls {
             n += c.name.len() + c.arguments.to_string().len();
         }

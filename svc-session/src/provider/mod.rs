@@ -49,6 +49,42 @@ pub struct ToolCall {
     pub arguments: Value,
 }
 
+/// An image a tool returned (e.g. an MCP `image` content block), fed back to the model with
+/// the tool result. Each provider puts it where its API accepts images (see
+/// [`anthropic`] and [`openai`]); the text of the result stays as it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolImage {
+    /// MIME type, e.g. `image/png`.
+    pub mime_type: String,
+    /// The image bytes, base64 (standard alphabet, padded) as the tool sent them.
+    pub data: String,
+}
+
+impl ToolImage {
+    /// The image types the vendors' APIs accept (Anthropic and OpenAI alike: PNG, JPEG, GIF,
+    /// WebP). Other types are not sent; the result's text still mentions them.
+    pub const SUPPORTED: &'static [&'static str] =
+        &["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+    /// Rough input-token cost of one image for context estimates (vendors charge by pixel
+    /// count; ≈ 800 tokens is a mid-sized image).
+    pub const ESTIMATED_TOKENS: u64 = 800;
+
+    /// True when [`ToolImage::SUPPORTED`] lists the type and there is data.
+    pub fn is_supported(&self) -> bool {
+        !self.data.is_empty()
+            && Self::SUPPORTED
+                .iter()
+                .any(|t| t.eq_ignore_ascii_case(self.mime_type.trim()))
+    }
+
+    /// A `data:` URL of the image (`data:<mime>;base64,<data>`).
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.mime_type.trim(), self.data)
+    }
+}
+
 /// One message of the conversation history sent to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatMessage {
@@ -68,6 +104,9 @@ pub struct ChatMessage {
     /// For a `Tool` message: true when the tool failed or was denied.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// For a `Tool` message: images the tool returned along with its text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ToolImage>,
 }
 
 impl ChatMessage {
@@ -80,6 +119,7 @@ impl ChatMessage {
             tool_call_id: None,
             tool_name: None,
             is_error: false,
+            images: vec![],
         }
     }
     /// An assistant message with optional tool calls.
@@ -91,6 +131,7 @@ impl ChatMessage {
             tool_call_id: None,
             tool_name: None,
             is_error: false,
+            images: vec![],
         }
     }
     /// A tool result.
@@ -102,7 +143,13 @@ impl ChatMessage {
             tool_call_id: Some(call.id.clone()),
             tool_name: Some(call.name.clone()),
             is_error,
+            images: vec![],
         }
+    }
+    /// The same message carrying `images` (for a tool result).
+    pub fn with_images(mut self, images: Vec<ToolImage>) -> Self {
+        self.images = images;
+        self
     }
 }
 

@@ -10,6 +10,14 @@
 //!   function: {name, arguments: "<json string>"}}]` (content `null` when empty); tool
 //!   results become `{role: "tool", tool_call_id, content}`; a failed result's content is
 //!   prefixed with `Error: ` (the format has no error flag);
+//! * images of tool results ([`super::ToolImage`], e.g. from an MCP tool): chat `tool`
+//!   messages accept only text, so after the block of consecutive tool messages (which
+//!   must directly follow the assistant message that made the calls) one `user` message
+//!   carries them: per result with images a text part `Image(s) returned by tool call <id>
+//!   (<name>):` and one `{type: "image_url", image_url: {url: "data:<mime>;base64,…"}}` part
+//!   per image of a supported type (others are left out; the tool text mentions them).
+//!   Servers without vision support may refuse such a request; only tools that return
+//!   images cause one;
 //! * the output cap is sent as `max_completion_tokens` to OpenAI itself (its reasoning
 //!   models reject `max_tokens`) and as `max_tokens` to every other server;
 //! * tool calls arrive split across chunks by `index` (id and name first, `arguments`
@@ -39,7 +47,7 @@ use super::http::{
 };
 use super::{
     ChatMessage, EventStream, ModelRequest, Provider, ProviderConfig, ProviderError, Role,
-    StreamEvent, ToolCall, Usage,
+    StreamEvent, ToolCall, ToolImage, Usage,
 };
 
 /// An OpenAI-compatible provider. Cheap to clone.
@@ -85,7 +93,19 @@ fn build_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
     if !request.system.is_empty() {
         messages.push(json!({"role": "system", "content": request.system}));
     }
-    messages.extend(request.messages.iter().map(message_json));
+    let mut pending_images: Vec<Value> = Vec::new();
+    for m in &request.messages {
+        if m.role != Role::Tool && !pending_images.is_empty() {
+            messages.push(images_message(std::mem::take(&mut pending_images)));
+        }
+        messages.push(message_json(m));
+        if m.role == Role::Tool {
+            pending_images.extend(tool_images(m));
+        }
+    }
+    if !pending_images.is_empty() {
+        messages.push(images_message(pending_images));
+    }
     let mut body = json!({
         "model": model,
         "messages": messages,
@@ -108,6 +128,33 @@ fn build_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
         body[key] = json!(max);
     }
     body
+}
+
+/// The content parts showing the images of tool result `m`: a text part naming the call,
+/// then one `image_url` part (a `data:` URL) per image of a supported type. Empty when there
+/// are none.
+fn tool_images(m: &ChatMessage) -> Vec<Value> {
+    let images: Vec<&ToolImage> = m.images.iter().filter(|i| i.is_supported()).collect();
+    if images.is_empty() {
+        return Vec::new();
+    }
+    let mut parts = vec![json!({"type": "text", "text": format!(
+        "Image{} returned by tool call {} ({}):",
+        if images.len() == 1 { "" } else { "s" },
+        m.tool_call_id.as_deref().unwrap_or_default(),
+        m.tool_name.as_deref().unwrap_or_default()
+    )})];
+    parts.extend(
+        images
+            .into_iter()
+            .map(|i| json!({"type": "image_url", "image_url": {"url": i.data_url()}})),
+    );
+    parts
+}
+
+/// The user message carrying the images of a block of tool results.
+fn images_message(parts: Vec<Value>) -> Value {
+    json!({"role": "user", "content": parts})
 }
 
 fn message_json(m: &ChatMessage) -> Value {

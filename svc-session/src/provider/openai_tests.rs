@@ -471,3 +471,87 @@ fn chunk_state_rejects_garbage() {
         [Err(ProviderError::Protocol { .. })]
     ));
 }
+
+#[tokio::test]
+async fn tool_result_images_follow_the_tool_messages_as_a_user_message() {
+    let server = serve(vec![Reply::sse(fixture("openai_text.sse"))]).await;
+    let p = provider(&server.base, "openai");
+    let a = ToolCall {
+        id: "call_img".into(),
+        name: "mcp__ev__get-tiny-image".into(),
+        arguments: json!({}),
+    };
+    let b = ToolCall {
+        id: "call_txt".into(),
+        name: "read_file".into(),
+        arguments: json!({"path": "x"}),
+    };
+    let png = crate::provider::ToolImage {
+        mime_type: "image/png".into(),
+        data: "iVBORw0KGgo=".into(),
+    };
+    let svg = crate::provider::ToolImage {
+        mime_type: "image/svg+xml".into(),
+        data: "PHN2Zy8+".into(),
+    };
+    let request = ModelRequest {
+        model: String::new(),
+        system: String::new(),
+        messages: vec![
+            ChatMessage::user("show me"),
+            ChatMessage::assistant("", vec![a.clone(), b.clone()]),
+            ChatMessage::tool_result(&a, "Here's the image:", false).with_images(vec![png, svg]),
+            ChatMessage::tool_result(&b, "X", false),
+            ChatMessage::assistant("Nice.", vec![]),
+        ],
+        tools: vec![],
+        max_tokens: None,
+    };
+    let ev = run(&p, request).await;
+    assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
+    // Tool messages stay text and stay together right after the calls; one user message
+    // after them carries the image as a data: URL (the unsupported SVG left out).
+    let body = &server.requests()[0].body;
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "user", "content": "show me"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "call_img", "type": "function", "function": {"name": "mcp__ev__get-tiny-image", "arguments": "{}"}},
+                {"id": "call_txt", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"x\"}"}}
+            ]},
+            {"role": "tool", "tool_call_id": "call_img", "content": "Here's the image:"},
+            {"role": "tool", "tool_call_id": "call_txt", "content": "X"},
+            {"role": "user", "content": [
+                {"type": "text", "text": "Image returned by tool call call_img (mcp__ev__get-tiny-image):"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+            ]},
+            {"role": "assistant", "content": "Nice."}
+        ])
+    );
+}
+
+#[test]
+fn images_at_the_end_of_the_history_still_go_out() {
+    let p = provider("http://127.0.0.1:9", "ollama");
+    let a = ToolCall {
+        id: "c1".into(),
+        name: "shot".into(),
+        arguments: json!({}),
+    };
+    let img = crate::provider::ToolImage {
+        mime_type: "image/jpeg".into(),
+        data: "/9j/4AAQ".into(),
+    };
+    let mut r = simple_request();
+    r.messages.push(ChatMessage::assistant("", vec![a.clone()]));
+    r.messages
+        .push(ChatMessage::tool_result(&a, "shot taken", false).with_images(vec![img]));
+    let body = p.request_body(&r);
+    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "user");
+    assert_eq!(
+        last["content"][1]["image_url"]["url"],
+        "data:image/jpeg;base64,/9j/4AAQ"
+    );
+}

@@ -281,7 +281,10 @@ impl App {
             }
             for call in &calls {
                 let outcome = self.tool_call(session, t, call, acc).await;
-                messages.push(ChatMessage::tool_result(call, outcome.content, !outcome.ok));
+                messages.push(
+                    ChatMessage::tool_result(call, outcome.content, !outcome.ok)
+                        .with_images(outcome.images),
+                );
                 if outcome.interrupted {
                     return TurnEnd::Interrupted;
                 }

@@ -1,12 +1,13 @@
 //! The conversation history sent to the model, rebuilt from the stored session events so
 //! it survives restarts: `message.user` → a user message; `message.delta`s and
-//! `tool.call`s → the assistant message they belong to; `tool.result` → a tool message.
+//! `tool.call`s → the assistant message they belong to; `tool.result` → a tool message
+//! (with the images of its `meta.images`, see [`crate::mcp::images_of`]).
 //! Calls that never got a result (interrupted, crashed) get a failed "interrupted" result
 //! at the end of their turn, so every vendor sees a well-formed conversation.
 
 use serde_json::Value;
 
-use crate::provider::{ChatMessage, Role, ToolCall};
+use crate::provider::{ChatMessage, Role, ToolCall, ToolImage};
 
 /// The event kinds the history is built from.
 pub const KINDS: &[&str] = &[
@@ -92,8 +93,10 @@ pub fn rebuild(events: impl IntoIterator<Item = (String, Value)>) -> Vec<ChatMes
                 };
                 let call = b.unanswered.remove(pos);
                 let ok = p.get("ok").and_then(Value::as_bool).unwrap_or(false);
-                b.out
-                    .push(ChatMessage::tool_result(&call, str_of(&p, "output"), !ok));
+                let images = p.get("meta").map(crate::mcp::images_of).unwrap_or_default();
+                b.out.push(
+                    ChatMessage::tool_result(&call, str_of(&p, "output"), !ok).with_images(images),
+                );
             }
             "turn.done" => b.close_turn(),
             _ => {}
@@ -103,7 +106,8 @@ pub fn rebuild(events: impl IntoIterator<Item = (String, Value)>) -> Vec<ChatMes
     b.out
 }
 
-/// A rough token estimate of a history (≈ 4 characters per token).
+/// A rough token estimate of a history (≈ 4 characters per token, plus
+/// [`ToolImage::ESTIMATED_TOKENS`] per image).
 pub fn estimate_tokens(messages: &[ChatMessage]) -> u64 {
     let chars: usize = messages
         .iter()
@@ -116,7 +120,8 @@ pub fn estimate_tokens(messages: &[ChatMessage]) -> u64 {
                 + if m.role == Role::Tool { 8 } else { 4 }
         })
         .sum();
-    (chars as u64).div_ceil(4)
+    let images: u64 = messages.iter().map(|m| m.images.len() as u64).sum();
+    (chars as u64).div_ceil(4) + images * ToolImage::ESTIMATED_TOKENS
 }
 
 #[cfg(test)]
@@ -153,6 +158,34 @@ mod tests {
         assert_eq!(h[2].content, "A");
         assert!(!h[2].is_error);
         assert_eq!(h[3], ChatMessage::assistant("Done.", vec![]));
+    }
+
+    #[test]
+    fn tool_result_images_come_back_from_the_stored_meta() {
+        let h = rebuild(vec![
+            ev("message.user", json!({"text": "show"})),
+            ev(
+                "tool.call",
+                json!({"callId": "c1", "name": "mcp__ev__get-tiny-image", "args": {}}),
+            ),
+            ev(
+                "tool.result",
+                json!({"callId": "c1", "ok": true, "output": "Here's the image:", "meta": {
+                    "source": "mcp",
+                    "images": [{"mimeType": "image/png", "data": "iVBORw0KGgo="}]
+                }}),
+            ),
+            ev("turn.done", json!({"reason": "complete"})),
+        ]);
+        assert_eq!(h[2].role, Role::Tool);
+        assert_eq!(
+            h[2].images,
+            vec![ToolImage {
+                mime_type: "image/png".into(),
+                data: "iVBORw0KGgo=".into()
+            }]
+        );
+        assert!(estimate_tokens(&h) >= ToolImage::ESTIMATED_TOKENS);
     }
 
     #[test]

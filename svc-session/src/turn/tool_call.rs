@@ -15,7 +15,7 @@ use super::TurnStart;
 use crate::app::App;
 use crate::approval::{Ask, Scope};
 use crate::permissions::{self, Verdict};
-use crate::provider::ToolCall;
+use crate::provider::{ToolCall, ToolImage};
 use crate::session::Session;
 use crate::tools::{ToolContext, ToolOutput};
 
@@ -23,6 +23,8 @@ use crate::tools::{ToolContext, ToolOutput};
 pub(crate) struct Outcome {
     /// Text fed back to the model.
     pub content: String,
+    /// Images fed back with it (an MCP tool's image results, from `meta.images`).
+    pub images: Vec<ToolImage>,
     /// False when the call failed or was denied.
     pub ok: bool,
     /// True when the turn was interrupted during the call.
@@ -49,12 +51,14 @@ impl App {
         if !ok {
             payload["error"] = Value::String(output.to_owned());
         }
+        let images = crate::mcp::images_of(&meta);
         if !meta.is_null() {
             payload["meta"] = meta;
         }
         self.emit(session, "tool.result", payload);
         Outcome {
             content: output.to_owned(),
+            images,
             ok,
             interrupted: false,
         }
