@@ -15,10 +15,37 @@ pub fn open(path: &Path, migrations: &[&str]) -> anyhow::Result<Connection> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
     }
+    owner_only(path)?;
     let mut conn = Connection::open(path).with_context(|| format!("open {}", path.display()))?;
     configure(&conn)?;
     migrate(&mut conn, migrations)?;
     Ok(conn)
+}
+
+/// Creates the database file readable by the owner only (0600) before SQLite opens it —
+/// SQLite gives its `-wal` and `-shm` files the database file's mode — and tightens an
+/// existing database and its `-wal`/`-shm` files to 0600 (DESIGN.md: state is the owner's).
+fn owner_only(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("create {}", path.display()))?;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        let p = std::path::PathBuf::from(p);
+        match std::fs::metadata(&p) {
+            Ok(m) if m.permissions().mode() & 0o077 != 0 => {
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600))
+                    .with_context(|| format!("chmod 0600 {}", p.display()))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Applies the connection pragmas used by every service.
@@ -51,6 +78,34 @@ pub fn migrate(conn: &mut Connection, migrations: &[&str]) -> anyhow::Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn database_files_are_the_owners_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("x.db");
+        let c = open(&p, &["CREATE TABLE a(x INTEGER);"]).unwrap();
+        c.execute("INSERT INTO a VALUES (1)", []).unwrap();
+        let mode = |s: &str| {
+            std::fs::metadata(t.path().join(s))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777
+        };
+        assert_eq!(mode("x.db"), 0o600);
+        assert_eq!(mode("x.db-wal"), 0o600);
+        assert_eq!(mode("x.db-shm"), 0o600);
+        drop(c);
+        // An older database left world-readable is tightened on the next open.
+        std::fs::set_permissions(
+            t.path().join("x.db"),
+            std::fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        let _c = open(&p, &["CREATE TABLE a(x INTEGER);"]).unwrap();
+        assert_eq!(mode("x.db"), 0o600);
+    }
 
     #[test]
     fn migrations_apply_once_and_in_order() {

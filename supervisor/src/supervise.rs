@@ -23,6 +23,7 @@ use std::ffi::OsString;
 use std::fs::File;
 use std::net::TcpListener;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -97,6 +98,7 @@ pub async fn run(opts: Options) -> Result<i32, StartError> {
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
         .open(&lock_path)
         .with_context(|| format!("open {}", lock_path.display()))?;
     let _lock = Flock::lock(lock_file, FlockArg::LockExclusiveNonblock)

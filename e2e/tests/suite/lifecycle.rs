@@ -60,4 +60,33 @@ async fn home_is_owner_only() {
     assert_eq!(mode(&suite.home().join("daemon.json")), 0o600);
     assert_eq!(mode(&suite.home().join("run")), 0o700);
     assert_eq!(mode(&suite.home().join("run/session.sock")), 0o600);
+    // Nothing the suite wrote (databases with their -wal/-shm, logs, locks, sockets) is
+    // readable by anyone else. The test's own script.json is not the suite's.
+    let c = suite.client().await;
+    let sid = c
+        .create_session(suite.workdir.path(), Some("plan"))
+        .await
+        .unwrap();
+    c.prompt_and_collect(&sid, "hi", std::time::Duration::from_secs(30))
+        .await
+        .unwrap();
+    let mut open_to_others = Vec::new();
+    let mut stack = vec![suite.home().to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            if m.is_dir() {
+                stack.push(p.clone());
+            }
+            if m.permissions().mode() & 0o077 != 0 && !p.ends_with("script.json") {
+                open_to_others.push(format!(
+                    "{:o} {}",
+                    m.permissions().mode() & 0o777,
+                    p.display()
+                ));
+            }
+        }
+    }
+    assert!(open_to_others.is_empty(), "{open_to_others:#?}");
 }

@@ -294,9 +294,13 @@ impl App {
         let date = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
         let workspace = self.config.home.sessions_dir().join(format!("{date}_{id}"));
         for sub in ["tmp", "artifacts"] {
-            std::fs::create_dir_all(workspace.join(sub)).map_err(|e| {
-                Error::Internal(anyhow::anyhow!("create {}: {e}", workspace.display()))
-            })?;
+            // Owner-only like the rest of the home (a session's files are its user's).
+            std::os::unix::fs::DirBuilderExt::mode(
+                std::fs::DirBuilder::new().recursive(true),
+                0o700,
+            )
+            .create(workspace.join(sub))
+            .map_err(|e| Error::Internal(anyhow::anyhow!("create {}: {e}", workspace.display())))?;
         }
         let row = SessionRow {
             id: id.clone(),
