@@ -1,5 +1,5 @@
-//! espeak-ng (Debian package `espeak-ng`): `espeak-ng -v <voice> -w <out.wav> -- <text>`,
-//! and its real voice list from `espeak-ng --voices`.
+//! espeak-ng (Debian package `espeak-ng`): `espeak-ng -v <voice> -w <out.wav> --stdin` with
+//! the text on stdin, and its real voice list from `espeak-ng --voices`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -19,16 +19,19 @@ pub fn default_voice(language: Option<&str>) -> String {
     }
 }
 
-/// Writes `text` spoken with `voice` to the wav `out`. The text is one argument after
-/// `--`, so text starting with `-` is never read as an option.
+/// Writes `text` spoken with `voice` to the wav `out`. The text goes to stdin: never read
+/// as an option, and not limited by the kernel's 128 KiB cap on one argument.
+///
+/// Errors: [`SpeakError::NoSuchVoice`] when espeak-ng does not know `voice`; any other
+/// failure of the child as [`crate::error::Error`].
 pub async fn speak(
     bin: &Path,
     text: &str,
     voice: &str,
     out: &Path,
     timeout: Duration,
-) -> Result<()> {
-    let spec = ChildSpec::new(
+) -> std::result::Result<(), SpeakError> {
+    let mut spec = ChildSpec::new(
         super::ESPEAK,
         bin,
         vec![
@@ -36,13 +39,25 @@ pub async fn speak(
             voice.into(),
             "-w".into(),
             out.into(),
-            "--".into(),
-            text.into(),
+            "--stdin".into(),
         ],
         timeout,
     );
-    run(&spec, None).await?;
-    Ok(())
+    spec.stdin = Some(text.as_bytes().to_vec());
+    match run(&spec, None).await {
+        Ok(_) => Ok(()),
+        Err(e) if e.stderr().contains("voice does not exist") => Err(SpeakError::NoSuchVoice),
+        Err(e) => Err(SpeakError::Engine(e.into())),
+    }
+}
+
+/// How [`speak`] failed.
+#[derive(Debug)]
+pub enum SpeakError {
+    /// espeak-ng has no voice of that name (`audio.voices` lists the ones it has).
+    NoSuchVoice,
+    /// The engine failed otherwise.
+    Engine(crate::error::Error),
 }
 
 /// Every voice espeak-ng has (`espeak-ng --voices`).

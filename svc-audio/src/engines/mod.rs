@@ -134,9 +134,29 @@ pub async fn speak(
                 .espeak
                 .as_ref()
                 .ok_or_else(|| Error::Internal("espeak-ng vanished".into()))?;
-            let voice = configured.unwrap_or_else(|| espeak::default_voice(job.language));
-            espeak::speak(bin, job.text, &voice, job.out, job.timeout).await?;
-            Ok(Some(voice))
+            // Whoever chose the voice hears about a voice espeak-ng lacks: the caller's
+            // `voice` or `language` (invalid_params), else the settings (unavailable).
+            let (voice, chosen_by) = match (job.voice, configured) {
+                (Some(v), _) => (v.to_owned(), Some("params.voice")),
+                (None, Some(v)) => (v, None),
+                (None, None) => (espeak::default_voice(job.language), Some("params.language")),
+            };
+            match espeak::speak(bin, job.text, &voice, job.out, job.timeout).await {
+                Ok(()) => Ok(Some(voice)),
+                Err(espeak::SpeakError::Engine(e)) => Err(e),
+                Err(espeak::SpeakError::NoSuchVoice) => Err(match chosen_by {
+                    Some(field) => Error::invalid(
+                        field,
+                        format!("espeak-ng has no voice {voice:?}; audio.voices lists the ones it has"),
+                    ),
+                    None => Error::Off {
+                        message: format!(
+                            "espeak-ng has no voice {voice:?} (settings audio.tts); pick one audio.voices lists"
+                        ),
+                        reason: "no_voice",
+                    },
+                }),
+            }
         }
         PIPER => {
             let bin = det

@@ -107,11 +107,24 @@ fn wav_length(path: &Path) -> Duration {
         .unwrap_or_default()
 }
 
+/// Longest `audio.speak` text, in characters (about 20 minutes of speech; espeak-ng writes
+/// some 2 KB of wav per character).
+pub const MAX_SPEAK_CHARS: usize = 20_000;
+
 /// `audio.speak`.
 pub async fn speak(app: &App, p: AudioSpeakParams) -> Result<AudioSpeakResult> {
     let text = p.text.trim();
     if text.is_empty() {
         return Err(Error::invalid("params.text", "nothing to say"));
+    }
+    let chars = text.chars().count();
+    if chars > MAX_SPEAK_CHARS {
+        return Err(Error::invalid(
+            "params.text",
+            format!(
+                "at most {MAX_SPEAK_CHARS} characters per call (got {chars}); split longer text"
+            ),
+        ));
     }
     let (s, det) = app.state().await;
     let engine = tts_engine(p.provider, &det, &s)?;

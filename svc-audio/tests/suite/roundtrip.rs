@@ -215,3 +215,65 @@ async fn espeak_voices_are_its_real_list_filtered_by_language() {
     .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidParams);
 }
+
+/// Long text and unknown voices: text up to the cap is spoken (on stdin, so a leading dash
+/// is never an option), longer text and a voice espeak-ng lacks are the caller's
+/// `invalid_params`, a bad voice in settings is `unavailable` (`no_voice`).
+#[tokio::test]
+async fn espeak_long_text_and_unknown_voices() {
+    if !have("espeak-ng", "text to speech") {
+        return;
+    }
+    let svc = Svc::start(json!({"audio": {"tts": {"provider": "espeak-ng"}}})).await;
+    let text = format!("-v {}", "a. ".repeat(6_000));
+    let spoken = call(svc.audio().speak(AudioSpeakParams {
+        text: text.clone(),
+        ..Default::default()
+    }))
+    .await
+    .unwrap();
+    assert!(std::fs::metadata(&spoken.path).unwrap().len() > 100_000);
+    let e = call(svc.audio().speak(AudioSpeakParams {
+        text: "é".repeat(150_000),
+        ..Default::default()
+    }))
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidParams);
+    assert!(
+        e.message.starts_with("params.text: at most"),
+        "{}",
+        e.message
+    );
+
+    let e = call(svc.audio().speak(AudioSpeakParams {
+        text: "hi".into(),
+        voice: Some("nosuchvoice".into()),
+        ..Default::default()
+    }))
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidParams, "{e:?}");
+    assert!(e.message.starts_with("params.voice:"), "{}", e.message);
+    let e = call(svc.audio().speak(AudioSpeakParams {
+        text: "hi".into(),
+        language: Some("xx-nowhere".into()),
+        ..Default::default()
+    }))
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidParams, "{e:?}");
+    assert!(e.message.starts_with("params.language:"), "{}", e.message);
+
+    svc.write_settings(
+        json!({"audio": {"tts": {"provider": "espeak-ng", "voice": "nosuchvoice"}}}),
+    );
+    let e = call(svc.audio().speak(AudioSpeakParams {
+        text: "hi".into(),
+        ..Default::default()
+    }))
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, ErrorCode::Unavailable, "{e:?}");
+    assert_eq!(e.details.unwrap()["reason"], "no_voice");
+}
