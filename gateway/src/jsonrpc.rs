@@ -79,8 +79,21 @@ pub fn parse(bytes: &[u8]) -> Incoming {
     }
 }
 
+/// A string, null, a 64-bit integer, or another number small enough to come back exactly
+/// (magnitude below 2^53). A larger non-64-bit number (`123456789012345678901234567890`,
+/// `1e30`) is refused: it would be parsed as a float and echoed as a different number, and
+/// the client could not match the answer to its request.
 fn valid_id(id: &Value) -> bool {
-    matches!(id, Value::String(_) | Value::Number(_) | Value::Null)
+    match id {
+        Value::String(_) | Value::Null => true,
+        Value::Number(n) => {
+            n.is_i64()
+                || n.is_u64()
+                || n.as_f64()
+                    .is_some_and(|f| f.abs() < 9_007_199_254_740_992.0)
+        }
+        _ => false,
+    }
 }
 
 /// Classifies one batch member (or the single object).
@@ -91,7 +104,10 @@ pub fn classify(value: Value) -> Item {
     let id = obj.remove("id");
     if let Some(id) = &id {
         if !valid_id(id) {
-            return invalid(&Value::Null, "\"id\" must be a string, a number or null");
+            return invalid(
+                &Value::Null,
+                "\"id\" must be a string, a number that fits 64 bits, or null",
+            );
         }
     }
     let reply_id = id.clone().unwrap_or(Value::Null);

@@ -30,6 +30,11 @@ fn non_objects_and_wrong_versions_are_invalid_requests() {
         (r#"{"jsonrpc":"1.0","id":7,"method":"m"}"#, json!(7)),
         (r#"{"id":7,"method":"m"}"#, json!(7)),
         (r#"{"jsonrpc":"2.0","id":{},"method":"m"}"#, Value::Null),
+        (r#"{"jsonrpc":"2.0","id":1e30,"method":"m"}"#, Value::Null),
+        (
+            r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"m"}"#,
+            Value::Null,
+        ),
         (r#"{"jsonrpc":"2.0","id":"a","method":5}"#, json!("a")),
         (r#"{"jsonrpc":"2.0","id":"a"}"#, json!("a")),
         (r#"{"jsonrpc":"2.0"}"#, Value::Null),
@@ -54,6 +59,14 @@ fn requests_notifications_and_null_ids() {
         Some(Value::Null),
         "id null is a request, not a notification"
     );
+    // The 64-bit extremes are echoed exactly.
+    for id in [u64::MAX.to_string(), i64::MIN.to_string()] {
+        let raw = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m"}}"#);
+        let Incoming::Single(Item::Call(c)) = parse(raw.as_bytes()) else {
+            panic!("{raw}")
+        };
+        assert_eq!(c.id.unwrap().to_string(), id);
+    }
     let Incoming::Single(Item::Call(n)) =
         parse(br#"{"jsonrpc":"2.0","method":"tool.progress","params":{"a":1}}"#)
     else {

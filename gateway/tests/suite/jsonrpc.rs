@@ -94,6 +94,12 @@ async fn ids_are_echoed_exactly() {
         assert_eq!(r["id"], id);
         assert_eq!(r["result"]["status"], "ok");
     }
+    // An id that would come back as a different number is refused, not corrupted.
+    c.send_raw(r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"system.health"}"#)
+        .await;
+    let r = c.recv().await;
+    assert_eq!(r["id"], Value::Null);
+    assert_eq!(r["error"]["code"], -32600, "{r}");
 }
 
 #[tokio::test]
