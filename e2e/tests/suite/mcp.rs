@@ -196,6 +196,50 @@ fn allow_everything(client: &Client) {
     });
 }
 
+/// A suite running the scripted model `script` (with extra `env`), a client that allows
+/// every approval and listens to notifications, the MCP server `add` (`mcp.add` params)
+/// ready, and an `accept` session in the suite's workdir.
+struct WithServer {
+    /// Keep it bound (`suite: _suite`): dropping it stops the suite.
+    suite: Suite,
+    client: Client,
+    notes: tokio::sync::broadcast::Receiver<snowpea_sdk::Notification>,
+    sid: String,
+}
+
+async fn with_server(script: Value, env: Vec<(String, String)>, add: Value) -> WithServer {
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(script),
+        env,
+        ..Default::default()
+    })
+    .await;
+    let client = suite.client().await;
+    allow_everything(&client);
+    let notes = client.subscribe();
+    let name = add["name"].as_str().expect("mcp.add name").to_owned();
+    call(&client, "mcp.add", add).await;
+    wait_ready(&client, &name).await;
+    let sid = client
+        .create_session(suite.workdir.path(), Some("accept"))
+        .await
+        .unwrap();
+    WithServer {
+        suite,
+        client,
+        notes,
+        sid,
+    }
+}
+
+/// The first `tool.result` event of a turn.
+fn first_result(out: &snowpea_sdk::TurnOutcome) -> &snowpea_sdk::SessionEvent {
+    out.events
+        .iter()
+        .find(|e| e.kind == "tool.result")
+        .expect("tool.result")
+}
+
 #[tokio::test]
 async fn an_mcp_image_result_reaches_the_model() {
     let Some(everything) = everything() else {
@@ -205,33 +249,22 @@ async fn an_mcp_image_result_reaches_the_model() {
         {"match": "image", "tool_calls": [{"name": "mcp__ev__get-tiny-image", "arguments": {}}]},
         {"after_tool": "mcp__ev__get-tiny-image", "text": "I see it.", "describeImages": true}
     ], "default": {"text": "ok"}});
-    let suite = Suite::start_with(SuiteOptions {
-        script: Some(script),
-        ..Default::default()
-    })
-    .await;
-    let client = suite.client().await;
-    allow_everything(&client);
-    call(
-        &client,
-        "mcp.add",
+    let WithServer {
+        client,
+        sid,
+        suite: _suite,
+        ..
+    } = with_server(
+        script,
+        vec![],
         json!({"name": "ev", "command": "node", "args": [everything.display().to_string()]}),
     )
     .await;
-    wait_ready(&client, "ev").await;
-    let sid = client
-        .create_session(suite.workdir.path(), Some("accept"))
-        .await
-        .unwrap();
     let out = client
         .prompt_and_collect(&sid, "show me the image", Duration::from_secs(60))
         .await
         .unwrap();
-    let result = out
-        .events
-        .iter()
-        .find(|e| e.kind == "tool.result")
-        .expect("tool.result");
+    let result = first_result(&out);
     assert_eq!(result.payload["ok"], true, "{}", result.payload);
     let image = &result.payload["meta"]["images"][0];
     assert_eq!(image["mimeType"], "image/png", "{}", result.payload);
@@ -255,21 +288,17 @@ async fn a_hung_mcp_server_is_restarted_and_the_session_goes_on() {
         {"after_tool": "mcp__f__sleep", "text": "it hung"},
         {"after_tool": "mcp__f__echo", "text": "echoed"}
     ], "default": {"text": "ok"}});
-    let suite = Suite::start_with(SuiteOptions {
-        script: Some(script),
-        env: vec![
+    let WithServer {
+        client,
+        mut notes,
+        sid,
+        suite: _suite,
+    } = with_server(
+        script,
+        vec![
             ("SNOWPEA_MCP_PING_INTERVAL_MS".into(), "300".into()),
             ("SNOWPEA_MCP_PING_TIMEOUT_MS".into(), "500".into()),
         ],
-        ..Default::default()
-    })
-    .await;
-    let client = suite.client().await;
-    allow_everything(&client);
-    let mut notes = client.subscribe();
-    call(
-        &client,
-        "mcp.add",
         json!({
             "name": "f",
             "command": "python3",
@@ -278,20 +307,11 @@ async fn a_hung_mcp_server_is_restarted_and_the_session_goes_on() {
         }),
     )
     .await;
-    wait_ready(&client, "f").await;
-    let sid = client
-        .create_session(suite.workdir.path(), Some("accept"))
-        .await
-        .unwrap();
     let out = client
         .prompt_and_collect(&sid, "hang please", Duration::from_secs(60))
         .await
         .unwrap();
-    let result = out
-        .events
-        .iter()
-        .find(|e| e.kind == "tool.result")
-        .expect("tool.result");
+    let result = first_result(&out);
     assert_eq!(result.payload["ok"], false, "{}", result.payload);
     assert!(
         result.payload["output"]
@@ -326,11 +346,7 @@ async fn a_hung_mcp_server_is_restarted_and_the_session_goes_on() {
         .prompt_and_collect(&sid, "echo please", Duration::from_secs(60))
         .await
         .unwrap();
-    let result = again
-        .events
-        .iter()
-        .find(|e| e.kind == "tool.result")
-        .expect("tool.result");
+    let result = first_result(&again);
     assert_eq!(result.payload["ok"], true, "{}", result.payload);
     assert_eq!(result.payload["output"], "alive");
     assert_eq!(again.text(), "echoed");

@@ -135,6 +135,14 @@ impl InternalRpc {
             }
             m
         };
+        // A call that did not reach a result: `ok: false` with `errorKind` (module doc).
+        let failed = |kind: &str, content: String, elapsed: u128| CallToolReply {
+            ok: false,
+            content,
+            is_error: false,
+            meta_json: meta(Some(kind), elapsed).to_string(),
+            images: Vec::new(),
+        };
         let live = match (status.state, handle.live()) {
             (State::Ready, Some(live)) => live,
             (state, _) => {
@@ -145,13 +153,7 @@ impl InternalRpc {
                     (State::Starting, _) => format!("MCP server {} is still starting", req.server),
                     _ => format!("MCP server {} is {}", req.server, state.as_str()),
                 };
-                return Ok(CallToolReply {
-                    ok: false,
-                    content: why,
-                    is_error: false,
-                    meta_json: meta(Some("not_ready"), 0).to_string(),
-                    images: Vec::new(),
-                });
+                return Ok(failed("not_ready", why, 0));
             }
         };
         if !status.tools.iter().any(|t| t.name == req.tool) {
@@ -191,13 +193,7 @@ impl InternalRpc {
         match outcome {
             Ok(None) => {
                 let (kind, content) = ended(handle.status(), "it stopped".into());
-                Ok(CallToolReply {
-                    ok: false,
-                    content,
-                    is_error: false,
-                    meta_json: meta(Some(kind), elapsed).to_string(),
-                    images: Vec::new(),
-                })
+                Ok(failed(kind, content, elapsed))
             }
             Err(_) => {
                 // Slow tool or hung server? In the background (the caller is not kept
@@ -219,18 +215,13 @@ impl InternalRpc {
                         }
                     });
                 }
-                Ok(CallToolReply {
-                    ok: false,
-                    content: format!(
-                        "MCP tool {}/{} did not answer within {}s (toolTimeoutSec)",
-                        req.server,
-                        req.tool,
-                        timeout.as_secs()
-                    ),
-                    is_error: false,
-                    meta_json: meta(Some("timeout"), elapsed).to_string(),
-                    images: Vec::new(),
-                })
+                let content = format!(
+                    "MCP tool {}/{} did not answer within {}s (toolTimeoutSec)",
+                    req.server,
+                    req.tool,
+                    timeout.as_secs()
+                );
+                Ok(failed("timeout", content, elapsed))
             }
             Ok(Some(Err(e))) => {
                 // A transport failure: the server died mid-call. Let the supervisor record why.
@@ -247,13 +238,7 @@ impl InternalRpc {
                     ),
                     _ => ended(after, e.to_string()),
                 };
-                Ok(CallToolReply {
-                    ok: false,
-                    content,
-                    is_error: false,
-                    meta_json: meta(Some(kind), elapsed).to_string(),
-                    images: Vec::new(),
-                })
+                Ok(failed(kind, content, elapsed))
             }
             Ok(Some(Ok(result))) => {
                 let v = serde_json::to_value(&result).unwrap_or(Value::Null);
