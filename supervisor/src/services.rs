@@ -1,5 +1,6 @@
-//! THE list of supervised processes (DESIGN.md §2, §5). Services start in list order,
-//! each SERVING on `grpc.health.v1` before the next; the gateway starts last. Adding a
+//! THE list of supervised processes (DESIGN.md §2, §5). Services start together (each
+//! reconnects lazily to the others); the gateway starts once all are SERVING on
+//! `grpc.health.v1`. Adding a
 //! service (svc-memory, svc-scheduler, …) is one line in [`SERVICES`].
 
 /// One `snowpea-svc-<name>` service process.
@@ -11,7 +12,7 @@ pub struct ServiceSpec {
     pub binary: &'static str,
 }
 
-/// The services, in start order. One line per service.
+/// The services (also the order `status` lists them in). One line per service.
 #[rustfmt::skip]
 pub const SERVICES: &[ServiceSpec] = &[
     ServiceSpec { name: "session", binary: "snowpea-svc-session" },

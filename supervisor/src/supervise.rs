@@ -10,8 +10,8 @@
 //! `run/supervisor.lock`, so two supervisors never share a home), then the gateway's TCP
 //! listener, which the supervisor keeps for its whole life and hands to every gateway
 //! instance as fd 3 (a gateway restart keeps the port, with no window in which
-//! connections are refused). Services start one after another, each SERVING before the
-//! next; then the gateway; then `daemon.json` is written. A failure during start stops
+//! connections are refused). The services start together; once every one is SERVING
+//! the gateway starts; then `daemon.json` is written. A failure during start stops
 //! everything and exits 1.
 //!
 //! Threading: this runs on a current-thread runtime and spawns children from the main
@@ -259,7 +259,13 @@ impl Supervisor {
     ) -> i32 {
         let mut sigterm = signal(SignalKind::terminate()).expect("install SIGTERM handler");
         let mut sigint = signal(SignalKind::interrupt()).expect("install SIGINT handler");
-        self.apply(0, Event::Start);
+        // The services start together (none needs another to come up: they reconnect
+        // lazily), the gateway once they are all SERVING.
+        for idx in 0..self.procs.len() {
+            if self.procs[idx].kind == ProcessKind::Service {
+                self.apply(idx, Event::Start);
+            }
+        }
         loop {
             if let Phase::Stopping { code, .. } = self.phase {
                 if self.procs.iter().all(|p| p.pid.is_none()) {
@@ -312,11 +318,7 @@ impl Supervisor {
                 tracing::info!(process = p.spec.name, pid = p.pid, "process ready");
                 self.apply(idx, Event::Ready);
                 if self.phase == Phase::Startup {
-                    if idx + 1 < self.procs.len() {
-                        self.apply(idx + 1, Event::Start);
-                    } else {
-                        self.startup_done();
-                    }
+                    self.startup_progress(idx);
                 }
             }
             Msg::ReadyTimeout { idx, gen } => {
@@ -548,6 +550,27 @@ impl Supervisor {
             let _ = tx.send(msg);
         })
         .abort_handle()
+    }
+
+    /// During start-up, after process `idx` became ready: the gateway starts once every
+    /// service is running; the suite is up once the gateway is.
+    fn startup_progress(&mut self, idx: usize) {
+        if self.procs[idx].kind == ProcessKind::Gateway {
+            self.startup_done();
+            return;
+        }
+        let services_up = self
+            .procs
+            .iter()
+            .filter(|p| p.kind == ProcessKind::Service)
+            .all(|p| p.policy.state() == ProcState::Running);
+        if services_up {
+            for g in 0..self.procs.len() {
+                if self.procs[g].kind == ProcessKind::Gateway {
+                    self.apply(g, Event::Start);
+                }
+            }
+        }
     }
 
     fn startup_done(&mut self) {

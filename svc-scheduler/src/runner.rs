@@ -78,17 +78,50 @@ pub trait SessionRunner: Send + Sync + std::fmt::Debug + 'static {
     ) -> Result<(), SessionError>;
 }
 
+/// How long a run waits for svc-session to be SERVING before it starts (svc-session may be
+/// starting with the suite, or restarting after a crash); after that the run fails
+/// `unavailable`.
+pub const SESSION_WAIT: Duration = Duration::from_secs(30);
+
 /// [`SessionRunner`] over gRPC to svc-session's internal service.
 #[derive(Debug, Clone)]
 pub struct GrpcSessionRunner {
     client: SessionInternalServiceClient<Channel>,
+    socket: std::path::PathBuf,
 }
 
 impl GrpcSessionRunner {
     /// A runner calling the svc-session socket (lazy: svc-session may be down now).
     pub fn new(socket: std::path::PathBuf) -> Self {
         GrpcSessionRunner {
-            client: SessionInternalServiceClient::new(snowpea_common::client::unix_channel(socket)),
+            client: SessionInternalServiceClient::new(snowpea_common::client::unix_channel(
+                socket.clone(),
+            )),
+            socket,
+        }
+    }
+
+    /// Waits (at most [`SESSION_WAIT`]) until svc-session answers SERVING.
+    async fn session_serving(&self) -> Result<(), SessionError> {
+        let deadline = tokio::time::Instant::now() + SESSION_WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if snowpea_common::client::is_serving(
+                &self.socket,
+                "",
+                left.min(Duration::from_secs(1)),
+            )
+            .await
+            {
+                return Ok(());
+            }
+            if left.is_zero() {
+                return Err(SessionError::Unavailable(format!(
+                    "svc-session did not answer SERVING within {}s",
+                    SESSION_WAIT.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50).min(left)).await;
         }
     }
 }
@@ -100,6 +133,8 @@ impl SessionRunner for GrpcSessionRunner {
         req: RunUnattendedRequest,
         on_session: OnSession<'_>,
     ) -> Result<RunUnattendedReply, SessionError> {
+        // A run never starts against a svc-session that is (re)starting: it waits for it.
+        self.session_serving().await?;
         let mut stream = self.client.clone().run_unattended(req).await?.into_inner();
         let mut session_id = String::new();
         loop {

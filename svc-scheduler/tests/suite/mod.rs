@@ -141,8 +141,15 @@ impl SessionServer {
         let _ = std::fs::remove_file(&socket);
         let listener = tokio::net::UnixListener::bind(&socket).unwrap();
         let task = tokio::spawn(async move {
+            // With grpc.health.v1 like the real svc-session: runs wait for SERVING.
+            let routes = snowpea_common::service::with_health_and_reflection(
+                tonic::service::Routes::new(SessionInternalServiceServer::new(fake)),
+                &["snowpea.session.v1.SessionInternalService"],
+            )
+            .await
+            .unwrap();
             let _ = tonic::transport::Server::builder()
-                .add_service(SessionInternalServiceServer::new(fake))
+                .add_routes(routes)
                 .serve_with_incoming(tokio_stream::wrappers::UnixListenerStream::new(listener))
                 .await;
         });
