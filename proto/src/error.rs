@@ -95,6 +95,26 @@ pub struct RpcError {
     pub details: Option<Json>,
 }
 
+/// Longest error message a status carries, in bytes (see [`RpcError::into_status`]).
+pub const MAX_STATUS_MESSAGE: usize = 2048;
+/// Largest error `details` a status carries, as JSON bytes (see [`RpcError::into_status`]).
+pub const MAX_STATUS_DETAILS: usize = 4096;
+
+/// `s` cut to at most `max` bytes on a character boundary, saying how much was left out.
+fn clip(mut s: String, max: usize) -> String {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = s.len() - end;
+    s.truncate(end);
+    s.push_str(&format!("… ({cut} more bytes)"));
+    s
+}
+
 impl RpcError {
     /// An error with a code and message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
@@ -128,12 +148,30 @@ impl RpcError {
     }
 
     /// Encodes the error as a gRPC status for the service→gateway hop.
+    ///
+    /// The message and details travel in HTTP/2 trailers, whose total size the peer caps
+    /// (16 KiB by default; a larger one breaks the whole connection, failing every other
+    /// call on it). So the message is cut to [`MAX_STATUS_MESSAGE`] bytes and details over
+    /// [`MAX_STATUS_DETAILS`] bytes keep only their `field` — an error that quotes a huge
+    /// client value still arrives, and nothing else on the connection is hurt.
     pub fn into_status(self) -> Status {
-        let mut status = Status::new(self.code.grpc_code(), self.message);
+        let mut status = Status::new(
+            self.code.grpc_code(),
+            clip(self.message, MAX_STATUS_MESSAGE),
+        );
         status
             .metadata_mut()
             .insert(CODE_KEY, MetadataValue::from_static(self.code.wire()));
-        if let Some(details) = self.details {
+        if let Some(mut details) = self.details {
+            let too_big =
+                serde_json::to_vec(&details).map_or(true, |b| b.len() > MAX_STATUS_DETAILS);
+            if too_big {
+                let field = details
+                    .get("field")
+                    .and_then(Json::as_str)
+                    .map(|f| clip(f.to_owned(), 512));
+                details = serde_json::json!({ "field": field, "truncated": true });
+            }
             if let Ok(bytes) = serde_json::to_vec(&details) {
                 status
                     .metadata_mut()
@@ -224,6 +262,28 @@ mod tests {
         let back = RpcError::from_status(&e.clone().into_status());
         assert_eq!(back, e);
         assert_eq!(back.to_jsonrpc()["code"], -32004);
+    }
+
+    #[test]
+    fn huge_messages_and_details_are_clipped_to_fit_trailers() {
+        let huge = "é".repeat(100_000);
+        let e = RpcError::invalid_params("params.name", format!("bad name {huge}"))
+            .with_details(serde_json::json!({"field": "params.name", "value": huge}));
+        let status = e.into_status();
+        assert!(
+            status.message().len() <= MAX_STATUS_MESSAGE + 32,
+            "{}",
+            status.message().len()
+        );
+        assert!(status.message().ends_with("more bytes)"));
+        let back = RpcError::from_status(&status);
+        assert_eq!(back.code, ErrorCode::InvalidParams);
+        assert_eq!(
+            back.details,
+            Some(serde_json::json!({"field": "params.name", "truncated": true}))
+        );
+        let small = RpcError::not_found("no session s1");
+        assert_eq!(RpcError::from_status(&small.clone().into_status()), small);
     }
 
     #[test]

@@ -127,6 +127,19 @@ async fn error_codes_map_to_the_protocol_table() {
         "{r}"
     );
 
+    // An error that quotes a huge client value still arrives whole (clipped), and the
+    // service connection it travelled on keeps working for everyone.
+    let r = ws
+        .call("session.close", json!({"sessionId": "x".repeat(100_000)}))
+        .await;
+    assert_eq!(RawWs::code(&r), "not_found", "{r}");
+    assert!(
+        r["error"]["message"].as_str().unwrap().len() < 4096,
+        "clipped"
+    );
+    let r = ws.call("session.list", json!({})).await;
+    assert!(r["result"]["sessions"].is_array(), "{r}");
+
     // Schema'd but not implemented by any running service.
     let r = ws.call("checkpoint.list", json!({"sessionId": "s"})).await;
     assert_eq!(RawWs::code(&r), "not_implemented", "{r}");
