@@ -1,4 +1,5 @@
 use super::*;
+use std::path::PathBuf;
 
 #[test]
 fn names_are_prefixed_and_safe_for_providers() {
@@ -22,7 +23,7 @@ fn permission_tags_map_and_default_to_network() {
 #[tokio::test]
 async fn svc_mcp_down_means_no_tools_and_calls_fail_unavailable() {
     let dir = tempfile::tempdir().unwrap();
-    let client = McpClient::new(dir.path().join("mcp.sock"));
+    let client = McpClient::new(&Home::new(dir.path()));
     let tools = tokio::time::timeout(Duration::from_secs(10), client.tools(dir.path()))
         .await
         .unwrap();
@@ -46,7 +47,7 @@ async fn plan_uses_the_server_permission_and_refuses_non_object_args() {
         description: String::new(),
         schema: json!({"type": "object"}),
         permission: Permission::Exec,
-        client: McpClient::new(PathBuf::from("/nonexistent.sock")),
+        client: McpClient::new(&Home::new("/nonexistent")),
     };
     let p = t.plan(&json!({"a": 1}), Path::new("/")).unwrap();
     assert_eq!(p.permission, Permission::Exec);
@@ -71,4 +72,64 @@ fn images_are_read_back_from_the_result_meta() {
     );
     assert!(images_of(&json!({"source": "mcp"})).is_empty());
     assert!(images_of(&Value::Null).is_empty());
+}
+
+/// A home (with its `run/` directory) and a workdir under `dir`.
+fn home_and_workdir(dir: &Path) -> (Home, PathBuf) {
+    let home = Home::new(dir.join("home"));
+    home.ensure_dirs().unwrap();
+    let workdir = dir.join("work");
+    std::fs::create_dir_all(&workdir).unwrap();
+    (home, workdir)
+}
+
+#[tokio::test]
+async fn permission_tags_come_from_the_global_settings_only() {
+    // svc-mcp merges the project's `.snowpea/settings.json` into the tag it reports, so a
+    // project could lower a global server to `read`; the session reads the global file itself.
+    let dir = tempfile::tempdir().unwrap();
+    let (home, workdir) = home_and_workdir(dir.path());
+    std::fs::create_dir_all(workdir.join(".snowpea")).unwrap();
+    std::fs::write(
+        workdir.join(".snowpea/settings.json"),
+        json!({"mcp": {"permissions": {"f": "read", "g": "read"}}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.settings_path(),
+        json!({"mcp": {"permissions": {"g": "exec"}}}).to_string(),
+    )
+    .unwrap();
+    let _mcp = fake::FakeMcp::serve(
+        &home.socket("mcp"),
+        fake::Script {
+            tools: vec![
+                fake::tool("f", "echo", "read"),
+                fake::tool("g", "run", "read"),
+            ],
+            servers: vec![fake::server("f", "ready"), fake::server("g", "ready")],
+            ..Default::default()
+        },
+    );
+    let tools = McpClient::new(&home).tools(&workdir).await;
+    let tag = |name: &str| {
+        let t = tools.iter().find(|t| t.name() == name).expect(name);
+        t.plan(&json!({}), &workdir).unwrap().permission
+    };
+    assert_eq!(
+        tag("mcp__f__echo"),
+        Permission::Network,
+        "default, not the project's read"
+    );
+    assert_eq!(tag("mcp__g__run"), Permission::Exec, "the global tag");
+}
+
+#[test]
+fn the_permission_tag_defaults_to_network_and_ignores_unknown_tags() {
+    let s = json!({"mcp": {"permissions": {"a": "write", "b": "sudo", "c": 3}}});
+    assert_eq!(permission_of(&s, "a"), Permission::Write);
+    assert_eq!(permission_of(&s, "b"), Permission::Network);
+    assert_eq!(permission_of(&s, "c"), Permission::Network);
+    assert_eq!(permission_of(&s, "d"), Permission::Network);
+    assert_eq!(permission_of(&json!({}), "a"), Permission::Network);
 }

@@ -3,9 +3,11 @@
 //! servers of the session's workdir offer, and wraps each as a [`Tool`] named
 //! `mcp__<server>__<tool>` ([`McpTool`]).
 //!
-//! * The permission tag is the server's (`settings.json` `mcp.permissions.<server>`,
-//!   default `network`, resolved by svc-mcp); calls go through the same mode matrix and
-//!   approval path as built-in tools.
+//! * The permission tag is the server's `mcp.permissions.<server>` of the **global**
+//!   `$SNOWPEA_HOME/settings.json` (default `network`), read here — not the tag svc-mcp
+//!   reports, which it merges with the project's `.snowpea/settings.json`: a project must not
+//!   relax the approvals of the user's servers ([`permission_of`]). Calls go through the same
+//!   mode matrix and approval path as built-in tools.
 //! * svc-mcp down: [`McpClient::tools`] answers no tools within [`LIST_TIMEOUT`] (the turn
 //!   runs without them), and a call fails with `unavailable: …` as a failed tool result.
 //! * Per-call timeouts (`toolTimeoutSec`) are enforced by svc-mcp; the session side only
@@ -16,12 +18,13 @@
 //!   hands them to the model with the result ([`images_of`], [`ToolImage`]).
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
+use snowpea_common::home::Home;
 use snowpea_proto::mcp::v1::mcp_internal_service_client::McpInternalServiceClient;
 use snowpea_proto::mcp::v1::{CallToolRequest, ListToolsRequest};
 use tonic::transport::Channel;
@@ -38,13 +41,16 @@ pub const PREFIX: &str = "mcp__";
 #[derive(Debug, Clone)]
 pub struct McpClient {
     channel: Channel,
+    home: Home,
 }
 
 impl McpClient {
-    /// A client of the svc-mcp socket (connects on first use, reconnects after a restart).
-    pub fn new(socket: PathBuf) -> Self {
+    /// A client of `home`'s svc-mcp socket (connects on first use, reconnects after a
+    /// restart); permission tags come from `home`'s global settings.
+    pub fn new(home: &Home) -> Self {
         McpClient {
-            channel: snowpea_common::client::unix_channel(socket),
+            channel: snowpea_common::client::unix_channel(home.socket("mcp")),
+            home: home.clone(),
         }
     }
 
@@ -74,25 +80,28 @@ impl McpClient {
             wait_ms: 0,
         };
         match tokio::time::timeout(LIST_TIMEOUT, client.list_tools(req)).await {
-            Ok(Ok(reply)) => Ok(reply
-                .into_inner()
-                .tools
-                .into_iter()
-                .map(|t| {
-                    Arc::new(McpTool {
-                        name: intern(&tool_name(&t.server, &t.name)),
-                        server: t.server,
-                        tool: t.name,
-                        description: t.description,
-                        schema: serde_json::from_str(&t.input_schema_json)
-                            .ok()
-                            .filter(Value::is_object)
-                            .unwrap_or_else(|| json!({"type": "object"})),
-                        permission: parse_permission(&t.permission),
-                        client: self.clone(),
-                    }) as Arc<dyn Tool>
-                })
-                .collect()),
+            Ok(Ok(reply)) => {
+                let settings = global_settings(&self.home);
+                Ok(reply
+                    .into_inner()
+                    .tools
+                    .into_iter()
+                    .map(|t| {
+                        Arc::new(McpTool {
+                            permission: permission_of(&settings, &t.server),
+                            name: intern(&tool_name(&t.server, &t.name)),
+                            server: t.server,
+                            tool: t.name,
+                            description: t.description,
+                            schema: serde_json::from_str(&t.input_schema_json)
+                                .ok()
+                                .filter(Value::is_object)
+                                .unwrap_or_else(|| json!({"type": "object"})),
+                            client: self.clone(),
+                        }) as Arc<dyn Tool>
+                    })
+                    .collect())
+            }
             Ok(Err(status)) => Err(Unreachable::Down(status.message().to_owned())),
             Err(_) => Err(Unreachable::Slow),
         }
@@ -222,6 +231,28 @@ fn intern(name: &str) -> &'static str {
     leaked
 }
 
+/// The global settings (`$SNOWPEA_HOME/settings.json`); `{}` (with a warning) when unreadable.
+fn global_settings(home: &Home) -> Value {
+    snowpea_common::settings::load_file(&home.settings_path()).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "global settings unreadable; MCP tools get the default permission tag");
+        json!({})
+    })
+}
+
+/// Permission tag of `server`'s tools: `mcp.permissions.<server>` of the global `settings`
+/// only (never a project's settings, which would let a project relax the approvals of the
+/// user's servers; never the tag svc-mcp reports, which merges the project's), default
+/// `network`.
+pub fn permission_of(settings: &Value, server: &str) -> Permission {
+    settings
+        .get("mcp")
+        .and_then(|m| m.get("permissions"))
+        .and_then(|p| p.get(server))
+        .and_then(Value::as_str)
+        .map(parse_permission)
+        .unwrap_or(Permission::Network)
+}
+
 /// The protocol tag; unknown tags fall back to `network`.
 pub fn parse_permission(s: &str) -> Permission {
     match s {
@@ -328,6 +359,9 @@ impl Tool for McpTool {
         })
     }
 }
+
+#[cfg(test)]
+pub mod fake;
 
 #[cfg(test)]
 #[path = "mcp_tests.rs"]

@@ -239,7 +239,7 @@ impl App {
         self.save_session(session);
 
         // MCP tools of the ready servers of this workdir (issue 6); none while svc-mcp is down.
-        acc.mcp_tools.0 = crate::mcp::McpClient::new(self.config.home.socket("mcp"))
+        acc.mcp_tools.0 = crate::mcp::McpClient::new(&self.config.home)
             .tools(std::path::Path::new(&row.workdir))
             .await;
         let turn_tools: Vec<_> = self.tools.iter().chain(&acc.mcp_tools.0).cloned().collect();

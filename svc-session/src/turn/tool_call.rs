@@ -119,7 +119,7 @@ impl App {
             // An MCP tool missing from this turn's list: svc-mcp was down (or the server not
             // ready) when the turn started. Ask again: a clear `unavailable` while svc-mcp is
             // still unreachable, the tool itself if it is back (issue 6).
-            let client = crate::mcp::McpClient::new(self.config.home.socket("mcp"));
+            let client = crate::mcp::McpClient::new(&self.config.home);
             match client.list(&session.workdir()).await {
                 Ok(tools) => found = tools.into_iter().find(|tool| tool.name() == call.name),
                 Err(_) => {
@@ -212,7 +212,8 @@ impl App {
                                 )
                             }
                             _ => {
-                                let mut msg = format!("denied by user: `{}` was not approved", call.name);
+                                let mut msg =
+                                    format!("denied by user: `{}` was not approved", call.name);
                                 if let Some(r) = &resolution.reason {
                                     msg.push_str(&format!(" (reason: {r})"));
                                 }

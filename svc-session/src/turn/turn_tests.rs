@@ -1,7 +1,10 @@
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{json, Value};
 use snowpea_proto::session::v1 as pb;
+use snowpea_proto::session::v1::tool_service_server::ToolService;
+
+use crate::mcp::fake::{self, FakeMcp, Script};
 
 use crate::testkit::{done_reason, kinds, of_kind, Harness, Item};
 
@@ -296,4 +299,76 @@ async fn an_mcp_tool_call_while_svc_mcp_is_down_fails_unavailable_and_the_turn_g
     );
     assert!(!text.contains("unknown tool"), "{text}");
     assert_eq!(done_reason(&ev), "complete");
+}
+
+/// The approval requests a turn asks, answering each with `decision`.
+async fn run_answering(h: &mut Harness, tid: &str, decision: &str) -> (Vec<Value>, Vec<Value>) {
+    let mut asked = Vec::new();
+    let ev = h
+        .until_done(tid, |item| match item {
+            Item::Request(r) if r.method == "approval.request" => {
+                asked.push(serde_json::from_str(&r.params_json).unwrap());
+                Some((
+                    r.request_id.clone(),
+                    json!({"decision": decision, "scope": "once"}),
+                ))
+            }
+            _ => None,
+        })
+        .await;
+    (ev, asked)
+}
+
+#[tokio::test]
+async fn a_project_cannot_lower_the_permission_of_a_global_mcp_server() {
+    // The project's settings say `read` (no approval in accept mode) and svc-mcp reports the
+    // merged tag `read`; the session still asks, because only the global settings count.
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "use mcp", "tool_calls": [{"name": "mcp__f__echo", "arguments": {"x": 1}}]},
+            {"after_tool": "mcp__f__echo", "text": "Echoed."}
+        ]
+    }))
+    .await;
+    std::fs::create_dir_all(h.workdir.join(".snowpea")).unwrap();
+    std::fs::write(
+        h.workdir.join(".snowpea/settings.json"),
+        json!({"mcp": {"permissions": {"f": "read"}}}).to_string(),
+    )
+    .unwrap();
+    let mcp = FakeMcp::serve(
+        &h.home.socket("mcp"),
+        Script {
+            tools: vec![fake::tool("f", "echo", "read")],
+            servers: vec![fake::server("f", "ready")],
+            ..Default::default()
+        },
+    );
+    h.connect("c1", Some("cli")).await;
+    let sid = h.create("accept").await;
+    let tid = h.prompt(&sid, "please use mcp").await;
+    let (ev, asked) = run_answering(&mut h, &tid, "deny").await;
+    assert_eq!(asked.len(), 1, "the call needs approval: {asked:?}");
+    assert_eq!(asked[0]["tool"], "mcp__f__echo");
+    assert!(
+        mcp.calls().is_empty(),
+        "a denied call never reaches svc-mcp"
+    );
+    let result = of_kind(&ev, "tool.result")[0];
+    assert_eq!(result["payload"]["ok"], false);
+    assert_eq!(done_reason(&ev), "complete");
+
+    let listed = crate::rpc::tool::ToolRpc::new(h.app.clone())
+        .list(tonic::Request::new(pb::ToolListParams {
+            session_id: Some(sid),
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    let f = listed
+        .tools
+        .iter()
+        .find(|t| t.name == "mcp__f__echo")
+        .unwrap();
+    assert_eq!(f.permission_tag, "network");
 }
