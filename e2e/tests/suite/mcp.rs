@@ -19,7 +19,7 @@ fn faulty() -> Option<PathBuf> {
     if python && p.exists() {
         Some(std::fs::canonicalize(p).unwrap())
     } else {
-        eprintln!("SKIP: python3 is needed for the MCP test server");
+        snowpea_common::test_deps::missing("python3", "needed for the MCP test server");
         None
     }
 }
@@ -183,8 +183,9 @@ fn everything() -> Option<PathBuf> {
     if node && p.exists() {
         Some(std::fs::canonicalize(p).unwrap())
     } else {
-        eprintln!(
-            "SKIP: @modelcontextprotocol/server-everything is not installed; run `npm ci --prefix svc-mcp/tests/mcp-servers` (.ci/run does)"
+        snowpea_common::test_deps::missing(
+            "@modelcontextprotocol/server-everything",
+            "run `npm ci --prefix svc-mcp/tests/mcp-servers`; .ci/run does",
         );
         None
     }

@@ -140,7 +140,10 @@ pub async fn call_within<T>(
 pub fn have(program: &str, why: &str) -> bool {
     let found = snowpea_svc_audio::detect::which(program).is_some();
     if !found {
-        eprintln!("SKIP: {program} is not installed ({why}); `.ci/run` installs it");
+        snowpea_common::test_deps::missing(
+            program,
+            &format!("needed for {why}; .ci/run installs it"),
+        );
     }
     found
 }
@@ -154,7 +157,10 @@ pub fn have_pocketsphinx() -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        eprintln!("SKIP: python3 cannot import pocketsphinx (`pip install pocketsphinx`); `.ci/run` installs it");
+        snowpea_common::test_deps::missing(
+            "the pocketsphinx Python package",
+            "`pip install pocketsphinx`; .ci/run installs it",
+        );
     }
     ok
 }

@@ -58,8 +58,9 @@ pub fn everything() -> Option<PathBuf> {
     if p.exists() && which("node") {
         Some(p)
     } else {
-        eprintln!(
-            "SKIP: @modelcontextprotocol/server-everything is not installed; run `npm ci --prefix svc-mcp/tests/mcp-servers` (.ci/run does)"
+        snowpea_common::test_deps::missing(
+            "@modelcontextprotocol/server-everything",
+            "run `npm ci --prefix svc-mcp/tests/mcp-servers`; .ci/run does",
         );
         None
     }
@@ -70,7 +71,7 @@ pub fn faulty() -> Option<PathBuf> {
     if which("python3") {
         Some(servers_dir().join("faulty.py"))
     } else {
-        eprintln!("SKIP: python3 is not installed");
+        snowpea_common::test_deps::missing("python3", "install Python 3");
         None
     }
 }
@@ -78,7 +79,7 @@ pub fn faulty() -> Option<PathBuf> {
 /// `py_server.py` when the `mcp` PyPI package is importable.
 pub fn py_server() -> Option<PathBuf> {
     let ok = Command::new("python3")
-        .args(["-c", "import mcp.server.fastmcp"])
+        .args(["-c", "import mcp.server"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
@@ -86,7 +87,10 @@ pub fn py_server() -> Option<PathBuf> {
     if ok {
         Some(servers_dir().join("py_server.py"))
     } else {
-        eprintln!("SKIP: the `mcp` PyPI package is not installed; run `python3 -m pip install mcp` (.ci/run does)");
+        snowpea_common::test_deps::missing(
+            "the `mcp` PyPI package",
+            "run `python3 -m pip install mcp`; .ci/run does",
+        );
         None
     }
 }
