@@ -133,3 +133,123 @@ fn the_permission_tag_defaults_to_network_and_ignores_unknown_tags() {
     assert_eq!(permission_of(&s, "d"), Permission::Network);
     assert_eq!(permission_of(&json!({}), "a"), Permission::Network);
 }
+
+/// True for a name providers accept: `^[a-zA-Z0-9_-]{1,64}$`.
+fn provider_safe(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+#[test]
+fn tools_of_a_long_server_name_get_unique_names_within_the_limit() {
+    // A valid 58-character server name leaves no room for the tool name: cutting alone gave
+    // every tool the same name `mcp__LLL…L_`.
+    let server = "L".repeat(58);
+    let pairs = [
+        (server.as_str(), "a"),
+        (server.as_str(), "b"),
+        (server.as_str(), "read_file"),
+    ];
+    let names = tool_names(&pairs);
+    assert_eq!(names.iter().collect::<HashSet<_>>().len(), 3, "{names:?}");
+    for n in &names {
+        assert!(provider_safe(n), "{n}");
+        assert!(n.starts_with("mcp__LLLL"), "{n}");
+    }
+    assert_eq!(tool_names(&pairs), names, "stable");
+    assert_eq!(
+        tool_name(&server, "b"),
+        names[1],
+        "independent of the other tools"
+    );
+}
+
+#[test]
+fn colliding_names_are_disambiguated_and_the_others_stay_plain() {
+    let pairs = [
+        ("x__y", "z"),
+        ("x", "y__z"),
+        ("s", "a.b"),
+        ("s", "a_b"),
+        ("fs", "read"),
+        ("fs", "read"),
+    ];
+    let names = tool_names(&pairs);
+    assert_eq!(names[4], "mcp__fs__read");
+    assert_eq!(names[5], names[4], "only identical pairs share a name");
+    assert_eq!(
+        names[..5].iter().collect::<HashSet<_>>().len(),
+        5,
+        "{names:?}"
+    );
+    assert!(names.iter().all(|n| provider_safe(n)), "{names:?}");
+    assert!(names[0].starts_with("mcp__x__y__z_"), "{}", names[0]);
+    assert_eq!(names[0].len(), "mcp__x__y__z_".len() + HASH_LEN);
+    assert!(names[2].starts_with("mcp__s__a_b_"), "{}", names[2]);
+    assert_eq!(tool_name("x__y", "z"), "mcp__x__y__z", "plain when alone");
+}
+
+#[test]
+fn the_hash_is_stable_and_separates_server_from_tool() {
+    assert_eq!(stable_hash("ab", "c"), stable_hash("ab", "c"));
+    assert_ne!(stable_hash("ab", "c"), stable_hash("a", "bc"));
+    // FNV-1a 64 of "" + NUL + "": fixed across runs and builds.
+    assert_eq!(stable_hash("", ""), 0xaf63_bd4c_8601_b7df);
+}
+
+#[tokio::test]
+async fn listed_tools_keep_their_server_and_tool_and_call_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, workdir) = home_and_workdir(dir.path());
+    let long = "L".repeat(58);
+    let mcp = fake::FakeMcp::serve(
+        &home.socket("mcp"),
+        fake::Script {
+            tools: vec![
+                fake::tool(&long, "a", ""),
+                fake::tool(&long, "b", ""),
+                fake::tool("x", "y__z", ""),
+                fake::tool("x__y", "z", ""),
+            ],
+            ..Default::default()
+        },
+    );
+    let tools = McpClient::new(&home).listed(&workdir).await;
+    let got: Vec<_> = tools
+        .iter()
+        .map(|t| (t.server.as_str(), t.tool.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (long.as_str(), "a"),
+            (long.as_str(), "b"),
+            ("x", "y__z"),
+            ("x__y", "z")
+        ]
+    );
+    let names: HashSet<_> = tools.iter().map(|t| t.name()).collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    for t in &tools {
+        let (ctx, _rx) = crate::tools::test_context(&workdir, 10_000);
+        let out = t.run(json!({}), ctx).await;
+        assert!(out.ok, "{}", out.content);
+    }
+    let called: Vec<_> = mcp
+        .calls()
+        .into_iter()
+        .map(|c| (c.server, c.tool))
+        .collect();
+    assert_eq!(
+        called,
+        [
+            (long.clone(), "a".to_owned()),
+            (long.clone(), "b".to_owned()),
+            ("x".to_owned(), "y__z".to_owned()),
+            ("x__y".to_owned(), "z".to_owned())
+        ]
+    );
+}

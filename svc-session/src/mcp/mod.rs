@@ -3,6 +3,9 @@
 //! servers of the session's workdir offer, and wraps each as a [`Tool`] named
 //! `mcp__<server>__<tool>` ([`McpTool`]).
 //!
+//! * Names are unique and provider-safe (≤ 64 characters of `[a-zA-Z0-9_-]`): a name that is
+//!   too long or collides with another is cut and gets a stable hash ([`tool_names`]). Each
+//!   [`McpTool`] keeps its `(server, tool)`; calls and `tool.list` use that, never the name.
 //! * The permission tag is the server's `mcp.permissions.<server>` of the **global**
 //!   `$SNOWPEA_HOME/settings.json` (default `network`), read here — not the tag svc-mcp
 //!   reports, which it merges with the project's `.snowpea/settings.json`: a project must not
@@ -17,7 +20,7 @@
 //!   `meta.images` (`[{mimeType, data}]`, stored with the `tool.result` event), and the turn
 //!   hands them to the model with the result ([`images_of`], [`ToolImage`]).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
@@ -57,6 +60,15 @@ impl McpClient {
     /// The MCP tools for `workdir`, as session tools; empty (with a debug log) when svc-mcp is
     /// unavailable.
     pub async fn tools(&self, workdir: &Path) -> Vec<Arc<dyn Tool>> {
+        self.listed(workdir)
+            .await
+            .into_iter()
+            .map(|t| t as Arc<dyn Tool>)
+            .collect()
+    }
+
+    /// The MCP tools for `workdir`; empty (with a log) when svc-mcp is unavailable.
+    pub async fn listed(&self, workdir: &Path) -> Vec<Arc<McpTool>> {
         match self.list(workdir).await {
             Ok(tools) => tools,
             Err(Unreachable::Down(message)) => {
@@ -72,39 +84,47 @@ impl McpClient {
         }
     }
 
-    /// The MCP tools for `workdir`, or why svc-mcp could not list them.
-    pub async fn list(&self, workdir: &Path) -> Result<Vec<Arc<dyn Tool>>, Unreachable> {
+    /// The MCP tools for `workdir`, or why svc-mcp could not list them. Each gets a unique
+    /// provider-safe name ([`tool_names`]) and keeps its `(server, tool)`, which calls and
+    /// `tool.list` use — the name is never parsed back.
+    pub async fn list(&self, workdir: &Path) -> Result<Vec<Arc<McpTool>>, Unreachable> {
         let mut client = McpInternalServiceClient::new(self.channel.clone());
         let req = ListToolsRequest {
             workdir: workdir.display().to_string(),
             wait_ms: 0,
         };
-        match tokio::time::timeout(LIST_TIMEOUT, client.list_tools(req)).await {
-            Ok(Ok(reply)) => {
-                let settings = global_settings(&self.home);
-                Ok(reply
-                    .into_inner()
-                    .tools
-                    .into_iter()
-                    .map(|t| {
-                        Arc::new(McpTool {
-                            permission: permission_of(&settings, &t.server),
-                            name: intern(&tool_name(&t.server, &t.name)),
-                            server: t.server,
-                            tool: t.name,
-                            description: t.description,
-                            schema: serde_json::from_str(&t.input_schema_json)
-                                .ok()
-                                .filter(Value::is_object)
-                                .unwrap_or_else(|| json!({"type": "object"})),
-                            client: self.clone(),
-                        }) as Arc<dyn Tool>
-                    })
-                    .collect())
+        let listed = match tokio::time::timeout(LIST_TIMEOUT, client.list_tools(req)).await {
+            Ok(Ok(reply)) => reply.into_inner().tools,
+            Ok(Err(status)) => return Err(Unreachable::Down(status.message().to_owned())),
+            Err(_) => return Err(Unreachable::Slow),
+        };
+        let settings = global_settings(&self.home);
+        let pairs: Vec<(&str, &str)> = listed
+            .iter()
+            .map(|t| (t.server.as_str(), t.name.as_str()))
+            .collect();
+        let names = tool_names(&pairs);
+        let mut seen = HashSet::new();
+        let mut tools = Vec::with_capacity(listed.len());
+        for (t, name) in listed.into_iter().zip(names) {
+            if !seen.insert(name.clone()) {
+                tracing::warn!(server = %t.server, tool = %t.name, "MCP tool listed twice; the first one is kept");
+                continue;
             }
-            Ok(Err(status)) => Err(Unreachable::Down(status.message().to_owned())),
-            Err(_) => Err(Unreachable::Slow),
+            tools.push(Arc::new(McpTool {
+                permission: permission_of(&settings, &t.server),
+                name: intern(&name),
+                server: t.server,
+                tool: t.name,
+                description: t.description,
+                schema: serde_json::from_str(&t.input_schema_json)
+                    .ok()
+                    .filter(Value::is_object)
+                    .unwrap_or_else(|| json!({"type": "object"})),
+                client: self.clone(),
+            }));
         }
+        Ok(tools)
     }
 
     /// Calls `tool` of `server` for a session in `workdir`.
@@ -202,11 +222,62 @@ fn is_transport(s: &tonic::Status) -> bool {
     s.metadata().get("snowpea-code").is_none()
 }
 
-/// `mcp__<server>__<tool>`, with characters providers refuse in tool names replaced by `_`
-/// and cut to 64 characters.
+/// Longest tool name providers accept (`^[a-zA-Z0-9_-]{1,64}$`).
+pub const MAX_NAME_LEN: usize = 64;
+/// Hex digits of the hash that disambiguates a shortened or colliding name.
+pub const HASH_LEN: usize = 6;
+
+/// The name of one MCP tool on its own: [`tool_names`] of a single pair.
 pub fn tool_name(server: &str, tool: &str) -> String {
-    let raw = format!("{PREFIX}{server}__{tool}");
-    raw.chars()
+    tool_names(&[(server, tool)]).remove(0)
+}
+
+/// Unique, provider-safe names for the `(server, tool)` pairs of one listing, in order:
+/// `mcp__<server>__<tool>` with characters providers refuse replaced by `_`, when that fits
+/// [`MAX_NAME_LEN`] and no other pair gets the same name; otherwise cut and suffixed with
+/// `_` and [`HASH_LEN`] hex digits of a stable hash of server and tool
+/// (`mcp__<cut>_<hash>`, at most 64 characters). If hashed names still collide, their
+/// hashes grow (up to 16 digits). Only identical pairs share a name.
+pub fn tool_names(pairs: &[(&str, &str)]) -> Vec<String> {
+    let plain: Vec<String> = pairs
+        .iter()
+        .map(|(server, tool)| sanitize(&format!("{PREFIX}{server}__{tool}")))
+        .collect();
+    // Hash length per pair; `None` keeps the plain name.
+    let mut hash_len: Vec<Option<usize>> = plain
+        .iter()
+        .map(|p| (p.len() > MAX_NAME_LEN).then_some(HASH_LEN))
+        .collect();
+    loop {
+        let names: Vec<String> = (0..pairs.len())
+            .map(|i| match hash_len[i] {
+                None => plain[i].clone(),
+                Some(n) => hashed(&plain[i], pairs[i], n),
+            })
+            .collect();
+        let mut owners: HashMap<&str, HashSet<(&str, &str)>> = HashMap::new();
+        for (name, pair) in names.iter().zip(pairs) {
+            owners.entry(name).or_default().insert(*pair);
+        }
+        let mut grew = false;
+        for (i, name) in names.iter().enumerate() {
+            if owners[name.as_str()].len() > 1 {
+                let next = hash_len[i].map_or(HASH_LEN, |n| n + 2);
+                if next <= 16 {
+                    hash_len[i] = Some(next);
+                    grew = true;
+                }
+            }
+        }
+        if !grew {
+            return names;
+        }
+    }
+}
+
+/// `name` with every character providers refuse in tool names replaced by `_` (ASCII only).
+fn sanitize(name: &str) -> String {
+    name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
                 c
@@ -214,8 +285,26 @@ pub fn tool_name(server: &str, tool: &str) -> String {
                 '_'
             }
         })
-        .take(64)
         .collect()
+}
+
+/// `plain` (ASCII) cut so that `_` and `len` hex digits of [`stable_hash`] fit
+/// [`MAX_NAME_LEN`].
+fn hashed(plain: &str, (server, tool): (&str, &str), len: usize) -> String {
+    let keep = plain.len().min(MAX_NAME_LEN - 1 - len);
+    let hex = format!("{:016x}", stable_hash(server, tool));
+    format!("{}_{}", &plain[..keep], &hex[..len])
+}
+
+/// 64-bit FNV-1a of `server`, a NUL and `tool`: the same on every run, build and machine
+/// (unlike `std`'s `DefaultHasher`), so a tool keeps its name across turns and restarts.
+pub fn stable_hash(server: &str, tool: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in server.bytes().chain([0]).chain(tool.bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
 }
 
 /// The session's tool names are `&'static str`; each distinct MCP tool name is leaked once
@@ -277,15 +366,6 @@ impl std::fmt::Debug for TurnTools {
             .entries(self.0.iter().map(|t| t.name()))
             .finish()
     }
-}
-
-/// `(server, permission tag)` of a tool made by [`McpClient::tools`] (for `tool.list`), read
-/// back from its plan.
-pub fn describe(tool: &dyn Tool) -> Option<(String, &'static str)> {
-    let name = tool.name().strip_prefix(PREFIX)?;
-    let server = name.split("__").next()?.to_owned();
-    let plan = tool.plan(&Value::Null, Path::new("/")).ok()?;
-    Some((server, plan.permission.as_str()))
 }
 
 /// One MCP tool as a session tool.

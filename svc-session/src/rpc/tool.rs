@@ -11,6 +11,7 @@ use tonic::{Request, Response, Status};
 use super::span;
 use crate::app::App;
 use crate::error::Error;
+use crate::tools::Tool;
 
 /// The `snowpea.session.v1.ToolService` server.
 #[derive(Debug, Clone)]
@@ -69,7 +70,7 @@ impl ToolService for ToolRpc {
         // MCP tools of the ready servers (issue 6): the session's workdir, else the global
         // servers; none while svc-mcp is down.
         let mcp = crate::mcp::McpClient::new(&self.app.config.home)
-            .tools(workdir.as_deref().unwrap_or(std::path::Path::new("")))
+            .listed(workdir.as_deref().unwrap_or(std::path::Path::new("")))
             .await;
         let _g = span.enter();
         let tools = self
@@ -98,11 +99,9 @@ impl ToolService for ToolRpc {
                 }
             })
             .chain(mcp.iter().map(|t| {
+                // Server and tag as listed (the name may be shortened or hashed: never parsed).
                 let spec = t.spec();
-                let (server, tag) = match crate::mcp::describe(t.as_ref()) {
-                    Some((server, tag)) => (server, tag),
-                    None => (String::new(), "network"),
-                };
+                let tag = t.permission().as_str();
                 let refused = deny_exec && tag == "exec";
                 pb::tool_list_result::Tool {
                     category: "mcp".into(),
@@ -116,7 +115,7 @@ impl ToolService for ToolRpc {
                     } else {
                         String::new()
                     },
-                    server,
+                    server: t.server.clone(),
                     source: "mcp".into(),
                     state: "active".into(),
                 }

@@ -17,7 +17,7 @@ use crate::approval::{Ask, Scope};
 use crate::permissions::{self, Verdict};
 use crate::provider::{ToolCall, ToolImage};
 use crate::session::Session;
-use crate::tools::{ToolContext, ToolOutput};
+use crate::tools::{Tool, ToolContext, ToolOutput};
 
 /// What the model gets back from one call.
 pub(crate) struct Outcome {
@@ -121,7 +121,12 @@ impl App {
             // still unreachable, the tool itself if it is back (issue 6).
             let client = crate::mcp::McpClient::new(&self.config.home);
             match client.list(&session.workdir()).await {
-                Ok(tools) => found = tools.into_iter().find(|tool| tool.name() == call.name),
+                Ok(tools) => {
+                    found = tools
+                        .into_iter()
+                        .find(|tool| tool.name() == call.name)
+                        .map(|tool| tool as Arc<dyn Tool>)
+                }
                 Err(_) => {
                     let msg = crate::mcp::unavailable_message(&call.name);
                     return self.tool_result(session, t, call, false, &msg, Value::Null);

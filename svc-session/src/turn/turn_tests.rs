@@ -372,3 +372,83 @@ async fn a_project_cannot_lower_the_permission_of_a_global_mcp_server() {
         .unwrap();
     assert_eq!(f.permission_tag, "network");
 }
+
+#[tokio::test]
+async fn mcp_tools_with_long_or_colliding_names_are_listed_and_called_by_their_own_server() {
+    let long = "L".repeat(58);
+    let pairs = [
+        (long.as_str(), "a"),
+        (long.as_str(), "b"),
+        ("x", "y__z"),
+        ("x__y", "z"),
+    ];
+    let names = crate::mcp::tool_names(&pairs);
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "use mcp", "tool_calls": [
+                {"name": names[1], "arguments": {}},
+                {"name": names[3], "arguments": {}}
+            ]},
+            {"after_tool": names[3], "text": "Called."}
+        ]
+    }))
+    .await;
+    let mcp = FakeMcp::serve(
+        &h.home.socket("mcp"),
+        Script {
+            tools: pairs
+                .iter()
+                .map(|(s, t)| fake::tool(s, t, "read"))
+                .collect(),
+            ..Default::default()
+        },
+    );
+    std::fs::write(
+        h.home.settings_path(),
+        json!({"mcp": {"permissions": {long.as_str(): "read", "x": "read", "x__y": "read"}}})
+            .to_string(),
+    )
+    .unwrap();
+    let sid = h.create("accept").await;
+    let listed = crate::rpc::tool::ToolRpc::new(h.app.clone())
+        .list(tonic::Request::new(pb::ToolListParams {
+            session_id: Some(sid.clone()),
+        }))
+        .await
+        .unwrap()
+        .into_inner();
+    let mcp_rows: Vec<_> = listed
+        .tools
+        .iter()
+        .filter(|t| t.source == "mcp")
+        .map(|t| (t.name.clone(), t.server.clone()))
+        .collect();
+    let want: Vec<_> = names
+        .iter()
+        .zip(&pairs)
+        .map(|(n, (s, _))| (n.clone(), s.to_string()))
+        .collect();
+    assert_eq!(mcp_rows, want);
+
+    let tid = h.prompt(&sid, "please use mcp").await;
+    let ev = h.until_done(&tid, |_| None).await;
+    let results = of_kind(&ev, "tool.result");
+    assert_eq!(results.len(), 2);
+    assert!(
+        results.iter().all(|r| r["payload"]["ok"] == true),
+        "{results:?}"
+    );
+    let called: Vec<_> = mcp
+        .calls()
+        .into_iter()
+        .map(|c| (c.server, c.tool))
+        .collect();
+    assert_eq!(
+        called,
+        [
+            (long.clone(), "b".to_owned()),
+            ("x__y".to_owned(), "z".to_owned())
+        ]
+    );
+    assert_eq!(done_reason(&ev), "complete");
+}
