@@ -3,13 +3,22 @@
 //! svc-mcp itself, never takes a session down: sessions reach MCP tools only through the
 //! internal RPC and carry on without them while svc-mcp is away.
 //!
+//! Project `.mcp.json` entries run only once trusted ([`trust`]): a cloned repository never
+//! gets code execution by being listed. An entry starts when it was written through
+//! `mcp.add`/`mcp.update` exactly as it is on disk (its fingerprint is recorded under
+//! `$SNOWPEA_HOME/state/`), or when the project is listed in the global settings
+//! `mcp.trustedProjects`; an entry with security findings only when written with force.
+//! Untrusted entries are listed in the `error` state saying why and how to trust them.
+//!
 //! Layout: [`config`] (`.mcp.json` scopes, discovery, atomic order-preserving writes) ·
+//! [`trust`] (the trust step of project entries) ·
 //! [`validate`] (rules and security findings) · [`secrets`] · [`catalog`] (presets) ·
 //! [`host`] (one supervisor task per server, the process guard, transports) · [`probe`]
 //! (`mcp.test`) · [`sessions`] (workdir resolution) · [`rpc`] (the gRPC services) ·
-//! [`error`] (the one mapping to protocol errors).
+//! [`error`] (the one mapping to protocol errors) · [`clip`] (bounded log fields).
 
 pub mod catalog;
+pub mod clip;
 pub mod config;
 pub mod error;
 pub mod host;
@@ -17,6 +26,7 @@ pub mod probe;
 pub mod rpc;
 pub mod secrets;
 pub mod sessions;
+pub mod trust;
 pub mod validate;
 
 /// Capabilities this service implements (`system.hello`).

@@ -2,7 +2,9 @@
 //! scopes a server can be declared in, and discovery of the effective set for a workdir.
 //!
 //! * `global`: `$SNOWPEA_HOME/.mcp.json` (the default scope of `mcp.add`);
-//! * `project`: `<workdir>/.mcp.json` — project entries win over every other scope;
+//! * `project`: `<workdir>/.mcp.json` — project entries win over every other scope, and
+//!   start only once trusted ([`crate::trust`]: written through `mcp.add`/`mcp.update`, or
+//!   the project listed in the global settings `mcp.trustedProjects`);
 //! * `settings` (read-only): `settings.json` `mcp.servers`, same entry format;
 //! * `plugin` (read-only): `$SNOWPEA_HOME/plugins/<plugin>/.mcp.json`.
 //!
@@ -258,6 +260,10 @@ pub struct Declared {
     pub entry: ServerEntry,
     /// Why the entry cannot be used, if it cannot.
     pub invalid: Option<String>,
+    /// Why a project entry is not started although it parses: the trust step said no
+    /// (untrusted, changed on disk, or security findings not accepted with force; see
+    /// [`crate::trust`]). The text says why and how to trust it.
+    pub blocked: Option<String>,
     /// The file it is declared in.
     pub path: PathBuf,
     /// The plugin declaring it (scope plugin).
@@ -303,6 +309,7 @@ fn entries_of(
                 scope,
                 entry,
                 invalid,
+                blocked: None,
                 path: path.to_path_buf(),
                 plugin: plugin.map(str::to_owned),
                 root: root.map(Path::to_path_buf),
@@ -376,12 +383,57 @@ pub fn discover_global(home: &Home) -> Vec<Declared> {
     winners(all)
 }
 
-/// The servers of a project's `.mcp.json` only.
-pub fn discover_project(workdir: &Path) -> Vec<Declared> {
-    match read_scope_file(&project_path(workdir), Scope::Project, Some(workdir)) {
+/// The servers of a project's `.mcp.json`, each with the trust step's verdict in
+/// [`Declared::blocked`] (see [`crate::trust`]): an entry starts only when it was written
+/// through `mcp.add`/`mcp.update` as it is now, or the project is listed in the global
+/// settings `mcp.trustedProjects`; and, with security findings, only when written with force.
+pub fn read_project(home: &Home, workdir: &Path) -> Result<Vec<Declared>> {
+    let path = project_path(workdir);
+    let doc = file::McpFile::load(&path)?;
+    let mut found = entries_of(
+        doc.doc.get("mcpServers"),
+        Scope::Project,
+        &path,
+        None,
+        Some(workdir),
+    );
+    if found.is_empty() {
+        return Ok(found);
+    }
+    let trust = crate::trust::Trust::load(home);
+    for d in found.iter_mut().filter(|d| d.invalid.is_none()) {
+        let raw = doc.entry(&d.name).expect("a listed entry");
+        d.blocked = blocked_reason(&trust, workdir, &d.name, &d.entry, raw);
+    }
+    Ok(found)
+}
+
+/// Why a project entry may not start (`None`: it may).
+fn blocked_reason(
+    trust: &crate::trust::Trust,
+    workdir: &Path,
+    name: &str,
+    entry: &ServerEntry,
+    raw: &Json,
+) -> Option<String> {
+    let (findings, invalid) = match crate::validate::validate(name, entry) {
+        Ok(f) => (f, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    let sha = crate::trust::fingerprint(raw);
+    match trust.verdict(workdir, name, &sha, &findings) {
+        crate::trust::Verdict::Blocked(why) => Some(why),
+        crate::trust::Verdict::Trusted => invalid.map(|e| format!("not started: {e}")),
+    }
+}
+
+/// The servers of a project's `.mcp.json` only ([`read_project`]; an unreadable file is
+/// skipped with a warning).
+pub fn discover_project(home: &Home, workdir: &Path) -> Vec<Declared> {
+    match read_project(home, workdir) {
         Ok(p) => winners(p),
         Err(e) => {
-            tracing::warn!(error = %e, "project .mcp.json unreadable");
+            tracing::warn!(error = %crate::clip::clip(&e.to_string()), "project .mcp.json unreadable");
             Vec::new()
         }
     }
@@ -399,7 +451,7 @@ pub fn is_global_file(home: &Home, workdir: &Path) -> bool {
 pub fn discover(home: &Home, workdir: Option<&Path>) -> Vec<Declared> {
     let mut all = discover_global(home);
     if let Some(w) = workdir.filter(|w| !is_global_file(home, w)) {
-        all.extend(discover_project(w));
+        all.extend(discover_project(home, w));
     }
     winners(all)
 }

@@ -168,7 +168,7 @@ impl Host {
             if config::is_global_file(&self.inner.home, &r) {
                 continue;
             }
-            for d in config::discover_project(&r) {
+            for d in config::discover_project(&self.inner.home, &r) {
                 out.insert((Some(r.clone()), d.name.clone()), d);
             }
         }

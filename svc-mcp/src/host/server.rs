@@ -226,13 +226,15 @@ impl std::fmt::Debug for ServerHandle {
 }
 
 impl ServerHandle {
-    /// Starts supervising `declared` (a disabled entry stays stopped; an invalid one stays in
-    /// error).
+    /// Starts supervising `declared` (a disabled entry stays stopped; an invalid one, or one
+    /// the trust step blocked, stays in error with the reason and is never started).
     pub fn spawn(declared: Declared, ctx: SpawnContext, notify: Notifier) -> Arc<ServerHandle> {
         let initial = if let Some(why) = &declared.invalid {
             Status::new(State::Error, Some(why.clone()))
         } else if !declared.entry.enabled() {
             Status::new(State::Stopped, None)
+        } else if let Some(why) = &declared.blocked {
+            Status::new(State::Error, Some(why.clone()))
         } else {
             Status::new(State::Starting, None)
         };

@@ -23,7 +23,7 @@ use tracing::Instrument;
 use crate::config::{self, file::McpFile, Declared, Scope, ServerEntry, ToolsFilter};
 use crate::error::{Error, Result};
 use crate::rpc::{span, App};
-use crate::{catalog, probe, validate};
+use crate::{catalog, probe, trust, validate};
 
 /// The `McpService` implementation.
 #[derive(Debug, Clone)]
@@ -202,6 +202,41 @@ impl McpRpc {
         Ok((scope, file))
     }
 
+    /// Saves `file`; for a project file, first records entry `name` as written through the
+    /// API (its fingerprint, and `force` when its findings were accepted) so the trust step
+    /// lets it start. A failed save puts the old records back.
+    fn save_trusted(
+        &self,
+        scope: Scope,
+        workdir: &Path,
+        file: &McpFile,
+        name: &str,
+        force: bool,
+    ) -> Result<()> {
+        if scope != Scope::Project {
+            return file.save();
+        }
+        let home = self.app.host.home();
+        let before = trust::Store::load(home);
+        let mut store = before.clone();
+        let raw = file.entry(name).expect("the entry was just written");
+        store.set(workdir, name, trust::fingerprint(raw), force);
+        store.save(home)?;
+        if let Err(e) = file.save() {
+            let _ = before.save(home);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// True when project entry `name`, as `raw` is now, was written with force (its security
+    /// findings accepted).
+    fn written_with_force(&self, workdir: &Path, name: &str, raw: &config::Json) -> bool {
+        trust::Store::load(self.app.host.home())
+            .get(workdir, name)
+            .is_some_and(|r| r.force && r.sha256 == trust::fingerprint(raw))
+    }
+
     async fn add(&self, p: McpAddParams) -> Result<McpAddResult> {
         validate::check_name(&p.name)?;
         if let Some(perm) = p.permission.as_deref() {
@@ -255,6 +290,7 @@ impl McpRpc {
                 scope,
                 entry: entry.clone(),
                 invalid: None,
+                blocked: None,
                 path: path.clone(),
                 plugin: None,
                 root: (scope == Scope::Project).then(|| workdir.clone()),
@@ -289,7 +325,7 @@ impl McpRpc {
             } else {
                 file.upsert(&p.name, &entry);
             }
-            file.save()?;
+            self.save_trusted(scope, &workdir, &file, &p.name, !warnings.is_empty())?;
             if let Some(perm) = p.permission.as_deref() {
                 config::file::write_permission(
                     &self.app.host.home().settings_path(),
@@ -329,9 +365,18 @@ impl McpRpc {
             validate::check_permission(perm)?;
         }
         let _guard = self.app.write_lock.lock().await;
-        let (_scope, mut file) = self.declaring_file(&p.name, p.scope.as_deref(), &workdir)?;
-        let old = ServerEntry::from_json(&p.name, file.entry(&p.name).expect("checked"))?;
-        let old_findings = validate::validate(&p.name, &old).unwrap_or_default();
+        let (scope, mut file) = self.declaring_file(&p.name, p.scope.as_deref(), &workdir)?;
+        let old_raw = file.entry(&p.name).expect("checked");
+        let old = ServerEntry::from_json(&p.name, old_raw)?;
+        // Findings the entry already had were accepted (force) when it was added — for a
+        // project entry only if the record says so (one written by hand never was).
+        let old_accepted =
+            scope != Scope::Project || self.written_with_force(&workdir, &p.name, old_raw);
+        let old_findings = if old_accepted {
+            validate::validate(&p.name, &old).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         let mut entry = old.clone();
         if let Some(k) = patch.r#type {
             entry.kind = Some(k);
@@ -377,15 +422,16 @@ impl McpRpc {
             filter.exclude = Some(e);
         }
         entry.tools = (filter != ToolsFilter::default()).then_some(filter);
-        // Findings the entry already had were accepted (force) when it was added; only new
-        // ones refuse the update.
-        let new_findings: Vec<String> = validate::validate(&p.name, &entry)?
-            .into_iter()
+        // Only findings the entry did not already have (accepted) refuse the update.
+        let findings = validate::validate(&p.name, &entry)?;
+        let new_findings: Vec<String> = findings
+            .iter()
             .filter(|f| !old_findings.contains(f))
+            .cloned()
             .collect();
         validate::enforce(new_findings, false)?;
         file.upsert(&p.name, &entry);
-        file.save()?;
+        self.save_trusted(scope, &workdir, &file, &p.name, !findings.is_empty())?;
         if let Some(perm) = patch.permission.as_deref() {
             config::file::write_permission(&self.app.host.home().settings_path(), &p.name, perm)?;
         }
@@ -402,9 +448,16 @@ impl McpRpc {
             .await?;
         {
             let _guard = self.app.write_lock.lock().await;
-            let (_scope, mut file) = self.declaring_file(&p.name, p.scope.as_deref(), &workdir)?;
+            let (scope, mut file) = self.declaring_file(&p.name, p.scope.as_deref(), &workdir)?;
             file.remove(&p.name);
             file.save()?;
+            if scope == Scope::Project {
+                let home = self.app.host.home();
+                let mut store = trust::Store::load(home);
+                if store.remove(&workdir, &p.name) {
+                    store.save(home)?;
+                }
+            }
             tracing::info!(server = %p.name, path = %file.path.display(), "MCP server removed");
         }
         self.app.host.reconcile().await;
@@ -483,7 +536,8 @@ impl McpRpc {
         };
         let mut servers = Vec::new();
         for h in targets {
-            if h.declared.entry.enabled() && h.declared.invalid.is_none() {
+            let d = &h.declared;
+            if d.entry.enabled() && d.invalid.is_none() && d.blocked.is_none() {
                 h.restart();
                 servers.push(h.declared.name.clone());
             }
@@ -509,11 +563,9 @@ impl McpRpc {
                             Scope::Global,
                             None,
                         )?);
-                        all.extend(config::read_scope_file(
-                            &config::project_path(&workdir),
-                            Scope::Project,
-                            Some(&workdir),
-                        )?);
+                        if !config::is_global_file(self.app.host.home(), &workdir) {
+                            all.extend(config::read_project(self.app.host.home(), &workdir)?);
+                        }
                         all.into_iter()
                             .filter(|d| d.scope == scope)
                             .collect::<Vec<_>>()
@@ -528,6 +580,14 @@ impl McpRpc {
                     return Err(Error::Invalid(why.clone()));
                 }
                 validate::validate(name, &d.entry)?;
+                // A probe runs the entry: an untrusted project entry is refused like an
+                // unsafe draft.
+                if let Some(why) = &d.blocked {
+                    return Err(Error::Unsafe {
+                        message: why.clone(),
+                        findings: vec![why.clone()],
+                    });
+                }
                 d
             }
             _ => {
@@ -559,6 +619,7 @@ impl McpRpc {
                     scope: Scope::Global,
                     entry,
                     invalid: None,
+                    blocked: None,
                     path: PathBuf::new(),
                     plugin: None,
                     root: Some(workdir.clone()),

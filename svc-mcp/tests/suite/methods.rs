@@ -413,7 +413,13 @@ async fn reload_restarts_and_rediscovers() {
     let svc = Svc::start_with(json!({"one": faulty_entry(&faulty, "ok", None)})).await;
     svc.wait_state("one", "ready", Duration::from_secs(20))
         .await;
-    // A project entry appears on disk; reload picks it up and restarts everything.
+    // A project entry appears on disk (the project is trusted in the global settings, else
+    // it would not start); reload picks it up and restarts everything.
+    std::fs::write(
+        svc.home.join("settings.json"),
+        json!({"mcp": {"trustedProjects": [svc.workdir.display().to_string()]}}).to_string(),
+    )
+    .unwrap();
     std::fs::write(
         svc.workdir.join(".mcp.json"),
         serde_json::to_vec(&json!({"mcpServers": {"two": faulty_entry(&faulty, "ok", None)}}))

@@ -16,6 +16,7 @@ use tonic::transport::Channel;
 mod hosting;
 mod methods;
 mod transports;
+mod trust;
 
 /// Deadline for one call to svc-mcp.
 pub const CALL: Duration = Duration::from_secs(30);
