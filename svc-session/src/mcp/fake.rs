@@ -1,10 +1,15 @@
 //! A scripted svc-mcp for tests: serves `McpInternalService` on a unix socket (normally the
 //! harness home's `run/mcp.sock`), answers `ListTools` from a [`Script`] that tests may change
 //! while it runs, records every `CallToolRequest`, and can be told never to answer (a frozen
-//! svc-mcp).
+//! svc-mcp). [`set_timeouts`] shortens the session's waits for one home, so a test of a
+//! frozen svc-mcp takes milliseconds.
 
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use snowpea_common::home::Home;
 
 use snowpea_proto::mcp::v1::mcp_internal_service_server::{
     McpInternalService, McpInternalServiceServer,
@@ -14,6 +19,33 @@ use snowpea_proto::mcp::v1::{
 };
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::{Request, Response, Status};
+
+use super::Timeouts;
+
+static TIMEOUTS: LazyLock<Mutex<HashMap<PathBuf, Timeouts>>> = LazyLock::new(Default::default);
+
+/// Every [`super::McpClient::new`] of `home` uses `timeouts` from now on.
+pub fn set_timeouts(home: &Home, timeouts: Timeouts) {
+    TIMEOUTS
+        .lock()
+        .unwrap()
+        .insert(home.root().to_path_buf(), timeouts);
+}
+
+/// The timeouts [`set_timeouts`] set for `home`.
+pub(super) fn timeouts_for(home: &Home) -> Option<Timeouts> {
+    TIMEOUTS.lock().unwrap().get(home.root()).copied()
+}
+
+/// Timeouts short enough for tests: `list` for `ListTools`; a `CallTool` of a server with
+/// no `toolTimeoutSec` waits `call`.
+pub fn short(list: Duration, call: Duration) -> Timeouts {
+    Timeouts {
+        list,
+        call_margin: call,
+        default_tool: Duration::ZERO,
+    }
+}
 
 /// What the fake answers.
 #[derive(Debug, Clone, Default)]

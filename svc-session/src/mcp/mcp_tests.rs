@@ -30,7 +30,7 @@ async fn svc_mcp_down_means_no_tools_and_calls_fail_unavailable() {
     assert!(tools.is_empty());
     let out = tokio::time::timeout(
         Duration::from_secs(10),
-        client.call(dir.path(), "s", "t", &json!({}), "c1"),
+        client.call(dir.path(), "s", "t", &json!({}), "c1", DEFAULT_TOOL_TIMEOUT),
     )
     .await
     .unwrap();
@@ -47,6 +47,7 @@ async fn plan_uses_the_server_permission_and_refuses_non_object_args() {
         description: String::new(),
         schema: json!({"type": "object"}),
         permission: Permission::Exec,
+        timeout: DEFAULT_TOOL_TIMEOUT,
         client: McpClient::new(&Home::new("/nonexistent")),
     };
     let p = t.plan(&json!({"a": 1}), Path::new("/")).unwrap();
@@ -252,4 +253,127 @@ async fn listed_tools_keep_their_server_and_tool_and_call_them() {
             ("x__y".to_owned(), "z".to_owned())
         ]
     );
+}
+
+#[tokio::test]
+async fn a_call_svc_mcp_never_answers_fails_after_its_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, workdir) = home_and_workdir(dir.path());
+    let mcp = fake::FakeMcp::serve(
+        &home.socket("mcp"),
+        fake::Script {
+            hang_call: true,
+            ..Default::default()
+        },
+    );
+    let client = McpClient::new(&home).with_timeouts(fake::short(
+        Duration::from_secs(5),
+        Duration::from_millis(200),
+    ));
+    let out = tokio::time::timeout(
+        Duration::from_secs(10),
+        client.call(&workdir, "f", "echo", &json!({}), "c1", Duration::ZERO),
+    )
+    .await
+    .expect("the call gives up by itself");
+    assert!(!out.ok);
+    assert_eq!(
+        out.content,
+        "timeout: svc-mcp did not answer within 200 ms (MCP tool f/echo); the call was abandoned"
+    );
+    assert_eq!(out.meta["errorKind"], "timeout");
+    assert_eq!(mcp.calls().len(), 1, "the request reached svc-mcp");
+}
+
+#[tokio::test]
+async fn a_list_svc_mcp_never_answers_gives_no_tools_after_its_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, workdir) = home_and_workdir(dir.path());
+    let _mcp = fake::FakeMcp::serve(
+        &home.socket("mcp"),
+        fake::Script {
+            tools: vec![fake::tool("f", "echo", "")],
+            hang_list: true,
+            ..Default::default()
+        },
+    );
+    let short = Duration::from_millis(200);
+    let client = McpClient::new(&home).with_timeouts(fake::short(short, short));
+    let listed = tokio::time::timeout(Duration::from_secs(10), client.list(&workdir))
+        .await
+        .expect("the list gives up by itself");
+    assert_eq!(listed.unwrap_err(), Unreachable::Slow(short));
+    let tools = tokio::time::timeout(Duration::from_secs(10), client.tools(&workdir))
+        .await
+        .unwrap();
+    assert!(tools.is_empty());
+    assert_eq!(
+        unavailable_message("mcp__f__echo", &Unreachable::Slow(short)),
+        "unavailable: svc-mcp did not answer within 200 ms; MCP tool `mcp__f__echo` cannot be called right now"
+    );
+}
+
+#[test]
+fn the_default_deadlines_are_five_seconds_to_list_and_the_tool_timeout_plus_15_s_to_call() {
+    let t = Timeouts::default();
+    assert_eq!(t.list, Duration::from_secs(5));
+    assert_eq!(t.default_tool, Duration::from_secs(300));
+    assert_eq!(t.call_margin, Duration::from_secs(15));
+    assert_eq!(human(t.default_tool + t.call_margin), "315 s");
+    assert_eq!(human(Duration::from_millis(1500)), "1500 ms");
+}
+
+#[tokio::test]
+async fn listed_tools_carry_the_tool_timeout_of_their_server_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, workdir) = home_and_workdir(dir.path());
+    let entry = |secs: Value| json!({"command": "x", "toolTimeoutSec": secs});
+    std::fs::write(
+        home.root().join(".mcp.json"),
+        json!({"mcpServers": {"g": entry(json!(42)), "bad": entry(json!("x"))}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        workdir.join(".mcp.json"),
+        json!({"mcpServers": {"p": entry(json!(900))}}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.settings_path(),
+        json!({"mcp": {"servers": {"s": entry(json!(7))}}}).to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.root().join("plugins/b")).unwrap();
+    std::fs::write(
+        home.root().join("plugins/b/.mcp.json"),
+        json!({"mcpServers": {"pl": entry(json!(11))}}).to_string(),
+    )
+    .unwrap();
+    let secs = |scope, server| tool_timeout(&home, &workdir, scope, server).map(|d| d.as_secs());
+    assert_eq!(secs("global", "g"), Some(42));
+    assert_eq!(secs("project", "p"), Some(900));
+    assert_eq!(secs("settings", "s"), Some(7));
+    assert_eq!(secs("plugin", "pl"), Some(11));
+    assert_eq!(secs("global", "bad"), None);
+    assert_eq!(
+        secs("global", "p"),
+        None,
+        "only the file of the reported scope"
+    );
+    assert_eq!(secs("project", "nope"), None);
+
+    let mut g = fake::tool("g", "t", "");
+    g.scope = "global".into();
+    let mut p = fake::tool("p", "t", "");
+    p.scope = "project".into();
+    let _mcp = fake::FakeMcp::serve(
+        &home.socket("mcp"),
+        fake::Script {
+            tools: vec![g, p, fake::tool("other", "t", "")],
+            ..Default::default()
+        },
+    );
+    let tools = McpClient::new(&home).listed(&workdir).await;
+    let timeouts: Vec<_> = tools.iter().map(|t| t.timeout.as_secs()).collect();
+    assert_eq!(timeouts, [42, 900, 300]);
 }

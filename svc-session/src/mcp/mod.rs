@@ -11,10 +11,14 @@
 //!   reports, which it merges with the project's `.snowpea/settings.json`: a project must not
 //!   relax the approvals of the user's servers ([`permission_of`]). Calls go through the same
 //!   mode matrix and approval path as built-in tools.
-//! * svc-mcp down: [`McpClient::tools`] answers no tools within [`LIST_TIMEOUT`] (the turn
-//!   runs without them), and a call fails with `unavailable: …` as a failed tool result.
-//! * Per-call timeouts (`toolTimeoutSec`) are enforced by svc-mcp; the session side only
-//!   stops waiting on interrupt.
+//! * svc-mcp down or frozen: [`McpClient::tools`] answers no tools after at most
+//!   [`LIST_TIMEOUT`] (the turn runs without them), and a call fails with `unavailable: …` as
+//!   a failed tool result.
+//! * Every wait has a deadline. Per-call timeouts (`toolTimeoutSec`) are enforced by svc-mcp;
+//!   the session gives up on a `CallTool` that svc-mcp has not answered within the tool's
+//!   `toolTimeoutSec` ([`tool_timeout`], default [`DEFAULT_TOOL_TIMEOUT`]) plus
+//!   [`CALL_MARGIN`]: the call fails with `timeout: svc-mcp did not answer within N s` and the
+//!   turn goes on. Interrupts stop the wait at once.
 //! * Text and image results come back as the tool result: the text (images summarised as
 //!   `[image <mime> (<n> bytes base64)]`) is the output, the images travel in the result's
 //!   `meta.images` (`[{mimeType, data}]`, stored with the `tool.result` event), and the turn
@@ -36,7 +40,48 @@ use crate::provider::{ToolImage, ToolSpec};
 use crate::tools::{args, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
 
 /// Deadline of one `ListTools` (svc-mcp down or stuck must not delay a turn).
-pub const LIST_TIMEOUT: Duration = Duration::from_secs(2);
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(5);
+/// A tool's `toolTimeoutSec` when its server's entry sets none (svc-mcp's default).
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
+/// How much longer than a tool's `toolTimeoutSec` the session waits for svc-mcp's answer
+/// (svc-mcp answers a call that ran out of time itself, so this only fires when svc-mcp is
+/// stuck).
+pub const CALL_MARGIN: Duration = Duration::from_secs(15);
+/// Cap on a configured `toolTimeoutSec` (a week), so the deadline stays a valid instant.
+const MAX_TOOL_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// How long the session waits for svc-mcp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Deadline of `ListTools`.
+    pub list: Duration,
+    /// Added to a tool's `toolTimeoutSec` for the deadline of `CallTool`.
+    pub call_margin: Duration,
+    /// `toolTimeoutSec` of a server whose entry sets none.
+    pub default_tool: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            list: LIST_TIMEOUT,
+            call_margin: CALL_MARGIN,
+            default_tool: DEFAULT_TOOL_TIMEOUT,
+        }
+    }
+}
+
+impl Timeouts {
+    /// The timeouts for `home`: the defaults (tests may shorten them per home).
+    fn for_home(home: &Home) -> Timeouts {
+        #[cfg(test)]
+        if let Some(t) = fake::timeouts_for(home) {
+            return t;
+        }
+        let _ = home;
+        Timeouts::default()
+    }
+}
 /// Prefix of every MCP tool name.
 pub const PREFIX: &str = "mcp__";
 
@@ -45,6 +90,7 @@ pub const PREFIX: &str = "mcp__";
 pub struct McpClient {
     channel: Channel,
     home: Home,
+    timeouts: Timeouts,
 }
 
 impl McpClient {
@@ -54,7 +100,14 @@ impl McpClient {
         McpClient {
             channel: snowpea_common::client::unix_channel(home.socket("mcp")),
             home: home.clone(),
+            timeouts: Timeouts::for_home(home),
         }
+    }
+
+    /// The same client with other timeouts.
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
     }
 
     /// The MCP tools for `workdir`, as session tools; empty (with a debug log) when svc-mcp is
@@ -75,8 +128,9 @@ impl McpClient {
                 tracing::debug!(error = %message, "svc-mcp unavailable; the turn runs without MCP tools");
                 Vec::new()
             }
-            Err(Unreachable::Slow) => {
+            Err(Unreachable::Slow(after)) => {
                 tracing::warn!(
+                    after_ms = after.as_millis() as u64,
                     "svc-mcp did not list its tools in time; the turn runs without MCP tools"
                 );
                 Vec::new()
@@ -93,10 +147,11 @@ impl McpClient {
             workdir: workdir.display().to_string(),
             wait_ms: 0,
         };
-        let listed = match tokio::time::timeout(LIST_TIMEOUT, client.list_tools(req)).await {
+        let deadline = self.timeouts.list;
+        let listed = match tokio::time::timeout(deadline, client.list_tools(req)).await {
             Ok(Ok(reply)) => reply.into_inner().tools,
             Ok(Err(status)) => return Err(Unreachable::Down(status.message().to_owned())),
-            Err(_) => return Err(Unreachable::Slow),
+            Err(_) => return Err(Unreachable::Slow(deadline)),
         };
         let settings = global_settings(&self.home);
         let pairs: Vec<(&str, &str)> = listed
@@ -105,14 +160,20 @@ impl McpClient {
             .collect();
         let names = tool_names(&pairs);
         let mut seen = HashSet::new();
+        let mut timeouts: HashMap<String, Duration> = HashMap::new();
         let mut tools = Vec::with_capacity(listed.len());
         for (t, name) in listed.into_iter().zip(names) {
             if !seen.insert(name.clone()) {
                 tracing::warn!(server = %t.server, tool = %t.name, "MCP tool listed twice; the first one is kept");
                 continue;
             }
+            let timeout = *timeouts.entry(t.server.clone()).or_insert_with(|| {
+                tool_timeout(&self.home, workdir, &t.scope, &t.server)
+                    .unwrap_or(self.timeouts.default_tool)
+            });
             tools.push(Arc::new(McpTool {
                 permission: permission_of(&settings, &t.server),
+                timeout,
                 name: intern(&name),
                 server: t.server,
                 tool: t.name,
@@ -127,7 +188,8 @@ impl McpClient {
         Ok(tools)
     }
 
-    /// Calls `tool` of `server` for a session in `workdir`.
+    /// Calls `tool` of `server` for a session in `workdir`, waiting at most `tool_timeout`
+    /// (the tool's `toolTimeoutSec`) plus the call margin for svc-mcp's answer.
     pub async fn call(
         &self,
         workdir: &Path,
@@ -135,6 +197,7 @@ impl McpClient {
         tool: &str,
         arguments: &Value,
         call_id: &str,
+        tool_timeout: Duration,
     ) -> ToolOutput {
         let mut client = McpInternalServiceClient::new(self.channel.clone());
         let req = CallToolRequest {
@@ -144,7 +207,23 @@ impl McpClient {
             arguments_json: arguments.to_string(),
             call_id: call_id.to_owned(),
         };
-        match client.call_tool(req).await {
+        let deadline = tool_timeout.min(MAX_TOOL_TIMEOUT) + self.timeouts.call_margin;
+        let Ok(answer) = tokio::time::timeout(deadline, client.call_tool(req)).await else {
+            tracing::warn!(
+                server,
+                tool,
+                call_id,
+                "svc-mcp did not answer a CallTool in time"
+            );
+            let mut out = ToolOutput::error(format!(
+                "timeout: svc-mcp did not answer within {} (MCP tool {server}/{tool}); the call was abandoned",
+                human(deadline)
+            ));
+            out.meta =
+                json!({"source": "mcp", "server": server, "tool": tool, "errorKind": "timeout"});
+            return out;
+        };
+        match answer {
             Ok(reply) => {
                 let r = reply.into_inner();
                 let mut meta: Value =
@@ -207,14 +286,65 @@ pub fn images_of(meta: &Value) -> Vec<ToolImage> {
 pub enum Unreachable {
     /// The rpc failed (svc-mcp not running, or it refused).
     Down(String),
-    /// No answer within [`LIST_TIMEOUT`].
-    Slow,
+    /// No answer within this deadline (svc-mcp stuck).
+    Slow(Duration),
 }
 
 /// The failed tool result for a call of MCP tool `name` that the turn's tool list lacks
-/// because svc-mcp was unreachable when the turn started and still is.
-pub fn unavailable_message(name: &str) -> String {
-    format!("unavailable: svc-mcp is not running; MCP tool `{name}` cannot be called right now")
+/// because svc-mcp was unreachable when the turn started and still is (`why`).
+pub fn unavailable_message(name: &str, why: &Unreachable) -> String {
+    match why {
+        Unreachable::Down(_) => format!(
+            "unavailable: svc-mcp is not running; MCP tool `{name}` cannot be called right now"
+        ),
+        Unreachable::Slow(after) => format!(
+            "unavailable: svc-mcp did not answer within {}; MCP tool `{name}` cannot be called right now",
+            human(*after)
+        ),
+    }
+}
+
+/// `d` for a message: whole seconds as `N s`, anything finer as `N ms`.
+fn human(d: Duration) -> String {
+    if d.subsec_millis() == 0 && d.as_secs() > 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+/// The `toolTimeoutSec` of `server`'s entry in the file of its `scope` (as `ListTools`
+/// reports it): `<workdir>/.mcp.json` (project), `$SNOWPEA_HOME/.mcp.json` (global),
+/// `settings.json` `mcp.servers` (settings) or the first plugin's `.mcp.json` declaring it
+/// (plugin). `None` when unset, not a positive number, or unreadable. svc-mcp does not
+/// report it with the tool listing, so the session reads the same file to know how long a
+/// call may legitimately take.
+pub fn tool_timeout(home: &Home, workdir: &Path, scope: &str, server: &str) -> Option<Duration> {
+    let read =
+        |path: &Path| -> Option<Value> { serde_json::from_slice(&std::fs::read(path).ok()?).ok() };
+    let entry = |doc: &Value| doc.get("mcpServers")?.get(server).cloned();
+    let found = match scope {
+        "project" if !workdir.as_os_str().is_empty() => entry(&read(&workdir.join(".mcp.json"))?),
+        "global" => entry(&read(&home.root().join(".mcp.json"))?),
+        "settings" => read(&home.settings_path())?
+            .get("mcp")?
+            .get("servers")?
+            .get(server)
+            .cloned(),
+        "plugin" => {
+            let mut dirs: Vec<_> = std::fs::read_dir(home.root().join("plugins"))
+                .ok()?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .collect();
+            dirs.sort();
+            dirs.iter()
+                .find_map(|d| entry(&read(&d.join(".mcp.json"))?))
+        }
+        _ => None,
+    }?;
+    let secs = found.get("toolTimeoutSec")?.as_f64()?;
+    (secs > 0.0 && secs.is_finite())
+        .then(|| Duration::from_secs_f64(secs.min(MAX_TOOL_TIMEOUT.as_secs_f64())))
 }
 
 /// True when the status comes from the transport (connection refused/reset), not svc-mcp.
@@ -378,6 +508,8 @@ pub struct McpTool {
     description: String,
     schema: Value,
     permission: Permission,
+    /// The server's `toolTimeoutSec`.
+    timeout: Duration,
     client: McpClient,
 }
 
@@ -429,11 +561,11 @@ impl Tool for McpTool {
 
     fn run(&self, a: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let client = self.client.clone();
-        let (server, tool) = (self.server.clone(), self.tool.clone());
+        let (server, tool, timeout) = (self.server.clone(), self.tool.clone(), self.timeout);
         Box::pin(async move {
             let call_id = snowpea_common::ids::new_id("mcpc");
             tokio::select! {
-                out = client.call(&ctx.workdir, &server, &tool, &a, &call_id) => out,
+                out = client.call(&ctx.workdir, &server, &tool, &a, &call_id, timeout) => out,
                 _ = ctx.cancel.cancelled() => ToolOutput::error("interrupted by the user"),
             }
         })

@@ -127,8 +127,8 @@ impl App {
                         .find(|tool| tool.name() == call.name)
                         .map(|tool| tool as Arc<dyn Tool>)
                 }
-                Err(_) => {
-                    let msg = crate::mcp::unavailable_message(&call.name);
+                Err(why) => {
+                    let msg = crate::mcp::unavailable_message(&call.name, &why);
                     return self.tool_result(session, t, call, false, &msg, Value::Null);
                 }
             }

@@ -452,3 +452,69 @@ async fn mcp_tools_with_long_or_colliding_names_are_listed_and_called_by_their_o
     );
     assert_eq!(done_reason(&ev), "complete");
 }
+
+/// A harness whose model calls `mcp__f__echo` once, with a fake svc-mcp offering it.
+async fn mcp_echo_turn(script: Script) -> (Harness, FakeMcp) {
+    let h = Harness::new(json!({
+        "steps": [
+            {"match": "use mcp", "tool_calls": [{"name": "mcp__f__echo", "arguments": {}}]},
+            {"after_tool": "mcp__f__echo", "text": "Went on."}
+        ]
+    }))
+    .await;
+    let mcp = FakeMcp::serve(&h.home.socket("mcp"), script);
+    (h, mcp)
+}
+
+#[tokio::test]
+async fn a_frozen_svc_mcp_fails_the_call_after_its_deadline_and_the_turn_goes_on() {
+    let (mut h, mcp) = mcp_echo_turn(Script {
+        tools: vec![fake::tool("f", "echo", "")],
+        servers: vec![fake::server("f", "ready")],
+        hang_call: true,
+        ..Default::default()
+    })
+    .await;
+    fake::set_timeouts(
+        &h.home,
+        fake::short(Duration::from_secs(5), Duration::from_millis(300)),
+    );
+    let sid = h.create("auto").await;
+    let tid = h.prompt(&sid, "please use mcp").await;
+    let ev = h.until_done(&tid, |_| None).await;
+    assert_eq!(mcp.calls().len(), 1);
+    let result = of_kind(&ev, "tool.result")[0];
+    assert_eq!(result["payload"]["ok"], false);
+    let text = result["payload"]["output"].as_str().unwrap();
+    assert!(
+        text.contains("svc-mcp did not answer within 300 ms"),
+        "{text}"
+    );
+    assert_eq!(done_reason(&ev), "complete");
+    let done = of_kind(&ev, "message.done")[0];
+    assert_eq!(done["payload"]["text"], "Went on.");
+}
+
+#[tokio::test]
+async fn a_frozen_svc_mcp_at_turn_start_costs_only_the_list_deadline() {
+    let (mut h, mcp) = mcp_echo_turn(Script {
+        tools: vec![fake::tool("f", "echo", "")],
+        servers: vec![fake::server("f", "ready")],
+        hang_list: true,
+        ..Default::default()
+    })
+    .await;
+    let short = Duration::from_millis(300);
+    fake::set_timeouts(&h.home, fake::short(short, short));
+    let sid = h.create("auto").await;
+    let tid = h.prompt(&sid, "please use mcp").await;
+    let ev = h.until_done(&tid, |_| None).await;
+    assert!(mcp.calls().is_empty());
+    let result = of_kind(&ev, "tool.result")[0];
+    assert_eq!(result["payload"]["ok"], false);
+    assert_eq!(
+        result["payload"]["output"],
+        "unavailable: svc-mcp did not answer within 300 ms; MCP tool `mcp__f__echo` cannot be called right now"
+    );
+    assert_eq!(done_reason(&ev), "complete");
+}
