@@ -212,3 +212,32 @@ fn home_as_workdir_declares_global_servers_once() {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].scope, Scope::Global);
 }
+
+#[test]
+fn removing_a_permission_keeps_the_rest_and_writes_nothing_when_absent() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path());
+    std::fs::write(
+        home.settings_path(),
+        r#"{"theme":"dark","mcp":{"permissions":{"a":"read","b":"exec"},"x":1}}"#,
+    )
+    .unwrap();
+    assert!(file::remove_permission(&home.settings_path(), "a").unwrap());
+    assert_eq!(permission(&home, None, "a"), "network");
+    assert_eq!(permission(&home, None, "b"), "exec");
+    let text = std::fs::read_to_string(home.settings_path()).unwrap();
+    assert!(text.find("theme") < text.find("\"mcp\""), "{text}");
+    let mtime = std::fs::metadata(home.settings_path())
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert!(!file::remove_permission(&home.settings_path(), "a").unwrap());
+    assert_eq!(
+        std::fs::metadata(home.settings_path())
+            .unwrap()
+            .modified()
+            .unwrap(),
+        mtime
+    );
+    assert!(!file::remove_permission(&t.path().join("missing.json"), "a").unwrap());
+}

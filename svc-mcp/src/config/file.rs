@@ -147,3 +147,21 @@ pub fn write_permission(path: &Path, server: &str, permission: &str) -> Result<(
     Json::set_or_remove(perms, server, Some(Json::String(permission.to_owned())));
     write_json_atomic(path, &doc)
 }
+
+/// Removes `mcp.permissions.<server>` from the settings file at `path` (atomic,
+/// order-preserving), so the server's tools are back to the default tag; false (and nothing
+/// written) when it was not set.
+pub fn remove_permission(path: &Path, server: &str) -> Result<bool> {
+    let mut doc = load_json(path)?;
+    let removed = doc
+        .as_object_mut()
+        .and_then(|m| m.get_mut("mcp"))
+        .and_then(Json::as_object_mut)
+        .and_then(|m| m.get_mut("permissions"))
+        .and_then(Json::as_object_mut)
+        .is_some_and(|p| p.shift_remove(server).is_some());
+    if removed {
+        write_json_atomic(path, &doc)?;
+    }
+    Ok(removed)
+}

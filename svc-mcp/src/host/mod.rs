@@ -123,6 +123,17 @@ impl Host {
         }
     }
 
+    /// The project directories whose servers are hosted.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        self.inner
+            .roots
+            .lock()
+            .expect("roots lock")
+            .iter()
+            .cloned()
+            .collect()
+    }
+
     fn config_files(&self) -> Vec<PathBuf> {
         let mut files = vec![
             config::global_path(&self.inner.home),

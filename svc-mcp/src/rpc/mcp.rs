@@ -237,6 +237,23 @@ impl McpRpc {
             .is_some_and(|r| r.force && r.sha256 == trust::fingerprint(raw))
     }
 
+    /// True when a server named `name` is declared in any scope: the global file, settings,
+    /// plugins, or the `.mcp.json` of `workdir` or of any hosted project. Its
+    /// `mcp.permissions.<name>` is still in use then.
+    fn declared_anywhere(&self, name: &str, workdir: &Path) -> bool {
+        let home = self.app.host.home();
+        if config::discover_global(home).iter().any(|d| d.name == name) {
+            return true;
+        }
+        let mut roots = self.app.host.roots();
+        roots.push(workdir.to_path_buf());
+        roots.iter().any(|r| {
+            !config::is_global_file(home, r)
+                && config::file::McpFile::load(&config::project_path(r))
+                    .is_ok_and(|f| f.entry(name).is_some())
+        })
+    }
+
     async fn add(&self, p: McpAddParams) -> Result<McpAddResult> {
         validate::check_name(&p.name)?;
         if let Some(perm) = p.permission.as_deref() {
@@ -320,18 +337,23 @@ impl McpRpc {
                     path.display()
                 )));
             }
-            if file.entry(&p.name).is_some() {
+            let replaced = file.entry(&p.name).is_some();
+            // A permission left by an earlier server of this name is not inherited: without
+            // `permission`, a replaced entry or a name declared nowhere else gets the default.
+            let shared = !replaced && self.declared_anywhere(&p.name, &workdir);
+            if replaced {
                 file.replace(&p.name, &entry);
             } else {
                 file.upsert(&p.name, &entry);
             }
             self.save_trusted(scope, &workdir, &file, &p.name, !warnings.is_empty())?;
-            if let Some(perm) = p.permission.as_deref() {
-                config::file::write_permission(
-                    &self.app.host.home().settings_path(),
-                    &p.name,
-                    perm,
-                )?;
+            let settings = self.app.host.home().settings_path();
+            match p.permission.as_deref() {
+                Some(perm) => config::file::write_permission(&settings, &p.name, perm)?,
+                None if !shared => {
+                    config::file::remove_permission(&settings, &p.name)?;
+                }
+                None => {}
             }
         }
         tracing::info!(server = %p.name, scope = scope.as_str(), path = %path.display(), "MCP server added");
@@ -457,6 +479,11 @@ impl McpRpc {
                 if store.remove(&workdir, &p.name) {
                     store.save(home)?;
                 }
+            }
+            // The last entry of that name is gone: so is its permission, or a new server of
+            // the same name would inherit it (e.g. `read`: its tools run without approval).
+            if !self.declared_anywhere(&p.name, &workdir) {
+                config::file::remove_permission(&self.app.host.home().settings_path(), &p.name)?;
             }
             tracing::info!(server = %p.name, path = %file.path.display(), "MCP server removed");
         }

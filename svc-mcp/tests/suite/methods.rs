@@ -457,3 +457,87 @@ async fn reload_restarts_and_rediscovers() {
     .unwrap_err();
     assert_eq!(code(&err), "mcp_not_found");
 }
+
+fn settings(svc: &Svc) -> Value {
+    std::fs::read(svc.home.join("settings.json"))
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .unwrap_or(Value::Null)
+}
+
+async fn permission_of(svc: &Svc, name: &str) -> String {
+    svc.list()
+        .await
+        .into_iter()
+        .find(|s| s.name == name)
+        .map(|s| s.permission)
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_removed_server_takes_its_permission_along() {
+    let svc = Svc::start().await;
+    let mut c = svc.mcp();
+    let entry = json!({"command": "node", "args": ["s.js"]});
+    let add = |name: &str, permission: Option<&str>, force: bool| {
+        let mut p = add_params(name, &entry);
+        p.disabled = Some(true);
+        p.permission = permission.map(str::to_owned);
+        p.force = force;
+        p
+    };
+    let remove = |name: &str| McpRemoveParams {
+        name: name.into(),
+        ..Default::default()
+    };
+    within(CALL, "add read", c.add(add("s", Some("read"), false)))
+        .await
+        .unwrap();
+    assert_eq!(settings(&svc)["mcp"]["permissions"]["s"], "read");
+    assert_eq!(permission_of(&svc, "s").await, "read");
+
+    // Removed: the permission goes too, and a new server of that name starts from the
+    // default instead of running its tools without approval.
+    within(CALL, "remove", c.remove(remove("s"))).await.unwrap();
+    assert!(
+        settings(&svc)["mcp"]["permissions"].get("s").is_none(),
+        "{}",
+        settings(&svc)
+    );
+    within(CALL, "add again", c.add(add("s", None, false)))
+        .await
+        .unwrap();
+    assert_eq!(permission_of(&svc, "s").await, "network");
+
+    // A forced overwrite without `permission` resets it to the default.
+    within(CALL, "force exec", c.add(add("s", Some("exec"), true)))
+        .await
+        .unwrap();
+    assert_eq!(permission_of(&svc, "s").await, "exec");
+    within(CALL, "force plain", c.add(add("s", None, true)))
+        .await
+        .unwrap();
+    assert_eq!(permission_of(&svc, "s").await, "network");
+    assert!(settings(&svc)["mcp"]["permissions"].get("s").is_none());
+
+    // A name still declared in another scope keeps its permission until its last entry goes.
+    within(CALL, "global g", c.add(add("g", Some("read"), false)))
+        .await
+        .unwrap();
+    let mut project = add("g", None, false);
+    project.scope = "project".into();
+    within(CALL, "project g", c.add(project)).await.unwrap();
+    assert_eq!(settings(&svc)["mcp"]["permissions"]["g"], "read");
+    let project_remove = McpRemoveParams {
+        name: "g".into(),
+        scope: Some("project".into()),
+        ..Default::default()
+    };
+    within(CALL, "remove project g", c.remove(project_remove))
+        .await
+        .unwrap();
+    assert_eq!(settings(&svc)["mcp"]["permissions"]["g"], "read");
+    within(CALL, "remove global g", c.remove(remove("g")))
+        .await
+        .unwrap();
+    assert!(settings(&svc)["mcp"]["permissions"].get("g").is_none());
+}
