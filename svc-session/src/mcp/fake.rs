@@ -14,8 +14,9 @@ use snowpea_common::home::Home;
 use snowpea_proto::mcp::v1::mcp_internal_service_server::{
     McpInternalService, McpInternalServiceServer,
 };
+pub use snowpea_proto::mcp::v1::McpServerState as ServerState;
 use snowpea_proto::mcp::v1::{
-    CallToolReply, CallToolRequest, ListToolsReply, ListToolsRequest, McpServerState, McpTool,
+    CallToolReply, CallToolRequest, ListToolsReply, ListToolsRequest, McpTool,
 };
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::{Request, Response, Status};
@@ -53,7 +54,7 @@ pub struct Script {
     /// `ListTools` tools.
     pub tools: Vec<McpTool>,
     /// `ListTools` server states.
-    pub servers: Vec<McpServerState>,
+    pub servers: Vec<ServerState>,
     /// `ListTools` never answers.
     pub hang_list: bool,
     /// `CallTool` never answers.
@@ -74,8 +75,8 @@ pub fn tool(server: &str, name: &str, permission: &str) -> McpTool {
 }
 
 /// A server in `state`.
-pub fn server(name: &str, state: &str) -> McpServerState {
-    McpServerState {
+pub fn server(name: &str, state: &str) -> ServerState {
+    ServerState {
         name: name.into(),
         state: state.into(),
         error: None,

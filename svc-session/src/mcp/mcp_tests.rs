@@ -7,7 +7,7 @@ fn names_are_prefixed_and_safe_for_providers() {
     assert_eq!(tool_name("x", "a.b/c"), "mcp__x__a_b_c");
     assert_eq!(tool_name("s", &"t".repeat(100)).len(), 64);
     assert!(
-        std::ptr::eq(intern("mcp__a__b"), intern("mcp__a__b")),
+        std::ptr::eq(intern("mcp__a__b", "a", "b"), intern("mcp__a__b", "a", "b")),
         "interned once"
     );
 }
@@ -41,7 +41,7 @@ async fn svc_mcp_down_means_no_tools_and_calls_fail_unavailable() {
 #[tokio::test]
 async fn plan_uses_the_server_permission_and_refuses_non_object_args() {
     let t = McpTool {
-        name: intern("mcp__s__t"),
+        name: intern("mcp__s__t", "s", "t"),
         server: "s".into(),
         tool: "t".into(),
         description: String::new(),
@@ -376,4 +376,75 @@ async fn listed_tools_carry_the_tool_timeout_of_their_server_entry() {
     let tools = McpClient::new(&home).listed(&workdir).await;
     let timeouts: Vec<_> = tools.iter().map(|t| t.timeout.as_secs()).collect();
     assert_eq!(timeouts, [42, 900, 300]);
+}
+
+#[tokio::test]
+async fn a_tool_whose_server_is_not_ready_is_not_callable_rather_than_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, workdir) = home_and_workdir(dir.path());
+    let long = "N".repeat(60);
+    let mcp = fake::FakeMcp::serve(
+        &home.socket("mcp"),
+        fake::Script {
+            tools: vec![
+                fake::tool(&long, "echo", ""),
+                fake::tool("vanishing", "x", ""),
+            ],
+            servers: vec![
+                fake::server(&long, "ready"),
+                fake::server("vanishing", "ready"),
+            ],
+            ..Default::default()
+        },
+    );
+    let client = McpClient::new(&home);
+    let before = client.list(&workdir).await.unwrap();
+    let hashed = before.tools[0].name;
+    assert!(!hashed.starts_with(&format!("mcp__{long}__")), "{hashed}");
+    assert!(not_callable(hashed, &before).is_none(), "ready");
+
+    // svc-mcp restarted: the servers are starting again, one failed, one is gone.
+    mcp.update(|s| {
+        s.tools.clear();
+        s.servers = vec![
+            fake::server(&long, "starting"),
+            fake::ServerState {
+                error: Some("exited with status 1".into()),
+                ..fake::server("f", "error")
+            },
+            fake::server("g", "ready"),
+        ];
+    });
+    let after = client.list(&workdir).await.unwrap();
+    let out = not_callable(hashed, &after).expect("known server");
+    assert!(!out.ok);
+    assert_eq!(
+        out.content,
+        format!("not_ready: MCP server `{long}` is not ready (state: starting); MCP tool `{hashed}` cannot be called right now; try again shortly")
+    );
+    assert_eq!(out.meta["errorKind"], "not_ready");
+    assert_eq!(out.meta["state"], "starting");
+    assert_eq!(out.meta["server"], long.as_str());
+    // A name this process never listed: the server by its prefix.
+    let out = not_callable("mcp__f__never_listed_here", &after).unwrap();
+    assert!(
+        out.content.starts_with(
+            "not_ready: MCP server `f` is not ready (state: error: exited with status 1);"
+        ),
+        "{}",
+        out.content
+    );
+    let out = not_callable("mcp__vanishing__x", &after).unwrap();
+    assert_eq!(out.meta["errorKind"], "not_found");
+    assert!(out
+        .content
+        .contains("MCP server `vanishing` is not configured"));
+    assert!(
+        not_callable("mcp__g__not_offered", &after).is_none(),
+        "ready: unknown tool"
+    );
+    assert!(
+        not_callable("mcp__nobody__x", &after).is_none(),
+        "unknown server"
+    );
 }

@@ -14,6 +14,9 @@
 //! * svc-mcp down or frozen: [`McpClient::tools`] answers no tools after at most
 //!   [`LIST_TIMEOUT`] (the turn runs without them), and a call fails with `unavailable: …` as
 //!   a failed tool result.
+//! * A call of an MCP tool the current listing lacks because its server is not ready (e.g.
+//!   still starting right after svc-mcp restarted) fails with `not_ready: MCP server … is not
+//!   ready (state: …)`, not `unknown tool` ([`not_callable`]).
 //! * Every wait has a deadline. Per-call timeouts (`toolTimeoutSec`) are enforced by svc-mcp;
 //!   the session gives up on a `CallTool` that svc-mcp has not answered within the tool's
 //!   `toolTimeoutSec` ([`tool_timeout`], default [`DEFAULT_TOOL_TIMEOUT`]) plus
@@ -123,7 +126,7 @@ impl McpClient {
     /// The MCP tools for `workdir`; empty (with a log) when svc-mcp is unavailable.
     pub async fn listed(&self, workdir: &Path) -> Vec<Arc<McpTool>> {
         match self.list(workdir).await {
-            Ok(tools) => tools,
+            Ok(listing) => listing.tools,
             Err(Unreachable::Down(message)) => {
                 tracing::debug!(error = %message, "svc-mcp unavailable; the turn runs without MCP tools");
                 Vec::new()
@@ -138,18 +141,22 @@ impl McpClient {
         }
     }
 
-    /// The MCP tools for `workdir`, or why svc-mcp could not list them. Each gets a unique
-    /// provider-safe name ([`tool_names`]) and keeps its `(server, tool)`, which calls and
-    /// `tool.list` use — the name is never parsed back.
-    pub async fn list(&self, workdir: &Path) -> Result<Vec<Arc<McpTool>>, Unreachable> {
+    /// The MCP tools for `workdir` and the state of every enabled server, or why svc-mcp
+    /// could not list them. Each tool gets a unique provider-safe name ([`tool_names`]) and
+    /// keeps its `(server, tool)`, which calls and `tool.list` use — the name is never parsed
+    /// back.
+    pub async fn list(&self, workdir: &Path) -> Result<Listing, Unreachable> {
         let mut client = McpInternalServiceClient::new(self.channel.clone());
         let req = ListToolsRequest {
             workdir: workdir.display().to_string(),
             wait_ms: 0,
         };
         let deadline = self.timeouts.list;
-        let listed = match tokio::time::timeout(deadline, client.list_tools(req)).await {
-            Ok(Ok(reply)) => reply.into_inner().tools,
+        let (listed, servers) = match tokio::time::timeout(deadline, client.list_tools(req)).await {
+            Ok(Ok(reply)) => {
+                let r = reply.into_inner();
+                (r.tools, r.servers)
+            }
             Ok(Err(status)) => return Err(Unreachable::Down(status.message().to_owned())),
             Err(_) => return Err(Unreachable::Slow(deadline)),
         };
@@ -174,7 +181,7 @@ impl McpClient {
             tools.push(Arc::new(McpTool {
                 permission: permission_of(&settings, &t.server),
                 timeout,
-                name: intern(&name),
+                name: intern(&name, &t.server, &t.name),
                 server: t.server,
                 tool: t.name,
                 description: t.description,
@@ -185,7 +192,17 @@ impl McpClient {
                 client: self.clone(),
             }));
         }
-        Ok(tools)
+        Ok(Listing {
+            tools,
+            servers: servers
+                .into_iter()
+                .map(|s| ServerState {
+                    name: s.name,
+                    state: s.state,
+                    error: s.error.filter(|e| !e.is_empty()),
+                })
+                .collect(),
+        })
     }
 
     /// Calls `tool` of `server` for a session in `workdir`, waiting at most `tool_timeout`
@@ -279,6 +296,81 @@ pub fn images_of(meta: &Value) -> Vec<ToolImage> {
             })
         })
         .collect()
+}
+
+/// What `ListTools` answered.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    /// The tools of the ready servers.
+    pub tools: Vec<Arc<McpTool>>,
+    /// Every enabled server visible from the workdir, ready or not.
+    pub servers: Vec<ServerState>,
+}
+
+/// State of one MCP server, as svc-mcp reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerState {
+    /// Server name.
+    pub name: String,
+    /// `stopped`, `starting`, `ready` or `error`.
+    pub state: String,
+    /// Why it is in the error state.
+    pub error: Option<String>,
+}
+
+/// The failed result for a call of MCP tool `name` that a fresh `listing` lacks, when the
+/// reason is known: its server is not ready (`not_ready`, naming the server and its state and
+/// error), or the server is not configured (or disabled) for the workdir any more
+/// (`not_found`). `None` when the server is ready or unknown (then it is an unknown tool).
+///
+/// The server is the one this process listed the name for ([`registered`]); for a name it
+/// never listed (a tool of an earlier svc-session, called from the history), the server whose
+/// `mcp__<server>__` prefix the name starts with.
+pub fn not_callable(name: &str, listing: &Listing) -> Option<ToolOutput> {
+    let server = match registered(name) {
+        Some((server, _)) => server,
+        None => listing
+            .servers
+            .iter()
+            .filter(|s| name.starts_with(&sanitize(&format!("{PREFIX}{}__", s.name))))
+            .max_by_key(|s| s.name.len())?
+            .name
+            .clone(),
+    };
+    let (kind, content, state) = match listing.servers.iter().find(|s| s.name == server) {
+        Some(s) if s.state == "ready" => return None,
+        Some(s) => {
+            let why = match &s.error {
+                Some(e) => format!("{}: {e}", s.state),
+                None => s.state.clone(),
+            };
+            let hint = if s.state == "starting" {
+                "; try again shortly"
+            } else {
+                ""
+            };
+            (
+                "not_ready",
+                format!(
+                    "not_ready: MCP server `{server}` is not ready (state: {why}); MCP tool `{name}` cannot be called right now{hint}"
+                ),
+                Some(s.state.clone()),
+            )
+        }
+        None => (
+            "not_found",
+            format!(
+                "not_found: MCP server `{server}` is not configured (or is disabled) for this workdir; MCP tool `{name}` cannot be called"
+            ),
+            None,
+        ),
+    };
+    let mut out = ToolOutput::error(content);
+    out.meta = json!({"source": "mcp", "server": server, "errorKind": kind});
+    if let Some(state) = state {
+        out.meta["state"] = json!(state);
+    }
+    Some(out)
 }
 
 /// Why svc-mcp could not list its tools.
@@ -437,17 +529,31 @@ pub fn stable_hash(server: &str, tool: &str) -> u64 {
     h
 }
 
+/// Every MCP tool name this process has listed, with the `(server, tool)` it was last listed
+/// for.
+static NAMES: LazyLock<Mutex<HashMap<&'static str, (String, String)>>> =
+    LazyLock::new(Default::default);
+
 /// The session's tool names are `&'static str`; each distinct MCP tool name is leaked once
-/// (bounded by the set of tools ever seen).
-fn intern(name: &str) -> &'static str {
-    static NAMES: LazyLock<Mutex<HashSet<&'static str>>> = LazyLock::new(Default::default);
+/// (bounded by the set of tools ever seen) and remembered with its `(server, tool)`.
+fn intern(name: &str, server: &str, tool: &str) -> &'static str {
     let mut names = NAMES.lock().expect("names lock");
-    if let Some(n) = names.get(name) {
+    let pair = (server.to_owned(), tool.to_owned());
+    if let Some((n, p)) = names.get_key_value(name) {
+        let n: &'static str = n;
+        if *p != pair {
+            names.insert(n, pair);
+        }
         return n;
     }
     let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
-    names.insert(leaked);
+    names.insert(leaked, pair);
     leaked
+}
+
+/// The `(server, tool)` MCP tool `name` was last listed for by this process.
+pub fn registered(name: &str) -> Option<(String, String)> {
+    NAMES.lock().expect("names lock").get(name).cloned()
 }
 
 /// The global settings (`$SNOWPEA_HOME/settings.json`); `{}` (with a warning) when unreadable.

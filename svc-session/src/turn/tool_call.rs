@@ -118,14 +118,30 @@ impl App {
         if found.is_none() && call.name.starts_with(crate::mcp::PREFIX) {
             // An MCP tool missing from this turn's list: svc-mcp was down (or the server not
             // ready) when the turn started. Ask again: a clear `unavailable` while svc-mcp is
-            // still unreachable, the tool itself if it is back (issue 6).
+            // still unreachable, `not_ready` while the server is not, the tool itself if it is
+            // back (issue 6).
             let client = crate::mcp::McpClient::new(&self.config.home);
             match client.list(&session.workdir()).await {
-                Ok(tools) => {
-                    found = tools
-                        .into_iter()
+                Ok(listing) => {
+                    found = listing
+                        .tools
+                        .iter()
                         .find(|tool| tool.name() == call.name)
-                        .map(|tool| tool as Arc<dyn Tool>)
+                        .map(|tool| tool.clone() as Arc<dyn Tool>);
+                    // Its server is not ready (e.g. still starting after svc-mcp restarted) or
+                    // gone: say so instead of `unknown tool`.
+                    if found.is_none() {
+                        if let Some(out) = crate::mcp::not_callable(&call.name, &listing) {
+                            return self.tool_result(
+                                session,
+                                t,
+                                call,
+                                false,
+                                &out.content,
+                                out.meta,
+                            );
+                        }
+                    }
                 }
                 Err(why) => {
                     let msg = crate::mcp::unavailable_message(&call.name, &why);

@@ -518,3 +518,26 @@ async fn a_frozen_svc_mcp_at_turn_start_costs_only_the_list_deadline() {
     );
     assert_eq!(done_reason(&ev), "complete");
 }
+
+#[tokio::test]
+async fn an_mcp_call_while_its_server_is_still_starting_says_not_ready_not_unknown_tool() {
+    // Right after svc-mcp restarted: `f` is starting, so the turn has none of its tools, and
+    // the model calls one it knows from before.
+    let (mut h, mcp) = mcp_echo_turn(Script {
+        servers: vec![fake::server("f", "starting")],
+        ..Default::default()
+    })
+    .await;
+    let sid = h.create("auto").await;
+    let tid = h.prompt(&sid, "please use mcp").await;
+    let ev = h.until_done(&tid, |_| None).await;
+    assert!(mcp.calls().is_empty());
+    let result = of_kind(&ev, "tool.result")[0];
+    assert_eq!(result["payload"]["ok"], false);
+    assert_eq!(
+        result["payload"]["output"],
+        "not_ready: MCP server `f` is not ready (state: starting); MCP tool `mcp__f__echo` cannot be called right now; try again shortly"
+    );
+    assert_eq!(result["payload"]["meta"]["errorKind"], "not_ready");
+    assert_eq!(done_reason(&ev), "complete");
+}
