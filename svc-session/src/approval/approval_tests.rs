@@ -312,3 +312,87 @@ async fn the_mode_matrix_and_deny_exec_refuse_without_asking() {
     assert!(!h.workdir.join("ran").exists());
     assert_eq!(done_reason(&ev), "complete");
 }
+
+/// Opens a scheduled session (as svc-scheduler's RunUnattended does) with `host` as its
+/// hostToolsFrom, prompts it and returns (session id, turn id, the pending request id).
+async fn scheduled_run(h: &mut Harness, host: Option<&str>) -> (String, String, String) {
+    let sid = h
+        .app
+        .create_session_with(
+            &snowpea_common::context::CallContext::default(),
+            pb::SessionCreateParams {
+                workdir: h.workdir.to_string_lossy().into_owned(),
+                mode: Some("accept".into()),
+                host_tools_from: host.map(str::to_owned),
+                ..Default::default()
+            },
+            crate::session::SessionSetup {
+                kind: crate::store::sessions::KIND_SCHEDULED,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .session_id;
+    let tid = h.prompt(&sid, "run it").await;
+    let request_id = loop {
+        if let Item::Note(m, p) = h.next().await {
+            if m == "approval.pending" {
+                break p["request"]["requestId"].as_str().unwrap().to_owned();
+            }
+        }
+    };
+    (sid, tid, request_id)
+}
+
+fn allow(rid: &str) -> pb::ApprovalRespondParams {
+    pb::ApprovalRespondParams {
+        decision: "allow".into(),
+        request_id: rid.into(),
+        scope: "once".into(),
+        reason: String::new(),
+    }
+}
+
+#[tokio::test]
+async fn any_client_answers_a_scheduled_runs_approval_from_the_queue() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "run", "tool_calls": [{"name": "shell", "arguments": {"command": "echo yes"}}]},
+            {"after_tool": "shell", "text": "done"}
+        ]
+    }))
+    .await;
+    h.connect("c9", Some("tui")).await;
+    let (_, tid, rid) = scheduled_run(&mut h, None).await;
+    h.app
+        .respond_approval(&Harness::ctx("c9", Some("tui")), allow(&rid))
+        .unwrap();
+    let ev = h.until_done(&tid, |_| None).await;
+    assert_eq!(of_kind(&ev, "tool.result")[0]["payload"]["ok"], true);
+    assert_eq!(done_reason(&ev), "complete");
+}
+
+#[tokio::test]
+async fn a_browser_owned_runs_approval_is_answered_only_by_its_host() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "run", "tool_calls": [{"name": "shell", "arguments": {"command": "echo yes"}}]},
+            {"after_tool": "shell", "text": "done"}
+        ]
+    }))
+    .await;
+    h.connect("c8", Some("browser-1")).await;
+    h.connect("c9", Some("tui")).await;
+    let (_, tid, rid) = scheduled_run(&mut h, Some("browser-1")).await;
+    let err = h
+        .app
+        .respond_approval(&Harness::ctx("c9", Some("tui")), allow(&rid))
+        .unwrap_err();
+    assert!(matches!(err, Error::Unauthorized(_)), "{err:?}");
+    h.app
+        .respond_approval(&Harness::ctx("c8", Some("browser-1")), allow(&rid))
+        .unwrap();
+    let ev = h.until_done(&tid, |_| None).await;
+    assert_eq!(done_reason(&ev), "complete");
+}

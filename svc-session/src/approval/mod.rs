@@ -5,7 +5,9 @@
 //! it, broadcasts `approval.pending`, and sends `approval.request` to the session's origin
 //! connection. The first of these resolves it:
 //! * the answer to that request (`{decision, scope?, reason?}`);
-//! * `approval.respond` from the origin connection (anyone else gets `unauthorized`);
+//! * `approval.respond` from the origin connection (anyone else gets `unauthorized`) — for a
+//!   scheduled run, which has no origin, from any client (only its host browser when the
+//!   job has `hostToolsFrom`);
 //! * the timeout `approvals.timeoutSec` (default 300) → denied, `approval_timeout`;
 //! * the turn being interrupted or the session closed → denied by `interrupted`.
 //!
@@ -284,14 +286,22 @@ impl App {
                 p.request_id
             )));
         };
-        let origin = self
-            .session(&entry.session_id)
-            .ok()
-            .and_then(|s| s.origin());
+        let session = self.session(&entry.session_id).ok();
+        let origin = session.as_ref().and_then(|s| s.origin());
         let caller = ctx.connection_id.as_deref();
-        if caller.is_none() || origin.as_deref() != caller {
+        let is_origin = caller.is_some() && origin.as_deref() == caller;
+        // A scheduled run has no person at an origin connection: its approvals are answered
+        // from the shared queue — by any client, or only by its host browser when the job
+        // has one (`hostToolsFrom`).
+        let from_queue = caller.is_some()
+            && session.as_ref().is_some_and(|s| {
+                s.is_unattended()
+                    && s.host_tools_from()
+                        .is_none_or(|h| ctx.client_id.as_deref() == Some(h.as_str()))
+            });
+        if !is_origin && !from_queue {
             return Err(Error::Unauthorized(
-                "only the session's origin connection may answer its approvals (session.attach makes a connection the origin)".into(),
+                "only the session's origin connection may answer its approvals (session.attach makes a connection the origin); a scheduled run's approvals may be answered by any client, or by its host browser when it has one".into(),
             ));
         }
         let entry = pending.remove(&p.request_id).expect("checked above");
