@@ -78,7 +78,7 @@ impl Error {
     pub fn into_status(self) -> Status {
         if let Error::Internal(m) = &self {
             // Logged once, at the edge; client mistakes are not errors (STYLE.md "Errors").
-            tracing::error!(error = %m, "internal error");
+            tracing::error!(error = %crate::clip::clip(m), "internal error");
         }
         self.into_rpc().into_status()
     }

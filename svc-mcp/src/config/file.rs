@@ -30,7 +30,8 @@ pub fn load_json(path: &Path) -> Result<Json> {
 }
 
 /// Writes `doc` to `path` atomically: a temp file in the same directory (mode 0600, or the
-/// existing file's mode), fsync, rename. The directory is created when missing.
+/// existing file's mode), fsync, rename. The directory must exist: a missing folder is never
+/// made up (a project `.mcp.json` goes into an existing project only).
 pub fn write_json_atomic(path: &Path, doc: &Json) -> Result<()> {
     let mode = std::fs::metadata(path)
         .map(|m| m.permissions().mode() & 0o777)
@@ -47,8 +48,6 @@ fn write_with_mode(path: &Path, doc: &Json, mode: u32) -> Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| Error::Internal(format!("{} has no parent", path.display())))?;
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::Internal(format!("create {}: {e}", dir.display())))?;
     let mut bytes = serde_json::to_vec_pretty(doc).expect("JSON serializes");
     bytes.push(b'\n');
     let tmp = dir.join(format!(

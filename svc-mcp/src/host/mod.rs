@@ -11,7 +11,7 @@
 //! from `SNOWPEA_MCP_PING_INTERVAL_MS` / `SNOWPEA_MCP_PING_TIMEOUT_MS`, default 30 s / 10 s),
 //! marked `error` (not responding), killed and restarted like one that exited.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -48,7 +48,7 @@ struct Inner {
     daemon_dir: PathBuf,
     liveness: Liveness,
     servers: Mutex<BTreeMap<ServerKey, Arc<ServerHandle>>>,
-    roots: Mutex<BTreeSet<PathBuf>>,
+    roots: Mutex<RecentRoots>,
     reconcile: tokio::sync::Mutex<Option<Vec<Option<SystemTime>>>>,
 }
 
@@ -72,7 +72,7 @@ impl Host {
                 daemon_dir,
                 liveness: Liveness::from_env(),
                 servers: Mutex::new(BTreeMap::new()),
-                roots: Mutex::new(BTreeSet::new()),
+                roots: Mutex::new(RecentRoots::default()),
                 reconcile: tokio::sync::Mutex::new(None),
             }),
         }
@@ -92,7 +92,7 @@ impl Host {
     /// reconciles when a config file changes on disk.
     pub async fn start(&self) {
         let dir = self.inner.daemon_dir.clone();
-        self.inner.roots.lock().expect("roots lock").insert(dir);
+        self.inner.roots.lock().expect("roots lock").pin(dir);
         self.reconcile().await;
         let weak = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
@@ -110,14 +110,11 @@ impl Host {
         });
     }
 
-    /// Makes sure the project servers of `workdir` are hosted.
+    /// Makes sure the project servers of `workdir` (an existing, canonical folder) are
+    /// hosted. At most [`MAX_ROOTS`] projects besides the daemon's are remembered; the least
+    /// recently used one beyond that has its servers stopped.
     pub async fn ensure_root(&self, workdir: &Path) {
-        let new = self
-            .inner
-            .roots
-            .lock()
-            .expect("roots lock")
-            .insert(workdir.to_path_buf());
+        let new = self.inner.roots.lock().expect("roots lock").touch(workdir);
         if new {
             self.reconcile().await;
         }
@@ -192,6 +189,7 @@ impl Host {
         let mut stamp_guard = self.inner.reconcile.lock().await;
         let stamps = self.stamps();
         let desired = self.desired();
+        let roots = self.roots();
         let mut to_stop: Vec<(Arc<ServerHandle>, bool)> = Vec::new();
         let mut to_start: Vec<Declared> = Vec::new();
         {
@@ -206,8 +204,11 @@ impl Host {
                         to_start.push(d.clone());
                     }
                     None => {
+                        // Gone from its file (`removed`), or its project is no longer hosted
+                        // (forgotten by the bound on projects: just stopped).
+                        let removed = k.0.as_ref().is_none_or(|r| roots.contains(r));
                         let old = servers.remove(&k).expect("present");
-                        to_stop.push((old, true));
+                        to_stop.push((old, removed));
                     }
                 }
             }
@@ -328,5 +329,85 @@ impl Host {
     /// The declared scope of a server visible from `workdir`, if any.
     pub fn scope_of(&self, workdir: Option<&Path>, name: &str) -> Option<Scope> {
         self.get(workdir, name).map(|h| h.declared.scope)
+    }
+}
+
+/// Most projects hosted at once besides the daemon's own (least recently used forgotten).
+pub const MAX_ROOTS: usize = 256;
+
+/// The project folders whose servers are hosted: the daemon's own (pinned) and the
+/// [`MAX_ROOTS`] most recently used others.
+#[derive(Debug, Default)]
+pub struct RecentRoots {
+    pinned: Option<PathBuf>,
+    recent: VecDeque<PathBuf>,
+}
+
+impl RecentRoots {
+    /// Pins `dir` (never forgotten).
+    pub fn pin(&mut self, dir: PathBuf) {
+        self.recent.retain(|r| *r != dir);
+        self.pinned = Some(dir);
+    }
+
+    /// Marks `dir` as just used; true when it was not remembered before. Forgets the least
+    /// recently used folder beyond [`MAX_ROOTS`].
+    pub fn touch(&mut self, dir: &Path) -> bool {
+        if self.pinned.as_deref() == Some(dir) {
+            return false;
+        }
+        if let Some(i) = self.recent.iter().position(|r| r == dir) {
+            let r = self.recent.remove(i).expect("present");
+            self.recent.push_back(r);
+            return false;
+        }
+        self.recent.push_back(dir.to_path_buf());
+        while self.recent.len() > MAX_ROOTS {
+            self.recent.pop_front();
+        }
+        true
+    }
+
+    /// Every remembered folder, the pinned one first.
+    pub fn iter(&self) -> impl Iterator<Item = &PathBuf> {
+        self.pinned.iter().chain(self.recent.iter())
+    }
+
+    /// How many folders are remembered.
+    pub fn len(&self) -> usize {
+        self.pinned.iter().count() + self.recent.len()
+    }
+
+    /// True when none is.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots_are_bounded_least_recently_used_first_and_the_pinned_one_stays() {
+        let mut r = RecentRoots::default();
+        r.pin(PathBuf::from("/daemon"));
+        assert!(!r.touch(Path::new("/daemon")));
+        for i in 0..MAX_ROOTS {
+            assert!(r.touch(&PathBuf::from(format!("/p/{i}"))));
+        }
+        assert_eq!(r.len(), MAX_ROOTS + 1);
+        // Using /p/0 again makes /p/1 the least recently used.
+        assert!(!r.touch(Path::new("/p/0")));
+        assert!(r.touch(Path::new("/p/new")));
+        assert_eq!(r.len(), MAX_ROOTS + 1, "bounded");
+        let all: Vec<&PathBuf> = r.iter().collect();
+        assert_eq!(all[0], Path::new("/daemon"), "pinned never forgotten");
+        assert!(all.iter().any(|p| *p == Path::new("/p/0")));
+        assert!(
+            !all.iter().any(|p| *p == Path::new("/p/1")),
+            "LRU forgotten"
+        );
+        assert!(r.touch(Path::new("/p/1")), "forgotten, so new again");
     }
 }

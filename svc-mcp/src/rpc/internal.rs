@@ -27,6 +27,7 @@ use snowpea_proto::mcp::v1::{
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
 
+use crate::clip::clip;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::host::server::State;
@@ -52,16 +53,18 @@ impl InternalRpc {
         McpInternalServiceServer::new(self)
     }
 
+    /// The project of a call: `workdir` (absolute, at most 4096 bytes, else
+    /// `invalid_params`). Only an existing folder is remembered and has its project servers
+    /// hosted; a session whose folder is gone still sees the global servers.
     async fn root(&self, workdir: &str) -> Result<Option<PathBuf>> {
         if workdir.is_empty() {
             return Ok(None);
         }
-        let p = PathBuf::from(workdir);
-        if !p.is_absolute() {
-            return Err(Error::invalid_params("workdir", "must be an absolute path"));
+        crate::sessions::check_workdir_shape(workdir, "workdir")?;
+        let p = crate::sessions::canonical(std::path::Path::new(workdir));
+        if p.is_dir() {
+            self.app.host.ensure_root(&p).await;
         }
-        let p = crate::sessions::canonical(&p);
-        self.app.host.ensure_root(&p).await;
         Ok(Some(p))
     }
 
@@ -166,7 +169,12 @@ impl InternalRpc {
         let params =
             rmcp::model::CallToolRequestParams::new(req.tool.clone()).with_arguments(arguments);
         let started = Instant::now();
-        tracing::info!(server = %req.server, tool = %req.tool, call_id = %req.call_id, "MCP tool call");
+        tracing::info!(
+            server = %clip(&req.server),
+            tool = %clip(&req.tool),
+            call_id = %clip(&req.call_id),
+            "MCP tool call"
+        );
         let mut rx = handle.subscribe();
         let outcome = {
             let _in_flight = handle.begin_call();
@@ -204,7 +212,7 @@ impl InternalRpc {
                     let tool = req.tool.clone();
                     tokio::spawn(async move {
                         if let Some(why) = handle.answers_ping(&live.peer).await {
-                            tracing::warn!(server = %handle.declared.name, %tool, reason = %why, "MCP call timed out and the server does not answer ping");
+                            tracing::warn!(server = %handle.declared.name, tool = %clip(&tool), reason = %why, "MCP call timed out and the server does not answer ping");
                             handle.report_not_responding(
                                 live.epoch,
                                 format!(

@@ -146,7 +146,10 @@ impl McpRpc {
             .sessions
             .resolve(workdir, session_id, self.app.host.daemon_dir())
             .await?;
-        self.app.host.ensure_root(&dir).await;
+        // Only existing folders are remembered (a session's may have been deleted since).
+        if dir.is_dir() {
+            self.app.host.ensure_root(&dir).await;
+        }
         Ok(dir)
     }
 
@@ -289,6 +292,16 @@ impl McpRpc {
         );
         let findings = validate::validate(&p.name, &entry)?;
         let warnings = validate::enforce(findings, p.force)?;
+        if scope == Scope::Project && !workdir.is_dir() {
+            // A project file is written into an existing folder only, never one made up.
+            return Err(Error::invalid_params(
+                "params.workdir",
+                format!(
+                    "{} does not exist: the project .mcp.json goes into an existing folder",
+                    crate::clip::clip(&workdir.display().to_string())
+                ),
+            ));
+        }
         let path = self.file_path(scope, &workdir);
         {
             let file = McpFile::load(&path)?;
@@ -356,7 +369,7 @@ impl McpRpc {
                 None => {}
             }
         }
-        tracing::info!(server = %p.name, scope = scope.as_str(), path = %path.display(), "MCP server added");
+        tracing::info!(server = %p.name, scope = scope.as_str(), path = %crate::clip::clip(&path.display().to_string()), "MCP server added");
         self.app.host.reconcile().await;
         let status = self
             .app
@@ -458,7 +471,7 @@ impl McpRpc {
             config::file::write_permission(&self.app.host.home().settings_path(), &p.name, perm)?;
         }
         drop(_guard);
-        tracing::info!(server = %p.name, path = %file.path.display(), "MCP server updated");
+        tracing::info!(server = %p.name, path = %crate::clip::clip(&file.path.display().to_string()), "MCP server updated");
         self.app.host.reconcile().await;
         Ok(McpUpdateResult { ok: true })
     }
@@ -485,7 +498,7 @@ impl McpRpc {
             if !self.declared_anywhere(&p.name, &workdir) {
                 config::file::remove_permission(&self.app.host.home().settings_path(), &p.name)?;
             }
-            tracing::info!(server = %p.name, path = %file.path.display(), "MCP server removed");
+            tracing::info!(server = %p.name, path = %crate::clip::clip(&file.path.display().to_string()), "MCP server removed");
         }
         self.app.host.reconcile().await;
         Ok(McpRemoveResult { ok: true })

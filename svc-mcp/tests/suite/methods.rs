@@ -541,3 +541,119 @@ async fn a_removed_server_takes_its_permission_along() {
         .unwrap();
     assert!(settings(&svc)["mcp"]["permissions"].get("g").is_none());
 }
+
+/// `invalid_params` naming `params.workdir`, with a short message.
+fn assert_bad_workdir(r: Result<impl std::fmt::Debug, tonic::Status>, what: &str) -> String {
+    let err = r.expect_err(what);
+    assert_eq!(code(&err), "invalid_params", "{what}: {err:?}");
+    let rpc = snowpea_proto::error::RpcError::from_status(&err);
+    assert_eq!(
+        rpc.details.as_ref().map(|d| d["field"].clone()),
+        Some(json!("params.workdir")),
+        "{what}"
+    );
+    assert!(
+        err.message().len() < 400,
+        "{what}: {} bytes",
+        err.message().len()
+    );
+    err.message().to_owned()
+}
+
+#[tokio::test]
+async fn every_workdir_param_is_checked_and_never_remembered_unbounded() {
+    let svc = Svc::start().await;
+    let mut c = svc.mcp();
+    let huge = format!("/{}", "q".repeat(1_000_000));
+    let file = svc.dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let missing = svc.dir.path().join("not-made");
+    let missing_s = missing.display().to_string();
+    for (w, says) in [
+        (huge.as_str(), "bytes long"),
+        ("/etc/passwd", "not a directory"),
+        (file.to_str().unwrap(), "not a directory"),
+        (missing_s.as_str(), "does not exist"),
+        ("relative/dir", "absolute"),
+    ] {
+        let wd = Some(w.to_owned());
+        let m = assert_bad_workdir(
+            within(
+                CALL,
+                "list",
+                c.list(snowpea_proto::mcp::v1::McpListParams {
+                    workdir: wd.clone(),
+                    ..Default::default()
+                }),
+            )
+            .await,
+            "mcp.list",
+        );
+        assert!(m.contains(says), "{m}");
+        let mut add = add_params("x", &json!({"command": "node", "args": ["s.js"]}));
+        add.scope = "project".into();
+        add.workdir = wd.clone();
+        assert_bad_workdir(within(CALL, "add", c.add(add)).await, "mcp.add");
+        let update = McpUpdateParams {
+            name: "x".into(),
+            workdir: wd.clone(),
+            ..Default::default()
+        };
+        assert_bad_workdir(within(CALL, "update", c.update(update)).await, "mcp.update");
+        let remove = McpRemoveParams {
+            name: "x".into(),
+            workdir: wd.clone(),
+            ..Default::default()
+        };
+        assert_bad_workdir(within(CALL, "remove", c.remove(remove)).await, "mcp.remove");
+        let reload = McpReloadParams {
+            workdir: wd.clone(),
+            ..Default::default()
+        };
+        assert_bad_workdir(within(CALL, "reload", c.reload(reload)).await, "mcp.reload");
+        let test = McpTestParams {
+            command: Some("node".into()),
+            workdir: wd.clone(),
+            ..Default::default()
+        };
+        assert_bad_workdir(within(CALL, "test", c.test(test)).await, "mcp.test");
+    }
+    assert!(
+        !missing.exists(),
+        "mcp.add{{scope:project}} never creates a workdir"
+    );
+
+    // The internal RPC bounds it too; a session's vanished folder still sees global servers.
+    let err = within(
+        CALL,
+        "ListTools huge",
+        svc.internal()
+            .list_tools(snowpea_proto::mcp::v1::ListToolsRequest {
+                workdir: huge.clone(),
+                wait_ms: 0,
+            }),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(code(&err), "invalid_params");
+    within(
+        CALL,
+        "ListTools vanished",
+        svc.internal()
+            .list_tools(snowpea_proto::mcp::v1::ListToolsRequest {
+                workdir: missing_s.clone(),
+                wait_ms: 0,
+            }),
+    )
+    .await
+    .unwrap();
+    assert!(!missing.exists());
+
+    // Nothing of the megabyte reached the log.
+    let log = std::fs::read_to_string(svc.dir.path().join("svc-mcp.log")).unwrap_or_default();
+    assert!(
+        !log.contains(&"q".repeat(300)),
+        "a client string was logged unbounded ({} bytes of log)",
+        log.len()
+    );
+}
