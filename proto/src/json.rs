@@ -251,12 +251,40 @@ fn integer(value: &Json, path: &str) -> Result<i64, ParamError> {
     }
 }
 
+/// Deepest free-form JSON (`Record<string, unknown>` fields: Struct, Value, ListValue) a
+/// params object may carry, counted in nested objects and arrays. Each JSON level costs
+/// about three protobuf message levels, and services decode with prost's recursion limit
+/// of 100: anything deeper would pass here and fail in the service as `internal`.
+pub const MAX_JSON_DEPTH: usize = 24;
+
+/// Levels of nested objects/arrays in `v` (a scalar is 0), stopping once past `limit`.
+fn json_depth(v: &Json, limit: usize) -> usize {
+    let children: Box<dyn Iterator<Item = &Json>> = match v {
+        Json::Object(m) => Box::new(m.values()),
+        Json::Array(a) => Box::new(a.iter()),
+        _ => return 0,
+    };
+    if limit == 0 {
+        return 1;
+    }
+    1 + children
+        .map(|c| json_depth(c, limit - 1))
+        .max()
+        .unwrap_or(0)
+}
+
 /// Builds a well-known-type message (Struct, Value, ListValue, Empty) from JSON.
 fn wkt_from_json(
     desc: &MessageDescriptor,
     value: &Json,
     path: &str,
 ) -> Result<DynamicMessage, ParamError> {
+    if json_depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH {
+        return Err(ParamError::new(
+            path,
+            format!("is nested more than {MAX_JSON_DEPTH} levels deep"),
+        ));
+    }
     match desc.full_name() {
         WKT_STRUCT if !value.is_object() => Err(ParamError::new(
             path,

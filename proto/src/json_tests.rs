@@ -104,3 +104,37 @@ fn null_params_are_an_empty_object() {
     let e = to_message(&desc(), &Json::Null, "params").unwrap_err();
     assert_eq!(e.field, "params.sessionId");
 }
+
+#[test]
+fn free_form_json_is_refused_past_the_depth_a_service_can_decode() {
+    use prost::Message;
+    let nested = |levels: usize| {
+        let mut v = json!("leaf");
+        for _ in 0..levels {
+            v = json!({ "k": v });
+        }
+        v
+    };
+    // The deepest accepted value survives the service's decode (prost's recursion limit).
+    let ok = to_message(
+        &desc(),
+        &json!({"sessionId": "s", "meta": nested(MAX_JSON_DEPTH)}),
+        "params",
+    )
+    .unwrap();
+    let bytes = ok.encode_to_vec();
+    DynamicMessage::decode(desc(), bytes.as_slice()).expect("decodes like a service would");
+
+    let e = err(json!({"sessionId": "s", "meta": nested(MAX_JSON_DEPTH + 1)}));
+    assert_eq!(e.field, "params.meta");
+    assert!(e.message.contains("nested more than"), "{}", e.message);
+    // Arrays count too.
+    let mut deep_list = json!(1);
+    for _ in 0..=MAX_JSON_DEPTH {
+        deep_list = json!([deep_list]);
+    }
+    assert_eq!(
+        err(json!({"sessionId": "s", "any": deep_list})).field,
+        "params.any"
+    );
+}
