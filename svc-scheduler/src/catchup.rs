@@ -49,8 +49,11 @@ pub fn plan(
         .map(|t| t.as_millisecond())
         .unwrap_or(first_due_ms)
         .max(first_due_ms);
-    let window_ms = window_minutes.max(0).saturating_mul(60_000) + ON_TIME_GRACE_MS;
-    let fire = (now_ms - newest <= window_ms).then_some(newest);
+    let window_ms = window_minutes
+        .max(0)
+        .saturating_mul(60_000)
+        .saturating_add(ON_TIME_GRACE_MS);
+    let fire = (now_ms.saturating_sub(newest) <= window_ms).then_some(newest);
 
     // Every occurrence from the first due one up to (not including) the newest is missed.
     let mut older = std::collections::VecDeque::new();
@@ -191,6 +194,30 @@ mod tests {
             (p.fire, p.next, p.enabled),
             (Some(ms("2026-01-01T09:00:00Z")), None, false)
         );
+    }
+
+    #[test]
+    fn a_huge_window_saturates_instead_of_overflowing() {
+        let s = Schedule::cron("0 * * * *").unwrap();
+        let p = plan(
+            &s,
+            ts("2026-01-01T00:00:00Z"),
+            &TimeZone::UTC,
+            ms("2026-01-01T09:00:00Z"),
+            ts("2026-03-01T10:45:00Z"),
+            i64::MAX,
+        );
+        assert_eq!(p.fire, Some(ms("2026-03-01T10:00:00Z")));
+        // A first due time far in the past does not overflow the lateness either.
+        let p = plan(
+            &s,
+            ts("2026-01-01T00:00:00Z"),
+            &TimeZone::UTC,
+            i64::MIN,
+            ts("2026-01-01T10:45:00Z"),
+            0,
+        );
+        assert_eq!(p.fire, None);
     }
 
     #[test]

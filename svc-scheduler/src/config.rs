@@ -14,6 +14,13 @@ use serde_json::Value;
 
 use crate::spec::{self, SpecError};
 
+/// Largest `sessionTemplate.hostWaitSec` (and `scheduler.hostWaitSec`): 7 days.
+pub const MAX_HOST_WAIT_SEC: i64 = 7 * 24 * 3600;
+/// Largest `sessionTemplate.catchUpWindowMinutes` (and `scheduler.catchUpWindowMinutes`): 1 year.
+pub const MAX_CATCH_UP_WINDOW_MINUTES: i64 = 365 * 24 * 60;
+/// Largest `scheduler.runTimeoutSec` and `approvals.timeoutSec` the scheduler uses: 30 days.
+pub const MAX_TIMEOUT_SEC: i64 = 30 * 24 * 3600;
+
 /// Settings the scheduler reads.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -48,10 +55,10 @@ impl Config {
     /// Reads the settings document; a bad time zone name is an error naming the setting.
     pub fn from_settings(settings: &Value) -> Result<Config, SpecError> {
         let get = |path: &str| snowpea_common::settings::get(settings, path);
-        let int = |path: &str, default: i64| {
+        let int = |path: &str, default: i64, max: i64| {
             get(path)
                 .and_then(Value::as_i64)
-                .filter(|v| *v >= 0)
+                .filter(|v| (0..=max).contains(v))
                 .unwrap_or(default)
         };
         let time_zone = spec::time_zone(get("scheduler.timeZone").and_then(Value::as_str))?;
@@ -63,10 +70,20 @@ impl Config {
             catch_up_window_minutes: int(
                 "scheduler.catchUpWindowMinutes",
                 d.catch_up_window_minutes,
+                MAX_CATCH_UP_WINDOW_MINUTES,
             ),
-            host_wait_sec: int("scheduler.hostWaitSec", d.host_wait_sec),
-            run_timeout_sec: int("scheduler.runTimeoutSec", d.run_timeout_sec).max(1),
-            approval_timeout_sec: int("approvals.timeoutSec", d.approval_timeout_sec),
+            host_wait_sec: int("scheduler.hostWaitSec", d.host_wait_sec, MAX_HOST_WAIT_SEC),
+            run_timeout_sec: int(
+                "scheduler.runTimeoutSec",
+                d.run_timeout_sec,
+                MAX_TIMEOUT_SEC,
+            )
+            .max(1),
+            approval_timeout_sec: int(
+                "approvals.timeoutSec",
+                d.approval_timeout_sec,
+                MAX_TIMEOUT_SEC,
+            ),
         })
     }
 

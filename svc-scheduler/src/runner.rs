@@ -23,6 +23,7 @@ use snowpea_proto::session::v1::{
 };
 use tonic::transport::Channel;
 
+use crate::config::{MAX_CATCH_UP_WINDOW_MINUTES, MAX_HOST_WAIT_SEC};
 use crate::scheduler::Scheduler;
 use crate::spec::iso;
 use crate::store::{JobRow, OccurrenceRow, Outcome};
@@ -362,11 +363,26 @@ impl Scheduler {
             Some(ms) => ts(ms),
             None => {
                 let wait = if job.host_wait_sec > 0 {
-                    job.host_wait_sec
+                    clamped(job, "hostWaitSec", job.host_wait_sec, MAX_HOST_WAIT_SEC)
                 } else {
-                    job.catch_up_window_minutes * 60
+                    clamped(
+                        job,
+                        "catchUpWindowMinutes",
+                        job.catch_up_window_minutes,
+                        MAX_CATCH_UP_WINDOW_MINUTES,
+                    ) * 60
                 };
-                let d = self.clock.now() + SignedDuration::from_secs(wait.max(0));
+                let now = self.clock.now();
+                let Ok(d) = now.checked_add(SignedDuration::from_secs(wait)) else {
+                    // Never panic on stored data: the occurrence ends with the reason.
+                    let reason = format!(
+                        "cannot wait for host {host}: {} + {wait} s is beyond the last representable time",
+                        iso(now)
+                    );
+                    tracing::error!(job_id = job.job_id, reason, "host wait out of range");
+                    self.fail_open(job, occ, &reason);
+                    return false;
+                };
                 if let Err(e) =
                     self.store
                         .set_waiting(&job.job_id, occ.scheduled_ms, d.as_millisecond())
@@ -429,7 +445,28 @@ impl Scheduler {
     }
 }
 
-/// A timestamp from ms since the epoch (clamped into range).
+/// A job's stored number clamped into `0..=max` (a row written before the ranges were checked
+/// may hold anything); a clamped value is logged.
+fn clamped(job: &JobRow, what: &str, value: i64, max: i64) -> i64 {
+    let v = value.clamp(0, max);
+    if v != value {
+        tracing::warn!(
+            job_id = job.job_id,
+            what,
+            stored = value,
+            used = v,
+            "stored value out of range; clamped"
+        );
+    }
+    v
+}
+
+/// A timestamp from ms since the epoch, clamped into jiff's range (a stored value far out of
+/// range reads as the first or last representable instant, never as an error or a panic).
 pub fn ts(ms: i64) -> Timestamp {
-    Timestamp::from_millisecond(ms).unwrap_or(Timestamp::UNIX_EPOCH)
+    Timestamp::from_millisecond(ms).unwrap_or(if ms < 0 {
+        Timestamp::MIN
+    } else {
+        Timestamp::MAX
+    })
 }

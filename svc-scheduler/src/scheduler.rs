@@ -64,12 +64,15 @@ impl Scheduler {
 
     /// The current settings.
     pub fn config(&self) -> Config {
-        self.config.lock().expect("config lock").clone()
+        self.config
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Replaces the settings (re-read by the handlers that create or change jobs).
     pub fn set_config(&self, c: Config) {
-        *self.config.lock().expect("config lock") = c;
+        *self.config.lock().unwrap_or_else(|e| e.into_inner()) = c;
     }
 
     /// Wakes the tick early (a job changed, a run ended).
@@ -139,7 +142,14 @@ impl Scheduler {
         let Some(first_due) = job.next_run_ms else {
             return Ok(false);
         };
-        let (schedule, tz) = schedule_of(&job)?;
+        let (schedule, tz) = match schedule_of(&job) {
+            Ok(s) => s,
+            Err(e) => {
+                // A stored schedule that cannot be read would be due forever: pause the job.
+                self.disable_broken(&job, &format!("{e:#}"))?;
+                return Ok(false);
+            }
+        };
         let plan = catchup::plan(
             &schedule,
             ts(job.anchor_ms),
@@ -181,6 +191,85 @@ impl Scheduler {
         Ok(true)
     }
 
+    /// Pauses a job whose stored schedule cannot be read (logged, `job.event` `updated`).
+    fn disable_broken(&self, job: &JobRow, reason: &str) -> anyhow::Result<()> {
+        tracing::error!(
+            job_id = job.job_id,
+            reason,
+            "stored schedule unreadable; job paused"
+        );
+        let mut j = job.clone();
+        j.enabled = false;
+        j.next_run_ms = None;
+        j.updated_ms = self.clock.now().as_millisecond();
+        self.store.update_job(&j)?;
+        self.job_event(
+            &j,
+            "updated",
+            json!({ "enabled": false, "nextRunAt": null, "error": reason }),
+        );
+        Ok(())
+    }
+
+    /// Ends an occurrence that is still open as `failed` with `reason` (logged and published as
+    /// `job.event` `failed`); does nothing when it has already ended.
+    pub fn fail_open(&self, job: &JobRow, occ: &OccurrenceRow, reason: &str) {
+        let outcome = Outcome {
+            status: "failed".into(),
+            last_status: Some("error".into()),
+            session_id: None,
+            text: String::new(),
+            error: Some(reason.to_owned()),
+            now_ms: self.clock.now().as_millisecond(),
+        };
+        match self
+            .store
+            .finish_open(&job.job_id, occ.scheduled_ms, &outcome)
+        {
+            Ok(true) => {
+                self.job_event(
+                    job,
+                    "failed",
+                    json!({
+                        "scheduledAt": iso(ts(occ.scheduled_ms)), "runId": occ.run_id,
+                        "trigger": occ.trigger, "status": "failed", "lastStatus": "error",
+                        "sessionId": occ.session_id, "error": reason,
+                    }),
+                );
+                self.wake();
+            }
+            Ok(false) => {}
+            Err(e) => {
+                tracing::error!(job_id = job.job_id, error = %format!("{e:#}"), "cannot record the failed run")
+            }
+        }
+    }
+
+    /// Spawns [`Scheduler::run_occurrence`] guarded: should the run's task panic, its
+    /// occurrence is recorded `failed` instead of leaving the job `running` forever.
+    pub fn spawn_occurrence(self: &Arc<Self>, job: JobRow, occ: OccurrenceRow) {
+        let run = tokio::spawn(self.clone().run_occurrence(job.clone(), occ.clone()));
+        let me = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = run.await {
+                if e.is_panic() {
+                    let p = e.into_panic();
+                    let msg = p
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| p.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "unknown panic".into());
+                    tracing::error!(job_id = job.job_id, panic = msg, "a run panicked");
+                    me.fail_open(
+                        &job,
+                        &occ,
+                        &format!("internal error in svc-scheduler: {msg}"),
+                    );
+                }
+            }
+        });
+    }
+
     fn missed_event(&self, job: &JobRow, missed: &[i64], total: u64, reason: &str) {
         if let Some(newest) = missed.last() {
             self.job_event(
@@ -206,7 +295,7 @@ impl Scheduler {
             error: None,
             claimed_ms: c.now_ms,
         };
-        tokio::spawn(self.clone().run_occurrence(job, occ));
+        self.spawn_occurrence(job, occ);
     }
 
     /// `job.runNow`: fires the job now. When an occurrence is due right now the run claims
@@ -269,8 +358,13 @@ impl Scheduler {
             let Some(job) = self.store.job(&occ.job_id)? else {
                 continue;
             };
-            let late = now.as_millisecond() - occ.scheduled_ms;
-            let window = job.catch_up_window_minutes.max(0) * 60_000 + catchup::ON_TIME_GRACE_MS;
+            // Saturating: stored values may be anything.
+            let late = now.as_millisecond().saturating_sub(occ.scheduled_ms);
+            let window = job
+                .catch_up_window_minutes
+                .max(0)
+                .saturating_mul(60_000)
+                .saturating_add(catchup::ON_TIME_GRACE_MS);
             match occ.status.as_str() {
                 "running" => {
                     let reason = "interrupted: svc-scheduler stopped while the run was in progress"
@@ -314,7 +408,7 @@ impl Scheduler {
                         status = occ.status,
                         "resuming an occurrence a restart interrupted"
                     );
-                    tokio::spawn(self.clone().run_occurrence(job, occ));
+                    self.spawn_occurrence(job, occ);
                 }
             }
         }

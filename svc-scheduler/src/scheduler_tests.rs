@@ -657,3 +657,177 @@ async fn invalid_specs_name_the_field_and_say_why() {
         ("cron", Some("0 8 * * 1-5"), Some("2026-01-16T08:00:00Z"))
     );
 }
+
+fn field_of(e: crate::error::JobError) -> String {
+    let e = e.into_rpc();
+    assert_eq!(
+        e.code,
+        snowpea_proto::error::ErrorCode::InvalidParams,
+        "{e:?}"
+    );
+    e.details.unwrap()["field"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn out_of_range_template_values_are_refused_naming_the_field() {
+    let r = rig().await;
+    let me = Caller::Client(CallContext::default());
+    let host = "params.sessionTemplate.hostWaitSec";
+    let window = "params.sessionTemplate.catchUpWindowMinutes";
+    for (wait, win, field) in [
+        (1_000_000_000_000, 0, host),
+        (604_801, 0, host),
+        (-1, 0, host),
+        (0, 525_601, window),
+        (0, i64::MAX, window),
+        (0, -5, window),
+    ] {
+        let n = NewJob {
+            spec: "every 1h".into(),
+            task: "t".into(),
+            created_via: "rpc",
+            host_tools_from: Some("browser-1".into()),
+            host_wait_sec: wait,
+            catch_up_window_minutes: win,
+            ..Default::default()
+        };
+        assert_eq!(field_of(r.api.schedule(&me, n).unwrap_err()), field);
+    }
+    assert!(r.api.list(&me).unwrap().jobs.is_empty(), "nothing saved");
+    // The bounds themselves are fine.
+    let id = r.schedule("every 1h", |n| {
+        n.host_wait_sec = 604_800;
+        n.catch_up_window_minutes = 525_600;
+    });
+    let up = |wait: Option<i64>, win: Option<i64>| snowpea_proto::scheduler::v1::JobUpdateParams {
+        job_id: id.clone(),
+        session_template: Some(
+            snowpea_proto::scheduler::v1::job_update_params::SessionTemplate {
+                catch_up_window_minutes: win,
+                host_wait_sec: wait,
+            },
+        ),
+        ..Default::default()
+    };
+    for (wait, win, field) in [
+        (Some(1_000_000_000_000), None, host),
+        (Some(-1), None, host),
+        (None, Some(525_601), window),
+        (None, Some(-1), window),
+    ] {
+        assert_eq!(
+            field_of(r.api.update(&me, up(wait, win)).unwrap_err()),
+            field
+        );
+    }
+    let j = r.job(&id);
+    assert_eq!(
+        (j.host_wait_sec, j.catch_up_window_minutes),
+        (604_800, 525_600)
+    );
+}
+
+#[tokio::test]
+async fn a_stored_huge_host_wait_neither_panics_nor_wedges_the_job() {
+    // A row written before the ranges were checked: hostWaitSec 10^12.
+    let mut r = rig().await;
+    let id = r.schedule("every 1h", |n| n.host_tools_from = Some("browser-1".into()));
+    r.api
+        .sched
+        .store
+        .update_job(&JobRow {
+            host_wait_sec: 1_000_000_000_000,
+            ..r.job(&id)
+        })
+        .unwrap();
+    r.advance(3600);
+    assert_eq!(r.tick(), 1);
+    // Clamped to 7 days, not a panic.
+    let p = r.expect(&["waiting_for_host"]).await;
+    assert_eq!(p[0]["waitUntil"], "2026-01-22T11:00:00Z");
+    r.advance(7 * 86_400 + 1);
+    r.expect(&["missed"]).await;
+    assert!(!r.job(&id).running, "the job is free again");
+}
+
+#[tokio::test]
+async fn a_host_wait_past_the_last_representable_time_fails_the_run() {
+    let mut r = rig().await;
+    let id = r.schedule("every 1h", |n| {
+        n.host_tools_from = Some("browser-1".into());
+        n.host_wait_sec = 604_800;
+    });
+    r.clock.set("9999-12-29T00:00:00Z".parse().unwrap());
+    let me = Caller::Client(CallContext::default());
+    assert!(r.api.run_now(&me, &id).unwrap().ok);
+    let p = r.expect(&["failed"]).await;
+    assert!(
+        p[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("beyond the last representable time"),
+        "{}",
+        p[0]
+    );
+    let j = r.job(&id);
+    assert!(!j.running);
+    assert_eq!(j.last_status.as_deref(), Some("error"));
+    assert!(r.api.sched.store.open_occurrences().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn recovery_with_a_huge_stored_catch_up_window_does_not_panic() {
+    let mut r = rig().await;
+    let id = r.schedule("every 1h", |_| {});
+    let store = r.api.sched.store.clone();
+    assert!(store
+        .claim(&Claim {
+            job_id: id.clone(),
+            scheduled_ms: ms("2026-01-15T11:00:00Z"),
+            run_id: "run_x".into(),
+            trigger: "schedule".into(),
+            now_ms: ms("2026-01-15T11:00:00Z"),
+            expect_next_ms: None,
+            new_next_ms: Some(ms("2026-01-15T12:00:00Z")),
+            new_enabled: true,
+            missed_ms: vec![],
+            missed_reason: String::new(),
+        })
+        .unwrap());
+    store
+        .update_job(&JobRow {
+            catch_up_window_minutes: i64::MAX,
+            ..r.job(&id)
+        })
+        .unwrap();
+    r.clock.set("2026-01-16T11:00:00Z".parse().unwrap());
+    r.api.sched.recover().unwrap();
+    r.expect(&["started", "finished"]).await;
+    assert_eq!(r.fake.runs.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn an_unreadable_stored_schedule_pauses_the_job_instead_of_spinning() {
+    let mut r = rig().await;
+    let id = r.schedule("every 1h", |_| {});
+    r.api
+        .sched
+        .store
+        .update_job(&JobRow {
+            kind: "cron".into(),
+            normalized: "not a cron rule".into(),
+            ..r.job(&id)
+        })
+        .unwrap();
+    r.advance(3600);
+    assert_eq!(r.tick(), 0);
+    let p = r.expect(&["updated"]).await;
+    assert_eq!(p[0]["enabled"], false);
+    let j = r.job(&id);
+    assert!(!j.enabled && j.next_run_ms.is_none());
+    assert_eq!(
+        r.api.sched.store.earliest_due().unwrap(),
+        None,
+        "nothing stays due"
+    );
+}

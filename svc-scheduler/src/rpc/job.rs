@@ -16,7 +16,7 @@ use snowpea_proto::scheduler::v1::*;
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
 
-use crate::config::Config;
+use crate::config::{Config, MAX_CATCH_UP_WINDOW_MINUTES, MAX_HOST_WAIT_SEC};
 use crate::error::JobError;
 use crate::ownership::{check_may_change, check_meta, Caller};
 use crate::runner::ts;
@@ -80,6 +80,24 @@ fn refuse_agent(agent: Option<&str>) -> Result<(), JobError> {
     }
 }
 
+/// Checks a `sessionTemplate` number against `0..=max` (`field` as in the params, e.g.
+/// `sessionTemplate.hostWaitSec`).
+fn check_range(field: &'static str, value: i64, max: i64, unit: &str) -> Result<i64, JobError> {
+    if value < 0 {
+        return Err(JobError::Invalid {
+            field,
+            message: format!("must not be negative, got {value}"),
+        });
+    }
+    if value > max {
+        return Err(JobError::Invalid {
+            field,
+            message: format!("must be at most {max} {unit}, got {value}"),
+        });
+    }
+    Ok(value)
+}
+
 fn nonempty(s: Option<String>) -> Option<String> {
     s.filter(|s| !s.trim().is_empty())
 }
@@ -122,6 +140,18 @@ impl JobApi {
                 message: format!("{mode:?} is not one of plan, accept, auto"),
             });
         }
+        check_range(
+            "sessionTemplate.hostWaitSec",
+            p.host_wait_sec,
+            MAX_HOST_WAIT_SEC,
+            "seconds (7 days)",
+        )?;
+        check_range(
+            "sessionTemplate.catchUpWindowMinutes",
+            p.catch_up_window_minutes,
+            MAX_CATCH_UP_WINDOW_MINUTES,
+            "minutes (1 year)",
+        )?;
         let cfg = self.config()?;
         let now = self.sched.clock.now();
         let parsed =
@@ -359,22 +389,20 @@ impl JobApi {
         }
         if let Some(t) = p.session_template {
             if let Some(w) = t.catch_up_window_minutes {
-                if w < 0 {
-                    return Err(JobError::Invalid {
-                        field: "sessionTemplate.catchUpWindowMinutes",
-                        message: "must not be negative".into(),
-                    });
-                }
-                j.catch_up_window_minutes = w;
+                j.catch_up_window_minutes = check_range(
+                    "sessionTemplate.catchUpWindowMinutes",
+                    w,
+                    MAX_CATCH_UP_WINDOW_MINUTES,
+                    "minutes (1 year)",
+                )?;
             }
             if let Some(w) = t.host_wait_sec {
-                if w < 0 {
-                    return Err(JobError::Invalid {
-                        field: "sessionTemplate.hostWaitSec",
-                        message: "must not be negative".into(),
-                    });
-                }
-                j.host_wait_sec = w;
+                j.host_wait_sec = check_range(
+                    "sessionTemplate.hostWaitSec",
+                    w,
+                    MAX_HOST_WAIT_SEC,
+                    "seconds (7 days)",
+                )?;
             }
         }
         match p.enabled {

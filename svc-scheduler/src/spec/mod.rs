@@ -155,8 +155,11 @@ impl Schedule {
                     .map(|z| z.timestamp())
             }
             Schedule::Interval { every } => {
-                let period = every.as_millis().max(1) as i64;
-                let since = after.as_millisecond() - anchor.as_millisecond();
+                // Checked throughout: a stored period may be absurdly long.
+                let period = i64::try_from(every.as_millis()).ok()?.max(1);
+                let since = after
+                    .as_millisecond()
+                    .checked_sub(anchor.as_millisecond())?;
                 let k = if since < 0 { 1 } else { since / period + 1 };
                 Timestamp::from_millisecond(
                     anchor
@@ -182,11 +185,18 @@ impl Schedule {
                 .ok()
                 .map(|z| z.timestamp()),
             Schedule::Interval { every } => {
-                let period = every.as_millis().max(1) as i64;
-                let k = (t.as_millisecond() - anchor.as_millisecond()).div_euclid(period);
-                (k >= 1)
-                    .then(|| Timestamp::from_millisecond(anchor.as_millisecond() + k * period).ok())
-                    .flatten()
+                let period = i64::try_from(every.as_millis()).ok()?.max(1);
+                let k = t
+                    .as_millisecond()
+                    .checked_sub(anchor.as_millisecond())?
+                    .div_euclid(period);
+                if k < 1 {
+                    return None;
+                }
+                let at = anchor
+                    .as_millisecond()
+                    .checked_add(k.checked_mul(period)?)?;
+                Timestamp::from_millisecond(at).ok()
             }
             Schedule::Once { at } => (*at <= t).then_some(*at),
         }

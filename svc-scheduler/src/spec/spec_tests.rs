@@ -450,3 +450,21 @@ fn time_zone_setting() {
         .contains("IANA"));
     assert!(time_zone(None).is_ok());
 }
+
+#[test]
+fn absurd_stored_intervals_never_fire_instead_of_overflowing() {
+    let s = Schedule::from_normalized(Kind::Interval, "every 9223372036854775807s").unwrap();
+    let anchor = ts("2026-01-01T00:00:00Z");
+    assert_eq!(s.next_after(ts(NOW), anchor, &TimeZone::UTC), None);
+    assert_eq!(s.prev_at_or_before(ts(NOW), anchor, &TimeZone::UTC), None);
+    // Anchors at the far ends of the range stay in range.
+    let s = Schedule::Interval {
+        every: SignedDuration::from_secs(60),
+    };
+    let prev = s.prev_at_or_before(Timestamp::MAX, Timestamp::MIN, &TimeZone::UTC);
+    assert!(prev.is_some_and(|p| p <= Timestamp::MAX));
+    assert_eq!(
+        s.next_after(Timestamp::MAX, Timestamp::MIN, &TimeZone::UTC),
+        None
+    );
+}

@@ -97,7 +97,8 @@ impl Store {
     }
 
     fn conn(&self) -> MutexGuard<'_, Connection> {
-        self.conn.lock().expect("scheduler db lock")
+        // A poisoned lock only means another thread panicked: the connection is still usable.
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

@@ -218,6 +218,32 @@ impl Store {
         Ok(())
     }
 
+    /// Ends an occurrence like [`Store::finish`], but only while it is still open (`claimed`,
+    /// `waiting_for_host` or `running`). True when it was.
+    pub fn finish_open(
+        &self,
+        job_id: &str,
+        scheduled_ms: i64,
+        o: &Outcome,
+    ) -> anyhow::Result<bool> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let n = tx.execute(
+            "UPDATE occurrences SET status = ?3, session_id = COALESCE(?4, session_id), text = ?5, \
+             error = ?6, ended_ms = ?7 WHERE job_id = ?1 AND scheduled_ms = ?2 \
+             AND status IN ('claimed', 'waiting_for_host', 'running')",
+            params![job_id, scheduled_ms, o.status, o.session_id, o.text, o.error, o.now_ms],
+        )?;
+        if n == 1 {
+            tx.execute(
+                "UPDATE jobs SET running = 0, last_status = COALESCE(?2, last_status), updated_ms = ?3 WHERE job_id = ?1",
+                params![job_id, o.last_status, o.now_ms],
+            )?;
+        }
+        tx.commit()?;
+        Ok(n == 1)
+    }
+
     /// Occurrences a crash may have left open (`claimed`, `waiting_for_host`, `running`).
     pub fn open_occurrences(&self) -> anyhow::Result<Vec<OccurrenceRow>> {
         let conn = self.conn();

@@ -473,3 +473,59 @@ async fn the_manual_clock_only_moves_forward() {
     assert_eq!(now, T0);
     assert_eq!(s.advance(90).await, "2026-01-15T10:01:30Z");
 }
+
+/// The `field` of an `invalid_params` error.
+fn invalid_field(e: &tonic::Status) -> String {
+    let rpc = snowpea_proto::error::RpcError::from_status(e);
+    assert_eq!(rpc.code.wire(), "invalid_params", "{}", rpc.message);
+    rpc.details.unwrap()["field"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn out_of_range_template_values_are_invalid_params_and_never_reach_a_run() {
+    let home = Scheduler::home();
+    let fake = FakeSession::default();
+    let _session = SessionServer::start(fake.clone(), Scheduler::socket(&home, "session"));
+    let mut s = Scheduler::start(home.clone(), T0).await;
+    let mut p = sched("every 60s");
+    p.session_template = Some(job_schedule_params::SessionTemplate {
+        host_tools_from: Some("x".into()),
+        host_wait_sec: 1_000_000_000_000,
+        ..Default::default()
+    });
+    let e = s.jobs.schedule(p.clone()).await.unwrap_err();
+    assert_eq!(invalid_field(&e), "params.sessionTemplate.hostWaitSec");
+    p.session_template = Some(job_schedule_params::SessionTemplate {
+        catch_up_window_minutes: -1,
+        ..Default::default()
+    });
+    let e = s.jobs.schedule(p).await.unwrap_err();
+    assert_eq!(
+        invalid_field(&e),
+        "params.sessionTemplate.catchUpWindowMinutes"
+    );
+    let id = s
+        .jobs
+        .schedule(sched("every 60s"))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    let e = s
+        .jobs
+        .update(JobUpdateParams {
+            job_id: id.clone(),
+            session_template: Some(job_update_params::SessionTemplate {
+                host_wait_sec: Some(604_801),
+                catch_up_window_minutes: None,
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(invalid_field(&e), "params.sessionTemplate.hostWaitSec");
+    // The one job that was saved runs normally.
+    s.advance(60).await;
+    s.expect(&["started", "finished"]).await;
+    assert_eq!(fake.runs.lock().unwrap().len(), 1);
+}
