@@ -12,7 +12,8 @@
 //!
 //! Layout: [`config`] (`.mcp.json` scopes, discovery, atomic order-preserving writes) ·
 //! [`trust`] (the trust step of project entries) ·
-//! [`validate`] (rules and security findings) · [`secrets`] · [`catalog`] (presets) ·
+//! [`validate`] (rules and security findings; [`wrappers`]: what a command line really
+//! runs) · [`secrets`] · [`catalog`] (presets) ·
 //! [`host`] (one supervisor task per server, the process guard, transports) · [`probe`]
 //! (`mcp.test`) · [`sessions`] (workdir resolution) · [`rpc`] (the gRPC services) ·
 //! [`error`] (the one mapping to protocol errors) · [`clip`] (bounded log fields).
@@ -28,6 +29,7 @@ pub mod secrets;
 pub mod sessions;
 pub mod trust;
 pub mod validate;
+pub mod wrappers;
 
 /// Capabilities this service implements (`system.hello`).
 pub const CAPABILITIES: &[&str] = &["mcp"];

@@ -6,9 +6,13 @@
 //! transport; ranges of the timeouts; env and header names.
 //!
 //! Security findings answer `mcp_unsafe` unless `force`, which turns them into `warnings`:
-//! * a shell interpreter as the command (`sh`, `bash`, `zsh`, `cmd`, `powershell`, … also
-//!   behind `env`/`sudo`), or an interpreter running inline code (`python -c`, `node -e`, …);
-//! * `sudo`/`doas` (the server would run with elevated privileges);
+//! * a shell interpreter as the command (`sh`, `bash`, `zsh`, `cmd`, `powershell`, …), or an
+//!   interpreter running inline code (`python -c`, `python3.11 -c`, `node20 -e`, `perl -le`,
+//!   `awk 'BEGIN{…}'`, …), also behind wrapper commands, which are looked through
+//!   recursively ([`crate::wrappers`]: `env -S "bash -c …"`, `nohup`, `timeout 10 bash`,
+//!   `nice`, `stdbuf`, `setsid`, `xargs`, …), and wrappers that run a shell command line
+//!   (`su -c`, `sudo -s`, `script -c`, `watch`, `npx -c`, …);
+//! * `sudo`/`doas`/`su`/`pkexec` (the server would run with elevated privileges);
 //! * a download piped into a shell (`curl … | sh`) anywhere in the args;
 //! * a world-writable command (or a world-writable, non-sticky directory holding it): anyone
 //!   on the machine could swap the program the agent runs;
@@ -62,6 +66,8 @@ static PIPE_TO_SHELL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(curl|wget|fetch|iwr|invoke-webrequest)\b.*\|\s*(sudo\s+)?(sh|bash|zsh|dash|ksh|fish|python3?|node|perl|ruby|iex|invoke-expression)\b").unwrap()
 });
 
+/// Shell interpreters, by base name ([`crate::wrappers::base_name`]: `.exe` and version
+/// suffixes dropped).
 const SHELLS: &[&str] = &[
     "sh",
     "bash",
@@ -75,20 +81,8 @@ const SHELLS: &[&str] = &[
     "ash",
     "busybox",
     "cmd",
-    "cmd.exe",
     "powershell",
-    "powershell.exe",
     "pwsh",
-    "pwsh.exe",
-];
-const INLINE_CODE: &[(&str, &[&str])] = &[
-    ("python", &["-c"]),
-    ("python3", &["-c"]),
-    ("node", &["-e", "--eval", "-p", "--print"]),
-    ("deno", &["eval"]),
-    ("perl", &["-e", "-E"]),
-    ("ruby", &["-e"]),
-    ("php", &["-r"]),
 ];
 const SHELL_OPERATORS: &[&str] = &["&&", "||", ";", "|", "$(", "`", ">", "<"];
 
@@ -197,14 +191,6 @@ pub fn enforce(findings: Vec<String>, force: bool) -> Result<Vec<String>> {
     })
 }
 
-fn basename(command: &str) -> String {
-    Path::new(command)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or(command)
-        .to_ascii_lowercase()
-}
-
 fn validate_stdio(entry: &ServerEntry, command: &str, findings: &mut Vec<String>) -> Result<()> {
     if entry.headers.as_ref().is_some_and(|h| !h.is_empty()) {
         return Err(Error::Invalid(
@@ -218,51 +204,49 @@ fn validate_stdio(entry: &ServerEntry, command: &str, findings: &mut Vec<String>
         )));
     }
     let args = entry.args.as_deref().unwrap_or_default();
-    let mut program = basename(command);
-    let mut rest: &[String] = args;
-    // `env [VAR=x…] prog …` and `sudo prog …` hide the real program.
-    loop {
-        match program.as_str() {
-            "sudo" | "doas" => {
-                push_once(
-                    findings,
-                    format!("runs the server with elevated privileges ({program})"),
-                );
-            }
-            "env" => {}
-            _ => break,
-        }
-        let skip = rest
-            .iter()
-            .position(|a| !a.starts_with('-') && !a.contains('='))
-            .unwrap_or(rest.len());
-        if skip >= rest.len() {
-            break;
-        }
-        program = basename(&rest[skip]);
-        rest = &rest[skip + 1..];
+    // Wrappers (`env -S …`, `nohup`, `timeout 10 …`, `sudo …`) hide the real program.
+    let run = crate::wrappers::unwrap(command, args);
+    for w in &run.elevated {
+        push_once(
+            findings,
+            format!("runs the server with elevated privileges ({w})"),
+        );
     }
-    let is_shell = SHELLS.contains(&program.as_str());
-    if is_shell {
-        let inline = rest.iter().any(|a| {
-            a == "-c"
-                || a.eq_ignore_ascii_case("/c")
-                || a.eq_ignore_ascii_case("-command")
-                || a.eq_ignore_ascii_case("-encodedcommand")
-        });
+    let via = if run.wrappers.is_empty() {
+        String::new()
+    } else {
+        format!(" behind {}", run.wrappers.join(" "))
+    };
+    let program = run.program.as_str();
+    let base = crate::wrappers::base_name(program);
+    let is_shell = SHELLS.contains(&base.as_str());
+    let inline = crate::wrappers::runs_inline_code(&base, &run.args);
+    if let Some(line) = &run.shell_line {
+        findings.push(format!(
+            "command runs a shell command line ({line}{via}): the server's real command is hidden from review"
+        ));
+    } else if is_shell {
+        let inline = inline
+            || run.args.iter().any(|a| {
+                a.eq_ignore_ascii_case("/c")
+                    || a.eq_ignore_ascii_case("/k")
+                    || a.eq_ignore_ascii_case("-command")
+                    || a.eq_ignore_ascii_case("-c")
+                    || a.eq_ignore_ascii_case("-encodedcommand")
+            });
         findings.push(if inline {
-            format!("command is a shell interpreter ({program}) running an inline script (-c): the server's real command is hidden from review")
+            format!("command is a shell interpreter ({program}){via} running an inline script (-c): the server's real command is hidden from review")
         } else {
-            format!("command is a shell interpreter ({program})")
+            format!("command is a shell interpreter ({program}){via}")
         });
-    } else if let Some((_, flags)) = INLINE_CODE.iter().find(|(p, _)| *p == program) {
-        if rest.iter().any(|a| flags.contains(&a.as_str())) {
-            findings.push(format!(
-                "{program} runs inline code from args instead of a script or package"
-            ));
-        }
+    } else if inline {
+        findings.push(format!(
+            "{program}{via} runs inline code from args instead of a script or package"
+        ));
     }
-    if !is_shell {
+    // Code handed to a shell or an interpreter is judged above (mcp_unsafe), not as a
+    // mistaken shell string.
+    if !is_shell && !inline && run.shell_line.is_none() {
         for (i, a) in args.iter().enumerate() {
             if looks_like_shell_string(a) {
                 return Err(Error::Invalid(format!(
@@ -285,12 +269,18 @@ fn validate_stdio(entry: &ServerEntry, command: &str, findings: &mut Vec<String>
             }
         }
     }
-    if let Some(path) = resolve_command(command, entry.cwd.as_deref()) {
-        if let Some(why) = world_writable(&path) {
-            findings.push(format!(
-                "command {} {why}: anyone on this machine can replace it",
-                path.display()
-            ));
+    let mut programs = vec![command];
+    if run.command != command {
+        programs.push(run.command.as_str());
+    }
+    for p in programs {
+        if let Some(path) = resolve_command(p, entry.cwd.as_deref()) {
+            if let Some(why) = world_writable(&path) {
+                findings.push(format!(
+                    "command {} {why}: anyone on this machine can replace it",
+                    path.display()
+                ));
+            }
         }
     }
     Ok(())

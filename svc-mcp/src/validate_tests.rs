@@ -164,3 +164,120 @@ fn force_turns_findings_into_warnings() {
     assert_eq!(enforce(f.clone(), true).unwrap(), f);
     assert!(enforce(Vec::new(), false).unwrap().is_empty());
 }
+
+/// (command, args, a finding containing this) — wrappers and versioned interpreters hide
+/// nothing.
+#[test]
+fn wrapped_and_versioned_commands_are_judged_by_what_they_run() {
+    let table: &[(&str, &[&str], &str)] = &[
+        (
+            "env",
+            &["-S", "bash -c 'echo hi'"],
+            "shell interpreter (bash) behind env",
+        ),
+        ("env", &["-i", "FOO=1", "sh"], "shell interpreter (sh)"),
+        (
+            "/usr/bin/env",
+            &["-u", "HOME", "zsh", "-c", "x"],
+            "shell interpreter (zsh)",
+        ),
+        (
+            "python3.11",
+            &["-c", "import os"],
+            "python3.11 runs inline code",
+        ),
+        ("python3", &["-uc", "import os"], "python3 runs inline code"),
+        ("pypy3", &["-c", "x"], "runs inline code"),
+        (
+            "node20",
+            &["-e", "require('child_process')"],
+            "node20 runs inline code",
+        ),
+        (
+            "perl5.36",
+            &["-le", "system 'sh'"],
+            "perl5.36 runs inline code",
+        ),
+        ("ruby3.2", &["-e", "x"], "ruby3.2 runs inline code"),
+        (
+            "nohup",
+            &["bash", "-c", "echo"],
+            "shell interpreter (bash) behind nohup",
+        ),
+        (
+            "timeout",
+            &["10", "bash"],
+            "shell interpreter (bash) behind timeout",
+        ),
+        ("nice", &["-n", "5", "dash"], "shell interpreter (dash)"),
+        ("ionice", &["-c", "3", "ksh"], "shell interpreter (ksh)"),
+        ("stdbuf", &["-oL", "bash"], "shell interpreter (bash)"),
+        ("setsid", &["bash"], "shell interpreter (bash)"),
+        ("sudo", &["-u", "x", "bash"], "elevated privileges (sudo)"),
+        (
+            "sudo",
+            &["-u", "x", "bash"],
+            "shell interpreter (bash) behind sudo",
+        ),
+        (
+            "doas",
+            &["python3", "-c", "x"],
+            "elevated privileges (doas)",
+        ),
+        ("command", &["bash"], "shell interpreter (bash)"),
+        ("exec", &["bash"], "shell interpreter (bash)"),
+        (
+            "xargs",
+            &["-0", "bash", "-c", "x"],
+            "shell interpreter (bash) behind xargs",
+        ),
+        ("chrt", &["-f", "1", "bash"], "shell interpreter (bash)"),
+        ("taskset", &["0x1", "bash"], "shell interpreter (bash)"),
+        ("unbuffer", &["bash"], "shell interpreter (bash)"),
+        (
+            "env",
+            &["nohup", "timeout", "5", "python3.12", "-c", "x"],
+            "behind env nohup timeout",
+        ),
+        ("su", &["-c", "node s.js"], "shell command line (su"),
+        ("sudo", &["-s"], "shell command line (sudo -s"),
+        (
+            "script",
+            &["-qc", "node s.js"],
+            "shell command line (script -c",
+        ),
+        ("watch", &["node s.js"], "shell command line (watch"),
+        ("npx", &["-c", "node s.js"], "shell command line (npx -c"),
+        ("awk", &["BEGIN{system(\"id\")}"], "awk runs inline code"),
+    ];
+    for (command, args, expect) in table {
+        let f = findings(json!({"command": command, "args": args}));
+        assert!(
+            f.iter().any(|f| f.contains(expect)),
+            "{command} {args:?}: expected {expect:?} in {f:?}"
+        );
+        assert!(
+            matches!(enforce(f, false), Err(Error::Unsafe { .. })),
+            "{command} {args:?} is refused without force"
+        );
+    }
+}
+
+/// Plain servers behind harmless wrappers, and script arguments that look like flags, are
+/// not findings.
+#[test]
+fn harmless_wrapped_commands_are_not_findings() {
+    let table: &[(&str, &[&str])] = &[
+        ("env", &["NODE_ENV=production", "node", "server.js"]),
+        ("nice", &["-n", "10", "node", "server.js"]),
+        ("timeout", &["3600", "python3.11", "server.py"]),
+        ("python3.11", &["server.py", "-c", "config.yaml"]),
+        ("python3", &["-m", "mcp_server", "-c", "x"]),
+        ("npx", &["-y", "@modelcontextprotocol/server-memory"]),
+        ("uvx", &["mcp-server-fetch"]),
+    ];
+    for (command, args) in table {
+        let f = findings(json!({"command": command, "args": args}));
+        assert!(f.is_empty(), "{command} {args:?}: {f:?}");
+    }
+}
