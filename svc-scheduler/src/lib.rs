@@ -33,14 +33,23 @@ pub const CLOCK_ENV: &str = "SNOWPEA_SCHEDULER_CLOCK";
 /// Runs the service until SIGTERM/SIGINT.
 pub async fn run(args: ServiceArgs) -> anyhow::Result<()> {
     let clock = clock::from_env_value(std::env::var(CLOCK_ENV).ok().as_deref())?;
-    let config = config::Config::load(&args.home)?;
     let store = Arc::new(store::Store::open(&args.home.database("scheduler"))?);
     let bus = BusHub::new();
     let session = Arc::new(runner::GrpcSessionRunner::new(args.home.socket("session")));
-    let sched = scheduler::Scheduler::new(store, clock.clone(), session, bus.clone(), config);
+    let sched = scheduler::Scheduler::new(
+        store,
+        clock.clone(),
+        session,
+        bus.clone(),
+        config::Config::default(),
+    );
+    // Settings never stop the scheduler: bad ones are logged and fall back (config.rs).
+    sched.use_settings_file(args.home.settings_path());
+    let config = sched.reload_config();
     tracing::info!(
         clock = if clock.as_manual().is_some() { "manual" } else { "real" },
         now = %spec::iso(clock.now()),
+        time_zone = %config.time_zone_name,
         "scheduler starting"
     );
     sched.recover()?;

@@ -31,6 +31,10 @@ pub struct Scheduler {
     /// Notifications out, connections in.
     pub bus: Arc<BusHub>,
     config: Mutex<Config>,
+    /// `settings.json`, re-read by [`Scheduler::reload_config`] (none: the config stays as given).
+    settings_path: std::sync::OnceLock<std::path::PathBuf>,
+    /// Settings problems already logged (each distinct one is logged once).
+    warned: Mutex<std::collections::HashSet<String>>,
     wake: Notify,
 }
 
@@ -58,6 +62,8 @@ impl Scheduler {
             session,
             bus,
             config: Mutex::new(config),
+            settings_path: std::sync::OnceLock::new(),
+            warned: Mutex::default(),
             wake: Notify::new(),
         })
     }
@@ -73,6 +79,38 @@ impl Scheduler {
     /// Replaces the settings (re-read by the handlers that create or change jobs).
     pub fn set_config(&self, c: Config) {
         *self.config.lock().unwrap_or_else(|e| e.into_inner()) = c;
+    }
+
+    /// Makes [`Scheduler::reload_config`] read the settings from `path` (set once).
+    pub fn use_settings_file(&self, path: std::path::PathBuf) {
+        let _ = self.settings_path.set(path);
+    }
+
+    /// Re-reads the settings file (see [`Scheduler::use_settings_file`]) and makes it the
+    /// current config. Never fails: every bad setting falls back to its default, and each
+    /// distinct problem is logged once as a warning naming the setting.
+    pub fn reload_config(&self) -> Config {
+        let Some(path) = self.settings_path.get() else {
+            return self.config();
+        };
+        let loaded = crate::config::Config::load(path);
+        self.note_settings_warnings(&loaded.warnings);
+        self.set_config(loaded.config.clone());
+        loaded.config
+    }
+
+    /// Logs the settings problems not logged before; returns them.
+    pub fn note_settings_warnings(&self, warnings: &[String]) -> Vec<String> {
+        let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
+        let new: Vec<String> = warnings
+            .iter()
+            .filter(|w| warned.insert((*w).clone()))
+            .cloned()
+            .collect();
+        for w in &new {
+            tracing::warn!(problem = %w, "bad scheduler setting; using the fallback");
+        }
+        new
     }
 
     /// Wakes the tick early (a job changed, a run ended).

@@ -141,6 +141,7 @@ async fn rig() -> Rig {
         hub,
         Config::default(),
     );
+    sched.use_settings_file(home.path().join("settings.json"));
     let api = JobApi {
         sched,
         home: snowpea_common::home::Home::new(home.path()),
@@ -829,5 +830,43 @@ async fn an_unreadable_stored_schedule_pauses_the_job_instead_of_spinning() {
         r.api.sched.store.earliest_due().unwrap(),
         None,
         "nothing stays due"
+    );
+}
+
+#[tokio::test]
+async fn bad_settings_fall_back_and_are_never_blamed_on_the_spec() {
+    let r = rig().await;
+    let settings = r._home.path().join("settings.json");
+    let me = Caller::Client(CallContext::default());
+    for (i, bad) in [
+        r#"{"scheduler":{"timeZone":"Mars/Olympus"}}"#,
+        r#"{"scheduler":{"timeZone":42}}"#,
+        r#"{"scheduler":{"timeZone":""}}"#,
+        "{ not json",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        std::fs::write(&settings, bad).unwrap();
+        let p = r.api.preview("every weekday at 8am").unwrap();
+        assert_eq!(p.normalized.as_deref(), Some("0 8 * * 1-5"), "{bad}");
+        r.schedule("daily at 9:00", |_| {});
+        assert_eq!(r.api.list(&me).unwrap().jobs.len(), i + 1);
+        let j = r.api.list(&me).unwrap().jobs.pop().unwrap();
+        assert_eq!(j.kind, "cron");
+    }
+    // Each distinct problem is logged once.
+    std::fs::write(&settings, r#"{"scheduler":{"timeZone":"Mars/Olympus"}}"#).unwrap();
+    let loaded = crate::config::Config::load(&settings);
+    assert!(r
+        .api
+        .sched
+        .note_settings_warnings(&loaded.warnings)
+        .is_empty());
+    std::fs::write(&settings, r#"{"scheduler":{"timeZone":"Venus/Maxwell"}}"#).unwrap();
+    let loaded = crate::config::Config::load(&settings);
+    assert_eq!(
+        r.api.sched.note_settings_warnings(&loaded.warnings).len(),
+        1
     );
 }

@@ -103,18 +103,10 @@ fn nonempty(s: Option<String>) -> Option<String> {
 }
 
 impl JobApi {
-    /// Re-reads the settings (the zone and defaults may have changed).
-    fn config(&self) -> Result<Config, JobError> {
-        match Config::load(&self.home) {
-            Ok(c) => {
-                self.sched.set_config(c.clone());
-                Ok(c)
-            }
-            Err(e) => Err(JobError::Invalid {
-                field: "spec",
-                message: format!("cannot read the scheduler settings: {e:#}"),
-            }),
-        }
+    /// Re-reads the settings (the zone and defaults may have changed). Bad settings fall back
+    /// to their defaults with a warning in the log: they are never blamed on the params.
+    fn config(&self) -> Config {
+        self.sched.reload_config()
     }
 
     fn find(&self, job_id: &str) -> Result<JobRow, JobError> {
@@ -152,7 +144,7 @@ impl JobApi {
             MAX_CATCH_UP_WINDOW_MINUTES,
             "minutes (1 year)",
         )?;
-        let cfg = self.config()?;
+        let cfg = self.config();
         let now = self.sched.clock.now();
         let parsed =
             spec::parse(&p.spec, now, &cfg.time_zone).map_err(|source| JobError::Spec {
@@ -374,7 +366,7 @@ impl JobApi {
         let now = self.sched.clock.now();
         let mut reschedule = false;
         if let Some(spec_text) = nonempty(p.schedule) {
-            let cfg = self.config()?;
+            let cfg = self.config();
             let parsed =
                 spec::parse(&spec_text, now, &cfg.time_zone).map_err(|source| JobError::Spec {
                     field: "schedule",
@@ -450,7 +442,7 @@ impl JobApi {
 
     /// `job.preview`.
     pub fn preview(&self, spec_text: &str) -> Result<JobPreviewResult, JobError> {
-        let cfg = self.config()?;
+        let cfg = self.config();
         let parsed =
             spec::parse(spec_text, self.sched.clock.now(), &cfg.time_zone).map_err(|source| {
                 JobError::Spec {

@@ -247,6 +247,18 @@ pub fn time_zone(setting: Option<&str>) -> Result<TimeZone, SpecError> {
     }
 }
 
+/// Most characters of a user's value an error message quotes.
+pub const QUOTE_CHARS: usize = 80;
+
+/// `value` quoted for an error message: Debug-quoted, at most its first [`QUOTE_CHARS`]
+/// characters, with `…` after the quote when it was cut.
+pub fn quote(value: &str) -> String {
+    match value.char_indices().nth(QUOTE_CHARS) {
+        Some((cut, _)) => format!("{:?}…", &value[..cut]),
+        None => format!("{value:?}"),
+    }
+}
+
 /// UTC ISO-8601 with whole seconds, e.g. `2026-03-08T07:00:00Z` (how times are reported).
 pub fn iso(t: Timestamp) -> String {
     trunc_secs(t).to_string()

@@ -182,14 +182,20 @@ pub struct Scheduler {
 impl Scheduler {
     /// A fresh home with `scheduler.timeZone` UTC.
     pub fn home() -> Arc<tempfile::TempDir> {
+        Self::home_with(r#"{"scheduler":{"timeZone":"UTC"}}"#)
+    }
+
+    /// A fresh home whose `settings.json` is `settings`.
+    pub fn home_with(settings: &str) -> Arc<tempfile::TempDir> {
         let home = tempfile::tempdir().unwrap();
-        std::fs::write(
-            home.path().join("settings.json"),
-            r#"{"scheduler":{"timeZone":"UTC"}}"#,
-        )
-        .unwrap();
+        std::fs::write(home.path().join("settings.json"), settings).unwrap();
         std::fs::create_dir_all(home.path().join("run")).unwrap();
         Arc::new(home)
+    }
+
+    /// The scheduler's log so far (stderr of every start on `home`).
+    pub fn log(home: &tempfile::TempDir) -> String {
+        Self::log_of(home)
     }
 
     /// The socket path of a service in `home`.

@@ -529,3 +529,53 @@ async fn out_of_range_template_values_are_invalid_params_and_never_reach_a_run()
     s.expect(&["started", "finished"]).await;
     assert_eq!(fake.runs.lock().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn bad_settings_never_stop_the_scheduler_nor_blame_the_spec() {
+    for (settings, logged) in [
+        (
+            r#"{"scheduler":{"timeZone":"Mars/Olympus"}}"#,
+            "scheduler.timeZone",
+        ),
+        (r#"{"scheduler":{"timeZone":42}}"#, "scheduler.timeZone"),
+        (r#"{"scheduler":{"timeZone":""}}"#, "scheduler.timeZone"),
+        ("{ not json", "cannot read the settings"),
+    ] {
+        let home = Scheduler::home_with(settings);
+        let fake = FakeSession::default();
+        let _session = SessionServer::start(fake.clone(), Scheduler::socket(&home, "session"));
+        // Starts (SERVING) instead of exiting.
+        let mut s = Scheduler::start(home.clone(), T0).await;
+        for _ in 0..2 {
+            let p = s
+                .jobs
+                .preview(JobPreviewParams {
+                    spec: "every weekday at 8am".into(),
+                })
+                .await
+                .unwrap_or_else(|e| panic!("{settings}: {e:?}"))
+                .into_inner();
+            assert_eq!(p.normalized.as_deref(), Some("0 8 * * 1-5"));
+        }
+        s.jobs.schedule(sched("every 60s")).await.unwrap();
+        s.advance(60).await;
+        s.expect(&["started", "finished"]).await;
+        // Warned once, naming the setting, although the settings were read three times.
+        let log = Scheduler::log(&home);
+        assert_eq!(log.matches(logged).count(), 1, "{settings}: {log}");
+    }
+    // Going bad while running: job.schedule falls back too.
+    let home = Scheduler::home();
+    let _session =
+        SessionServer::start(FakeSession::default(), Scheduler::socket(&home, "session"));
+    let mut s = Scheduler::start(home.clone(), T0).await;
+    std::fs::write(
+        home.path().join("settings.json"),
+        r#"{"scheduler":{"timeZone":"Mars/Olympus"}}"#,
+    )
+    .unwrap();
+    let r = s.jobs.schedule(sched("daily at 9:00")).await.unwrap();
+    assert!(r.into_inner().next_run_at.is_some());
+    let log = Scheduler::log(&home);
+    assert_eq!(log.matches("scheduler.timeZone").count(), 1, "{log}");
+}
