@@ -75,8 +75,12 @@ impl JobError {
                 let message = JobError::Cancelled(id).to_string();
                 RpcError::invalid_params("params.jobId", message)
             }
-            JobError::NotFound(id) => RpcError::not_found(format!("no job {id}"))
-                .with_details(serde_json::json!({ "jobId": id })),
+            JobError::NotFound(id) => {
+                // The id is the caller's: repeat at most its first characters.
+                let shown = crate::spec::clip(&id);
+                RpcError::not_found(format!("no job {shown}"))
+                    .with_details(serde_json::json!({ "jobId": shown }))
+            }
             JobError::NotOwner(m) => RpcError::unauthorized(m),
             JobError::RealClock => RpcError::new(ErrorCode::InvalidParams, self.to_string()),
             JobError::Store(e) => {

@@ -870,3 +870,80 @@ async fn bad_settings_fall_back_and_are_never_blamed_on_the_spec() {
         1
     );
 }
+
+#[tokio::test]
+async fn oversized_params_are_refused_naming_the_field() {
+    let r = rig().await;
+    let me = Caller::Client(CallContext::default());
+    let job = |spec: String, task: String| NewJob {
+        spec,
+        task,
+        created_via: "rpc",
+        ..Default::default()
+    };
+    let long_spec = format!("every 1h{}", " ".repeat(600));
+    let e = r
+        .api
+        .schedule(&me, job(format!("in 1h {}", "x".repeat(600)), "t".into()))
+        .unwrap_err();
+    assert_eq!(field_of(e), "params.spec");
+    assert_eq!(
+        field_of(
+            r.api
+                .schedule(&me, job(long_spec.clone(), "t".into()))
+                .unwrap_err()
+        ),
+        "params.spec"
+    );
+    let e = r
+        .api
+        .schedule(&me, job("every 1h".into(), "t".repeat(32_769)))
+        .unwrap_err()
+        .into_rpc();
+    assert_eq!(e.details.unwrap()["field"], "params.task");
+    assert!(e.message.len() < 200, "{}", e.message);
+    assert_eq!(
+        field_of(r.api.preview(&long_spec).unwrap_err()),
+        "params.spec"
+    );
+    // At the limits it is fine.
+    let id = r
+        .api
+        .schedule(
+            &me,
+            job(format!("every 1h{}", " ".repeat(504)), "é".repeat(32_768)),
+        )
+        .unwrap()
+        .job_id;
+    let e = r
+        .api
+        .update(
+            &me,
+            snowpea_proto::scheduler::v1::JobUpdateParams {
+                job_id: id.clone(),
+                schedule: Some(format!("daily at 9:00 {}", "!".repeat(600))),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert_eq!(field_of(e), "params.schedule");
+    // jobId: longer than 128 characters is invalid_params; an unknown shorter one not_found,
+    // its message repeating at most 80 characters of it.
+    let long_id = "j".repeat(129);
+    assert_eq!(
+        field_of(r.api.run_now(&me, &long_id).unwrap_err()),
+        "params.jobId"
+    );
+    assert_eq!(
+        field_of(r.api.cancel(&me, &long_id).unwrap_err()),
+        "params.jobId"
+    );
+    assert_eq!(
+        field_of(r.api.delete(&me, &long_id, false).await.unwrap_err()),
+        "params.jobId"
+    );
+    let e = r.api.run_now(&me, &"j".repeat(128)).unwrap_err().into_rpc();
+    assert_eq!(e.code, snowpea_proto::error::ErrorCode::NotFound);
+    assert!(!e.message.contains(&"j".repeat(81)), "{}", e.message);
+    assert_eq!(r.api.list(&me).unwrap().jobs.len(), 1);
+}

@@ -32,6 +32,7 @@ impl InternalRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> SchedulerInternalServiceServer<Self> {
         SchedulerInternalServiceServer::new(self)
+            .max_decoding_message_size(super::job::MAX_REQUEST_BYTES)
     }
 }
 

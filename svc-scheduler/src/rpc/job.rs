@@ -74,10 +74,38 @@ fn refuse_agent(agent: Option<&str>) -> Result<(), JobError> {
     match agent.map(str::trim).filter(|a| !a.is_empty()) {
         Some(a) => Err(JobError::NotImplemented {
             field: "agent",
-            message: format!("named agents are not implemented yet, so {a:?} cannot run the task"),
+            message: format!(
+                "named agents are not implemented yet, so {} cannot run the task",
+                spec::quote(a)
+            ),
         }),
         None => Ok(()),
     }
+}
+
+/// Longest `spec` (and `job.update` `schedule`), characters.
+pub const MAX_SPEC_CHARS: usize = 512;
+/// Longest `task`, characters.
+pub const MAX_TASK_CHARS: usize = 32_768;
+/// Longest `jobId` a job can have, characters (ids are `job_` + 32 hex digits).
+pub const MAX_JOB_ID_CHARS: usize = 128;
+/// Largest request `JobService` decodes: the gateway's WebSocket message limit (16 MiB) plus
+/// room for the envelope, so an oversized `task` reaches the handler and is `invalid_params`
+/// naming it rather than a transport error.
+pub const MAX_REQUEST_BYTES: usize = 17 << 20;
+
+/// Refuses a text param longer than `max` characters (`field` as in the params).
+fn check_len(field: &'static str, value: &str, max: usize) -> Result<(), JobError> {
+    if value.chars().nth(max).is_some() {
+        return Err(JobError::Invalid {
+            field,
+            message: format!(
+                "is {} characters long; at most {max} are allowed",
+                value.chars().count()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Checks a `sessionTemplate` number against `0..=max` (`field` as in the params, e.g.
@@ -110,6 +138,7 @@ impl JobApi {
     }
 
     fn find(&self, job_id: &str) -> Result<JobRow, JobError> {
+        check_len("jobId", job_id, MAX_JOB_ID_CHARS)?;
         self.sched
             .store
             .job(job_id)?
@@ -119,6 +148,8 @@ impl JobApi {
     /// `job.schedule`.
     pub fn schedule(&self, caller: &Caller, p: NewJob) -> Result<JobScheduleResult, JobError> {
         refuse_agent(p.agent.as_deref())?;
+        check_len("spec", &p.spec, MAX_SPEC_CHARS)?;
+        check_len("task", &p.task, MAX_TASK_CHARS)?;
         if p.task.trim().is_empty() {
             return Err(JobError::Invalid {
                 field: "task",
@@ -129,7 +160,7 @@ impl JobApi {
         if !MODES.contains(&mode.as_str()) {
             return Err(JobError::Invalid {
                 field: "mode",
-                message: format!("{mode:?} is not one of plan, accept, auto"),
+                message: format!("{} is not one of plan, accept, auto", spec::quote(&mode)),
             });
         }
         check_range(
@@ -156,14 +187,14 @@ impl JobApi {
         if !std::path::Path::new(&workdir).is_absolute() {
             return Err(JobError::Invalid {
                 field: "workdir",
-                message: format!("{workdir:?} is not an absolute path"),
+                message: format!("{} is not an absolute path", spec::quote(&workdir)),
             });
         }
         // Refuse now rather than fail every run later.
         if !std::path::Path::new(&workdir).is_dir() {
             return Err(JobError::Invalid {
                 field: "workdir",
-                message: format!("{workdir:?} is not an existing directory"),
+                message: format!("{} is not an existing directory", spec::quote(&workdir)),
             });
         }
         let job_id = snowpea_common::ids::new_id("job");
@@ -366,6 +397,7 @@ impl JobApi {
         let now = self.sched.clock.now();
         let mut reschedule = false;
         if let Some(spec_text) = nonempty(p.schedule) {
+            check_len("schedule", &spec_text, MAX_SPEC_CHARS)?;
             let cfg = self.config();
             let parsed =
                 spec::parse(&spec_text, now, &cfg.time_zone).map_err(|source| JobError::Spec {
@@ -424,8 +456,8 @@ impl JobApi {
                         "schedule"
                     },
                     source: spec::SpecError(format!(
-                        "{:?} would never fire again; give a new schedule",
-                        j.spec
+                        "{} would never fire again; give a new schedule",
+                        spec::quote(&j.spec)
                     )),
                 })?;
             j.next_run_ms = Some(next.as_millisecond());
@@ -442,6 +474,7 @@ impl JobApi {
 
     /// `job.preview`.
     pub fn preview(&self, spec_text: &str) -> Result<JobPreviewResult, JobError> {
+        check_len("spec", spec_text, MAX_SPEC_CHARS)?;
         let cfg = self.config();
         let parsed =
             spec::parse(spec_text, self.sched.clock.now(), &cfg.time_zone).map_err(|source| {
@@ -525,9 +558,9 @@ impl JobRpc {
         JobRpc { api }
     }
 
-    /// The tonic server wrapper.
+    /// The tonic server wrapper (decoding requests up to [`MAX_REQUEST_BYTES`]).
     pub fn into_server(self) -> JobServiceServer<Self> {
-        JobServiceServer::new(self)
+        JobServiceServer::new(self).max_decoding_message_size(MAX_REQUEST_BYTES)
     }
 }
 

@@ -22,31 +22,75 @@ const FORMS: &str = "expected a cron expression (5 or 6 fields, e.g. `0 9 * * 1-
 (`every 10 minutes`, `10분마다`), a one-shot (`in 20 minutes`, `30분 뒤`, `tomorrow 9am`, an \
 ISO-8601 date-time) or a recurring phrase (`daily at 9:00`, `every monday 14:30`, `매일 9시`)";
 
-/// Reads `spec` at `now` (whole seconds) in zone `tz`.
+/// The spec's words twice: lower-cased for matching, as the user wrote them for messages.
+struct Words<'a> {
+    /// Lower-cased words (what the forms are matched against).
+    lower: &'a [&'a str],
+    /// The same words as given.
+    orig: &'a [&'a str],
+}
+
+impl Words<'_> {
+    /// The user's own text of `frag`, a sub-slice of `self.lower` (quoted for a message, at
+    /// most [`super::QUOTE_CHARS`] characters).
+    fn quote(&self, frag: &[&str]) -> String {
+        super::quote(&self.orig_of(frag))
+    }
+
+    fn orig_of(&self, frag: &[&str]) -> String {
+        // `frag` borrows from `self.lower`: find where by address.
+        let start = frag
+            .first()
+            .and_then(|first| self.lower.iter().position(|w| std::ptr::eq(w, first)));
+        match start.and_then(|i| self.orig.get(i..i + frag.len())) {
+            Some(o) => o.join(" "),
+            None => frag.join(" "),
+        }
+    }
+
+    /// The whole spec as given (whitespace collapsed).
+    fn all(&self) -> String {
+        self.orig.join(" ")
+    }
+}
+
+/// Reads `spec` at `now` (whole seconds) in zone `tz`. Error messages quote the user's own
+/// text (not its lower-cased form), at most [`super::QUOTE_CHARS`] characters of it.
 pub fn read(spec: &str, now: Timestamp, tz: &TimeZone) -> Result<Schedule, SpecError> {
-    let text = spec
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase();
-    let text = text.trim_end_matches(['.', '!']).trim();
+    let joined = spec.split_whitespace().collect::<Vec<_>>().join(" ");
+    let orig_text = joined.trim_end_matches(['.', '!']).trim();
+    // Lower-casing never makes or removes a space, '.' or '!': the words line up one to one.
+    let lower_text = orig_text.to_lowercase();
+    let text = lower_text.as_str();
     if text.is_empty() {
         return Err(SpecError("the spec is empty; ".to_owned() + FORMS));
     }
-    if let Some(s) = iso_datetime(text, tz)? {
+    if let Some(s) = iso_datetime(text, orig_text, tz)? {
         return Ok(s);
     }
-    let words: Vec<&str> = text.split(' ').collect();
-    if looks_like_cron(text, &words) {
-        return Schedule::cron(text);
+    let lower: Vec<&str> = text.split(' ').collect();
+    let orig: Vec<&str> = orig_text.split(' ').collect();
+    let w = Words {
+        lower: &lower,
+        orig: if orig.len() == lower.len() {
+            &orig
+        } else {
+            &lower
+        },
+    };
+    if looks_like_cron(text, &lower) {
+        return Schedule::cron_shown(text, orig_text);
     }
-    if let Some(s) = english(&words, now, tz)? {
+    if let Some(s) = english(&w, now, tz)? {
         return Ok(s);
     }
-    if let Some(s) = korean(&words, now, tz)? {
+    if let Some(s) = korean(&w, now, tz)? {
         return Ok(s);
     }
-    Err(SpecError(format!("cannot read {spec:?}: {FORMS}")))
+    Err(SpecError(format!(
+        "cannot read {}: {FORMS}",
+        super::quote(spec.trim())
+    )))
 }
 
 /// 5 or 6 fields of cron characters, or an `@nickname`.
@@ -66,7 +110,7 @@ fn looks_like_cron(text: &str, words: &[&str]) -> bool {
 
 /// ISO-8601: an instant with an offset (`…Z`, `…+09:00`), a zoned time
 /// (`…[Asia/Seoul]`), or a civil date-time / date read in `tz`.
-fn iso_datetime(text: &str, tz: &TimeZone) -> Result<Option<Schedule>, SpecError> {
+fn iso_datetime(text: &str, shown: &str, tz: &TimeZone) -> Result<Option<Schedule>, SpecError> {
     // Cheap gate: ISO starts with a 4-digit year and a dash.
     let b = text.as_bytes();
     if !(b.len() >= 10 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-') {
@@ -86,7 +130,8 @@ fn iso_datetime(text: &str, tz: &TimeZone) -> Result<Option<Schedule>, SpecError
         return Ok(Some(once(civil_in(d.to_datetime(Time::midnight()), tz)?)));
     }
     Err(SpecError(format!(
-        "{text:?} looks like an ISO-8601 date-time but is not a valid one (e.g. 2026-03-01T09:00:00Z, 2026-03-01T09:00:00+09:00 or 2026-03-01 09:00)"
+        "{} looks like an ISO-8601 date-time but is not a valid one (e.g. 2026-03-01T09:00:00Z, 2026-03-01T09:00:00+09:00 or 2026-03-01 09:00)",
+        super::quote(shown)
     )))
 }
 
@@ -288,13 +333,14 @@ fn english_dow(w: &str) -> Option<&'static str> {
     })
 }
 
-fn english(words: &[&str], now: Timestamp, tz: &TimeZone) -> Result<Option<Schedule>, SpecError> {
+fn english(w: &Words<'_>, now: Timestamp, tz: &TimeZone) -> Result<Option<Schedule>, SpecError> {
+    let words = w.lower;
     let need_time =
         |what: &str| SpecError(format!("{what} needs a clock time, e.g. `{what} at 9:00`"));
     let bad_time = |rest: &[&str]| {
         SpecError(format!(
-            "{:?} is not a clock time (e.g. 9am, 9:30pm, 18:30, noon)",
-            rest.join(" ")
+            "{} is not a clock time (e.g. 9am, 9:30pm, 18:30, noon)",
+            w.quote(rest)
         ))
     };
     Ok(Some(match words {
@@ -320,8 +366,8 @@ fn english(words: &[&str], now: Timestamp, tz: &TimeZone) -> Result<Option<Sched
                 .or_else(|| english_duration(&[&["1"], rest].concat()))
                 .ok_or_else(|| {
                     SpecError(format!(
-                        "{:?} is not an interval (e.g. every 30s, every 10 minutes, every 2h)",
-                        rest.join(" ")
+                        "{} is not an interval (e.g. every 30s, every 10 minutes, every 2h)",
+                        w.quote(rest)
                     ))
                 })?;
             interval(d)?
@@ -329,8 +375,8 @@ fn english(words: &[&str], now: Timestamp, tz: &TimeZone) -> Result<Option<Sched
         ["in" | "after", rest @ ..] if !rest.is_empty() => {
             let d = english_duration(rest).ok_or_else(|| {
                 SpecError(format!(
-                    "{:?} is not a duration (e.g. in 20 minutes, after 2h)",
-                    rest.join(" ")
+                    "{} is not a duration (e.g. in 20 minutes, after 2h)",
+                    w.quote(rest)
                 ))
             })?;
             relative(d, now)?
@@ -492,7 +538,8 @@ fn korean_dow(w: &str) -> Option<&'static str> {
     })
 }
 
-fn korean(words: &[&str], now: Timestamp, tz: &TimeZone) -> Result<Option<Schedule>, SpecError> {
+fn korean(w: &Words<'_>, now: Timestamp, tz: &TimeZone) -> Result<Option<Schedule>, SpecError> {
+    let words = w.lower;
     if !words
         .iter()
         .any(|w| w.chars().any(|c| ('\u{AC00}'..='\u{D7A3}').contains(&c)))
@@ -500,21 +547,23 @@ fn korean(words: &[&str], now: Timestamp, tz: &TimeZone) -> Result<Option<Schedu
         return Ok(None);
     }
     let text = words.join(" ");
-    let bad_time = |rest: &str| {
-        SpecError(format!(
-            "{rest:?} is not a clock time (e.g. 9시, 오후 3시 30분, 18:30)"
-        ))
-    };
     let time_of = |rest: &[&str]| -> Result<Time, SpecError> {
-        let r = rest.join(" ");
-        korean_time(&r).ok_or_else(|| bad_time(&r))
+        korean_time(&rest.join(" ")).ok_or_else(|| {
+            SpecError(format!(
+                "{} is not a clock time (e.g. 9시, 오후 3시 30분, 18:30)",
+                w.quote(rest)
+            ))
+        })
     };
     // Intervals: "10분마다", "10분 마다", "매시간", "매 10분".
     if let Some(body) = text.strip_suffix("마다").map(str::trim) {
         if korean_dow(words[0]).is_none() {
             let d = korean_duration(body).ok_or_else(|| {
+                let all = w.all();
+                let shown = all.strip_suffix("마다").unwrap_or(&all).trim();
                 SpecError(format!(
-                    "{body:?} is not an interval (e.g. 10분마다, 2시간마다)"
+                    "{} is not an interval (e.g. 10분마다, 2시간마다)",
+                    super::quote(shown)
                 ))
             })?;
             return interval(d).map(Some);
@@ -528,8 +577,12 @@ fn korean(words: &[&str], now: Timestamp, tz: &TimeZone) -> Result<Option<Schedu
         }
         ["자정"] | ["매일", "자정"] => return daily_cron(Time::midnight(), "*").map(Some),
         ["매", rest @ ..] => {
-            let d = korean_duration(&rest.join(""))
-                .ok_or_else(|| SpecError(format!("{text:?} is not an interval (e.g. 10분마다)")))?;
+            let d = korean_duration(&rest.join("")).ok_or_else(|| {
+                SpecError(format!(
+                    "{} is not an interval (e.g. 10분마다)",
+                    super::quote(&w.all())
+                ))
+            })?;
             return interval(d).map(Some);
         }
         ["매일", rest @ ..] => return daily_cron(time_of(rest)?, "*").map(Some),

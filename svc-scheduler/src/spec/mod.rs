@@ -83,10 +83,19 @@ fn cron_parser() -> croner::parser::CronParser {
 impl Schedule {
     /// A cron rule from an expression (5 or 6 fields, or an `@daily`-style nickname).
     pub fn cron(expr: &str) -> Result<Schedule, SpecError> {
+        Schedule::cron_shown(expr, expr)
+    }
+
+    /// [`Schedule::cron`], an error quoting `shown` (the user's text) instead of `expr`.
+    pub fn cron_shown(expr: &str, shown: &str) -> Result<Schedule, SpecError> {
         let expr = expr.split_whitespace().collect::<Vec<_>>().join(" ");
-        let cron = cron_parser()
-            .parse(&expr)
-            .map_err(|e| SpecError(format!("not a valid cron expression {expr:?}: {e}")))?;
+        let cron = cron_parser().parse(&expr).map_err(|e| {
+            SpecError(format!(
+                "not a valid cron expression {}: {}",
+                quote(shown),
+                clip(&e.to_string())
+            ))
+        })?;
         Ok(Schedule::Cron {
             cron: Box::new(cron),
             expr,
@@ -220,11 +229,12 @@ pub fn parse(spec: &str, now: Timestamp, tz: &TimeZone) -> Result<Parsed, SpecEr
     let anchor = trunc_secs(now);
     let schedule = grammar::read(spec, anchor, tz)?;
     let next_run = schedule.next_after(now, anchor, tz).ok_or_else(|| {
+        let shown = quote(spec.trim());
         SpecError(match &schedule {
             Schedule::Once { at } => {
-                format!("{spec:?} would never fire: {} is in the past", iso(*at))
+                format!("{shown} would never fire: {} is in the past", iso(*at))
             }
-            _ => format!("{spec:?} would never fire: no date matches it"),
+            _ => format!("{shown} would never fire: no date matches it"),
         })
     })?;
     Ok(Parsed {
@@ -256,6 +266,15 @@ pub fn quote(value: &str) -> String {
     match value.char_indices().nth(QUOTE_CHARS) {
         Some((cut, _)) => format!("{:?}…", &value[..cut]),
         None => format!("{value:?}"),
+    }
+}
+
+/// `text` cut to at most [`QUOTE_CHARS`] characters (`…` when cut), for a message that repeats
+/// another error's text, which may echo the user's value.
+pub fn clip(text: &str) -> String {
+    match text.char_indices().nth(QUOTE_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
     }
 }
 

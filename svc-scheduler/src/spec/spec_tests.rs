@@ -468,3 +468,30 @@ fn absurd_stored_intervals_never_fire_instead_of_overflowing() {
         None
     );
 }
+
+#[test]
+fn messages_quote_the_users_own_text_and_at_most_80_characters_of_it() {
+    let e = err("2026-02-30T00:00:00", NOW);
+    assert!(e.starts_with("\"2026-02-30T00:00:00\" looks like"), "{e}");
+    let e = err("Every Blue Moon", NOW);
+    assert!(e.starts_with("\"Blue Moon\" is not an interval"), "{e}");
+    let e = err("Tomorrow At TEATIME", NOW);
+    assert!(e.starts_with("\"At TEATIME\" is not a clock time"), "{e}");
+    let e = err("In A Fortnight", NOW);
+    assert!(e.starts_with("\"A Fortnight\" is not a duration"), "{e}");
+    let e = err("61 * * * MON", NOW);
+    assert!(e.contains("\"61 * * * MON\""), "{e}");
+    let e = err("매일 Nine시", NOW);
+    assert!(e.contains("\"Nine시\""), "{e}");
+    let e = err("Whenever You Like", NOW);
+    assert!(e.starts_with("cannot read \"Whenever You Like\""), "{e}");
+    // A long value is cut to its first 80 characters.
+    let long = format!("every {}", "Z".repeat(400));
+    let e = err(&long, NOW);
+    assert!(e.contains(&format!("\"{}\"…", "Z".repeat(80))), "{e}");
+    assert!(!e.contains(&"Z".repeat(81)), "{e}");
+    let e = err(&"X".repeat(500), NOW);
+    assert!(!e.contains(&"X".repeat(81)), "{e}");
+    assert_eq!(quote("abc"), "\"abc\"");
+    assert_eq!(quote(&"é".repeat(100)), format!("{:?}…", "é".repeat(80)));
+}

@@ -579,3 +579,41 @@ async fn bad_settings_never_stop_the_scheduler_nor_blame_the_spec() {
     let log = Scheduler::log(&home);
     assert_eq!(log.matches("scheduler.timeZone").count(), 1, "{log}");
 }
+
+#[tokio::test]
+async fn oversized_params_are_invalid_params_naming_the_field() {
+    let home = Scheduler::home();
+    let mut s = Scheduler::start(home.clone(), T0).await;
+    // 1 MB and 5 MB tasks: refused by the handler (not accepted, not a transport error).
+    for size in [1 << 20, 5 << 20] {
+        let mut p = sched("every 1h");
+        p.task = "x".repeat(size);
+        let e = s.jobs.schedule(p).await.unwrap_err();
+        assert_eq!(invalid_field(&e), "params.task", "{size}");
+        assert!(e.message().len() < 300, "{}", e.message());
+    }
+    let e = s
+        .jobs
+        .preview(JobPreviewParams {
+            spec: format!("every {}", "9".repeat(600)),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(invalid_field(&e), "params.spec");
+    let e = s
+        .jobs
+        .cancel(JobCancelParams {
+            job_id: "j".repeat(129),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(invalid_field(&e), "params.jobId");
+    assert!(s
+        .jobs
+        .list(JobListParams {})
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs
+        .is_empty());
+}
