@@ -14,6 +14,7 @@
 //! [`trust`] (the trust step of project entries) ·
 //! [`validate`] (rules and security findings; [`wrappers`]: what a command line really
 //! runs) · [`secrets`] · [`catalog`] (presets) ·
+//! [`patch`] (`mcp.update`'s patch: keep, set or clear each field) ·
 //! [`host`] (one supervisor task per server, the process guard, transports) · [`probe`]
 //! (`mcp.test`) · [`sessions`] (workdir resolution) · [`rpc`] (the gRPC services) ·
 //! [`error`] (the one mapping to protocol errors) · [`clip`] (bounded log fields).
@@ -23,6 +24,7 @@ pub mod clip;
 pub mod config;
 pub mod error;
 pub mod host;
+pub mod patch;
 pub mod probe;
 pub mod rpc;
 pub mod secrets;

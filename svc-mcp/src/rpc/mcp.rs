@@ -4,6 +4,8 @@
 //! Writes go to the file of the target scope under [`App::write_lock`], atomically and
 //! keeping unknown entries and keys; then the host reconciles (start, restart or stop).
 //! `env`/`headers` values never leave this service: rows carry `envKeys`/`headerKeys`.
+//! `mcp.update` keeps absent fields and clears fields sent as `null`, `{}` or `[]` (their
+//! presence arrives in the [`crate::patch::CLEARED_FIELDS`] metadata) or as `""`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -390,13 +392,19 @@ impl McpRpc {
         })
     }
 
-    async fn update(&self, p: McpUpdateParams) -> Result<McpUpdateResult> {
+    /// `mcp.update`: `cleared` names the patch fields sent as `null`, `{}` or `[]`
+    /// ([`crate::patch::CLEARED_FIELDS`]), which clear the field.
+    async fn update(
+        &self,
+        p: McpUpdateParams,
+        cleared: &std::collections::HashSet<String>,
+    ) -> Result<McpUpdateResult> {
         validate::check_name(&p.name)?;
         let workdir = self
             .workdir(p.workdir.as_deref(), p.session_id.as_deref())
             .await?;
-        let patch = p.patch.unwrap_or_default();
-        if let Some(perm) = patch.permission.as_deref() {
+        let patch = crate::patch::EntryPatch::from_proto(p.patch.unwrap_or_default(), cleared);
+        if let crate::patch::Change::Set(perm) = &patch.permission {
             validate::check_permission(perm)?;
         }
         let _guard = self.app.write_lock.lock().await;
@@ -412,51 +420,8 @@ impl McpRpc {
         } else {
             Vec::new()
         };
-        let mut entry = old.clone();
-        if let Some(k) = patch.r#type {
-            entry.kind = Some(k);
-        }
-        if let Some(c) = patch.command {
-            entry.command = Some(c);
-            entry.url = None;
-            entry.headers = None;
-        }
-        if let Some(u) = patch.url {
-            entry.url = Some(u);
-            entry.command = None;
-            entry.args = None;
-            entry.env = None;
-            entry.cwd = None;
-        }
-        if let Some(a) = opt_vec(patch.args) {
-            entry.args = Some(a);
-        }
-        if let Some(e) = opt_map(patch.env) {
-            entry.env = Some(e);
-        }
-        if patch.cwd.is_some() {
-            entry.cwd = patch.cwd;
-        }
-        if let Some(h) = opt_map(patch.headers) {
-            entry.headers = Some(h);
-        }
-        if patch.disabled.is_some() {
-            entry.disabled = patch.disabled;
-        }
-        if patch.timeout_sec.is_some() {
-            entry.timeout_sec = patch.timeout_sec;
-        }
-        if patch.tool_timeout_sec.is_some() {
-            entry.tool_timeout_sec = patch.tool_timeout_sec;
-        }
-        let mut filter = entry.tools.clone().unwrap_or_default();
-        if let Some(i) = opt_vec(patch.tools_include) {
-            filter.include = Some(i);
-        }
-        if let Some(e) = opt_vec(patch.tools_exclude) {
-            filter.exclude = Some(e);
-        }
-        entry.tools = (filter != ToolsFilter::default()).then_some(filter);
+        let permission = patch.permission.clone();
+        let entry = patch.apply(old);
         // Only findings the entry did not already have (accepted) refuse the update.
         let findings = validate::validate(&p.name, &entry)?;
         let new_findings: Vec<String> = findings
@@ -467,8 +432,15 @@ impl McpRpc {
         validate::enforce(new_findings, false)?;
         file.upsert(&p.name, &entry);
         self.save_trusted(scope, &workdir, &file, &p.name, !findings.is_empty())?;
-        if let Some(perm) = patch.permission.as_deref() {
-            config::file::write_permission(&self.app.host.home().settings_path(), &p.name, perm)?;
+        let settings = self.app.host.home().settings_path();
+        match permission {
+            crate::patch::Change::Set(perm) => {
+                config::file::write_permission(&settings, &p.name, &perm)?
+            }
+            crate::patch::Change::Clear => {
+                config::file::remove_permission(&settings, &p.name)?;
+            }
+            crate::patch::Change::Keep => {}
         }
         drop(_guard);
         tracing::info!(server = %p.name, path = %crate::clip::clip(&file.path.display().to_string()), "MCP server updated");
@@ -778,7 +750,8 @@ impl McpService for McpRpc {
         req: Request<McpUpdateParams>,
     ) -> Result<Response<McpUpdateResult>, Status> {
         let span = span("mcp.update", &CallContext::of(&req));
-        McpRpc::update(self, req.into_inner())
+        let cleared = crate::patch::cleared_fields(req.metadata());
+        McpRpc::update(self, req.into_inner(), &cleared)
             .instrument(span)
             .await
             .map(Response::new)

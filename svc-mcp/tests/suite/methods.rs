@@ -657,3 +657,74 @@ async fn every_workdir_param_is_checked_and_never_remembered_unbounded() {
         log.len()
     );
 }
+
+#[tokio::test]
+async fn update_clears_a_field_sent_as_null_or_empty() {
+    let svc = Svc::start().await;
+    let mut c = svc.mcp();
+    let mut p = add_params(
+        "s",
+        &json!({"command": "node", "args": ["s.js", "--x"], "env": {"TOKEN": "leaked-123"},
+                "timeoutSec": 5}),
+    );
+    p.disabled = Some(true);
+    p.cwd = Some("sub".into());
+    p.tools_include = vec!["a".into()];
+    within(CALL, "add", c.add(p)).await.unwrap();
+    let entry = |svc: &Svc| global_file(svc)["mcpServers"]["s"].clone();
+    let update = |cleared: Option<&str>, patch: Patch| {
+        let mut req = tonic::Request::new(McpUpdateParams {
+            name: "s".into(),
+            patch: Some(patch),
+            ..Default::default()
+        });
+        if let Some(c) = cleared {
+            req.metadata_mut()
+                .insert(snowpea_svc_mcp::patch::CLEARED_FIELDS, c.parse().unwrap());
+        }
+        req
+    };
+
+    // Absent is unchanged.
+    within(CALL, "noop", c.update(update(None, Patch::default())))
+        .await
+        .unwrap();
+    assert_eq!(entry(&svc)["env"]["TOKEN"], "leaked-123");
+
+    // `{"env": {}}`, `{"args": []}`, `{"toolsInclude": []}`, `{"timeoutSec": null}`: cleared.
+    within(
+        CALL,
+        "clear",
+        c.update(update(
+            Some("patch.env,patch.args,patch.toolsInclude,patch.timeoutSec"),
+            Patch::default(),
+        )),
+    )
+    .await
+    .unwrap();
+    let e = entry(&svc);
+    for gone in ["env", "args", "tools", "timeoutSec"] {
+        assert!(e.get(gone).is_none(), "{gone} cleared: {e}");
+    }
+    assert_eq!(e["command"], "node");
+    assert_eq!(e["disabled"], true, "untouched fields stay");
+    assert!(!std::fs::read_to_string(svc.home.join(".mcp.json"))
+        .unwrap()
+        .contains("leaked-123"));
+
+    // An empty string clears `cwd` on the plain wire too.
+    within(
+        CALL,
+        "clear cwd",
+        c.update(update(
+            None,
+            Patch {
+                cwd: Some(String::new()),
+                ..Default::default()
+            },
+        )),
+    )
+    .await
+    .unwrap();
+    assert!(entry(&svc).get("cwd").is_none(), "{}", entry(&svc));
+}
