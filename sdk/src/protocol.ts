@@ -631,7 +631,7 @@ export interface JobScheduleParams {
   /** Permission mode for the unattended run. */
   mode?: "plan" | "accept" | "auto";
   /** Session setup for each run, incl. host tools (1.7.0). */
-  sessionTemplate?: { agent?: string | null; catchUpWindowMinutes?: number; hostToolsFrom?: string | null; hostWaitSec?: number; mode?: "plan" | "accept" | "auto" | null; } | null;
+  sessionTemplate?: { agent?: string | null; catchUpWindowMinutes?: number | null; hostToolsFrom?: string | null; hostWaitSec?: number | null; mode?: "plan" | "accept" | "auto" | null; } | null;
   /** Cron expression or natural-language schedule. */
   spec: string;
   /** Prompt run on each firing. */

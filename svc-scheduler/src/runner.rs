@@ -23,7 +23,7 @@ use snowpea_proto::session::v1::{
 };
 use tonic::transport::Channel;
 
-use crate::config::{MAX_CATCH_UP_WINDOW_MINUTES, MAX_HOST_WAIT_SEC};
+use crate::config::MAX_HOST_WAIT_SEC;
 use crate::scheduler::Scheduler;
 use crate::spec::iso;
 use crate::store::{JobRow, OccurrenceRow, Outcome};
@@ -359,20 +359,16 @@ impl Scheduler {
     /// `missed`) when it never came.
     async fn wait_for_host(&self, job: &JobRow, occ: &OccurrenceRow, host: &str) -> bool {
         let mut events = self.bus.connection_events();
+        let mut no_wait = false;
         let deadline = match occ.wait_until_ms {
             Some(ms) => ts(ms),
             None => {
-                let wait = if job.host_wait_sec > 0 {
-                    clamped(job, "hostWaitSec", job.host_wait_sec, MAX_HOST_WAIT_SEC)
-                } else {
-                    clamped(
-                        job,
-                        "catchUpWindowMinutes",
-                        job.catch_up_window_minutes,
-                        MAX_CATCH_UP_WINDOW_MINUTES,
-                    ) * 60
-                };
+                // 0 = do not wait: the occurrence is missed at once unless the host is there.
+                let wait = clamped(job, "hostWaitSec", job.host_wait_sec, MAX_HOST_WAIT_SEC);
                 let now = self.clock.now();
+                if wait == 0 {
+                    no_wait = true;
+                }
                 let Ok(d) = now.checked_add(SignedDuration::from_secs(wait)) else {
                     // Never panic on stored data: the occurrence ends with the reason.
                     let reason = format!(
@@ -383,20 +379,22 @@ impl Scheduler {
                     self.fail_open(job, occ, &reason);
                     return false;
                 };
-                if let Err(e) =
-                    self.store
-                        .set_waiting(&job.job_id, occ.scheduled_ms, d.as_millisecond())
-                {
-                    tracing::error!(job_id = job.job_id, error = %format!("{e:#}"), "cannot record the host wait");
+                if !no_wait {
+                    if let Err(e) =
+                        self.store
+                            .set_waiting(&job.job_id, occ.scheduled_ms, d.as_millisecond())
+                    {
+                        tracing::error!(job_id = job.job_id, error = %format!("{e:#}"), "cannot record the host wait");
+                    }
+                    self.job_event(
+                        job,
+                        "waiting_for_host",
+                        json!({
+                            "scheduledAt": iso(ts(occ.scheduled_ms)), "runId": occ.run_id,
+                            "hostToolsFrom": host, "waitUntil": iso(d),
+                        }),
+                    );
                 }
-                self.job_event(
-                    job,
-                    "waiting_for_host",
-                    json!({
-                        "scheduledAt": iso(ts(occ.scheduled_ms)), "runId": occ.run_id,
-                        "hostToolsFrom": host, "waitUntil": iso(d),
-                    }),
-                );
                 d
             }
         };
@@ -405,23 +403,29 @@ impl Scheduler {
             return true;
         }
         let mut sleep = self.clock.sleep_until(deadline);
-        loop {
-            tokio::select! {
-                _ = &mut sleep => break,
-                ev = events.recv() => match ev {
-                    Ok(ConnectionEvent::Opened(c)) if c.client_id.as_deref() == Some(host) => return true,
-                    Ok(_) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                        if self.host_connected(host) { return true; }
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
-                },
+        if !no_wait {
+            loop {
+                tokio::select! {
+                    _ = &mut sleep => break,
+                    ev = events.recv() => match ev {
+                        Ok(ConnectionEvent::Opened(c)) if c.client_id.as_deref() == Some(host) => return true,
+                        Ok(_) => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                            if self.host_connected(host) { return true; }
+                        }
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                    },
+                }
             }
         }
         if self.host_connected(host) {
             return true;
         }
-        let reason = format!("host {host} did not connect by {}", iso(deadline));
+        let reason = if no_wait {
+            format!("host {host} is not connected and the job's hostWaitSec is 0 (no wait)")
+        } else {
+            format!("host {host} did not connect by {}", iso(deadline))
+        };
         let outcome = Outcome {
             status: "missed".into(),
             last_status: None,

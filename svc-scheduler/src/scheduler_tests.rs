@@ -316,7 +316,7 @@ async fn run_now_while_running_does_not_start_a_second_run() {
 #[tokio::test]
 async fn catch_up_within_the_window_fires_once_and_records_the_rest_missed() {
     let mut r = rig().await;
-    let id = r.schedule("0 * * * *", |n| n.catch_up_window_minutes = 30);
+    let id = r.schedule("0 * * * *", |n| n.catch_up_window_minutes = Some(30));
     // "Down" from 10:00 to 13:10: 11:00 and 12:00 missed, 13:00 fires once.
     r.advance(3 * 3600 + 600);
     assert_eq!(r.tick(), 1);
@@ -343,7 +343,7 @@ async fn catch_up_within_the_window_fires_once_and_records_the_rest_missed() {
 #[tokio::test]
 async fn catch_up_beyond_the_window_records_missed_and_held() {
     let mut r = rig().await;
-    let id = r.schedule("0 * * * *", |n| n.catch_up_window_minutes = 10);
+    let id = r.schedule("0 * * * *", |n| n.catch_up_window_minutes = Some(10));
     r.advance(3600 + 1800); // 11:30: 11:00 is 30 min late
     assert_eq!(r.tick(), 0);
     let p = r.expect(&["missed"]).await;
@@ -364,7 +364,7 @@ async fn catch_up_beyond_the_window_records_missed_and_held() {
 #[tokio::test]
 async fn a_one_shot_missed_for_good_is_disabled() {
     let mut r = rig().await;
-    let id = r.schedule("in 10 minutes", |n| n.catch_up_window_minutes = 5);
+    let id = r.schedule("in 10 minutes", |n| n.catch_up_window_minutes = Some(5));
     r.advance(3600);
     assert_eq!(r.tick(), 0);
     r.expect(&["missed"]).await;
@@ -420,7 +420,7 @@ async fn waiting_for_host_then_missed_or_run_when_the_host_connects() {
     let mut r = rig().await;
     let id = r.schedule("every 1h", |n| {
         n.host_tools_from = Some("browser-1".into());
-        n.host_wait_sec = 120;
+        n.host_wait_sec = Some(120);
     });
     r.advance(3600);
     r.tick();
@@ -522,9 +522,9 @@ async fn ownership_refusals() {
 #[tokio::test]
 async fn recovery_never_runs_an_occurrence_twice_nor_skips_it_silently() {
     let mut r = rig().await;
-    let a = r.schedule("every 1h", |n| n.catch_up_window_minutes = 30);
-    let b = r.schedule("every 1h", |n| n.catch_up_window_minutes = 30);
-    let c = r.schedule("every 1h", |n| n.catch_up_window_minutes = 30);
+    let a = r.schedule("every 1h", |n| n.catch_up_window_minutes = Some(30));
+    let b = r.schedule("every 1h", |n| n.catch_up_window_minutes = Some(30));
+    let c = r.schedule("every 1h", |n| n.catch_up_window_minutes = Some(30));
     let claim = |id: &str| Claim {
         job_id: id.into(),
         scheduled_ms: ms("2026-01-15T11:00:00Z"),
@@ -688,8 +688,8 @@ async fn out_of_range_template_values_are_refused_naming_the_field() {
             task: "t".into(),
             created_via: "rpc",
             host_tools_from: Some("browser-1".into()),
-            host_wait_sec: wait,
-            catch_up_window_minutes: win,
+            host_wait_sec: Some(wait),
+            catch_up_window_minutes: Some(win),
             ..Default::default()
         };
         assert_eq!(field_of(r.api.schedule(&me, n).unwrap_err()), field);
@@ -697,8 +697,8 @@ async fn out_of_range_template_values_are_refused_naming_the_field() {
     assert!(r.api.list(&me).unwrap().jobs.is_empty(), "nothing saved");
     // The bounds themselves are fine.
     let id = r.schedule("every 1h", |n| {
-        n.host_wait_sec = 604_800;
-        n.catch_up_window_minutes = 525_600;
+        n.host_wait_sec = Some(604_800);
+        n.catch_up_window_minutes = Some(525_600);
     });
     let up = |wait: Option<i64>, win: Option<i64>| snowpea_proto::scheduler::v1::JobUpdateParams {
         job_id: id.clone(),
@@ -756,7 +756,7 @@ async fn a_host_wait_past_the_last_representable_time_fails_the_run() {
     let mut r = rig().await;
     let id = r.schedule("every 1h", |n| {
         n.host_tools_from = Some("browser-1".into());
-        n.host_wait_sec = 604_800;
+        n.host_wait_sec = Some(604_800);
     });
     r.clock.set("9999-12-29T00:00:00Z".parse().unwrap());
     let me = Caller::Client(CallContext::default());
@@ -946,4 +946,42 @@ async fn oversized_params_are_refused_naming_the_field() {
     assert_eq!(e.code, snowpea_proto::error::ErrorCode::NotFound);
     assert!(!e.message.contains(&"j".repeat(81)), "{}", e.message);
     assert_eq!(r.api.list(&me).unwrap().jobs.len(), 1);
+}
+
+#[tokio::test]
+async fn explicit_zeros_in_the_template_are_kept_and_absent_takes_the_defaults() {
+    let mut r = rig().await;
+    let zero = r.schedule("0 * * * *", |n| {
+        n.host_wait_sec = Some(0);
+        n.catch_up_window_minutes = Some(0);
+        n.host_tools_from = Some("browser-1".into());
+    });
+    let dflt = r.schedule("0 * * * *", |_| {});
+    let j = r.job(&zero);
+    assert_eq!((j.host_wait_sec, j.catch_up_window_minutes), (0, 0));
+    let j = r.job(&dflt);
+    assert_eq!((j.host_wait_sec, j.catch_up_window_minutes), (300, 60));
+    // catchUpWindowMinutes 0: two minutes late is missed (the default window would fire it).
+    r.api
+        .delete(&Caller::Client(CallContext::default()), &dflt, false)
+        .await
+        .unwrap();
+    r.expect(&["deleted"]).await;
+    r.advance(3600 + 120);
+    assert_eq!(r.tick(), 0);
+    r.expect(&["missed"]).await;
+    // hostWaitSec 0: not connected → missed at once, no waiting_for_host.
+    r.advance(3600 - 120);
+    assert_eq!(r.tick(), 1);
+    let p = r.expect(&["missed"]).await;
+    assert!(
+        p[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("hostWaitSec is 0"),
+        "{}",
+        p[0]
+    );
+    assert!(r.fake.runs.lock().unwrap().is_empty());
+    assert!(!r.job(&zero).running);
 }

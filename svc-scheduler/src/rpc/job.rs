@@ -48,10 +48,10 @@ pub struct NewJob {
     pub meta: Option<Value>,
     /// `sessionTemplate.hostToolsFrom`.
     pub host_tools_from: Option<String>,
-    /// `sessionTemplate.hostWaitSec` (0 = default).
-    pub host_wait_sec: i64,
-    /// `sessionTemplate.catchUpWindowMinutes` (0 = default).
-    pub catch_up_window_minutes: i64,
+    /// `sessionTemplate.hostWaitSec` (absent = the settings' default; 0 = do not wait).
+    pub host_wait_sec: Option<i64>,
+    /// `sessionTemplate.catchUpWindowMinutes` (absent = the settings' default).
+    pub catch_up_window_minutes: Option<i64>,
     /// `rpc` or `tool`.
     pub created_via: &'static str,
     /// The session that asked (tools).
@@ -163,18 +163,28 @@ impl JobApi {
                 message: format!("{} is not one of plan, accept, auto", spec::quote(&mode)),
             });
         }
-        check_range(
-            "sessionTemplate.hostWaitSec",
-            p.host_wait_sec,
-            MAX_HOST_WAIT_SEC,
-            "seconds (7 days)",
-        )?;
-        check_range(
-            "sessionTemplate.catchUpWindowMinutes",
-            p.catch_up_window_minutes,
-            MAX_CATCH_UP_WINDOW_MINUTES,
-            "minutes (1 year)",
-        )?;
+        let host_wait_sec = p
+            .host_wait_sec
+            .map(|v| {
+                check_range(
+                    "sessionTemplate.hostWaitSec",
+                    v,
+                    MAX_HOST_WAIT_SEC,
+                    "seconds (7 days)",
+                )
+            })
+            .transpose()?;
+        let catch_up_window_minutes = p
+            .catch_up_window_minutes
+            .map(|v| {
+                check_range(
+                    "sessionTemplate.catchUpWindowMinutes",
+                    v,
+                    MAX_CATCH_UP_WINDOW_MINUTES,
+                    "minutes (1 year)",
+                )
+            })
+            .transpose()?;
         let cfg = self.config();
         let now = self.sched.clock.now();
         let parsed =
@@ -215,16 +225,9 @@ impl JobApi {
             channel: nonempty(p.channel),
             workdir,
             host_tools_from: nonempty(p.host_tools_from),
-            host_wait_sec: if p.host_wait_sec > 0 {
-                p.host_wait_sec
-            } else {
-                cfg.host_wait_sec
-            },
-            catch_up_window_minutes: if p.catch_up_window_minutes > 0 {
-                p.catch_up_window_minutes
-            } else {
-                cfg.catch_up_window_minutes
-            },
+            // An explicit 0 is kept; only an absent value takes the settings' default.
+            host_wait_sec: host_wait_sec.unwrap_or(cfg.host_wait_sec),
+            catch_up_window_minutes: catch_up_window_minutes.unwrap_or(cfg.catch_up_window_minutes),
             meta: owner.as_ref().map(|(m, _)| m.clone()),
             owner_client_id: owner.map(|(_, o)| o),
             fingerprint: fingerprint.clone(),

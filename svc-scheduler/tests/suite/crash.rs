@@ -14,7 +14,7 @@ fn sched(spec: &str, window: i64) -> JobScheduleParams {
         spec: spec.into(),
         task: "t".into(),
         session_template: Some(job_schedule_params::SessionTemplate {
-            catch_up_window_minutes: window,
+            catch_up_window_minutes: Some(window),
             ..Default::default()
         }),
         ..Default::default()

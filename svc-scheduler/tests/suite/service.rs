@@ -490,13 +490,13 @@ async fn out_of_range_template_values_are_invalid_params_and_never_reach_a_run()
     let mut p = sched("every 60s");
     p.session_template = Some(job_schedule_params::SessionTemplate {
         host_tools_from: Some("x".into()),
-        host_wait_sec: 1_000_000_000_000,
+        host_wait_sec: Some(1_000_000_000_000),
         ..Default::default()
     });
     let e = s.jobs.schedule(p.clone()).await.unwrap_err();
     assert_eq!(invalid_field(&e), "params.sessionTemplate.hostWaitSec");
     p.session_template = Some(job_schedule_params::SessionTemplate {
-        catch_up_window_minutes: -1,
+        catch_up_window_minutes: Some(-1),
         ..Default::default()
     });
     let e = s.jobs.schedule(p).await.unwrap_err();
@@ -616,4 +616,38 @@ async fn oversized_params_are_invalid_params_naming_the_field() {
         .into_inner()
         .jobs
         .is_empty());
+}
+
+#[tokio::test]
+async fn an_explicit_zero_in_the_session_template_is_kept() {
+    let home = Scheduler::home();
+    let mut s = Scheduler::start(home.clone(), T0).await;
+    let mut p = sched("every 1h");
+    p.session_template = Some(job_schedule_params::SessionTemplate {
+        catch_up_window_minutes: Some(0),
+        host_wait_sec: Some(0),
+        ..Default::default()
+    });
+    let zero = s.jobs.schedule(p).await.unwrap().into_inner().job_id;
+    let dflt = s
+        .jobs
+        .schedule(sched("every 1h"))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    let jobs = s
+        .jobs
+        .list(JobListParams {})
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs;
+    let window = |id: &str| {
+        jobs.iter()
+            .find(|j| j.job_id == id)
+            .unwrap()
+            .catch_up_window_minutes
+    };
+    assert_eq!((window(&zero), window(&dflt)), (0, 60));
 }
