@@ -10,12 +10,19 @@
 //! * RSS of every process idle and after six such turns;
 //! * kill -9 of svc-session until it is SERVING again.
 //!
+//! `--mcp N` instead measures an MCP tool call through the whole suite vs calling the same
+//! server directly (issue 6, docs/PERFORMANCE.md "svc-mcp"), see [`bench_mcp`].
+//!
 //! Usage: `cargo build --release --workspace && target/release/snowpea-bench [--calls N] [--chunks N]`
+//! (or `… snowpea-bench --mcp 200`)
 
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{json, Value};
 use snowpea_e2e::{Suite, SuiteOptions};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -52,9 +59,14 @@ async fn main() {
     let calls = arg("--calls", 2000);
     let chunks = arg("--chunks", 5000);
     let memories = arg("--memories", 0);
+    let mcp = arg("--mcp", 0);
     if std::env::var_os("SNOWPEA_BIN_DIR").is_none() {
         let exe = std::env::current_exe().unwrap();
         std::env::set_var("SNOWPEA_BIN_DIR", exe.parent().unwrap());
+    }
+    if mcp > 0 {
+        bench_mcp(mcp).await;
+        return;
     }
     let text: String = (0..chunks).map(|i| format!("w{i} ")).collect();
     let script = json!({"steps": [{"match": "stream", "repeat": true, "text": text}], "default": {"text": "ok"}});
@@ -197,4 +209,277 @@ async fn bench_memory(ws: &mut snowpea_e2e::raw::RawWs, n: usize, calls: usize) 
             pct(&lat, 0.99)
         );
     }
+}
+
+/// Warm-up calls (direct) and warm-up rounds (suite) before `--mcp` measures.
+const MCP_WARMUP: usize = 10;
+/// Measured rounds of `--mcp` through the suite (each: 4 turns, see [`bench_mcp`]).
+const MCP_ROUNDS: usize = 30;
+
+/// The load average line of `/proc/loadavg` (1, 5, 15 min), to note with the figures.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// `n`, mean, p50, p95 and p99 of `d` in ms; returns (mean, p50).
+fn mcp_report(what: &str, mut d: Vec<Duration>) -> (f64, f64) {
+    d.sort();
+    let mean = d.iter().sum::<Duration>().as_secs_f64() * 1000.0 / d.len() as f64;
+    println!(
+        "{what:<62} n={:<4} mean={mean:.3} ms p50={:.3} ms p95={:.3} ms p99={:.3} ms",
+        d.len(),
+        pct(&d, 0.5),
+        pct(&d, 0.95),
+        pct(&d, 0.99)
+    );
+    (mean, pct(&d, 0.5))
+}
+
+/// `--mcp N`: the `echo` tool of `@modelcontextprotocol/server-everything` (node, stdio; from
+/// `svc-mcp/tests/mcp-servers`, `npm ci --prefix svc-mcp/tests/mcp-servers`):
+/// * directly: N `tools/call` over a fresh server's stdio from this process (newline-delimited
+///   JSON-RPC, the MCP stdio transport), each timed from writing the request to reading the
+///   answer;
+/// * through the suite: `mcp.add` of the same server (permission `read`: no approval), then
+///   rounds of four scripted-provider turns in one session — one `mcp__ev__echo` call, N of
+///   them in one model step, one built-in `list_dir`, N of those — each timed on this client
+///   from `session.prompt` to the `turn.done` event. A call's cost through the suite is
+///   `(turn with N calls − turn with 1) / (N − 1)`: the per-turn costs (two model calls, the
+///   WebSocket delivery) cancel, what stays is `tool.call` event → permission check →
+///   svc-session → svc-mcp `CallTool` → server → back → `tool.result` event, every event
+///   committed before it is published. The client-side `tool.call` → `tool.result` interval
+///   of the one-call turns is printed too, and per call in the N-call turns (first
+///   `tool.call` → last `tool.result`, / N).
+///
+/// The client-side intervals are not the call's latency: svc-session commits events in
+/// groups and the gateway's WebSocket delivers a short turn's events in one burst, so
+/// `tool.call` and `tool.result` usually arrive together (≈ 0 ms apart).
+async fn bench_mcp(calls: usize) {
+    let calls = calls.max(2);
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../svc-mcp/tests/mcp-servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    );
+    let Ok(server) = std::fs::canonicalize(&server) else {
+        eprintln!("SKIP: run `npm ci --prefix svc-mcp/tests/mcp-servers` first");
+        return;
+    };
+    println!("load average at start: {}", loadavg());
+    let direct = mcp_report(
+        "echo direct over stdio (same process), per call",
+        mcp_direct(&server, calls).await,
+    );
+
+    let many = |n: usize, name: &str, args: Value| -> Value {
+        (0..n)
+            .map(|_| json!({"name": name, "arguments": args}))
+            .collect()
+    };
+    let echo = json!({"message": "hi"});
+    let script = json!({"steps": [
+        {"match": "mcp echo once", "repeat": true, "tool_calls": many(1, "mcp__ev__echo", echo.clone())},
+        {"match": "mcp echo many", "repeat": true, "tool_calls": many(calls, "mcp__ev__echo", echo.clone())},
+        {"match": "builtin list once", "repeat": true, "tool_calls": many(1, "list_dir", json!({}))},
+        {"match": "builtin list many", "repeat": true, "tool_calls": many(calls, "list_dir", json!({}))},
+        {"after_tool": "mcp__ev__echo", "repeat": true, "text": "echoed"},
+        {"after_tool": "list_dir", "repeat": true, "text": "listed"}
+    ], "default": {"text": "ok"}});
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
+    let client = suite.client().await;
+    let added = client
+        .call(
+            "mcp.add",
+            json!({"name": "ev", "command": "node", "args": [server.display().to_string()], "permission": "read"}),
+        )
+        .await
+        .expect("mcp.add");
+    assert_eq!(added["ok"], true, "{added}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "MCP server ev not ready in 60 s");
+        let list = client.call("mcp.list", json!({})).await.expect("mcp.list");
+        let ready = list["servers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|s| s["name"] == "ev" && s["state"] == "ready");
+        if ready {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let sid = client
+        .create_session(suite.workdir.path(), Some("accept"))
+        .await
+        .unwrap();
+    // [mcp once, mcp many, builtin once, builtin many]
+    let prompts = [
+        "mcp echo once",
+        "mcp echo many",
+        "builtin list once",
+        "builtin list many",
+    ];
+    let mut turns: [Vec<Duration>; 4] = Default::default();
+    let (mut mcp_one, mut mcp_many_per_call) = (Vec::new(), Vec::new());
+    for round in 0..MCP_WARMUP.min(3) + MCP_ROUNDS {
+        for (k, prompt) in prompts.iter().enumerate() {
+            let t = timed_turn(&client, &sid, prompt, if k % 2 == 1 { calls } else { 1 }).await;
+            if round >= MCP_WARMUP.min(3) {
+                turns[k].push(t.turn);
+                match k {
+                    0 => mcp_one.push(t.calls),
+                    1 => mcp_many_per_call.push(t.calls / calls as u32),
+                    _ => {}
+                }
+            }
+        }
+    }
+    mcp_report("client: tool.call → tool.result, 1-call MCP turns", mcp_one);
+    mcp_report(
+        &format!("client: first tool.call → last tool.result / {calls}, MCP"),
+        mcp_many_per_call,
+    );
+    let [m1, mn, b1, bn] = turns;
+    let m1 = mcp_report("turn, 1 MCP call (prompt → turn.done)", m1);
+    let mn = mcp_report(&format!("turn, {calls} MCP calls (prompt → turn.done)"), mn);
+    let b1 = mcp_report("turn, 1 list_dir call (prompt → turn.done)", b1);
+    let bn = mcp_report(
+        &format!("turn, {calls} list_dir calls (prompt → turn.done)"),
+        bn,
+    );
+    // Per call from the turn difference, from the means and from the p50s.
+    let per = |many: (f64, f64), one: (f64, f64)| {
+        let n = (calls - 1) as f64;
+        ((many.0 - one.0) / n, (many.1 - one.1) / n)
+    };
+    let (mcp_mean, mcp_p50) = per(mn, m1);
+    let (builtin_mean, builtin_p50) = per(bn, b1);
+    println!(
+        "MCP call through the suite, per call (turn difference): {mcp_mean:.3} ms (means), {mcp_p50:.3} ms (p50s)"
+    );
+    println!(
+        "list_dir through the suite, per call (turn difference): {builtin_mean:.3} ms (means), {builtin_p50:.3} ms (p50s)"
+    );
+    println!(
+        "suite overhead of an MCP call vs calling the server directly: {:.3} ms (means), {:.3} ms (p50s)",
+        mcp_mean - direct.0,
+        mcp_p50 - direct.1
+    );
+    println!("load average at end: {}", loadavg());
+}
+
+/// What [`timed_turn`] measured.
+struct TurnTimes {
+    /// Prompt sent → `turn.done` received.
+    turn: Duration,
+    /// First `tool.call` received → last `tool.result` received.
+    calls: Duration,
+}
+
+/// One turn of `prompt` in `sid` that makes `expected` tool calls (each must succeed).
+async fn timed_turn(
+    client: &snowpea_sdk::Client,
+    sid: &str,
+    prompt: &str,
+    expected: usize,
+) -> TurnTimes {
+    let mut events = client.events(sid);
+    let t0 = Instant::now();
+    let tid = client.prompt(sid, prompt).await.unwrap();
+    let (mut first_call, mut last_result, mut results) = (None, None, 0);
+    loop {
+        let e = events
+            .next(Duration::from_secs(120))
+            .await
+            .expect("session event");
+        match e.kind.as_str() {
+            "tool.call" => {
+                first_call.get_or_insert_with(Instant::now);
+            }
+            "tool.result" => {
+                last_result = Some(Instant::now());
+                results += 1;
+                assert_eq!(e.payload["ok"], true, "{}", e.payload);
+            }
+            "turn.done" if e.turn_id() == Some(tid.as_str()) => break,
+            _ => {}
+        }
+    }
+    let turn = t0.elapsed();
+    assert_eq!(results, expected, "tool results of {prompt:?}");
+    TurnTimes {
+        turn,
+        calls: last_result.expect("tool.result") - first_call.expect("tool.call"),
+    }
+}
+
+/// N `tools/call` of `echo` made directly on a fresh server-everything's stdio.
+async fn mcp_direct(server: &Path, calls: usize) -> Vec<Duration> {
+    let mut child = tokio::process::Command::new("node")
+        .arg(server)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start node");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = async |msg: Value| {
+        let mut text = msg.to_string();
+        text.push('\n');
+        stdin.write_all(text.as_bytes()).await.expect("write");
+        stdin.flush().await.expect("flush");
+    };
+    // Reads lines until the response with `id` (skipping the server's notifications).
+    async fn answer(
+        lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+        id: u64,
+    ) -> Value {
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+                .await
+                .expect("MCP server answers")
+                .expect("read")
+                .expect("MCP server open");
+            let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+    send(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-03-26",
+            "capabilities": {},
+            "clientInfo": {"name": "snowpea-bench", "version": "0"}
+        }}),
+    )
+    .await;
+    let init = answer(&mut lines, 0).await;
+    assert!(init.get("result").is_some(), "{init}");
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+    let mut times = Vec::with_capacity(calls);
+    for i in 0..MCP_WARMUP + calls {
+        let id = i as u64 + 1;
+        let t = Instant::now();
+        send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": "hi"}}}))
+        .await;
+        let r = answer(&mut lines, id).await;
+        let el = t.elapsed();
+        assert!(
+            r["result"]["isError"] != json!(true) && r.get("result").is_some(),
+            "{r}"
+        );
+        if i >= MCP_WARMUP {
+            times.push(el);
+        }
+    }
+    times
 }
