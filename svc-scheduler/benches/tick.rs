@@ -42,6 +42,14 @@ impl SessionRunner for Instant0 {
             error: String::new(),
         })
     }
+    async fn watch(&self, sid: &str) -> Result<RunUnattendedReply, SessionError> {
+        Ok(RunUnattendedReply {
+            session_id: sid.into(),
+            status: "finished".into(),
+            text: String::new(),
+            error: String::new(),
+        })
+    }
     async fn delete_sessions(&self, _: Vec<String>) -> Result<DeleteSessionsReply, SessionError> {
         Ok(DeleteSessionsReply::default())
     }

@@ -19,7 +19,7 @@ use snowpea_common::bus::ConnectionEvent;
 use snowpea_proto::session::v1::session_internal_service_client::SessionInternalServiceClient;
 use snowpea_proto::session::v1::{
     DeleteSessionsReply, DeleteSessionsRequest, EmitEventRequest, RunUnattendedReply,
-    RunUnattendedRequest, ScheduledJobInfo,
+    RunUnattendedRequest, RunUnattendedUpdate, ScheduledJobInfo, WatchRunRequest,
 };
 use tonic::transport::Channel;
 
@@ -65,6 +65,10 @@ pub trait SessionRunner: Send + Sync + std::fmt::Debug + 'static {
         req: RunUnattendedRequest,
         on_session: OnSession<'_>,
     ) -> Result<RunUnattendedReply, SessionError>;
+    /// Waits for the run in session `session_id` (opened by an earlier [`SessionRunner::run`],
+    /// perhaps by an earlier svc-scheduler process) to end and returns how it ended; at once
+    /// when it already has.
+    async fn watch(&self, session_id: &str) -> Result<RunUnattendedReply, SessionError>;
     /// Deletes saved sessions (never one still running).
     async fn delete_sessions(
         &self,
@@ -136,33 +140,21 @@ impl SessionRunner for GrpcSessionRunner {
     ) -> Result<RunUnattendedReply, SessionError> {
         // A run never starts against a svc-session that is (re)starting: it waits for it.
         self.session_serving().await?;
-        let mut stream = self.client.clone().run_unattended(req).await?.into_inner();
-        let mut session_id = String::new();
-        loop {
-            match stream.message().await {
-                Ok(Some(update)) => {
-                    if !update.session_id.is_empty() && update.session_id != session_id {
-                        session_id = update.session_id.clone();
-                        on_session(&session_id);
-                    }
-                    if let Some(done) = update.done {
-                        return Ok(done);
-                    }
-                }
-                Ok(None) => {
-                    return Err(SessionError::Failed(
-                        "svc-session ended the run without a result (it may have restarted)".into(),
-                    ))
-                }
-                Err(s) => {
-                    return Err(SessionError::Failed(format!(
-                        "svc-session went away during the run ({}: {})",
-                        s.code(),
-                        s.message()
-                    )))
-                }
-            }
-        }
+        let stream = self.client.clone().run_unattended(req).await?.into_inner();
+        follow(stream, on_session).await
+    }
+
+    async fn watch(&self, session_id: &str) -> Result<RunUnattendedReply, SessionError> {
+        self.session_serving().await?;
+        let stream = self
+            .client
+            .clone()
+            .watch_run(WatchRunRequest {
+                session_id: session_id.to_owned(),
+            })
+            .await?
+            .into_inner();
+        follow(stream, &|_| {}).await
     }
 
     async fn delete_sessions(
@@ -196,6 +188,40 @@ impl SessionRunner for GrpcSessionRunner {
             Err(_) => Err(SessionError::Unavailable(format!(
                 "no answer within {EMIT_TIMEOUT:?}"
             ))),
+        }
+    }
+}
+
+/// Reads a `RunUnattended` / `WatchRun` stream to its `done`, telling `on_session` the
+/// session id as soon as it is named.
+async fn follow(
+    mut stream: tonic::Streaming<RunUnattendedUpdate>,
+    on_session: OnSession<'_>,
+) -> Result<RunUnattendedReply, SessionError> {
+    let mut session_id = String::new();
+    loop {
+        match stream.message().await {
+            Ok(Some(update)) => {
+                if !update.session_id.is_empty() && update.session_id != session_id {
+                    session_id = update.session_id.clone();
+                    on_session(&session_id);
+                }
+                if let Some(done) = update.done {
+                    return Ok(done);
+                }
+            }
+            Ok(None) => {
+                return Err(SessionError::Failed(
+                    "svc-session ended the run without a result (it may have restarted)".into(),
+                ))
+            }
+            Err(s) => {
+                return Err(SessionError::Failed(format!(
+                    "svc-session went away during the run ({}: {})",
+                    s.code(),
+                    s.message()
+                )))
+            }
         }
     }
 }
@@ -270,9 +296,62 @@ impl Scheduler {
             }
         };
         let limit = Duration::from_secs(cfg.run_timeout_sec as u64);
-        let result = tokio::time::timeout(limit, self.session.run(req, &on_session)).await;
+        let result = match tokio::time::timeout(limit, self.session.run(req, &on_session)).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!(
+                "the run took longer than scheduler.runTimeoutSec ({}s)",
+                cfg.run_timeout_sec
+            )),
+        };
+        self.record_end(&job, &occ, result).await;
+    }
+
+    /// Follows a run svc-session was running when svc-scheduler stopped (recovery of a
+    /// `running` occurrence with a recorded session): waits, through svc-session's `WatchRun`
+    /// and at most `scheduler.runTimeoutSec` from now, for the session's turn to end and
+    /// records its real result, exactly as if the run had been followed from the start. The
+    /// occurrence is never run again; if the run cannot be followed it ends `failed` with the
+    /// reason.
+    pub async fn watch_occurrence(
+        self: Arc<Self>,
+        job: JobRow,
+        occ: OccurrenceRow,
+        session_id: String,
+    ) {
+        let cfg = self.reload_config();
+        let limit = Duration::from_secs(cfg.run_timeout_sec as u64);
+        tracing::info!(
+            job_id = job.job_id,
+            session_id,
+            "following a run a restart of svc-scheduler interrupted"
+        );
+        let result = match tokio::time::timeout(limit, self.session.watch(&session_id)).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(format!(
+                "interrupted: svc-scheduler stopped while the run was in progress and could not follow session {session_id} afterwards ({e})"
+            )),
+            Err(_) => Err(format!(
+                "the run took longer than scheduler.runTimeoutSec ({}s) after svc-scheduler restarted",
+                cfg.run_timeout_sec
+            )),
+        };
+        self.record_end(&job, &occ, result).await;
+    }
+
+    /// Records how a run ended (committed first), then publishes it: `job.event`
+    /// `finished` / `failed` / `denied`, `notify` for a job with meta, `job.done` /
+    /// `job.failed` on the origin session.
+    async fn record_end(
+        &self,
+        job: &JobRow,
+        occ: &OccurrenceRow,
+        result: Result<RunUnattendedReply, String>,
+    ) {
+        let job_id = job.job_id.clone();
+        let scheduled_at = iso(ts(occ.scheduled_ms));
         let (status, session_id, text, error) = match result {
-            Ok(Ok(r)) => {
+            Ok(r) => {
                 let err = (!r.error.is_empty()).then_some(r.error);
                 (
                     r.status,
@@ -281,21 +360,7 @@ impl Scheduler {
                     err,
                 )
             }
-            Ok(Err(e)) => (
-                "failed".to_owned(),
-                None,
-                String::new(),
-                Some(e.to_string()),
-            ),
-            Err(_) => (
-                "failed".to_owned(),
-                None,
-                String::new(),
-                Some(format!(
-                    "the run took longer than scheduler.runTimeoutSec ({}s)",
-                    cfg.run_timeout_sec
-                )),
-            ),
+            Err(e) => ("failed".to_owned(), None, String::new(), Some(e)),
         };
         let (occ_status, last_status, kind) = classify(&status);
         let outcome = Outcome {
@@ -319,7 +384,7 @@ impl Scheduler {
                 .and_then(|o| o.session_id)
         });
         self.job_event(
-            &job,
+            job,
             kind,
             json!({
                 "scheduledAt": scheduled_at, "runId": occ.run_id, "trigger": occ.trigger,
@@ -329,7 +394,7 @@ impl Scheduler {
         );
         if job.meta.is_some() {
             self.notify_owner(
-                &job,
+                job,
                 json!({ "status": occ_status, "sessionId": session_id, "text": text }),
             );
         }

@@ -286,7 +286,26 @@ impl Scheduler {
     /// Spawns [`Scheduler::run_occurrence`] guarded: should the run's task panic, its
     /// occurrence is recorded `failed` instead of leaving the job `running` forever.
     pub fn spawn_occurrence(self: &Arc<Self>, job: JobRow, occ: OccurrenceRow) {
-        let run = tokio::spawn(self.clone().run_occurrence(job.clone(), occ.clone()));
+        let run = self.clone().run_occurrence(job.clone(), occ.clone());
+        self.spawn_guarded(job, occ, run);
+    }
+
+    /// Spawns [`Scheduler::watch_occurrence`] (recovery of a run svc-session still has),
+    /// guarded like [`Scheduler::spawn_occurrence`].
+    pub fn spawn_watch(self: &Arc<Self>, job: JobRow, occ: OccurrenceRow, session_id: String) {
+        let watch = self
+            .clone()
+            .watch_occurrence(job.clone(), occ.clone(), session_id);
+        self.spawn_guarded(job, occ, watch);
+    }
+
+    fn spawn_guarded(
+        self: &Arc<Self>,
+        job: JobRow,
+        occ: OccurrenceRow,
+        fut: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        let run = tokio::spawn(fut);
         let me = self.clone();
         tokio::spawn(async move {
             if let Err(e) = run.await {
@@ -387,7 +406,9 @@ impl Scheduler {
     }
 
     /// Repairs what a crash left open (DESIGN.md §6: neither double-fire nor silently skip):
-    /// * `running` (handed to svc-session before the crash) → `failed`, never run again;
+    /// * `running` (handed to svc-session before the crash) with a recorded session → followed
+    ///   through svc-session's `WatchRun` and recorded with the run's real result; without one
+    ///   → `failed`; never run again;
     /// * `claimed` (never handed over) → run now when within the catch-up window, else `missed`;
     /// * `waiting_for_host` → keeps waiting until its recorded deadline.
     pub fn recover(self: &Arc<Self>) -> anyhow::Result<()> {
@@ -404,26 +425,32 @@ impl Scheduler {
                 .saturating_mul(60_000)
                 .saturating_add(catchup::ON_TIME_GRACE_MS);
             match occ.status.as_str() {
-                "running" => {
-                    let reason = "interrupted: svc-scheduler stopped while the run was in progress"
-                        .to_owned();
-                    self.store.finish(
-                        &job.job_id,
-                        occ.scheduled_ms,
-                        &Outcome {
-                            status: "failed".into(),
-                            last_status: Some("error".into()),
-                            session_id: None,
-                            text: String::new(),
-                            error: Some(reason.clone()),
-                            now_ms: now.as_millisecond(),
-                        },
-                    )?;
-                    self.job_event(&job, "failed", json!({
-                        "scheduledAt": iso(ts(occ.scheduled_ms)), "runId": occ.run_id, "trigger": occ.trigger,
-                        "status": "failed", "lastStatus": "error", "sessionId": occ.session_id, "error": reason,
-                    }));
-                }
+                "running" => match occ.session_id.clone() {
+                    // svc-session has the run: follow it to its real end (never run it again).
+                    Some(session_id) => self.spawn_watch(job, occ, session_id),
+                    // Handed over but never named a session: nothing to follow.
+                    None => {
+                        let reason =
+                            "interrupted: svc-scheduler stopped while the run was in progress"
+                                .to_owned();
+                        self.store.finish(
+                            &job.job_id,
+                            occ.scheduled_ms,
+                            &Outcome {
+                                status: "failed".into(),
+                                last_status: Some("error".into()),
+                                session_id: None,
+                                text: String::new(),
+                                error: Some(reason.clone()),
+                                now_ms: now.as_millisecond(),
+                            },
+                        )?;
+                        self.job_event(&job, "failed", json!({
+                            "scheduledAt": iso(ts(occ.scheduled_ms)), "runId": occ.run_id, "trigger": occ.trigger,
+                            "status": "failed", "lastStatus": "error", "sessionId": null, "error": reason,
+                        }));
+                    }
+                },
                 "claimed" if late > window && occ.trigger == "schedule" => {
                     let reason = "svc-scheduler stopped after claiming it; restarted beyond the catch-up window".to_owned();
                     self.store.finish(

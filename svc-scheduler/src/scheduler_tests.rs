@@ -30,6 +30,14 @@ struct Fake {
     status: Mutex<Option<String>>,
     hold: tokio::sync::Semaphore,
     holding: std::sync::atomic::AtomicBool,
+    /// Sessions `watch` was asked about.
+    watches: Mutex<Vec<String>>,
+    /// What `watch` answers (default: the run finished, text `watched <sid>`).
+    watch_reply: Mutex<Option<Result<RunUnattendedReply, SessionError>>>,
+    /// Sessions deleted.
+    deleted: Mutex<Vec<String>>,
+    /// Sessions `delete_sessions` reports as skipped (still running).
+    busy: Mutex<Vec<String>>,
 }
 
 impl Default for Fake {
@@ -41,6 +49,10 @@ impl Default for Fake {
             status: Mutex::default(),
             hold: tokio::sync::Semaphore::new(0),
             holding: Default::default(),
+            watches: Mutex::default(),
+            watch_reply: Mutex::default(),
+            deleted: Mutex::default(),
+            busy: Mutex::default(),
         }
     }
 }
@@ -82,10 +94,26 @@ impl SessionRunner for Fake {
             error: String::new(),
         })
     }
+    async fn watch(&self, sid: &str) -> Result<RunUnattendedReply, SessionError> {
+        self.watches.lock().unwrap().push(sid.into());
+        self.watch_reply.lock().unwrap().clone().unwrap_or_else(|| {
+            Ok(RunUnattendedReply {
+                session_id: sid.into(),
+                status: "finished".into(),
+                text: format!("watched {sid}"),
+                error: String::new(),
+            })
+        })
+    }
     async fn delete_sessions(&self, ids: Vec<String>) -> Result<DeleteSessionsReply, SessionError> {
+        let busy = self.busy.lock().unwrap().clone();
+        let (skipped, deleted): (Vec<String>, Vec<String>) =
+            ids.into_iter().partition(|id| busy.contains(id));
+        let n = deleted.len() as i64;
+        self.deleted.lock().unwrap().extend(deleted);
         Ok(DeleteSessionsReply {
-            deleted: ids.len() as i64,
-            skipped: vec![],
+            deleted: n,
+            skipped,
         })
     }
     async fn emit_event(
@@ -984,4 +1012,115 @@ async fn explicit_zeros_in_the_template_are_kept_and_absent_takes_the_defaults()
     );
     assert!(r.fake.runs.lock().unwrap().is_empty());
     assert!(!r.job(&zero).running);
+}
+
+#[tokio::test]
+async fn recovery_follows_a_running_occurrence_with_a_session_to_its_real_end() {
+    let mut r = rig().await;
+    let with = r.schedule("every 1h", |n| n.origin_session_id = Some("s_o".into()));
+    let without = r.schedule("every 1h", |_| {});
+    let store = r.api.sched.store.clone();
+    let at = ms("2026-01-15T11:00:00Z");
+    // Both were handed to svc-session before the "crash"; one named its session.
+    for id in [&with, &without] {
+        assert!(store
+            .claim(&Claim {
+                job_id: id.to_string(),
+                scheduled_ms: at,
+                run_id: format!("run_{id}"),
+                trigger: "schedule".into(),
+                now_ms: at,
+                expect_next_ms: None,
+                new_next_ms: Some(ms("2026-01-15T12:00:00Z")),
+                new_enabled: true,
+                missed_ms: vec![],
+                missed_reason: String::new(),
+            })
+            .unwrap());
+        store.mark_running(id, at, at).unwrap();
+    }
+    store.set_session(&with, at, "s_run").unwrap();
+    r.clock.set("2026-01-15T11:05:00Z".parse().unwrap());
+    let sched = r.api.sched.clone();
+    sched.recover().unwrap();
+    let mut got = vec![];
+    for _ in 0..2 {
+        got.push(r.event().await);
+    }
+    let by_session = |sid: &str| {
+        got.iter()
+            .find(|(_, p)| p["sessionId"] == sid)
+            .cloned()
+            .unwrap_or_else(|| panic!("no event for {sid}: {got:?}"))
+    };
+    // The followed run is recorded with its real result, on its origin session too.
+    let (kind, p) = by_session("s_run");
+    assert_eq!(kind, "finished", "{p}");
+    assert_eq!(p["text"], "watched s_run");
+    assert_eq!(p["runId"], format!("run_{with}"));
+    assert_eq!(r.job(&with).last_status.as_deref(), Some("ok"));
+    eventually_events(&r, 1).await;
+    assert_eq!(r.fake.events.lock().unwrap()[0].1, "job.done");
+    // Without a session it fails as before.
+    let (kind, p) = got
+        .iter()
+        .find(|(_, p)| p["sessionId"].is_null())
+        .cloned()
+        .unwrap();
+    assert_eq!(kind, "failed");
+    assert!(p["error"].as_str().unwrap().contains("interrupted"), "{p}");
+    // No run was started again: svc-session was only asked to watch.
+    assert!(r.fake.runs.lock().unwrap().is_empty(), "never run twice");
+    assert_eq!(*r.fake.watches.lock().unwrap(), ["s_run"]);
+    assert!(store.open_occurrences().unwrap().is_empty());
+    assert_eq!(r.job(&without).last_status.as_deref(), Some("error"));
+}
+
+#[tokio::test]
+async fn a_run_svc_session_cannot_follow_after_a_restart_ends_failed_with_the_reason() {
+    let mut r = rig().await;
+    let id = r.schedule("every 1h", |_| {});
+    let store = r.api.sched.store.clone();
+    let at = ms("2026-01-15T11:00:00Z");
+    assert!(store
+        .claim(&Claim {
+            job_id: id.clone(),
+            scheduled_ms: at,
+            run_id: "run_1".into(),
+            trigger: "schedule".into(),
+            now_ms: at,
+            expect_next_ms: None,
+            new_next_ms: Some(ms("2026-01-15T12:00:00Z")),
+            new_enabled: true,
+            missed_ms: vec![],
+            missed_reason: String::new(),
+        })
+        .unwrap());
+    store.mark_running(&id, at, at).unwrap();
+    store.set_session(&id, at, "s_gone").unwrap();
+    *r.fake.watch_reply.lock().unwrap() = Some(Err(SessionError::Failed(
+        "svc-session: no session \"s_gone\"".into(),
+    )));
+    r.api.sched.recover().unwrap();
+    let p = r.expect(&["failed"]).await;
+    let err = p[0]["error"].as_str().unwrap();
+    assert!(
+        err.contains("interrupted") && err.contains("s_gone"),
+        "{err}"
+    );
+    assert_eq!(p[0]["sessionId"], "s_gone");
+    assert!(!r.job(&id).running);
+    assert!(r.fake.runs.lock().unwrap().is_empty());
+}
+
+/// Waits until the fake recorded `n` origin-session events.
+async fn eventually_events(r: &Rig, n: usize) {
+    let deadline = tokio::time::Instant::now() + T;
+    while r.fake.events.lock().unwrap().len() < n {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "origin events in time"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

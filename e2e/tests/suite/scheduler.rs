@@ -315,6 +315,86 @@ async fn a_run_survives_svc_session_being_killed_and_the_next_occurrence_fires()
     ok(&c, "job.delete", json!({"jobId": id})).await;
 }
 
+/// kill -9 of svc-scheduler while a run's shell is still running in svc-session: the restarted
+/// scheduler follows the run (svc-session `WatchRun`) and records it `finished` with its real
+/// text — no second run, no `failed`. Also: an explicit `catchUpWindowMinutes: 0` over JSON is
+/// kept, not replaced by the default.
+#[tokio::test]
+async fn a_run_survives_svc_scheduler_being_killed_and_is_recorded_finished() {
+    let script = json!({"steps": [
+        {"match": "nap", "tool_calls": [{"name": "shell", "arguments": {"command": "touch napping; sleep 4; echo rested"}}]},
+        {"after_tool": "shell", "text": "napped"}
+    ]});
+    let suite = Suite::start_with(snowpea_e2e::SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
+    let c = suite.client().await;
+    let mut rx = c.subscribe();
+    let workdir = suite.workdir.path().to_path_buf();
+    let r = ok(
+        &c,
+        "job.schedule",
+        json!({"spec": "tomorrow 9am", "task": "nap", "workdir": workdir.display().to_string(),
+               "mode": "auto", "sessionTemplate": {"catchUpWindowMinutes": 0, "hostWaitSec": 0}}),
+    )
+    .await;
+    let id = r["jobId"].as_str().unwrap().to_owned();
+    let job = |jobs: &Value| {
+        jobs["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|j| j["jobId"] == id.as_str())
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(
+        job(&ok(&c, "job.list", json!({})).await)["catchUpWindowMinutes"],
+        0
+    );
+    assert_eq!(ok(&c, "job.runNow", json!({"jobId": id})).await["ok"], true);
+    let (k, started) = job_event(&mut rx, &id).await;
+    assert_eq!(k, "started", "{started}");
+    assert!(
+        snowpea_e2e::eventually(T, || workdir.join("napping").exists().then_some(()))
+            .await
+            .is_some(),
+        "the run's shell started"
+    );
+
+    let old = suite.kill9("scheduler");
+    suite.wait_restarted("scheduler", old).await;
+    // The run goes on in svc-session; the restarted scheduler records its real end.
+    let deadline = tokio::time::Instant::now() + T;
+    let j = loop {
+        let j = match tokio::time::timeout(T, c.call("job.list", json!({}))).await {
+            Ok(Ok(v)) => job(&v),
+            _ => Value::Null, // the scheduler may still be starting
+        };
+        if j["lastStatus"].is_string() && j["state"] == "scheduled" {
+            break j;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run was not recorded in time: {j}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(j["lastStatus"], "ok", "{j}");
+    // One run, one session: the occurrence was not run again.
+    let scheduled = ok(&c, "session.list", json!({"kinds": ["scheduled"]})).await;
+    let runs: Vec<&Value> = scheduled["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["jobId"] == id.as_str())
+        .collect();
+    assert_eq!(runs.len(), 1, "{scheduled}");
+    ok(&c, "job.delete", json!({"jobId": id})).await;
+}
+
 /// Pids of processes marked as `shell` commands of the suite whose home is named `home_name`.
 fn shell_processes_of(home_name: &str) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {

@@ -22,7 +22,7 @@ fn sched(spec: &str, window: i64) -> JobScheduleParams {
 }
 
 #[tokio::test]
-async fn kill9_right_after_the_claim_never_runs_the_occurrence_twice() {
+async fn kill9_during_a_held_run_never_runs_it_twice_and_records_its_real_result() {
     let home = Scheduler::home();
     let fake = FakeSession::default();
     fake.hold.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -36,12 +36,27 @@ async fn kill9_right_after_the_claim_never_runs_the_occurrence_twice() {
         .into_inner()
         .job_id;
     s.advance(60).await;
-    s.expect(&["started"]).await;
+    let started = s.expect(&["started"]).await;
     eventually(|| fake.runs.lock().unwrap().len() == 1).await;
+    // The run's session is recorded before the kill.
+    eventually(|| {
+        rusqlite::Connection::open(home.path().join("state/scheduler.db"))
+            .and_then(|c| {
+                c.query_row(
+                    "SELECT COUNT(*) FROM occurrences WHERE session_id = 's_fake_1'",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+            })
+            .unwrap_or(0)
+            == 1
+    })
+    .await;
     s.kill9();
-    // Restart at the same instant: the handed-over occurrence is not run again; it is failed.
+    // Restart while svc-session still runs the turn: the run is followed, not run again.
     fake.hold.store(false, std::sync::atomic::Ordering::SeqCst);
     let mut s = Scheduler::start(home.clone(), "2026-01-15T10:01:00Z").await;
+    eventually(|| fake.watches.lock().unwrap().as_slice() == ["s_fake_1"]).await;
     let j = s
         .jobs
         .list(JobListParams {})
@@ -50,17 +65,25 @@ async fn kill9_right_after_the_claim_never_runs_the_occurrence_twice() {
         .into_inner()
         .jobs
         .remove(0);
-    assert_eq!(
-        j.last_status.as_deref(),
-        Some("error"),
-        "the interrupted run is recorded"
-    );
+    assert_eq!(j.state, "running", "still in progress after the restart");
+    assert_eq!(j.last_status, None);
+    // The turn ends in svc-session: recorded with its real result.
+    fake.release.send_replace(true);
+    let finished = s.expect(&["finished"]).await;
+    assert_eq!(finished[0]["sessionId"], "s_fake_1");
+    assert_eq!(finished[0]["text"], "ran t");
+    assert_eq!(finished[0]["runId"], started[0]["runId"]);
+    let j = s
+        .jobs
+        .list(JobListParams {})
+        .await
+        .unwrap()
+        .into_inner()
+        .jobs
+        .remove(0);
+    assert_eq!(j.last_status.as_deref(), Some("ok"));
     assert_eq!(j.state, "scheduled");
     assert_eq!(fake.runs.lock().unwrap().len(), 1, "never twice");
-    // The recovery's `failed` was published before anyone subscribed: the bus keeps it
-    // for the first subscriber, so clients learn of it.
-    let failed = s.expect(&["failed"]).await;
-    assert!(failed[0]["error"].as_str().unwrap().contains("interrupted"));
     // The next occurrence fires normally.
     s.advance(60).await;
     s.expect(&["started", "finished"]).await;
@@ -72,9 +95,62 @@ async fn kill9_right_after_the_claim_never_runs_the_occurrence_twice() {
     let occ = Scheduler::occurrences(&home);
     assert_eq!(
         occ.iter().map(|o| o.2.as_str()).collect::<Vec<_>>(),
-        ["failed", "finished"]
+        ["finished", "finished"]
     );
     assert!(occ.iter().all(|o| o.0 == id));
+}
+
+#[tokio::test]
+async fn a_run_that_ended_while_the_scheduler_was_down_is_recorded_on_restart() {
+    let home = Scheduler::home();
+    let fake = FakeSession::default();
+    fake.hold.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _session = SessionServer::start(fake.clone(), Scheduler::socket(&home, "session"));
+    let mut s = Scheduler::start(home.clone(), T0).await;
+    // An agent tool's job: its origin session gets job.done after the restart too.
+    s.internal
+        .tool_schedule(ToolScheduleRequest {
+            spec: "in 1 minute".into(),
+            task: "t".into(),
+            mode: None,
+            session_id: "s_chat".into(),
+            workdir: home.path().display().to_string(),
+            agent: None,
+        })
+        .await
+        .unwrap();
+    s.advance(60).await;
+    s.expect(&["started"]).await;
+    eventually(|| {
+        Scheduler::occurrences(&home)
+            .first()
+            .is_some_and(|o| o.2 == "running")
+    })
+    .await;
+    eventually(|| {
+        rusqlite::Connection::open(home.path().join("state/scheduler.db"))
+            .and_then(|c| {
+                c.query_row(
+                    "SELECT COUNT(*) FROM occurrences WHERE session_id IS NOT NULL",
+                    [],
+                    |r| r.get::<_, i64>(0),
+                )
+            })
+            .unwrap_or(0)
+            == 1
+    })
+    .await;
+    s.kill9();
+    fake.release.send_replace(true);
+    let mut s = Scheduler::start(home.clone(), "2026-01-15T10:05:00Z").await;
+    let p = s.expect(&["finished"]).await;
+    assert_eq!(p[0]["text"], "ran t");
+    eventually(|| {
+        fake.events.lock().unwrap().clone() == vec![("s_chat".to_string(), "job.done".to_string())]
+    })
+    .await;
+    assert_eq!(fake.runs.lock().unwrap().len(), 1);
+    assert_eq!(Scheduler::occurrences(&home)[0].2, "finished");
 }
 
 #[tokio::test]

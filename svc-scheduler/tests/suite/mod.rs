@@ -38,12 +38,20 @@ pub type Runs = Arc<Mutex<Vec<(String, String, String)>>>;
 pub struct FakeSession {
     /// Every RunUnattended call.
     pub runs: Runs,
-    /// Hold runs open forever (never send `done`).
+    /// Hold new runs open (no `done`) until [`FakeSession::release`] or [`FakeSession::dead`].
     pub hold: Arc<std::sync::atomic::AtomicBool>,
     /// Events emitted on origin sessions: (session, kind).
     pub events: Arc<Mutex<Vec<(String, String)>>>,
     /// Set to true to "kill" svc-session: held runs' streams fail as a dropped connection does.
     pub dead: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Set to true to let every held run finish (its turn "ends" in svc-session).
+    pub release: Arc<tokio::sync::watch::Sender<bool>>,
+    /// The sessions runs opened: id → (held, task).
+    pub sessions: Arc<Mutex<std::collections::HashMap<String, (bool, String)>>>,
+    /// Every WatchRun call's session.
+    pub watches: Arc<Mutex<Vec<String>>>,
+    /// Every session DeleteSessions deleted.
+    pub deleted: Arc<Mutex<Vec<String>>>,
 }
 
 impl Default for FakeSession {
@@ -53,7 +61,43 @@ impl Default for FakeSession {
             hold: Arc::default(),
             events: Arc::default(),
             dead: Arc::new(tokio::sync::watch::channel(false).0),
+            release: Arc::new(tokio::sync::watch::channel(false).0),
+            sessions: Arc::default(),
+            watches: Arc::default(),
+            deleted: Arc::default(),
         }
+    }
+}
+
+impl FakeSession {
+    /// The stream of a run in session `sid`: its id at once, then `done` — at once, or for a
+    /// held run when released (an error when svc-session "dies" first).
+    fn stream(
+        &self,
+        sid: &str,
+        task: &str,
+        held: bool,
+    ) -> tonic::codegen::BoxStream<RunUnattendedUpdate> {
+        let first = RunUnattendedUpdate {
+            session_id: sid.into(),
+            done: None,
+        };
+        let done = RunUnattendedUpdate {
+            session_id: sid.into(),
+            done: Some(RunUnattendedReply {
+                session_id: sid.into(),
+                status: "finished".into(),
+                text: format!("ran {task}"),
+                error: String::new(),
+            }),
+        };
+        async_stream(
+            first,
+            done,
+            held,
+            self.dead.subscribe(),
+            self.release.subscribe(),
+        )
     }
 }
 
@@ -72,30 +116,36 @@ impl SessionInternalService for FakeSession {
             runs.len()
         };
         let sid = format!("s_fake_{n}");
-        let first = RunUnattendedUpdate {
-            session_id: sid.clone(),
-            done: None,
-        };
-        let done = RunUnattendedUpdate {
-            session_id: sid.clone(),
-            done: Some(RunUnattendedReply {
-                session_id: sid,
-                status: "finished".into(),
-                text: format!("ran {}", r.task),
-                error: String::new(),
-            }),
-        };
         let hold = self.hold.load(std::sync::atomic::Ordering::SeqCst);
-        let s = async_stream(first, (!hold).then_some(done), self.dead.subscribe());
-        Ok(tonic::Response::new(s))
+        self.sessions
+            .lock()
+            .unwrap()
+            .insert(sid.clone(), (hold, r.task.clone()));
+        Ok(tonic::Response::new(self.stream(&sid, &r.task, hold)))
+    }
+
+    async fn watch_run(
+        &self,
+        req: tonic::Request<WatchRunRequest>,
+    ) -> Result<tonic::Response<tonic::codegen::BoxStream<RunUnattendedUpdate>>, tonic::Status>
+    {
+        let sid = req.into_inner().session_id;
+        self.watches.lock().unwrap().push(sid.clone());
+        let Some((held, task)) = self.sessions.lock().unwrap().get(&sid).cloned() else {
+            return Err(tonic::Status::not_found(format!("no session {sid:?}")));
+        };
+        Ok(tonic::Response::new(self.stream(&sid, &task, held)))
     }
 
     async fn delete_sessions(
         &self,
         req: tonic::Request<DeleteSessionsRequest>,
     ) -> Result<tonic::Response<DeleteSessionsReply>, tonic::Status> {
+        let ids = req.into_inner().session_ids;
+        let n = ids.len() as i64;
+        self.deleted.lock().unwrap().extend(ids);
         Ok(tonic::Response::new(DeleteSessionsReply {
-            deleted: req.into_inner().session_ids.len() as i64,
+            deleted: n,
             skipped: vec![],
         }))
     }
@@ -112,21 +162,24 @@ impl SessionInternalService for FakeSession {
 
 fn async_stream(
     first: RunUnattendedUpdate,
-    done: Option<RunUnattendedUpdate>,
+    done: RunUnattendedUpdate,
+    held: bool,
     mut dead: tokio::sync::watch::Receiver<bool>,
+    mut release: tokio::sync::watch::Receiver<bool>,
 ) -> tonic::codegen::BoxStream<RunUnattendedUpdate> {
-    // A held run keeps its stream open until svc-session "dies", then fails like a reset
-    // connection; a finished one ends after `done`.
-    let held = done.is_none();
-    let head = tokio_stream::iter(std::iter::once(Ok(first)).chain(done.map(Ok)));
+    // A held run keeps its stream open until it is released (then `done`) or svc-session
+    // "dies" (then it fails like a reset connection); a finished one ends after `done`.
+    let head = tokio_stream::iter(std::iter::once(Ok(first)));
     if held {
         let tail = futures::stream::once(async move {
-            let _ = dead.wait_for(|d| *d).await;
-            Err(tonic::Status::unavailable("connection reset by peer"))
+            tokio::select! {
+                _ = dead.wait_for(|d| *d) => Err(tonic::Status::unavailable("connection reset by peer")),
+                _ = release.wait_for(|r| *r) => Ok(done),
+            }
         });
         Box::pin(head.chain(tail))
     } else {
-        Box::pin(head)
+        Box::pin(head.chain(tokio_stream::iter(std::iter::once(Ok(done)))))
     }
 }
 

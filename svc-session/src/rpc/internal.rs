@@ -10,6 +10,10 @@
 //!   shared queue like any turn's. A named `agent` is refused with `not_found`: no agent can
 //!   be defined yet (`agent.*` answer `not_implemented`), and running the task as a plain
 //!   session instead would be a silent substitution.
+//! * `WatchRun` waits for the unattended turn of an existing session to end and reports it
+//!   like `RunUnattended`'s last update (at once when the turn is not running any more, from
+//!   its stored events); svc-scheduler uses it after a restart to record the real result of
+//!   a run it had handed over, rather than running it again or failing it.
 //! * `DeleteSessions` deletes saved sessions with their events and workspaces; a session
 //!   whose turn is running is skipped.
 //! * `EmitEvent` appends a durable event (e.g. `job.done`) to a live session.
@@ -120,20 +124,59 @@ pub fn outcome(events: &[(String, Value)], turn_id: &str) -> RunOutcome {
     }
 }
 
-/// [`outcome`] of turn `turn_id` of session `sid`, from the database.
-fn stored_outcome(app: &App, sid: &str, turn_id: &str) -> RunOutcome {
+/// The committed events of session `sid` as (kind, payload).
+fn stored_events(app: &App, sid: &str) -> Vec<(String, Value)> {
     let rows = app
         .store
         .read(|c| store::events::after(c, sid, 0))
         .unwrap_or_default();
-    let events: Vec<(String, Value)> = rows
-        .into_iter()
+    rows.into_iter()
         .map(|r| {
             let payload = serde_json::from_str(&r.payload).unwrap_or(Value::Null);
             (r.kind, payload)
         })
-        .collect();
-    outcome(&events, turn_id)
+        .collect()
+}
+
+/// [`outcome`] of turn `turn_id` of session `sid`, from the database.
+fn stored_outcome(app: &App, sid: &str, turn_id: &str) -> RunOutcome {
+    outcome(&stored_events(app, sid), turn_id)
+}
+
+/// The id of the last turn in `events` (the one a `turn.*` event names last).
+pub fn last_turn(events: &[(String, Value)]) -> Option<String> {
+    events
+        .iter()
+        .rev()
+        .filter(|(kind, _)| kind.starts_with("turn."))
+        .find_map(|(_, p)| p["turnId"].as_str().map(str::to_owned))
+}
+
+/// [`outcome`] of the last turn of session `sid`, from the database (`failed` when the
+/// session never had a turn).
+fn last_outcome(app: &App, sid: &str) -> RunOutcome {
+    let events = stored_events(app, sid);
+    match last_turn(&events) {
+        Some(turn_id) => outcome(&events, &turn_id),
+        None => RunOutcome {
+            status: "failed",
+            text: String::new(),
+            error: "the session never started a turn".into(),
+        },
+    }
+}
+
+/// The final update of a run stream.
+fn done_update(sid: String, o: RunOutcome) -> pb::RunUnattendedUpdate {
+    pb::RunUnattendedUpdate {
+        session_id: sid.clone(),
+        done: Some(pb::RunUnattendedReply {
+            session_id: sid,
+            status: o.status.to_owned(),
+            text: o.text,
+            error: o.error,
+        }),
+    }
 }
 
 #[tonic::async_trait]
@@ -201,23 +244,48 @@ impl SessionInternalService for InternalRpc {
                 let _ = tokio::time::timeout(Duration::from_secs(10), idle.wait_for(|i| *i)).await;
             }
             let _ = app.flush().await;
-            let RunOutcome {
-                status,
-                text,
-                error,
-            } = stored_outcome(&app, &sid, &turn_id);
-            tracing::info!(session_id = %sid, status, "unattended run ended");
-            let _ = tx
-                .send(Ok(pb::RunUnattendedUpdate {
-                    session_id: sid.clone(),
-                    done: Some(pb::RunUnattendedReply {
-                        session_id: sid,
-                        status: status.to_owned(),
-                        text,
-                        error,
-                    }),
-                }))
-                .await;
+            let o = stored_outcome(&app, &sid, &turn_id);
+            tracing::info!(session_id = %sid, status = o.status, "unattended run ended");
+            let _ = tx.send(Ok(done_update(sid, o))).await;
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn watch_run(
+        &self,
+        req: Request<pb::WatchRunRequest>,
+    ) -> Result<Response<RunStream>, Status> {
+        let sid = req.into_inner().session_id;
+        let live = self.app.session(&sid).ok();
+        if live.is_none() {
+            let saved = self
+                .app
+                .store
+                .read(|c| store::sessions::get(c, &sid))
+                .map_err(|e| Status::internal(format!("{e:#}")))?;
+            if saved.is_none() {
+                return Err(Error::NotFound(format!("no session {sid:?}")).into());
+            }
+        }
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let _ = tx
+            .send(Ok(pb::RunUnattendedUpdate {
+                session_id: sid.clone(),
+                done: None,
+            }))
+            .await;
+        let app = self.app.clone();
+        tokio::spawn(async move {
+            if let Some(session) = live {
+                // The turn RunUnattended started ends by MAX_RUN at the latest (it interrupts
+                // it); this wait is bounded the same way.
+                let mut idle = session.idle.subscribe();
+                let _ = tokio::time::timeout(MAX_RUN, idle.wait_for(|i| *i)).await;
+            }
+            let _ = app.flush().await;
+            let o = last_outcome(&app, &sid);
+            tracing::info!(session_id = %sid, status = o.status, "watched run ended");
+            let _ = tx.send(Ok(done_update(sid, o))).await;
         });
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }

@@ -4,7 +4,7 @@ use snowpea_proto::session::v1 as pb;
 use snowpea_proto::session::v1::session_internal_service_server::SessionInternalService;
 use tonic::Request;
 
-use super::{outcome, InternalRpc};
+use super::{last_turn, outcome, InternalRpc};
 use crate::testkit::{Harness, WAIT};
 
 fn request(h: &Harness, task: &str, approval_timeout_sec: i64) -> pb::RunUnattendedRequest {
@@ -211,4 +211,119 @@ fn outcome_reads_only_the_runs_turn() {
         json!({"turnId": "t", "reason": "complete"}),
     )];
     assert_eq!(outcome(&ok, "t").status, "finished");
+}
+
+/// Both updates of a WatchRun stream: (session id of the first, the final reply).
+async fn watch(h: &Harness, sid: &str) -> (String, pb::RunUnattendedReply) {
+    let rpc = InternalRpc::new(h.app.clone());
+    let mut stream = rpc
+        .watch_run(Request::new(pb::WatchRunRequest {
+            session_id: sid.into(),
+        }))
+        .await
+        .expect("watch starts")
+        .into_inner();
+    let first = tokio::time::timeout(WAIT, stream.next())
+        .await
+        .expect("first update in time")
+        .expect("stream open")
+        .expect("first update");
+    assert!(first.done.is_none(), "the session id comes first");
+    let last = tokio::time::timeout(WAIT, stream.next())
+        .await
+        .expect("final update in time")
+        .expect("stream open")
+        .expect("final update");
+    (first.session_id, last.done.expect("final update has done"))
+}
+
+#[tokio::test]
+async fn watch_run_of_an_ended_run_answers_its_outcome_at_once() {
+    let h = Harness::new(json!({"steps": [{"match": "report", "text": "all quiet"}]})).await;
+    let (sid, done) = run(&h, request(&h, "report", 0)).await;
+    let (wsid, watched) = watch(&h, &sid).await;
+    assert_eq!(wsid, sid);
+    assert_eq!(watched, done);
+    assert_eq!(watched.status, "finished");
+    assert_eq!(watched.text, "all quiet");
+}
+
+#[tokio::test]
+async fn watch_run_waits_for_the_running_turn_and_reports_its_real_end() {
+    // The turn's shell sleeps: the watch starts while it runs and ends with it.
+    let script = json!({"steps": [
+        {"match": "nap", "tool_calls": [{"name": "shell", "arguments": {"command": "sleep 2; echo rested"}}]},
+        {"after_tool": "shell", "text": "napped"}
+    ]});
+    let h = Harness::new(script).await;
+    let mut req = request(&h, "nap", 0);
+    req.mode = "auto".into();
+    let rpc = InternalRpc::new(h.app.clone());
+    let mut stream = rpc
+        .run_unattended(Request::new(req))
+        .await
+        .expect("run starts")
+        .into_inner();
+    let first = tokio::time::timeout(WAIT, stream.next())
+        .await
+        .expect("first update in time")
+        .expect("stream open")
+        .expect("first update");
+    let sid = first.session_id;
+    assert!(
+        h.app.session(&sid).unwrap().turns().running.is_some(),
+        "the turn is still running when the watch starts"
+    );
+    let (_, watched) = watch(&h, &sid).await;
+    assert_eq!(watched.status, "finished", "{watched:?}");
+    assert_eq!(watched.text, "napped");
+    let done = tokio::time::timeout(WAIT, stream.next())
+        .await
+        .expect("run's final update in time")
+        .expect("stream open")
+        .expect("final update")
+        .done
+        .expect("done");
+    assert_eq!(watched, done, "the watch reports what the run reports");
+}
+
+#[tokio::test]
+async fn watch_run_of_an_unknown_session_is_not_found() {
+    let h = Harness::new(json!({"steps": []})).await;
+    let rpc = InternalRpc::new(h.app.clone());
+    let err = match rpc
+        .watch_run(Request::new(pb::WatchRunRequest {
+            session_id: "s_nope".into(),
+        }))
+        .await
+    {
+        Ok(_) => panic!("an unknown session must be not_found"),
+        Err(e) => e,
+    };
+    assert_eq!(err.code(), tonic::Code::NotFound);
+}
+
+#[tokio::test]
+async fn watch_run_of_a_session_without_a_turn_fails_with_a_reason() {
+    let h = Harness::new(json!({"steps": []})).await;
+    let sid = h.create("accept").await;
+    let (_, watched) = watch(&h, &sid).await;
+    assert_eq!(watched.status, "failed");
+    assert!(
+        watched.error.contains("never started a turn"),
+        "{watched:?}"
+    );
+}
+
+#[test]
+fn last_turn_is_the_turn_named_last() {
+    let events = vec![
+        ev("turn.started", json!({"turnId": "t_1"})),
+        ev("turn.done", json!({"turnId": "t_1", "reason": "complete"})),
+        ev("turn.started", json!({"turnId": "t_2"})),
+        ev("message.done", json!({"turnId": "t_2", "text": "x"})),
+        ev("job.done", json!({"jobId": "j"})),
+    ];
+    assert_eq!(last_turn(&events).as_deref(), Some("t_2"));
+    assert_eq!(last_turn(&[]), None);
 }
