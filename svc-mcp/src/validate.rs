@@ -110,6 +110,7 @@ pub fn check_permission(p: &str) -> Result<()> {
 /// security findings are returned for [`enforce`].
 pub fn validate(name: &str, entry: &ServerEntry) -> Result<Vec<String>> {
     check_name(name)?;
+    check_characters(entry)?;
     let command = entry.command.as_deref().filter(|c| !c.trim().is_empty());
     let url = entry.url.as_deref().filter(|u| !u.trim().is_empty());
     match (command, url) {
@@ -177,6 +178,63 @@ pub fn validate(name: &str, entry: &ServerEntry) -> Result<Vec<String>> {
         validate_remote(entry, url, &mut findings)?;
     }
     Ok(findings)
+}
+
+/// Characters no field can carry: NUL anywhere (an argv, env or path cannot hold it), CR/LF
+/// and other control characters in a header value or the URL (a header line would be split
+/// or refused; a URL parser drops them silently). The error names the field, never quoting
+/// a secret value.
+fn check_characters(entry: &ServerEntry) -> Result<()> {
+    let nul = |field: &str, v: &str| {
+        if v.contains('\0') {
+            Err(Error::Invalid(format!("{field} contains a NUL character")))
+        } else {
+            Ok(())
+        }
+    };
+    if let Some(c) = &entry.command {
+        nul("command", c)?;
+    }
+    for (i, a) in entry.args.iter().flatten().enumerate() {
+        nul(&format!("args[{i}]"), a)?;
+    }
+    for (k, v) in entry.env.iter().flatten() {
+        nul(&format!("env key {k:?}"), k)?;
+        nul(&format!("env.{k}"), v)?;
+    }
+    if let Some(c) = &entry.cwd {
+        nul("cwd", c)?;
+    }
+    if let Some(k) = &entry.kind {
+        nul("type", k)?;
+    }
+    if let Some(f) = &entry.tools {
+        for t in f.include.iter().chain(f.exclude.iter()).flatten() {
+            nul("tools.include/exclude", t)?;
+        }
+    }
+    if entry
+        .url
+        .as_deref()
+        .is_some_and(|u| u.chars().any(char::is_control))
+    {
+        return Err(Error::Invalid(
+            "url contains a control character (CR, LF, NUL, …)".into(),
+        ));
+    }
+    for (k, v) in entry.headers.iter().flatten() {
+        if k.chars().any(char::is_control) {
+            return Err(Error::Invalid(format!(
+                "header name {k:?} contains a control character"
+            )));
+        }
+        if v.chars().any(|c| c.is_control() && c != '\t') {
+            return Err(Error::Invalid(format!(
+                "headers.{k}: the value contains CR, LF, NUL or another control character, which an HTTP header cannot carry"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `mcp_unsafe` when there are findings and no `force`; with `force` the findings become

@@ -281,3 +281,45 @@ fn harmless_wrapped_commands_are_not_findings() {
         assert!(f.is_empty(), "{command} {args:?}: {f:?}");
     }
 }
+
+/// (entry, the field the refusal names) — values that would be saved and fail later.
+#[test]
+fn control_characters_are_refused_naming_the_field() {
+    let table: &[(serde_json::Value, &str)] = &[
+        (
+            json!({"url": "https://x.example/mcp", "headers": {"Authorization": "Bearer a\r\nX-Evil: 1"}}),
+            "headers.Authorization",
+        ),
+        (
+            json!({"url": "https://x.example/mcp", "headers": {"X-Key": "a\nb"}}),
+            "headers.X-Key",
+        ),
+        (
+            json!({"url": "https://x.example/mcp", "headers": {"X-Key": "a\u{0}b"}}),
+            "headers.X-Key",
+        ),
+        (json!({"url": "https://x.example/m\ncp"}), "url"),
+        (json!({"command": "no\u{0}de"}), "command"),
+        (
+            json!({"command": "node", "args": ["s.js", "a\u{0}b"]}),
+            "args[1]",
+        ),
+        (
+            json!({"command": "node", "env": {"TOKEN": "se\u{0}cret"}}),
+            "env.TOKEN",
+        ),
+        (json!({"command": "node", "cwd": "/tmp/\u{0}"}), "cwd"),
+    ];
+    for (e, field) in table {
+        let m = invalid(e.clone());
+        assert!(m.contains(field), "{e}: {m}");
+        assert!(
+            !m.contains("cret") && !m.contains("Evil"),
+            "never quotes the value: {m}"
+        );
+    }
+    // A tab is fine in a header value.
+    assert!(
+        findings(json!({"url": "https://x.example/mcp", "headers": {"X-A": "a\tb"}})).is_empty()
+    );
+}

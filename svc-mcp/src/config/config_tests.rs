@@ -241,3 +241,29 @@ fn removing_a_permission_keeps_the_rest_and_writes_nothing_when_absent() {
     );
     assert!(!file::remove_permission(&t.path().join("missing.json"), "a").unwrap());
 }
+
+#[test]
+fn a_forced_overwrite_replaces_known_keys_and_keeps_unknown_ones() {
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join(".mcp.json");
+    std::fs::write(
+        &path,
+        r#"{"mcpServers":{"a":{"x-note":"kept","command":"old","args":["1"],"env":{"K":"v"}}}}"#,
+    )
+    .unwrap();
+    let mut f = file::McpFile::load(&path).unwrap();
+    f.replace(
+        "a",
+        &ServerEntry {
+            url: Some("https://a.example/mcp".into()),
+            ..Default::default()
+        },
+    );
+    f.save().unwrap();
+    let back: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(
+        back["mcpServers"]["a"],
+        json!({"x-note": "kept", "url": "https://a.example/mcp"})
+    );
+}

@@ -106,12 +106,12 @@ impl McpFile {
         entry.merge_into(slot.as_object_mut().expect("an object"));
     }
 
-    /// Replaces `mcpServers.<name>` with `entry` entirely (a forced overwrite by `mcp.add`).
+    /// Replaces what `mcpServers.<name>` says with `entry` (a forced overwrite by `mcp.add`):
+    /// every known key is `entry`'s or gone; keys the daemon does not know about (`x-note`)
+    /// stay, like in any rewrite.
     pub fn replace(&mut self, name: &str, entry: &ServerEntry) {
-        let servers = self.doc.object_at("mcpServers");
-        let mut fresh = indexmap::IndexMap::new();
-        entry.merge_into(&mut fresh);
-        Json::set_or_remove(servers, name, Some(Json::Object(fresh)));
+        // `merge_into` sets or removes every known key, so this is exactly an upsert.
+        self.upsert(name, entry);
     }
 
     /// Removes `mcpServers.<name>`; false when it was not there.

@@ -254,15 +254,115 @@ pub async fn connect(entry: &ServerEntry, ctx: &SpawnContext) -> Result<Connecti
         Transport::Http => {
             let url = entry.url.clone().unwrap_or_default();
             let transport = http_transport(&url, entry.headers.as_ref())?;
-            finish(().serve(transport), timeout, None, StderrTail::default()).await
+            let tail = StderrTail::default();
+            finish(().serve(transport), timeout, None, tail, Some(&url)).await
         }
         Transport::Sse => {
             let url = entry.url.clone().unwrap_or_default();
             let transport = crate::host::sse::connect(&url, entry.headers.as_ref(), timeout)
                 .await
-                .map_err(|e| ConnectError(e.to_string()))?;
-            finish(().serve(transport), timeout, None, StderrTail::default()).await
+                .map_err(|e| ConnectError(describe_remote_error(&url, e.as_ref())))?;
+            let tail = StderrTail::default();
+            finish(().serve(transport), timeout, None, tail, Some(&url)).await
         }
+    }
+}
+
+/// Rust paths in an error text (`rmcp::transport::worker::WorkerTransport<…>`): such a text
+/// is skipped in favour of its cause.
+static TYPE_NAME: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"\b(rmcp|reqwest|hyper|hyper_util|tokio|std|core|alloc|h2|rustls)::|Transport \[",
+    )
+    .expect("a valid regex")
+});
+
+/// The causes of `err`, outermost first (rmcp's `ClientInitializeError::TransportError` and
+/// `StreamableHttpError::Client` name no source: their inner errors are followed too).
+fn chain<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Vec<&'a (dyn std::error::Error + 'static)> {
+    let mut out: Vec<&'a (dyn std::error::Error + 'static)> = Vec::new();
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if out.len() >= 32 {
+            break;
+        }
+        out.push(e);
+        use rmcp::transport::streamable_http_client::StreamableHttpError;
+        cur = if let Some(rmcp::service::ClientInitializeError::TransportError { error, .. }) =
+            e.downcast_ref::<rmcp::service::ClientInitializeError>()
+        {
+            Some(error as &(dyn std::error::Error + 'static))
+        } else if let Some(StreamableHttpError::Client(inner)) =
+            e.downcast_ref::<StreamableHttpError<rmcp_reqwest::Error>>()
+        {
+            Some(inner as &(dyn std::error::Error + 'static))
+        } else {
+            e.source()
+        };
+    }
+    out
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    match e.kind() {
+        K::ConnectionRefused => "connection refused".into(),
+        K::ConnectionReset => "connection reset".into(),
+        K::ConnectionAborted => "connection aborted".into(),
+        K::TimedOut => "timed out".into(),
+        K::HostUnreachable => "host unreachable".into(),
+        K::NetworkUnreachable => "network unreachable".into(),
+        K::AddrNotAvailable => "address not available".into(),
+        _ => {
+            let text = e.to_string();
+            match text.rfind(" (os error") {
+                Some(i) => text[..i].to_owned(),
+                None => text,
+            }
+        }
+    }
+}
+
+/// Why `err` happened, for people: the innermost cause that reads as a sentence (an OS error
+/// as `connection refused`, an HTTP status as `HTTP 404 Not Found`), never a Rust type name.
+/// Also says whether the server could not be reached at all.
+pub fn error_reason(err: &(dyn std::error::Error + 'static)) -> (bool, String) {
+    let chain = chain(err);
+    let reqwest = || {
+        chain
+            .iter()
+            .filter_map(|e| e.downcast_ref::<rmcp_reqwest::Error>())
+    };
+    let io = chain
+        .iter()
+        .rev()
+        .find_map(|e| e.downcast_ref::<std::io::Error>());
+    let unreachable = io.is_some() || reqwest().any(|r| r.is_connect() || r.is_timeout());
+    let reason = if let Some(io) = io {
+        io_reason(io)
+    } else if let Some(status) = reqwest().find_map(|r| r.status()) {
+        format!("HTTP {status}")
+    } else if reqwest().any(|r| r.is_timeout()) {
+        "timed out".into()
+    } else {
+        chain
+            .iter()
+            .rev()
+            .map(|e| e.to_string())
+            .find(|m| !m.trim().is_empty() && !TYPE_NAME.is_match(m))
+            .unwrap_or_else(|| "the connection failed".into())
+    };
+    (unreachable, reason)
+}
+
+/// A failure talking to the remote server at `url`, for people: `cannot reach URL:
+/// connection refused` when it could not be reached, else `URL: <why>`.
+pub fn describe_remote_error(url: &str, err: &(dyn std::error::Error + 'static)) -> String {
+    match error_reason(err) {
+        (true, why) => format!("cannot reach {url}: {why}"),
+        (false, why) => format!("{url}: {why}"),
     }
 }
 
@@ -305,6 +405,25 @@ async fn connect_stdio(
         Some(c) => ctx.base_dir.join(c),
         None => ctx.base_dir.clone(),
     };
+    // Said plainly: a missing cwd would otherwise read "cannot start X: No such file…".
+    if !cwd.is_dir() {
+        let what = if cwd.exists() {
+            "is not a directory"
+        } else {
+            "does not exist"
+        };
+        let relative = match entry.cwd.as_deref() {
+            Some(c) if !Path::new(c).is_absolute() => format!(
+                " (cwd {c:?} is resolved against {})",
+                ctx.base_dir.display()
+            ),
+            _ => String::new(),
+        };
+        return Err(ConnectError(format!(
+            "cannot start {command}: its working directory {} {what}{relative}",
+            cwd.display()
+        )));
+    }
     let mut cmd = tokio::process::Command::new(&ctx.guard_exe);
     cmd.arg(guard::GUARD_ARG)
         .arg(&command)
@@ -367,7 +486,7 @@ async fn connect_stdio(
     }
     let serve = ().serve((stdout, stdin));
     let mut child = Some(child);
-    let out = finish(serve, timeout, child.as_mut(), tail.clone()).await;
+    let out = finish(serve, timeout, child.as_mut(), tail.clone(), None).await;
     match out {
         Ok(mut conn) => {
             conn.child = child;
@@ -383,23 +502,30 @@ async fn connect_stdio(
     }
 }
 
+/// Initialises the connection and lists the tools. Errors are told for people: for a remote
+/// server (`url`), [`describe_remote_error`]; else the cause ([`error_reason`]).
 async fn finish<F, E>(
     serve: F,
     timeout: Duration,
     child: Option<&mut Child>,
     tail: StderrTail,
+    url: Option<&str>,
 ) -> Result<Connection, ConnectError>
 where
     F: std::future::Future<Output = Result<RunningService<RoleClient, ()>, E>>,
-    E: std::fmt::Display,
+    E: std::error::Error + 'static,
 {
+    let describe = |e: &(dyn std::error::Error + 'static)| match url {
+        Some(u) => describe_remote_error(u, e),
+        None => error_reason(e).1,
+    };
     let work = async {
-        let service = serve.await.map_err(|e| e.to_string())?;
+        let service = serve.await.map_err(|e| describe(&e))?;
         let tools = service
             .peer()
             .list_all_tools()
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| describe(&e))?;
         Ok::<_, String>((service, tools))
     };
     let mut child = child;
@@ -493,5 +619,63 @@ mod tests {
         tail.close();
         let why = exit_reason(Some(std::process::ExitStatus::from_raw(9)), &tail).await;
         assert_eq!(why, "server's process guard killed by signal 9: some words");
+    }
+}
+
+#[cfg(test)]
+mod error_texts {
+    use super::*;
+
+    fn ctx(base: &Path) -> SpawnContext {
+        SpawnContext {
+            // Never run: these connections fail before any process starts.
+            guard_exe: PathBuf::from("/nonexistent/guard"),
+            owner: "test".into(),
+            base_dir: base.to_path_buf(),
+            liveness: Liveness::default(),
+        }
+    }
+
+    fn entry(v: serde_json::Value) -> ServerEntry {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_server_is_told_for_people() {
+        crate::install_crypto_provider();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let dir = tempfile::tempdir().unwrap();
+        for url in [
+            format!("http://127.0.0.1:{port}/mcp"),
+            format!("http://127.0.0.1:{port}/sse"),
+        ] {
+            let e = entry(serde_json::json!({"url": url, "timeoutSec": 10}));
+            let err = tokio::time::timeout(Duration::from_secs(30), connect(&e, &ctx(dir.path())))
+                .await
+                .expect("bounded")
+                .expect_err("nothing listens");
+            assert_eq!(err.0, format!("cannot reach {url}: connection refused"));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_missing_cwd_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = entry(serde_json::json!({"command": "python3", "cwd": "nope"}));
+        let err = connect(&e, &ctx(dir.path()))
+            .await
+            .expect_err("no such cwd");
+        assert_eq!(
+            err.0,
+            format!(
+                "cannot start python3: its working directory {} does not exist (cwd \"nope\" is resolved against {})",
+                dir.path().join("nope").display(),
+                dir.path().display()
+            )
+        );
     }
 }

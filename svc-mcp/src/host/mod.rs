@@ -49,6 +49,9 @@ struct Inner {
     liveness: Liveness,
     servers: Mutex<BTreeMap<ServerKey, Arc<ServerHandle>>>,
     roots: Mutex<RecentRoots>,
+    /// The last `mcp.changed` of every server, so an identical one is not sent twice (a
+    /// disabled server's stop and its replacement's first state are both `stopped`).
+    published: Arc<Mutex<std::collections::HashMap<ServerKey, serde_json::Value>>>,
     reconcile: tokio::sync::Mutex<Option<Vec<Option<SystemTime>>>>,
 }
 
@@ -73,6 +76,7 @@ impl Host {
                 liveness: Liveness::from_env(),
                 servers: Mutex::new(BTreeMap::new()),
                 roots: Mutex::new(RecentRoots::default()),
+                published: Arc::default(),
                 reconcile: tokio::sync::Mutex::new(None),
             }),
         }
@@ -251,6 +255,7 @@ impl Host {
 
     fn notifier(&self) -> Notifier {
         let hub = self.inner.hub.clone();
+        let published = self.inner.published.clone();
         Arc::new(move |d: &Declared, s: &Status| {
             let mut params = json!({
                 "name": d.name,
@@ -261,7 +266,7 @@ impl Host {
             if let Some(e) = &s.error {
                 params["error"] = json!(e);
             }
-            hub.notify("mcp.changed", &params, Vec::new());
+            publish(&hub, &published, d, params);
         })
     }
 
@@ -273,7 +278,7 @@ impl Host {
             "removed": true,
             "toolCount": 0,
         });
-        self.inner.hub.notify("mcp.changed", &params, Vec::new());
+        publish(&self.inner.hub, &self.inner.published, d, params);
     }
 
     /// The servers visible from `workdir` (project entries win over global ones), by name.
@@ -330,6 +335,23 @@ impl Host {
     pub fn scope_of(&self, workdir: Option<&Path>, name: &str) -> Option<Scope> {
         self.get(workdir, name).map(|h| h.declared.scope)
     }
+}
+
+/// Sends `mcp.changed` with `params` for `d`, unless it is exactly the last one sent for
+/// that server.
+fn publish(
+    hub: &BusHub,
+    published: &Mutex<std::collections::HashMap<ServerKey, serde_json::Value>>,
+    d: &Declared,
+    params: serde_json::Value,
+) {
+    let key = (d.root.clone(), d.name.clone());
+    let mut last = published.lock().expect("published lock");
+    if last.get(&key) == Some(&params) {
+        return;
+    }
+    hub.notify("mcp.changed", &params, Vec::new());
+    last.insert(key, params);
 }
 
 /// Most projects hosted at once besides the daemon's own (least recently used forgotten).

@@ -30,7 +30,8 @@ fn with_headers(
     req
 }
 
-/// Opens the event stream and waits (at most `timeout`) for the `endpoint` event.
+/// Opens the event stream and waits (at most `timeout`) for the `endpoint` event. Errors do
+/// not repeat the URL (the caller names it, see `connect::describe_remote_error`).
 pub async fn connect(
     url: &str,
     headers: Option<&IndexMap<String, String>>,
@@ -42,9 +43,9 @@ pub async fn connect(
     let get = with_headers(client.get(url), headers).header("accept", "text/event-stream");
     let resp = tokio::time::timeout(timeout, get.send())
         .await
-        .map_err(|_| anyhow::anyhow!("no answer from {url} within {}s", timeout.as_secs()))??;
+        .map_err(|_| anyhow::anyhow!("no answer within {}s", timeout.as_secs()))??;
     if !resp.status().is_success() {
-        anyhow::bail!("GET {url}: HTTP {}", resp.status());
+        anyhow::bail!("the event stream answered HTTP {}", resp.status());
     }
     let mut events = resp.bytes_stream().eventsource();
     let endpoint = tokio::time::timeout(timeout, async {

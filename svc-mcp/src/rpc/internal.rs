@@ -232,6 +232,8 @@ impl InternalRpc {
                 Ok(failed("timeout", content, elapsed))
             }
             Ok(Some(Err(e))) => {
+                // For people: the cause, never rmcp's transport type names.
+                let e = crate::host::connect::error_reason(&e).1;
                 // A transport failure: the server died mid-call. Let the supervisor record why.
                 let _ = tokio::time::timeout(
                     Duration::from_millis(1500),
@@ -244,7 +246,7 @@ impl InternalRpc {
                         "protocol",
                         format!("MCP tool {}/{} failed: {e}", req.server, req.tool),
                     ),
-                    _ => ended(after, e.to_string()),
+                    _ => ended(after, e),
                 };
                 Ok(failed(kind, content, elapsed))
             }

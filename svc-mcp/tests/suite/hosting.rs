@@ -469,3 +469,39 @@ async fn a_long_call_on_a_one_at_a_time_server_is_not_taken_for_a_hang() {
         "still"
     );
 }
+
+#[tokio::test]
+async fn disabling_a_server_announces_stopped_once() {
+    let Some(faulty) = faulty() else { return };
+    let svc = Svc::start_with(json!({"f": faulty_entry(&faulty, "ok", None)})).await;
+    svc.wait_state("f", "ready", Duration::from_secs(20)).await;
+    within(
+        CALL,
+        "disable",
+        svc.mcp().update(snowpea_proto::mcp::v1::McpUpdateParams {
+            name: "f".into(),
+            patch: Some(snowpea_proto::mcp::v1::mcp_update_params::Patch {
+                disabled: Some(true),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+    )
+    .await
+    .unwrap();
+    // A later notification of another server: every one about `f` before it has arrived.
+    let mut p = add_params("later", &json!({"command": "node", "args": ["s.js"]}));
+    p.disabled = Some(true);
+    within(CALL, "add later", svc.mcp().add(p)).await.unwrap();
+    eventually(Duration::from_secs(10), "later announced", || async {
+        (!svc.states_of("later").is_empty()).then_some(())
+    })
+    .await;
+    let states = svc.states_of("f");
+    let ready = states.iter().rposition(|s| s == "ready").unwrap();
+    assert_eq!(
+        &states[ready + 1..],
+        ["stopped"],
+        "one stopped after disabling: {states:?}"
+    );
+}

@@ -728,3 +728,86 @@ async fn update_clears_a_field_sent_as_null_or_empty() {
     .unwrap();
     assert!(entry(&svc).get("cwd").is_none(), "{}", entry(&svc));
 }
+
+#[tokio::test]
+async fn bad_characters_missing_cwd_and_unreachable_urls_are_told_plainly() {
+    let svc = Svc::start().await;
+    let mut c = svc.mcp();
+    // Values that would be saved and fail later are refused, naming the field.
+    let crlf = add_params(
+        "h",
+        &json!({"url": "https://x.example/mcp", "headers": {"X-Key": "a\r\nX-Evil: 1"}}),
+    );
+    let err = within(CALL, "crlf", c.add(crlf)).await.unwrap_err();
+    assert_eq!(code(&err), "mcp_invalid");
+    assert!(err.message().contains("headers.X-Key"), "{}", err.message());
+    let nul = add_params(
+        "n",
+        &json!({"command": "node", "args": ["s.js", "a\u{0}b"]}),
+    );
+    let err = within(CALL, "nul", c.add(nul)).await.unwrap_err();
+    assert_eq!(code(&err), "mcp_invalid");
+    assert!(err.message().contains("args[1]"), "{}", err.message());
+    assert!(!svc.home.join(".mcp.json").exists());
+
+    // A relative cwd that does not exist is named as such.
+    let r = within(
+        CALL,
+        "missing cwd",
+        c.test(McpTestParams {
+            command: Some("python3".into()),
+            args: vec!["server.py".into()],
+            cwd: Some("nope".into()),
+            ..Default::default()
+        }),
+    )
+    .await
+    .unwrap()
+    .into_inner();
+    let e = r.error.unwrap_or_default();
+    assert!(
+        e.contains("working directory") && e.contains("nope") && e.contains("does not exist"),
+        "{e}"
+    );
+
+    // An unreachable HTTP/SSE server: a sentence, no Rust type names.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for url in [
+        format!("http://127.0.0.1:{port}/mcp"),
+        format!("http://127.0.0.1:{port}/sse"),
+    ] {
+        let r = within(
+            CALL,
+            "unreachable",
+            c.test(McpTestParams {
+                url: Some(url.clone()),
+                ..Default::default()
+            }),
+        )
+        .await
+        .unwrap()
+        .into_inner();
+        assert_eq!(
+            r.error.as_deref(),
+            Some(format!("cannot reach {url}: connection refused").as_str())
+        );
+    }
+
+    // A forced overwrite keeps the keys the daemon does not know.
+    let mut p = add_params("k", &json!({"command": "node", "args": ["a.js"]}));
+    p.disabled = Some(true);
+    within(CALL, "add k", c.add(p.clone())).await.unwrap();
+    let mut doc = global_file(&svc);
+    doc["mcpServers"]["k"]["x-note"] = json!("kept");
+    std::fs::write(svc.home.join(".mcp.json"), doc.to_string()).unwrap();
+    p.args = vec!["b.js".into()];
+    p.force = true;
+    within(CALL, "force k", c.add(p)).await.unwrap();
+    let k = &global_file(&svc)["mcpServers"]["k"];
+    assert_eq!(k["x-note"], "kept", "{k}");
+    assert_eq!(k["args"], json!(["b.js"]));
+}
