@@ -21,10 +21,13 @@ impl RawWs {
     /// Connects to `ws://127.0.0.1:<port>/ws`.
     pub async fn connect(port: u16) -> RawWs {
         let url = format!("ws://127.0.0.1:{port}/ws");
-        let (ws, _) = tokio::time::timeout(crate::WAIT, tokio_tungstenite::connect_async(url))
-            .await
-            .expect("ws connect timed out")
-            .expect("ws connect");
+        let (ws, _) = tokio::time::timeout(
+            crate::WAIT,
+            tokio_tungstenite::connect_async_with_config(url, None, true),
+        )
+        .await
+        .expect("ws connect timed out")
+        .expect("ws connect");
         RawWs {
             ws,
             next_id: 1,

@@ -10,7 +10,8 @@ use prost_reflect::DynamicMessage;
 use serde_json::{json, Value};
 use snowpea_proto::codec::DynamicCodec;
 use snowpea_proto::error::{ErrorCode, RpcError};
-use snowpea_proto::json::to_json;
+use snowpea_proto::json::{to_json, CLEARED_FIELDS_KEY, MAX_CLEARED_FIELDS};
+use tonic::metadata::MetadataMap;
 use tonic::{Code, Status};
 
 use crate::router::Route;
@@ -38,11 +39,13 @@ pub async fn call(
     route: &Route,
     msg: DynamicMessage,
     peer: &Peer,
+    cleared: &[String],
 ) -> Result<Value, RpcError> {
+    let metadata = call_metadata(peer, cleared);
     let deadline = Instant::now() + gw.limits.unavailable_wait;
     let mut backoff = MIN_BACKOFF;
     loop {
-        match once(svc, route, msg.clone(), peer, gw.limits.call_timeout).await {
+        match once(svc, route, msg.clone(), &metadata, gw.limits.call_timeout).await {
             Ok(v) => return Ok(v),
             Err(Failure::Down(why)) => {
                 let now = Instant::now();
@@ -73,11 +76,34 @@ pub async fn call(
     }
 }
 
+/// The metadata of one call: the connection's [`CallContext`](snowpea_common::context)
+/// and, when the params sent fields as `null`/`{}`/`[]`, their paths under
+/// [`CLEARED_FIELDS_KEY`] (at most [`MAX_CLEARED_FIELDS`] bytes).
+fn call_metadata(peer: &Peer, cleared: &[String]) -> MetadataMap {
+    let mut md = peer.metadata.clone();
+    let mut list = String::new();
+    for p in cleared {
+        if list.len() + p.len() + 1 > MAX_CLEARED_FIELDS {
+            break;
+        }
+        if !list.is_empty() {
+            list.push(',');
+        }
+        list.push_str(p);
+    }
+    if let Ok(v) = list.parse() {
+        if !list.is_empty() {
+            md.insert(CLEARED_FIELDS_KEY, v);
+        }
+    }
+    md
+}
+
 async fn once(
     svc: &Service,
     route: &Route,
     msg: DynamicMessage,
-    peer: &Peer,
+    metadata: &MetadataMap,
     timeout: Duration,
 ) -> Result<Value, Failure> {
     // Results may exceed tonic's 4 MiB default (a long session.resume); requests are already
@@ -89,7 +115,7 @@ async fn once(
         grpc.ready()
             .await
             .map_err(|e| Failure::Down(e.to_string()))?;
-        let request = tonic::Request::from_parts(peer.metadata.clone(), Default::default(), msg);
+        let request = tonic::Request::from_parts(metadata.clone(), Default::default(), msg);
         let codec = DynamicCodec::new(route.spec.output());
         match grpc.unary(request, route.path.clone(), codec).await {
             Ok(resp) => Ok(to_json(resp.get_ref())),

@@ -11,7 +11,7 @@ use std::time::Instant;
 use http::uri::PathAndQuery;
 use serde_json::{json, Value};
 use snowpea_proto::error::{ErrorCode, RpcError};
-use snowpea_proto::json::to_message;
+use snowpea_proto::json::{cleared_paths, to_message};
 use snowpea_proto::schema::{schema, Direction, MethodSpec};
 use tracing::Instrument;
 
@@ -193,9 +193,12 @@ async fn dispatch(
             format!("{method} is not implemented: service {owner} is not part of this suite"),
         )
         .with_details(json!({ "service": owner }))),
-        (Target::Service(svc), Some(peer)) => forward::call(gw, svc, route, msg, &peer)
-            .await
-            .map(|v| (v, None)),
+        (Target::Service(svc), Some(peer)) => {
+            let cleared = cleared_paths(&route.spec.input(), &params);
+            forward::call(gw, svc, route, msg, &peer, &cleared)
+                .await
+                .map(|v| (v, None))
+        }
         (Target::Service(_), None) => Err(RpcError::unauthorized("not authenticated")),
     }
 }

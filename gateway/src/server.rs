@@ -13,6 +13,7 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use axum::Router;
 
 use crate::state::Gateway;
@@ -75,6 +76,14 @@ pub async fn serve(gw: Arc<Gateway>, listener: tokio::net::TcpListener) -> anyho
     }
     let stop = gw.shutdown.clone();
     let close_gw = gw.clone();
+    // Events go out as many small frames: without TCP_NODELAY, Nagle's algorithm holds
+    // them back until the client's delayed ACK (~40 ms), so a turn's events arrive in a late
+    // burst instead of as they happen.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
     let server = axum::serve(
         listener,
         app(gw.clone()).into_make_service_with_connect_info::<SocketAddr>(),

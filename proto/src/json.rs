@@ -251,6 +251,65 @@ fn integer(value: &Json, path: &str) -> Result<i64, ParamError> {
     }
 }
 
+/// gRPC request metadata listing the params a client sent as `null`, `{}` or `[]`
+/// (comma-separated JSON paths below `params`, e.g. `patch.env,patch.toolsInclude`).
+/// Protobuf cannot tell those from an absent field; a method that must (`mcp.update`
+/// clearing a field) reads this.
+pub const CLEARED_FIELDS_KEY: &str = "snowpea-cleared-fields";
+
+/// Longest [`CLEARED_FIELDS_KEY`] value the gateway sends, in bytes (paths past it are
+/// left out; params this wide are not a real request).
+pub const MAX_CLEARED_FIELDS: usize = 2048;
+
+/// The schema fields of `json` (params of `desc`) sent as `null`, `{}` or `[]`, as JSON
+/// paths below the params (`patch.env`), descending into nested messages but not into
+/// free-form JSON (`Record<string, unknown>` values). Unknown keys are skipped (they are
+/// refused by [`to_message`]).
+pub fn cleared_paths(desc: &MessageDescriptor, json: &Json) -> Vec<String> {
+    fn walk(
+        desc: &MessageDescriptor,
+        map: &Map<String, Json>,
+        prefix: &str,
+        out: &mut Vec<String>,
+    ) {
+        for (key, value) in map {
+            let Some(field) = desc
+                .get_field_by_json_name(key)
+                .or_else(|| desc.get_field_by_name(key))
+            else {
+                continue;
+            };
+            let path = if prefix.is_empty() {
+                field.json_name().to_owned()
+            } else {
+                format!("{prefix}.{}", field.json_name())
+            };
+            let empty = match value {
+                Json::Null => true,
+                Json::Object(m) => m.is_empty(),
+                Json::Array(a) => a.is_empty(),
+                _ => false,
+            };
+            if empty {
+                out.push(path);
+            } else if let (Json::Object(m), Kind::Message(sub)) = (value, field.kind()) {
+                let free_form = matches!(
+                    sub.full_name(),
+                    WKT_STRUCT | WKT_VALUE | WKT_LIST | WKT_EMPTY
+                );
+                if !field.is_map() && !field.is_list() && !free_form {
+                    walk(&sub, m, &path, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if let Json::Object(map) = json {
+        walk(desc, map, "", &mut out);
+    }
+    out
+}
+
 /// Deepest free-form JSON (`Record<string, unknown>` fields: Struct, Value, ListValue) a
 /// params object may carry, counted in nested objects and arrays. Each JSON level costs
 /// about three protobuf message levels, and services decode with prost's recursion limit

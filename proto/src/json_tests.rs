@@ -138,3 +138,16 @@ fn free_form_json_is_refused_past_the_depth_a_service_can_decode() {
         "params.any"
     );
 }
+
+#[test]
+fn cleared_paths_name_the_fields_sent_empty_or_null() {
+    let input = json!({
+        "sessionId": "s", "mode": null, "tags": [], "env": {}, "items": [{"name": "a"}],
+        "meta": {"inner": null}, "bogus": null
+    });
+    let mut paths = cleared_paths(&desc(), &input);
+    paths.sort();
+    assert_eq!(paths, vec!["env", "mode", "tags"]);
+    assert!(cleared_paths(&desc(), &json!({"sessionId": "s"})).is_empty());
+    assert!(cleared_paths(&desc(), &Json::Null).is_empty());
+}
