@@ -95,7 +95,8 @@ impl Host {
     /// Starts the servers of the global scopes and the daemon's project, and the watcher that
     /// reconciles when a config file changes on disk.
     pub async fn start(&self) {
-        let dir = self.inner.daemon_dir.clone();
+        // Canonical, like every workdir of a call (so it is one project, not two).
+        let dir = crate::sessions::canonical(&self.inner.daemon_dir);
         self.inner.roots.lock().expect("roots lock").pin(dir);
         self.reconcile().await;
         let weak = Arc::downgrade(&self.inner);
