@@ -608,7 +608,7 @@ export interface JobPreviewResult {
   normalized?: string | null;
 }
 
-/** Params of `job.runNow` (client → server). Fire a scheduled job immediately. */
+/** Params of `job.runNow` (client → server). Fire a scheduled job immediately. On a one-shot (kind 'once') this spends it: the run now is its one run, and the job ends disabled with no next firing, as if it had fired on schedule. A recurring job keeps its schedule. ok is false when a run of the job is already in progress (no second run is started). */
 export interface JobRunNowParams {
   /** Target job. */
   jobId: string;

@@ -8,6 +8,7 @@
 //! | `scheduler.hostWaitSec` | 300 | default wait for a job's `hostToolsFrom` host |
 //! | `scheduler.runTimeoutSec` | 3600 | longest a run may take before it ends `failed` |
 //! | `approvals.timeoutSec` | 300 | how long a run's approval waits before `denied_by_timeout` |
+//! | `scheduler.keepRuns` | 100 | run sessions kept per job (older ones are deleted after each run); 0 keeps all |
 //!
 //! Settings never stop the scheduler: an unreadable `settings.json`, an unknown, empty or
 //! non-string `scheduler.timeZone`, or a number of the wrong type or out of range is reported
@@ -23,6 +24,8 @@ pub const MAX_HOST_WAIT_SEC: i64 = 7 * 24 * 3600;
 pub const MAX_CATCH_UP_WINDOW_MINUTES: i64 = 365 * 24 * 60;
 /// Largest `scheduler.runTimeoutSec` and `approvals.timeoutSec` the scheduler uses: 30 days.
 pub const MAX_TIMEOUT_SEC: i64 = 30 * 24 * 3600;
+/// Largest `scheduler.keepRuns`.
+pub const MAX_KEEP_RUNS: i64 = 1_000_000;
 
 /// Settings the scheduler reads.
 #[derive(Debug, Clone)]
@@ -39,6 +42,8 @@ pub struct Config {
     pub run_timeout_sec: i64,
     /// Approval timeout of a run, seconds.
     pub approval_timeout_sec: i64,
+    /// Run sessions kept per job (0 = all).
+    pub keep_runs: i64,
 }
 
 impl Default for Config {
@@ -50,6 +55,7 @@ impl Default for Config {
             host_wait_sec: 300,
             run_timeout_sec: 3600,
             approval_timeout_sec: 300,
+            keep_runs: 100,
         }
     }
 }
@@ -138,6 +144,7 @@ impl Config {
             d.approval_timeout_sec,
             MAX_TIMEOUT_SEC,
         );
+        let keep_runs = int("scheduler.keepRuns", d.keep_runs, MAX_KEEP_RUNS);
         let (time_zone, time_zone_name) = zone_setting(get("scheduler.timeZone"), &mut warnings);
         Loaded {
             config: Config {
@@ -147,6 +154,7 @@ impl Config {
                 host_wait_sec,
                 run_timeout_sec,
                 approval_timeout_sec,
+                keep_runs,
             },
             warnings,
         }

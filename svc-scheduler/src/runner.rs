@@ -262,7 +262,8 @@ impl Scheduler {
             }),
         );
 
-        let cfg = self.config();
+        // Settings are re-read before each run (timeouts, keepRuns).
+        let cfg = self.reload_config();
         let req = RunUnattendedRequest {
             workdir: job.workdir.clone(),
             mode: job.mode.clone(),
@@ -410,6 +411,56 @@ impl Scheduler {
             }
         }
         self.wake();
+        self.prune_runs(job).await;
+    }
+
+    /// Retention (`scheduler.keepRuns`, default 100, 0 = keep all): deletes the job's run
+    /// sessions older than the newest `keepRuns` through svc-session's `DeleteSessions` (never
+    /// one still running: svc-session skips it, and so does the query); their occurrence rows
+    /// keep their status and text but lose the session id. Failures are logged and retried
+    /// after the next run.
+    pub async fn prune_runs(&self, job: &JobRow) {
+        /// Sessions per DeleteSessions call.
+        const BATCH: usize = 256;
+        let keep = self.config().keep_runs;
+        if keep <= 0 {
+            return;
+        }
+        let old = match self
+            .store
+            .run_sessions_beyond(&job.job_id, usize::try_from(keep).unwrap_or(usize::MAX))
+        {
+            Ok(old) => old,
+            Err(e) => {
+                tracing::warn!(job_id = job.job_id, error = %format!("{e:#}"), "cannot list old run sessions");
+                return;
+            }
+        };
+        for batch in old.chunks(BATCH) {
+            let reply = match self.session.delete_sessions(batch.to_vec()).await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(job_id = job.job_id, error = %e, "cannot delete old run sessions; retrying after the next run");
+                    return;
+                }
+            };
+            let gone: Vec<String> = batch
+                .iter()
+                .filter(|s| !reply.skipped.contains(s))
+                .cloned()
+                .collect();
+            if let Err(e) = self.store.forget_sessions(&job.job_id, &gone) {
+                tracing::warn!(job_id = job.job_id, error = %format!("{e:#}"), "cannot forget deleted run sessions");
+                return;
+            }
+            tracing::info!(
+                job_id = job.job_id,
+                deleted = reply.deleted,
+                skipped = reply.skipped.len(),
+                keep,
+                "old run sessions deleted (scheduler.keepRuns)"
+            );
+        }
     }
 
     /// True when a connection of browser clientId `host` is live.

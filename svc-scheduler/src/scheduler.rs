@@ -196,11 +196,8 @@ impl Scheduler {
             now,
             job.catch_up_window_minutes,
         );
-        let reason = format!(
-            "missed by more than the catch-up window ({} min)",
-            job.catch_up_window_minutes
-        );
         let now_ms = now.as_millisecond();
+        let missed = missed_reasons(&plan, now_ms, job.catch_up_window_minutes);
         let claim = Claim {
             job_id: job.job_id.clone(),
             scheduled_ms: plan.fire.unwrap_or(first_due),
@@ -210,20 +207,19 @@ impl Scheduler {
             expect_next_ms: Some(Some(first_due)),
             new_next_ms: plan.next,
             new_enabled: plan.enabled,
-            missed_ms: plan.missed.clone(),
-            missed_reason: reason.clone(),
+            missed,
         };
         if plan.fire.is_none() {
             if self.store.skip_missed(&claim)? {
-                self.missed_event(&job, &plan.missed, plan.missed_total, &reason);
+                self.missed_event(&job, &claim.missed, plan.missed_total);
             }
             return Ok(false);
         }
         if !self.store.claim(&claim)? {
             return Ok(false);
         }
-        if !plan.missed.is_empty() {
-            self.missed_event(&job, &plan.missed, plan.missed_total, &reason);
+        if !claim.missed.is_empty() {
+            self.missed_event(&job, &claim.missed, plan.missed_total);
         }
         self.spawn_run(job, &claim);
         Ok(true)
@@ -327,8 +323,10 @@ impl Scheduler {
         });
     }
 
-    fn missed_event(&self, job: &JobRow, missed: &[i64], total: u64, reason: &str) {
-        if let Some(newest) = missed.last() {
+    /// One `job.event` `missed` for a catch-up: the newest missed occurrence, its reason, and
+    /// how many were missed in all.
+    fn missed_event(&self, job: &JobRow, missed: &[(i64, String)], total: u64) {
+        if let Some((newest, reason)) = missed.last() {
             self.job_event(
                 job,
                 "missed",
@@ -394,8 +392,7 @@ impl Scheduler {
             expect_next_ms: expect,
             new_next_ms: next,
             new_enabled: enabled,
-            missed_ms: vec![],
-            missed_reason: String::new(),
+            missed: vec![],
         };
         if !self.store.claim(&claim)? {
             return Ok(RunNow::AlreadyRunning);
@@ -465,7 +462,7 @@ impl Scheduler {
                             now_ms: now.as_millisecond(),
                         },
                     )?;
-                    self.missed_event(&job, &[occ.scheduled_ms], 1, &reason);
+                    self.missed_event(&job, &[(occ.scheduled_ms, reason)], 1);
                 }
                 _ => {
                     tracing::info!(
@@ -479,6 +476,28 @@ impl Scheduler {
         }
         Ok(())
     }
+}
+
+/// Each missed occurrence of a catch-up `plan` with a truthful reason: one within the catch-up
+/// window that was only passed over because a newer occurrence fires in its place is
+/// "coalesced into the catch-up run at <time>"; one older than the window is "missed by more
+/// than the catch-up window".
+fn missed_reasons(plan: &catchup::Plan, now_ms: i64, window_minutes: i64) -> Vec<(i64, String)> {
+    let window_ms = window_minutes
+        .max(0)
+        .saturating_mul(60_000)
+        .saturating_add(catchup::ON_TIME_GRACE_MS);
+    let beyond = format!("missed by more than the catch-up window ({window_minutes} min)");
+    plan.missed
+        .iter()
+        .map(|&ms| match plan.fire {
+            Some(fire) if now_ms.saturating_sub(ms) <= window_ms => (
+                ms,
+                format!("coalesced into the catch-up run at {}", iso(ts(fire))),
+            ),
+            _ => (ms, beyond.clone()),
+        })
+        .collect()
 }
 
 /// A job's schedule and zone, read back from the store.

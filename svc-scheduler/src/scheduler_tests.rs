@@ -38,6 +38,8 @@ struct Fake {
     deleted: Mutex<Vec<String>>,
     /// Sessions `delete_sessions` reports as skipped (still running).
     busy: Mutex<Vec<String>>,
+    /// Every session `delete_sessions` was asked to delete.
+    asked: Mutex<Vec<String>>,
 }
 
 impl Default for Fake {
@@ -53,6 +55,7 @@ impl Default for Fake {
             watch_reply: Mutex::default(),
             deleted: Mutex::default(),
             busy: Mutex::default(),
+            asked: Mutex::default(),
         }
     }
 }
@@ -106,6 +109,7 @@ impl SessionRunner for Fake {
         })
     }
     async fn delete_sessions(&self, ids: Vec<String>) -> Result<DeleteSessionsReply, SessionError> {
+        self.asked.lock().unwrap().extend(ids.iter().cloned());
         let busy = self.busy.lock().unwrap().clone();
         let (skipped, deleted): (Vec<String>, Vec<String>) =
             ids.into_iter().partition(|id| busy.contains(id));
@@ -562,8 +566,7 @@ async fn recovery_never_runs_an_occurrence_twice_nor_skips_it_silently() {
         expect_next_ms: None,
         new_next_ms: Some(ms("2026-01-15T12:00:00Z")),
         new_enabled: true,
-        missed_ms: vec![],
-        missed_reason: String::new(),
+        missed: vec![],
     };
     let store = r.api.sched.store.clone();
     // a: claimed and handed to svc-session before the "crash"; b: claimed only; c: claimed only,
@@ -819,8 +822,7 @@ async fn recovery_with_a_huge_stored_catch_up_window_does_not_panic() {
             expect_next_ms: None,
             new_next_ms: Some(ms("2026-01-15T12:00:00Z")),
             new_enabled: true,
-            missed_ms: vec![],
-            missed_reason: String::new(),
+            missed: vec![],
         })
         .unwrap());
     store
@@ -1033,8 +1035,7 @@ async fn recovery_follows_a_running_occurrence_with_a_session_to_its_real_end() 
                 expect_next_ms: None,
                 new_next_ms: Some(ms("2026-01-15T12:00:00Z")),
                 new_enabled: true,
-                missed_ms: vec![],
-                missed_reason: String::new(),
+                missed: vec![],
             })
             .unwrap());
         store.mark_running(id, at, at).unwrap();
@@ -1092,8 +1093,7 @@ async fn a_run_svc_session_cannot_follow_after_a_restart_ends_failed_with_the_re
             expect_next_ms: None,
             new_next_ms: Some(ms("2026-01-15T12:00:00Z")),
             new_enabled: true,
-            missed_ms: vec![],
-            missed_reason: String::new(),
+            missed: vec![],
         })
         .unwrap());
     store.mark_running(&id, at, at).unwrap();
@@ -1123,4 +1123,162 @@ async fn eventually_events(r: &Rig, n: usize) {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+#[tokio::test]
+async fn occurrences_coalesced_into_a_catch_up_run_say_so() {
+    let mut r = rig().await;
+    // A run that was late by seconds: the two occurrences before the one that fires were only
+    // passed over, not missed by more than the window.
+    let id = r.schedule("every 60s", |_| {});
+    r.advance(185);
+    assert_eq!(r.tick(), 1);
+    let p = r.expect(&["missed", "started", "finished"]).await;
+    assert_eq!(p[0]["count"], 2);
+    assert_eq!(
+        p[0]["reason"],
+        "coalesced into the catch-up run at 2026-01-15T10:03:00Z"
+    );
+    let errors: Vec<Option<String>> = r
+        .api
+        .sched
+        .store
+        .occurrences(&id, 10)
+        .unwrap()
+        .into_iter()
+        .map(|o| o.error)
+        .collect();
+    let coalesced = Some("coalesced into the catch-up run at 2026-01-15T10:03:00Z".to_owned());
+    assert_eq!(errors[1..], [coalesced.clone(), coalesced]);
+    // Mixed: with a 90 min window, 11:00 (130 min late) was missed, 12:00 (70 min) coalesced.
+    let id = r.schedule("0 * * * *", |n| n.catch_up_window_minutes = Some(90));
+    r.clock.set("2026-01-15T13:10:00Z".parse().unwrap());
+    r.tick();
+    let mut missed = None;
+    for _ in 0..6 {
+        let (kind, p) = r.event().await;
+        if kind == "missed" && p["scheduledAt"] == "2026-01-15T12:00:00Z" {
+            missed = Some(p);
+        }
+    }
+    let missed = missed.expect("a missed event for the hourly job");
+    assert!(
+        missed["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("coalesced into the catch-up run at 2026-01-15T13:00:00Z"),
+        "{missed}"
+    );
+    let rows = r.api.sched.store.occurrences(&id, 10).unwrap();
+    let reason_at = |at: &str| {
+        rows.iter()
+            .find(|o| o.scheduled_ms == ms(at))
+            .and_then(|o| o.error.clone())
+            .unwrap()
+    };
+    assert_eq!(
+        reason_at("2026-01-15T11:00:00Z"),
+        "missed by more than the catch-up window (90 min)"
+    );
+    assert_eq!(
+        reason_at("2026-01-15T12:00:00Z"),
+        "coalesced into the catch-up run at 2026-01-15T13:00:00Z"
+    );
+    // Beyond the window with nothing firing, the reason is unchanged.
+    let id = r.schedule("0 * * * *", |n| n.catch_up_window_minutes = Some(10));
+    r.clock.set("2026-01-15T14:30:00Z".parse().unwrap());
+    r.tick();
+    let p = loop {
+        let (kind, p) = r.event().await;
+        if kind == "missed" && p["scheduledAt"] == "2026-01-15T14:00:00Z" {
+            break p;
+        }
+    };
+    assert_eq!(
+        p["reason"],
+        "missed by more than the catch-up window (10 min)"
+    );
+    assert!(r.job(&id).next_run_ms.is_some());
+}
+
+/// Waits until `f` holds.
+async fn until(mut f: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + T;
+    while !f() {
+        assert!(tokio::time::Instant::now() < deadline, "condition in time");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn keep_runs_deletes_older_run_sessions_but_keeps_their_history() {
+    let mut r = rig().await;
+    std::fs::write(
+        r._home.path().join("settings.json"),
+        r#"{"scheduler":{"timeZone":"UTC","keepRuns":2}}"#,
+    )
+    .unwrap();
+    let id = r.schedule("every 60s", |_| {});
+    for n in 1..=3 {
+        r.advance(60);
+        assert_eq!(r.tick(), 1);
+        r.expect(&["started", "finished"]).await;
+        if n == 3 {
+            until(|| r.fake.deleted.lock().unwrap().len() == 1).await;
+        }
+    }
+    assert_eq!(*r.fake.deleted.lock().unwrap(), ["s_1"]);
+    // A session svc-session reports as still running is skipped and kept; tried again later.
+    r.fake.busy.lock().unwrap().push("s_2".into());
+    r.advance(60);
+    r.tick();
+    r.expect(&["started", "finished"]).await;
+    let sessions = |r: &Rig| -> Vec<(String, Option<String>)> {
+        r.api
+            .sched
+            .store
+            .occurrences(&id, 10)
+            .unwrap()
+            .into_iter()
+            .rev()
+            .map(|o| (o.status, o.session_id))
+            .collect()
+    };
+    until(|| r.fake.asked.lock().unwrap().contains(&"s_2".to_string())).await;
+    until(|| sessions(&r)[0].1.is_none()).await;
+    assert_eq!(
+        sessions(&r),
+        [
+            ("finished".to_string(), None),
+            ("finished".to_string(), Some("s_2".to_string())),
+            ("finished".to_string(), Some("s_3".to_string())),
+            ("finished".to_string(), Some("s_4".to_string())),
+        ]
+    );
+    r.fake.busy.lock().unwrap().clear();
+    r.advance(60);
+    r.tick();
+    r.expect(&["started", "finished"]).await;
+    until(|| r.fake.deleted.lock().unwrap().len() == 3).await;
+    until(|| sessions(&r)[2].1.is_none()).await;
+    let mut deleted = r.fake.deleted.lock().unwrap().clone();
+    deleted.sort();
+    assert_eq!(deleted, ["s_1", "s_2", "s_3"]);
+    let kept: Vec<Option<String>> = sessions(&r).into_iter().map(|s| s.1).collect();
+    assert_eq!(
+        kept,
+        [None, None, None, Some("s_4".into()), Some("s_5".into())]
+    );
+    // keepRuns 0 keeps everything.
+    std::fs::write(
+        r._home.path().join("settings.json"),
+        r#"{"scheduler":{"timeZone":"UTC","keepRuns":0}}"#,
+    )
+    .unwrap();
+    for _ in 0..3 {
+        r.advance(60);
+        r.tick();
+        r.expect(&["started", "finished"]).await;
+    }
+    assert_eq!(r.fake.deleted.lock().unwrap().len(), 3);
 }

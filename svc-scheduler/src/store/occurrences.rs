@@ -24,10 +24,8 @@ pub struct Claim {
     pub new_next_ms: Option<i64>,
     /// The job's enabled flag after this claim (false once a one-shot has fired).
     pub new_enabled: bool,
-    /// Older occurrences recorded as `missed` in the same transaction.
-    pub missed_ms: Vec<i64>,
-    /// Why they were missed.
-    pub missed_reason: String,
+    /// Older occurrences recorded as `missed` in the same transaction, each with its reason.
+    pub missed: Vec<(i64, String)>,
 }
 
 /// One occurrence row.
@@ -121,7 +119,7 @@ impl Store {
         if inserted == 0 {
             return Ok(false);
         }
-        insert_missed(&tx, &c.job_id, &c.missed_ms, &c.missed_reason, c.now_ms)?;
+        insert_missed(&tx, &c.job_id, &c.missed, c.now_ms)?;
         tx.execute(
             "UPDATE jobs SET running = 1, next_run_ms = ?2, enabled = ?3, updated_ms = ?4 WHERE job_id = ?1",
             params![c.job_id, c.new_next_ms, c.new_enabled, c.now_ms],
@@ -130,7 +128,7 @@ impl Store {
         Ok(true)
     }
 
-    /// Records `c.missed_ms` as missed and moves an idle job on without running anything
+    /// Records `c.missed` as missed and moves an idle job on without running anything
     /// (every due occurrence was older than the catch-up window); `c.scheduled_ms`,
     /// `run_id` and `trigger` are not used. False when the job changed meanwhile.
     pub fn skip_missed(&self, c: &Claim) -> anyhow::Result<bool> {
@@ -150,7 +148,7 @@ impl Store {
         if n == 0 {
             return Ok(false);
         }
-        insert_missed(&tx, &c.job_id, &c.missed_ms, &c.missed_reason, c.now_ms)?;
+        insert_missed(&tx, &c.job_id, &c.missed, c.now_ms)?;
         tx.commit()?;
         Ok(true)
     }
@@ -244,6 +242,44 @@ impl Store {
         Ok(n == 1)
     }
 
+    /// Sessions of the job's ended runs beyond the newest `keep` runs that have a session
+    /// (runs in progress count towards `keep` but are never returned), oldest last.
+    pub fn run_sessions_beyond(&self, job_id: &str, keep: usize) -> anyhow::Result<Vec<String>> {
+        let conn = self.conn();
+        let mut st = conn.prepare_cached(
+            "SELECT session_id, status FROM occurrences WHERE job_id = ?1 AND session_id IS NOT NULL \
+             ORDER BY scheduled_ms DESC LIMIT -1 OFFSET ?2",
+        )?;
+        let rows = st.query_map(params![job_id, keep as i64], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (sid, status) = row?;
+            if !matches!(status.as_str(), "claimed" | "waiting_for_host" | "running") {
+                out.push(sid);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Forgets the session of the job's occurrences that used one of `session_ids` (deleted
+    /// by retention); their status and text stay.
+    pub fn forget_sessions(&self, job_id: &str, session_ids: &[String]) -> anyhow::Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        {
+            let mut st = tx.prepare_cached(
+                "UPDATE occurrences SET session_id = NULL WHERE job_id = ?1 AND session_id = ?2",
+            )?;
+            for sid in session_ids {
+                st.execute(params![job_id, sid])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Occurrences a crash may have left open (`claimed`, `waiting_for_host`, `running`).
     pub fn open_occurrences(&self) -> anyhow::Result<Vec<OccurrenceRow>> {
         let conn = self.conn();
@@ -282,15 +318,14 @@ impl Store {
 fn insert_missed(
     tx: &rusqlite::Transaction<'_>,
     job_id: &str,
-    missed_ms: &[i64],
-    reason: &str,
+    missed: &[(i64, String)],
     now_ms: i64,
 ) -> anyhow::Result<()> {
     let mut st = tx.prepare_cached(
         "INSERT INTO occurrences (job_id, scheduled_ms, run_id, trigger, status, error, claimed_ms, ended_ms) \
          VALUES (?1, ?2, ?3, 'schedule', 'missed', ?4, ?5, ?5) ON CONFLICT (job_id, scheduled_ms) DO NOTHING",
     )?;
-    for ms in missed_ms {
+    for (ms, reason) in missed {
         st.execute(params![
             job_id,
             ms,

@@ -44,8 +44,7 @@ fn claim(job_id: &str, at: i64, expect: Option<Option<i64>>) -> Claim {
         expect_next_ms: expect,
         new_next_ms: Some(at + 60_000),
         new_enabled: true,
-        missed_ms: vec![],
-        missed_reason: String::new(),
+        missed: vec![],
     }
 }
 
@@ -140,8 +139,7 @@ fn skip_missed_records_every_missed_occurrence_and_deletes_with_the_job() {
     let s = Store::open_in_memory().unwrap();
     s.insert_job(&job("a", Some(100))).unwrap();
     let skip = Claim {
-        missed_ms: vec![100, 200],
-        missed_reason: "down".into(),
+        missed: vec![(100, "down".into()), (200, "down".into())],
         new_next_ms: Some(1_000),
         now_ms: 900,
         ..claim("a", 100, Some(Some(100)))

@@ -651,3 +651,38 @@ async fn an_explicit_zero_in_the_session_template_is_kept() {
     };
     assert_eq!((window(&zero), window(&dflt)), (0, 60));
 }
+
+#[tokio::test]
+async fn keep_runs_deletes_old_run_sessions_through_svc_session() {
+    let home = Scheduler::home_with(r#"{"scheduler":{"timeZone":"UTC","keepRuns":1}}"#);
+    let fake = FakeSession::default();
+    let _session = SessionServer::start(fake.clone(), Scheduler::socket(&home, "session"));
+    let mut s = Scheduler::start(home.clone(), T0).await;
+    s.jobs.schedule(sched("every 60s")).await.unwrap();
+    for _ in 0..3 {
+        s.advance(60).await;
+        s.expect(&["started", "finished"]).await;
+    }
+    eventually(|| fake.deleted.lock().unwrap().len() == 2).await;
+    let mut deleted = fake.deleted.lock().unwrap().clone();
+    deleted.sort();
+    assert_eq!(deleted, ["s_fake_1", "s_fake_2"]);
+    // The history stays: three finished runs, only the newest with its session.
+    eventually(|| {
+        let c = rusqlite::Connection::open(home.path().join("state/scheduler.db")).unwrap();
+        let mut st = c
+            .prepare("SELECT status, session_id FROM occurrences ORDER BY scheduled_ms")
+            .unwrap();
+        let rows: Vec<(String, Option<String>)> = st
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        rows == [
+            ("finished".to_string(), None),
+            ("finished".to_string(), None),
+            ("finished".to_string(), Some("s_fake_3".to_string())),
+        ]
+    })
+    .await;
+}
