@@ -9,9 +9,10 @@
 //! * an empty string clears `cwd`, `type`, `command` or `url`.
 //!
 //! On the wire (protobuf) an empty map or list, and a JSON `null`, are indistinguishable from
-//! an absent field. Their presence travels beside the message: the request metadata
-//! [`CLEARED_FIELDS`] lists the params the client sent as `null`, `{}` or `[]`, as
-//! comma-separated JSON paths (`patch.env,patch.toolsInclude`; camelCase or snake_case).
+//! an absent field. Their presence travels beside the message: the gateway lists the params
+//! the client sent as `null`, `{}` or `[]` in the request metadata [`CLEARED_FIELDS`], as
+//! comma-separated JSON paths (`patch.env,patch.toolsInclude`; camelCase or snake_case, so
+//! a grpcurl caller can send it too).
 
 use std::collections::{HashMap, HashSet};
 
@@ -22,8 +23,8 @@ use tonic::metadata::MetadataMap;
 use crate::config::{ServerEntry, ToolsFilter};
 
 /// Request metadata listing the params sent as `null`, `{}` or `[]` (comma-separated JSON
-/// paths, e.g. `patch.env,patch.args`).
-pub const CLEARED_FIELDS: &str = "snowpea-cleared-fields";
+/// paths, e.g. `patch.env,patch.args`), which the gateway fills in.
+pub const CLEARED_FIELDS: &str = snowpea_proto::json::CLEARED_FIELDS_KEY;
 
 /// What a patch does to one field.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

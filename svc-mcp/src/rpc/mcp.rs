@@ -5,7 +5,8 @@
 //! keeping unknown entries and keys; then the host reconciles (start, restart or stop).
 //! `env`/`headers` values never leave this service: rows carry `envKeys`/`headerKeys`.
 //! `mcp.update` keeps absent fields and clears fields sent as `null`, `{}` or `[]` (their
-//! presence arrives in the [`crate::patch::CLEARED_FIELDS`] metadata) or as `""`.
+//! presence arrives in the [`crate::patch::CLEARED_FIELDS`] metadata from the gateway) or
+//! as `""`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
