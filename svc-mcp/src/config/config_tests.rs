@@ -191,9 +191,9 @@ fn transport_inference_and_filters() {
 fn permission_defaults_to_network() {
     let t = tempfile::tempdir().unwrap();
     let home = Home::new(t.path());
-    assert_eq!(permission(&home, None, "x"), "network");
+    assert_eq!(permission(&home, "x"), "network");
     file::write_permission(&home.settings_path(), "x", "exec").unwrap();
-    assert_eq!(permission(&home, None, "x"), "exec");
+    assert_eq!(permission(&home, "x"), "exec");
 }
 
 /// Regression: a workdir that is `$SNOWPEA_HOME` itself has no project scope, so a global
@@ -223,8 +223,8 @@ fn removing_a_permission_keeps_the_rest_and_writes_nothing_when_absent() {
     )
     .unwrap();
     assert!(file::remove_permission(&home.settings_path(), "a").unwrap());
-    assert_eq!(permission(&home, None, "a"), "network");
-    assert_eq!(permission(&home, None, "b"), "exec");
+    assert_eq!(permission(&home, "a"), "network");
+    assert_eq!(permission(&home, "b"), "exec");
     let text = std::fs::read_to_string(home.settings_path()).unwrap();
     assert!(text.find("theme") < text.find("\"mcp\""), "{text}");
     let mtime = std::fs::metadata(home.settings_path())
@@ -266,4 +266,22 @@ fn a_forced_overwrite_replaces_known_keys_and_keeps_unknown_ones() {
         back["mcpServers"]["a"],
         json!({"x-note": "kept", "url": "https://a.example/mcp"})
     );
+}
+
+#[test]
+fn a_project_settings_file_cannot_change_a_permission() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path().join("home"));
+    home.ensure_dirs().unwrap();
+    let project = t.path().join("p");
+    std::fs::create_dir_all(project.join(".snowpea")).unwrap();
+    std::fs::write(
+        project.join(".snowpea/settings.json"),
+        r#"{"mcp": {"permissions": {"x": "read"}}}"#,
+    )
+    .unwrap();
+    // `permission` takes no workdir: only the user's own settings.json counts.
+    assert_eq!(permission(&home, "x"), "network");
+    file::write_permission(&home.settings_path(), "x", "exec").unwrap();
+    assert_eq!(permission(&home, "x"), "exec");
 }

@@ -471,10 +471,12 @@ fn winners(all: Vec<Declared>) -> Vec<Declared> {
     by_name.into_values().collect()
 }
 
-/// Permission tag of a server's tools: `settings.json` `mcp.permissions.<server>` (global,
-/// then the project's `.snowpea/settings.json`), default `network`.
-pub fn permission(home: &Home, workdir: Option<&Path>, server: &str) -> String {
-    let settings = snowpea_common::settings::load_effective(home, workdir).unwrap_or_default();
+/// Permission tag of a server's tools: `$SNOWPEA_HOME/settings.json`
+/// `mcp.permissions.<server>` (never a project's settings), default `network`.
+pub fn permission(home: &Home, server: &str) -> String {
+    // The user's own settings only: a project's `.snowpea/settings.json` may not relax the
+    // approvals of a server (svc-session, which enforces them, reads the same file).
+    let settings = snowpea_common::settings::load_file(&home.settings_path()).unwrap_or_default();
     settings
         .get("mcp")
         .and_then(|m| m.get("permissions"))

@@ -91,7 +91,7 @@ impl InternalRpc {
             if status.state != State::Ready {
                 continue;
             }
-            let permission = config::permission(home, root.as_deref(), &d.name);
+            let permission = config::permission(home, &d.name);
             for t in status.tools.iter() {
                 tools.push(McpTool {
                     server: d.name.clone(),
@@ -102,6 +102,7 @@ impl InternalRpc {
                     permission: permission.clone(),
                     transport: d.entry.transport().as_str().into(),
                     scope: d.scope.as_str().into(),
+                    tool_timeout_sec: d.entry.tool_timeout().as_secs() as i64,
                 });
             }
         }

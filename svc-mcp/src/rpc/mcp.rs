@@ -508,7 +508,7 @@ impl McpRpc {
                     error: status.error.clone(),
                     header_keys: e.header_keys(),
                     name: d.name.clone(),
-                    permission: config::permission(home, Some(&workdir), &d.name),
+                    permission: config::permission(home, &d.name),
                     plugin: d.plugin.clone(),
                     scope: d.scope.as_str().into(),
                     state: status.state.as_str().into(),

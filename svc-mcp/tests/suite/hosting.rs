@@ -71,6 +71,10 @@ async fn states_are_announced_and_tools_are_listed_and_called() {
         .expect("echo listed");
     assert_eq!(echo.server, "f");
     assert_eq!(echo.permission, "network");
+    assert_eq!(
+        echo.tool_timeout_sec, 300,
+        "the default toolTimeoutSec is reported"
+    );
     let schema: Value = serde_json::from_str(&echo.input_schema_json).unwrap();
     assert_eq!(schema["type"], "object");
 

@@ -71,6 +71,7 @@ pub fn tool(server: &str, name: &str, permission: &str) -> McpTool {
         permission: permission.into(),
         transport: "stdio".into(),
         scope: "global".into(),
+        tool_timeout_sec: 0,
     }
 }
 

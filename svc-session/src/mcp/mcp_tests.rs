@@ -324,51 +324,17 @@ fn the_default_deadlines_are_five_seconds_to_list_and_the_tool_timeout_plus_15_s
 }
 
 #[tokio::test]
-async fn listed_tools_carry_the_tool_timeout_of_their_server_entry() {
+async fn listed_tools_carry_the_tool_timeout_svc_mcp_reports() {
     let dir = tempfile::tempdir().unwrap();
     let (home, workdir) = home_and_workdir(dir.path());
-    let entry = |secs: Value| json!({"command": "x", "toolTimeoutSec": secs});
-    std::fs::write(
-        home.root().join(".mcp.json"),
-        json!({"mcpServers": {"g": entry(json!(42)), "bad": entry(json!("x"))}}).to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        workdir.join(".mcp.json"),
-        json!({"mcpServers": {"p": entry(json!(900))}}).to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        home.settings_path(),
-        json!({"mcp": {"servers": {"s": entry(json!(7))}}}).to_string(),
-    )
-    .unwrap();
-    std::fs::create_dir_all(home.root().join("plugins/b")).unwrap();
-    std::fs::write(
-        home.root().join("plugins/b/.mcp.json"),
-        json!({"mcpServers": {"pl": entry(json!(11))}}).to_string(),
-    )
-    .unwrap();
-    let secs = |scope, server| tool_timeout(&home, &workdir, scope, server).map(|d| d.as_secs());
-    assert_eq!(secs("global", "g"), Some(42));
-    assert_eq!(secs("project", "p"), Some(900));
-    assert_eq!(secs("settings", "s"), Some(7));
-    assert_eq!(secs("plugin", "pl"), Some(11));
-    assert_eq!(secs("global", "bad"), None);
-    assert_eq!(
-        secs("global", "p"),
-        None,
-        "only the file of the reported scope"
-    );
-    assert_eq!(secs("project", "nope"), None);
-
     let mut g = fake::tool("g", "t", "");
-    g.scope = "global".into();
+    g.tool_timeout_sec = 42;
     let mut p = fake::tool("p", "t", "");
-    p.scope = "project".into();
+    p.tool_timeout_sec = 900;
     let _mcp = fake::FakeMcp::serve(
         &home.socket("mcp"),
         fake::Script {
+            // The last one as an older svc-mcp would send it: no timeout, so the default.
             tools: vec![g, p, fake::tool("other", "t", "")],
             ..Default::default()
         },

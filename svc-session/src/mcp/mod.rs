@@ -19,7 +19,7 @@
 //!   ready (state: …)`, not `unknown tool` ([`not_callable`]).
 //! * Every wait has a deadline. Per-call timeouts (`toolTimeoutSec`) are enforced by svc-mcp;
 //!   the session gives up on a `CallTool` that svc-mcp has not answered within the tool's
-//!   `toolTimeoutSec` ([`tool_timeout`], default [`DEFAULT_TOOL_TIMEOUT`]) plus
+//!   `toolTimeoutSec` (reported by `ListTools`, default [`DEFAULT_TOOL_TIMEOUT`]) plus
 //!   [`CALL_MARGIN`]: the call fails with `timeout: svc-mcp did not answer within N s` and the
 //!   turn goes on. Interrupts stop the wait at once.
 //! * Text and image results come back as the tool result: the text (images summarised as
@@ -167,17 +167,18 @@ impl McpClient {
             .collect();
         let names = tool_names(&pairs);
         let mut seen = HashSet::new();
-        let mut timeouts: HashMap<String, Duration> = HashMap::new();
         let mut tools = Vec::with_capacity(listed.len());
         for (t, name) in listed.into_iter().zip(names) {
             if !seen.insert(name.clone()) {
                 tracing::warn!(server = %t.server, tool = %t.name, "MCP tool listed twice; the first one is kept");
                 continue;
             }
-            let timeout = *timeouts.entry(t.server.clone()).or_insert_with(|| {
-                tool_timeout(&self.home, workdir, &t.scope, &t.server)
-                    .unwrap_or(self.timeouts.default_tool)
-            });
+            // svc-mcp reports the entry's `toolTimeoutSec`; 0 from an older svc-mcp.
+            let timeout = if t.tool_timeout_sec > 0 {
+                Duration::from_secs(t.tool_timeout_sec as u64).min(MAX_TOOL_TIMEOUT)
+            } else {
+                self.timeouts.default_tool
+            };
             tools.push(Arc::new(McpTool {
                 permission: permission_of(&settings, &t.server),
                 timeout,
@@ -403,40 +404,6 @@ fn human(d: Duration) -> String {
     } else {
         format!("{} ms", d.as_millis())
     }
-}
-
-/// The `toolTimeoutSec` of `server`'s entry in the file of its `scope` (as `ListTools`
-/// reports it): `<workdir>/.mcp.json` (project), `$SNOWPEA_HOME/.mcp.json` (global),
-/// `settings.json` `mcp.servers` (settings) or the first plugin's `.mcp.json` declaring it
-/// (plugin). `None` when unset, not a positive number, or unreadable. svc-mcp does not
-/// report it with the tool listing, so the session reads the same file to know how long a
-/// call may legitimately take.
-pub fn tool_timeout(home: &Home, workdir: &Path, scope: &str, server: &str) -> Option<Duration> {
-    let read =
-        |path: &Path| -> Option<Value> { serde_json::from_slice(&std::fs::read(path).ok()?).ok() };
-    let entry = |doc: &Value| doc.get("mcpServers")?.get(server).cloned();
-    let found = match scope {
-        "project" if !workdir.as_os_str().is_empty() => entry(&read(&workdir.join(".mcp.json"))?),
-        "global" => entry(&read(&home.root().join(".mcp.json"))?),
-        "settings" => read(&home.settings_path())?
-            .get("mcp")?
-            .get("servers")?
-            .get(server)
-            .cloned(),
-        "plugin" => {
-            let mut dirs: Vec<_> = std::fs::read_dir(home.root().join("plugins"))
-                .ok()?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .collect();
-            dirs.sort();
-            dirs.iter()
-                .find_map(|d| entry(&read(&d.join(".mcp.json"))?))
-        }
-        _ => None,
-    }?;
-    let secs = found.get("toolTimeoutSec")?.as_f64()?;
-    (secs > 0.0 && secs.is_finite())
-        .then(|| Duration::from_secs_f64(secs.min(MAX_TOOL_TIMEOUT.as_secs_f64())))
 }
 
 /// True when the status comes from the transport (connection refused/reset), not svc-mcp.
