@@ -19,14 +19,11 @@ fn request(h: &Harness, task: &str, approval_timeout_sec: i64) -> pb::RunUnatten
     }
 }
 
-/// Runs `req` to its end: (session id of the first update, the final reply).
-async fn run(h: &Harness, req: pb::RunUnattendedRequest) -> (String, pb::RunUnattendedReply) {
-    let rpc = InternalRpc::new(h.app.clone());
-    let mut stream = rpc
-        .run_unattended(Request::new(req))
-        .await
-        .expect("run starts")
-        .into_inner();
+/// The two updates of a RunUnattended/WatchRun stream: (session id of the first, which
+/// comes at once, the final reply).
+async fn both_updates(
+    mut stream: impl futures::Stream<Item = Result<pb::RunUnattendedUpdate, tonic::Status>> + Unpin,
+) -> (String, pb::RunUnattendedReply) {
     let first = tokio::time::timeout(WAIT, stream.next())
         .await
         .expect("first update in time")
@@ -39,6 +36,17 @@ async fn run(h: &Harness, req: pb::RunUnattendedRequest) -> (String, pb::RunUnat
         .expect("stream open")
         .expect("final update");
     (first.session_id, last.done.expect("final update has done"))
+}
+
+/// Runs `req` to its end: (session id of the first update, the final reply).
+async fn run(h: &Harness, req: pb::RunUnattendedRequest) -> (String, pb::RunUnattendedReply) {
+    let rpc = InternalRpc::new(h.app.clone());
+    let stream = rpc
+        .run_unattended(Request::new(req))
+        .await
+        .expect("run starts")
+        .into_inner();
+    both_updates(stream).await
 }
 
 fn list(h: &Harness, kinds: &[&str]) -> Vec<pb::session_list_result::Session> {
@@ -216,25 +224,14 @@ fn outcome_reads_only_the_runs_turn() {
 /// Both updates of a WatchRun stream: (session id of the first, the final reply).
 async fn watch(h: &Harness, sid: &str) -> (String, pb::RunUnattendedReply) {
     let rpc = InternalRpc::new(h.app.clone());
-    let mut stream = rpc
+    let stream = rpc
         .watch_run(Request::new(pb::WatchRunRequest {
             session_id: sid.into(),
         }))
         .await
         .expect("watch starts")
         .into_inner();
-    let first = tokio::time::timeout(WAIT, stream.next())
-        .await
-        .expect("first update in time")
-        .expect("stream open")
-        .expect("first update");
-    assert!(first.done.is_none(), "the session id comes first");
-    let last = tokio::time::timeout(WAIT, stream.next())
-        .await
-        .expect("final update in time")
-        .expect("stream open")
-        .expect("final update");
-    (first.session_id, last.done.expect("final update has done"))
+    both_updates(stream).await
 }
 
 #[tokio::test]
