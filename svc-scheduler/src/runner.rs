@@ -83,6 +83,11 @@ pub trait SessionRunner: Send + Sync + std::fmt::Debug + 'static {
     ) -> Result<(), SessionError>;
 }
 
+/// How much longer than `scheduler.runTimeoutSec` a run waits for svc-session's answer: it
+/// interrupts the turn at the timeout itself and says so ([`RunUnattendedRequest`]'s
+/// `run_timeout_sec`).
+pub const RUN_TIMEOUT_GRACE: Duration = Duration::from_secs(30);
+
 /// How long a run waits for svc-session to be SERVING before it starts (svc-session may be
 /// starting with the suite, or restarting after a crash); after that the run fails
 /// `unavailable`.
@@ -272,6 +277,7 @@ impl Scheduler {
             kind: "scheduled".into(),
             job_id: job_id.clone(),
             approval_timeout_sec: cfg.approval_timeout_sec,
+            run_timeout_sec: cfg.run_timeout_sec,
             host_tools_from: job.host_tools_from.clone(),
             channel: job.channel.clone(),
             job: Some(ScheduledJobInfo {
@@ -296,7 +302,9 @@ impl Scheduler {
                 tracing::warn!(job_id = jid, error = %format!("{e:#}"), "cannot record the run's session");
             }
         };
-        let limit = Duration::from_secs(cfg.run_timeout_sec as u64);
+        // svc-session interrupts the turn at runTimeoutSec and reports it; this wait only
+        // covers a svc-session that does not answer at all.
+        let limit = Duration::from_secs(cfg.run_timeout_sec as u64) + RUN_TIMEOUT_GRACE;
         let result = match tokio::time::timeout(limit, self.session.run(req, &on_session)).await {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(e)) => Err(e.to_string()),

@@ -128,11 +128,17 @@ async fn permission_tags_come_from_the_global_settings_only() {
 #[test]
 fn the_permission_tag_defaults_to_network_and_ignores_unknown_tags() {
     let s = json!({"mcp": {"permissions": {"a": "write", "b": "sudo", "c": 3}}});
-    assert_eq!(permission_of(&s, "a"), Permission::Write);
-    assert_eq!(permission_of(&s, "b"), Permission::Network);
-    assert_eq!(permission_of(&s, "c"), Permission::Network);
-    assert_eq!(permission_of(&s, "d"), Permission::Network);
-    assert_eq!(permission_of(&json!({}), "a"), Permission::Network);
+    assert_eq!(permission_of(&s, "a", "global"), Permission::Write);
+    assert_eq!(permission_of(&s, "b", "global"), Permission::Network);
+    assert_eq!(permission_of(&s, "c", "global"), Permission::Network);
+    assert_eq!(permission_of(&s, "d", "global"), Permission::Network);
+    assert_eq!(
+        permission_of(&json!({}), "a", "global"),
+        Permission::Network
+    );
+    assert_eq!(permission_of(&s, "a", "settings"), Permission::Write);
+    // A project server named like the user's `a` does not inherit its tag.
+    assert_eq!(permission_of(&s, "a", "project"), Permission::Network);
 }
 
 /// True for a name providers accept: `^[a-zA-Z0-9_-]{1,64}$`.

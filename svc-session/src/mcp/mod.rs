@@ -180,7 +180,7 @@ impl McpClient {
                 self.timeouts.default_tool
             };
             tools.push(Arc::new(McpTool {
-                permission: permission_of(&settings, &t.server),
+                permission: permission_of(&settings, &t.server, &t.scope),
                 timeout,
                 name: intern(&name, &t.server, &t.name),
                 server: t.server,
@@ -531,11 +531,15 @@ fn global_settings(home: &Home) -> Value {
     })
 }
 
-/// Permission tag of `server`'s tools: `mcp.permissions.<server>` of the global `settings`
-/// only (never a project's settings, which would let a project relax the approvals of the
-/// user's servers; never the tag svc-mcp reports, which merges the project's), default
-/// `network`.
-pub fn permission_of(settings: &Value, server: &str) -> Permission {
+/// Permission tag of `server`'s tools (declared in `scope`): `mcp.permissions.<server>` of
+/// the global `settings` only (never a project's settings, which would let a project relax
+/// the approvals of the user's servers), default `network`. A server declared in a project's
+/// `.mcp.json` always gets `network`: tags are keyed by name, and a project server named like
+/// one of the user's must not inherit that server's (possibly relaxed) tag.
+pub fn permission_of(settings: &Value, server: &str, scope: &str) -> Permission {
+    if scope == "project" {
+        return Permission::Network;
+    }
     settings
         .get("mcp")
         .and_then(|m| m.get("permissions"))

@@ -44,6 +44,16 @@ pub const SERVICE_NAME: &str = "snowpea.session.v1.SessionInternalService";
 /// usually shorter, `scheduler.runTimeoutSec`).
 const MAX_RUN: Duration = Duration::from_secs(6 * 3600);
 
+/// How long an unattended turn may run: the request's `run_timeout_sec` (the job's
+/// `scheduler.runTimeoutSec`) when set, capped by [`MAX_RUN`].
+fn run_limit(run_timeout_sec: i64) -> Duration {
+    if run_timeout_sec > 0 {
+        Duration::from_secs(run_timeout_sec as u64).min(MAX_RUN)
+    } else {
+        MAX_RUN
+    }
+}
+
 /// The gRPC service.
 #[derive(Debug, Clone)]
 pub struct InternalRpc {
@@ -234,17 +244,27 @@ impl SessionInternalService for InternalRpc {
             }))
             .await;
         let app = self.app.clone();
+        let limit = run_limit(p.run_timeout_sec);
         tokio::spawn(async move {
             let mut idle = session.idle.subscribe();
-            if tokio::time::timeout(MAX_RUN, idle.wait_for(|i| *i))
+            let timed_out = tokio::time::timeout(limit, idle.wait_for(|i| *i))
                 .await
-                .is_err()
-            {
+                .is_err();
+            if timed_out {
+                // The run is over for the scheduler: stop the turn, so it never goes on
+                // beside the job's next run.
                 let _ = app.interrupt(&sid);
                 let _ = tokio::time::timeout(Duration::from_secs(10), idle.wait_for(|i| *i)).await;
             }
             let _ = app.flush().await;
-            let o = stored_outcome(&app, &sid, &turn_id);
+            let mut o = stored_outcome(&app, &sid, &turn_id);
+            if timed_out {
+                o.status = "failed";
+                o.error = format!(
+                    "the run took longer than its run timeout ({} s) and was interrupted",
+                    limit.as_secs()
+                );
+            }
             tracing::info!(session_id = %sid, status = o.status, "unattended run ended");
             let _ = tx.send(Ok(done_update(sid, o))).await;
         });

@@ -324,3 +324,71 @@ fn last_turn_is_the_turn_named_last() {
     assert_eq!(last_turn(&events).as_deref(), Some("t_2"));
     assert_eq!(last_turn(&[]), None);
 }
+
+#[tokio::test]
+async fn a_run_past_its_run_timeout_is_interrupted_and_reported_failed() {
+    let script = json!({"steps": [
+        {"match": "long", "tool_calls": [{"name": "shell", "arguments": {"command": "sleep 30"}}]},
+        {"after_tool": "shell", "text": "woke up"}
+    ]});
+    let h = Harness::new(script).await;
+    let mut req = request(&h, "long task", 0);
+    req.mode = "auto".into();
+    req.run_timeout_sec = 1;
+    let (sid, done) = run(&h, req).await;
+    assert_eq!(done.status, "failed", "{done:?}");
+    assert!(done.error.contains("run timeout (1 s)"), "{done:?}");
+    assert!(
+        h.app.session(&sid).unwrap().turns().running.is_none(),
+        "the turn was stopped, not left running beside the job's next run"
+    );
+}
+
+#[tokio::test]
+async fn a_person_refusing_a_scheduled_runs_approval_ends_the_run_denied() {
+    // After a refusal the model would try again: a scheduled run ends at the first one.
+    let script = json!({"steps": [
+        {"match": "clean", "tool_calls": [{"name": "shell", "arguments": {"command": "echo one"}}]},
+        {"after_tool": "shell", "tool_calls": [{"name": "shell", "arguments": {"command": "echo two"}}]},
+        {"after_tool": "shell", "text": "finished anyway"}
+    ]});
+    let mut h = Harness::new(script).await;
+    h.connect("c9", Some("tui")).await;
+    let rpc = InternalRpc::new(h.app.clone());
+    let stream = rpc
+        .run_unattended(Request::new(request(&h, "clean up", 60)))
+        .await
+        .expect("run starts")
+        .into_inner();
+    let outcome = tokio::spawn(both_updates(stream));
+    let request_id = loop {
+        if let crate::testkit::Item::Note(m, p) = h.next().await {
+            if m == "approval.pending" {
+                break p["request"]["requestId"].as_str().unwrap().to_owned();
+            }
+        }
+    };
+    h.app
+        .respond_approval(
+            &Harness::ctx("c9", Some("tui")),
+            pb::ApprovalRespondParams {
+                decision: "deny".into(),
+                request_id,
+                scope: "once".into(),
+                reason: "not now".into(),
+            },
+        )
+        .unwrap();
+    let (sid, done) = tokio::time::timeout(WAIT, outcome).await.unwrap().unwrap();
+    assert_eq!(done.status, "denied", "{done:?}");
+    assert!(done.error.contains("not now"), "{done:?}");
+    let calls = h
+        .app
+        .store
+        .read(|c| crate::store::events::after(c, &sid, 0))
+        .unwrap()
+        .iter()
+        .filter(|e| e.kind == "tool.call")
+        .count();
+    assert_eq!(calls, 1);
+}

@@ -27,9 +27,10 @@ pub(crate) struct TurnAccount {
     pub text: String,
     /// Denied tool calls so far (the third ends the turn).
     pub denials: u32,
-    /// An approval timed out in an unattended (scheduled) session: the turn ends `denied`
-    /// at once, and the run is reported `denied_by_timeout` (issue 5).
-    pub unattended_timeout: bool,
+    /// An approval was refused or timed out in an unattended (scheduled) session: the turn
+    /// ends `denied` at once, and the run is reported `denied` / `denied_by_timeout`
+    /// (issue 5; spec approval.respond: "deny ends the turn").
+    pub unattended_denied: bool,
     /// Tokens of the last model call (input + output), and whether estimated.
     pub context_used: Option<(u64, bool)>,
     /// Vendor in use.
@@ -288,7 +289,7 @@ impl App {
                 if outcome.interrupted {
                     return TurnEnd::Interrupted;
                 }
-                if acc.denials >= MAX_DENIALS || acc.unattended_timeout {
+                if acc.denials >= MAX_DENIALS || acc.unattended_denied {
                     return TurnEnd::Denied;
                 }
             }

@@ -3,7 +3,8 @@
 //! `tool.result` (+ `diff`). A denial never runs the tool: the model gets a failed result,
 //! an `error` event carries the code (`mode_denied`, `approval_denied`,
 //! `approval_timeout`), and the denial counts toward the turn's limit. In a `scheduled`
-//! session nobody is watching, so an approval timeout ends the turn at once (issue 5).
+//! session nobody is watching, so an approval timeout or a refusal ends the turn at once
+//! (issue 5).
 
 use std::sync::Arc;
 
@@ -222,7 +223,7 @@ impl App {
                         return match resolution.by {
                             "interrupted" => self.interrupted(session, t, call),
                             "timeout" => {
-                                acc.unattended_timeout = session.is_unattended();
+                                acc.unattended_denied = session.is_unattended();
                                 self.denial(
                                     session,
                                     t,
@@ -233,6 +234,7 @@ impl App {
                                 )
                             }
                             _ => {
+                                acc.unattended_denied = session.is_unattended();
                                 let mut msg =
                                     format!("denied by user: `{}` was not approved", call.name);
                                 if let Some(r) = &resolution.reason {
