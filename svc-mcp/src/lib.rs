@@ -26,6 +26,7 @@ pub mod error;
 pub mod host;
 pub mod patch;
 pub mod probe;
+pub mod redact;
 pub mod rpc;
 pub mod secrets;
 pub mod sessions;

@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         return ExitCode::from(code.clamp(0, 255) as u8);
     }
     let args = ServiceArgs::parse("mcp");
+    quiet_rmcp_logs();
     snowpea_common::logging::init("mcp");
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
     match runtime.block_on(run(args)) {
@@ -29,6 +30,20 @@ fn main() -> ExitCode {
             eprintln!("snowpea-svc-mcp: {e:#}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// rmcp logs its transport failures itself, with the raw server URL (credentials included,
+/// issue 6); svc-mcp already logs each failure, redacted. So `rmcp` is off unless
+/// `SNOWPEA_LOG` names it (e.g. `info,rmcp=debug` while debugging a transport).
+fn quiet_rmcp_logs() {
+    let filter = std::env::var("SNOWPEA_LOG")
+        .ok()
+        .filter(|f| !f.trim().is_empty())
+        .unwrap_or_else(|| "info".into());
+    if !filter.contains("rmcp") {
+        // Single-threaded here: no runtime or other thread exists yet.
+        std::env::set_var("SNOWPEA_LOG", format!("{filter},rmcp=off"));
     }
 }
 

@@ -36,6 +36,21 @@ pub const PERMISSIONS: &[&str] = &[
     "read", "write", "exec", "network", "send", "config", "delegate", "secret",
 ];
 
+/// Longest `command` and `cwd`, in bytes.
+pub const MAX_COMMAND_BYTES: usize = 4096;
+/// Longest `url`, in bytes.
+pub const MAX_URL_BYTES: usize = 8192;
+/// Longest single argument, in bytes.
+pub const MAX_ARG_BYTES: usize = 32_768;
+/// Most arguments.
+pub const MAX_ARGS: usize = 1024;
+/// Longest env or header name, in bytes.
+pub const MAX_KEY_BYTES: usize = 256;
+/// Longest env or header value, in bytes.
+pub const MAX_VALUE_BYTES: usize = 32_768;
+/// Most env or header entries (each).
+pub const MAX_ENTRIES: usize = 256;
+
 /// Largest accepted `timeoutSec`/`toolTimeoutSec` (one day).
 pub const MAX_TIMEOUT_SEC: i64 = 86_400;
 
@@ -92,7 +107,8 @@ pub fn check_name(name: &str) -> Result<()> {
         Ok(())
     } else {
         Err(Error::Invalid(format!(
-            "invalid server name {name:?}: use 1-64 characters of a-z, A-Z, 0-9, '_' and '-'"
+            "invalid server name {:?}: use 1-64 characters of a-z, A-Z, 0-9, '_' and '-'",
+            crate::clip::clip(name)
         )))
     }
 }
@@ -110,6 +126,7 @@ pub fn check_permission(p: &str) -> Result<()> {
 /// security findings are returned for [`enforce`].
 pub fn validate(name: &str, entry: &ServerEntry) -> Result<Vec<String>> {
     check_name(name)?;
+    check_sizes(entry)?;
     check_characters(entry)?;
     let command = entry.command.as_deref().filter(|c| !c.trim().is_empty());
     let url = entry.url.as_deref().filter(|u| !u.trim().is_empty());
@@ -232,6 +249,55 @@ fn check_characters(entry: &ServerEntry) -> Result<()> {
             return Err(Error::Invalid(format!(
                 "headers.{k}: the value contains CR, LF, NUL or another control character, which an HTTP header cannot carry"
             )));
+        }
+    }
+    Ok(())
+}
+
+/// Size caps (issue 6: a 3 MB entry was written, and its error broadcast on every restart).
+/// The error names the field and the limit, never quoting the value.
+fn check_sizes(entry: &ServerEntry) -> Result<()> {
+    let cap = |field: &str, v: &str, max: usize| {
+        if v.len() > max {
+            Err(Error::Invalid(format!(
+                "{field} is too long ({} bytes; at most {max})",
+                v.len()
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    if let Some(c) = &entry.command {
+        cap("command", c, MAX_COMMAND_BYTES)?;
+    }
+    if let Some(c) = &entry.cwd {
+        cap("cwd", c, MAX_COMMAND_BYTES)?;
+    }
+    if let Some(u) = &entry.url {
+        cap("url", u, MAX_URL_BYTES)?;
+    }
+    if let Some(args) = &entry.args {
+        if args.len() > MAX_ARGS {
+            return Err(Error::Invalid(format!(
+                "args has {} entries; at most {MAX_ARGS}",
+                args.len()
+            )));
+        }
+        for (i, a) in args.iter().enumerate() {
+            cap(&format!("args[{i}]"), a, MAX_ARG_BYTES)?;
+        }
+    }
+    for (field, map) in [("env", &entry.env), ("headers", &entry.headers)] {
+        let Some(map) = map else { continue };
+        if map.len() > MAX_ENTRIES {
+            return Err(Error::Invalid(format!(
+                "{field} has {} entries; at most {MAX_ENTRIES}",
+                map.len()
+            )));
+        }
+        for (k, v) in map {
+            cap(&format!("{field} key"), k, MAX_KEY_BYTES)?;
+            cap(&format!("{field}.{k}"), v, MAX_VALUE_BYTES)?;
         }
     }
     Ok(())

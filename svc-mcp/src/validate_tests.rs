@@ -323,3 +323,57 @@ fn control_characters_are_refused_naming_the_field() {
         findings(json!({"url": "https://x.example/mcp", "headers": {"X-A": "a\tb"}})).is_empty()
     );
 }
+
+#[test]
+fn oversized_fields_are_refused_by_name() {
+    let big = |n: usize| "x".repeat(n);
+    let cases = [
+        (
+            json!({"command": big(MAX_COMMAND_BYTES + 1)}),
+            "command is too long",
+        ),
+        (
+            json!({"command": "node", "cwd": big(MAX_COMMAND_BYTES + 1)}),
+            "cwd is too long",
+        ),
+        (
+            json!({"url": format!("https://h.example/{}", big(MAX_URL_BYTES))}),
+            "url is too long",
+        ),
+        (
+            json!({"command": "node", "args": ["a", big(MAX_ARG_BYTES + 1)]}),
+            "args[1] is too long",
+        ),
+        (
+            json!({"command": "node", "args": vec!["a"; MAX_ARGS + 1]}),
+            "args has 1025 entries",
+        ),
+        (
+            json!({"command": "node", "env": {big(MAX_KEY_BYTES + 1): "v"}}),
+            "env key is too long",
+        ),
+        (
+            json!({"command": "node", "env": {"K": big(MAX_VALUE_BYTES + 1)}}),
+            "env.K is too long",
+        ),
+        (
+            json!({"url": "https://h.example/mcp", "headers": {"X-A": big(MAX_VALUE_BYTES + 1)}}),
+            "headers.X-A is too long",
+        ),
+    ];
+    for (v, want) in cases {
+        let m = invalid(v);
+        assert!(m.starts_with(want), "{m}");
+        assert!(m.len() < 200, "{m}");
+    }
+    let many: serde_json::Map<String, serde_json::Value> = (0..=MAX_ENTRIES)
+        .map(|i| (format!("K{i}"), json!("v")))
+        .collect();
+    assert!(invalid(json!({"command": "node", "env": many})).starts_with("env has 257 entries"));
+    // At the limits an entry is accepted.
+    validate(
+        "s",
+        &entry(json!({"command": "node", "args": [big(MAX_ARG_BYTES)], "env": {"K": big(MAX_VALUE_BYTES)}})),
+    )
+    .unwrap();
+}

@@ -359,11 +359,13 @@ pub fn error_reason(err: &(dyn std::error::Error + 'static)) -> (bool, String) {
 
 /// A failure talking to the remote server at `url`, for people: `cannot reach URL:
 /// connection refused` when it could not be reached, else `URL: <why>`.
+/// The URL is shown redacted, and so is any secret of it the cause repeats (issue 6).
 pub fn describe_remote_error(url: &str, err: &(dyn std::error::Error + 'static)) -> String {
-    match error_reason(err) {
-        (true, why) => format!("cannot reach {url}: {why}"),
-        (false, why) => format!("{url}: {why}"),
-    }
+    let text = match error_reason(err) {
+        (true, why) => format!("cannot reach {}: {why}", crate::redact::url(url)),
+        (false, why) => format!("{}: {why}", crate::redact::url(url)),
+    };
+    crate::redact::scrub(&text, url)
 }
 
 fn http_transport(

@@ -225,6 +225,22 @@ impl std::fmt::Debug for ServerHandle {
     }
 }
 
+/// Longest error text of a status (issue 6: a huge entry once broadcast a 100 KB error on
+/// every restart), in characters.
+pub const ERROR_TEXT_MAX: usize = 1000;
+
+/// An error text about the server at `url` as it is shown and logged: its URL secrets
+/// masked ([`crate::redact::scrub`]) and clipped to [`ERROR_TEXT_MAX`].
+pub fn tidy_error(text: &str, url: &str) -> String {
+    crate::clip::clip_to(&crate::redact::scrub(text, url), ERROR_TEXT_MAX).into_owned()
+}
+
+fn tidy(declared: &Declared, mut status: Status) -> Status {
+    let url = declared.entry.url.as_deref().unwrap_or("");
+    status.error = status.error.map(|e| tidy_error(&e, url));
+    status
+}
+
 impl ServerHandle {
     /// Starts supervising `declared` (a disabled entry stays stopped; an invalid one, or one
     /// the trust step blocked, stays in error with the reason and is never started).
@@ -238,6 +254,7 @@ impl ServerHandle {
         } else {
             Status::new(State::Starting, None)
         };
+        let initial = tidy(&declared, initial);
         let (ctl_tx, ctl_rx) = mpsc::unbounded_channel();
         let (hung_tx, hung_rx) = mpsc::unbounded_channel();
         let handle = Arc::new(ServerHandle {
@@ -336,6 +353,7 @@ impl ServerHandle {
     }
 
     fn set(&self, notify: &Notifier, status: Status) {
+        let status = tidy(&self.declared, status);
         self.status.send_replace(status.clone());
         notify(&self.declared, &status);
     }
@@ -407,12 +425,16 @@ impl ServerHandle {
                     *self.pid.lock().expect("pid lock") = None;
                     match ended {
                         Ended::Exited(why) => {
+                            let why =
+                                tidy_error(&why, self.declared.entry.url.as_deref().unwrap_or(""));
                             tracing::warn!(server = %name, reason = %why, "MCP server ended; restarting with backoff");
                             // Error first: the calls in flight fail at once with the reason.
                             self.set(&notify, Status::new(State::Error, Some(why)));
                             connect::shutdown(conn).await;
                         }
                         Ended::NotResponding(why) => {
+                            let why =
+                                tidy_error(&why, self.declared.entry.url.as_deref().unwrap_or(""));
                             tracing::warn!(server = %name, reason = %why, "MCP server not responding; killing and restarting it with backoff");
                             self.set(
                                 &notify,
@@ -450,8 +472,9 @@ impl ServerHandle {
                     }
                 }
                 Err(e) => {
+                    let e = tidy_error(&e.0, self.declared.entry.url.as_deref().unwrap_or(""));
                     tracing::warn!(server = %name, error = %e, "MCP server failed to start");
-                    self.set(&notify, Status::new(State::Error, Some(e.0)));
+                    self.set(&notify, Status::new(State::Error, Some(e)));
                 }
             }
             // Wait out the backoff, still obeying commands.

@@ -40,11 +40,16 @@ impl McpRpc {
         McpRpc { app }
     }
 
-    /// The tonic server wrapper.
+    /// The tonic server wrapper, decoding requests up to [`MAX_REQUEST_BYTES`] so that an
+    /// oversized field reaches the handler and is refused by name (`mcp_invalid`), not by
+    /// the transport as `internal`.
     pub fn into_server(self) -> McpServiceServer<Self> {
-        McpServiceServer::new(self)
+        McpServiceServer::new(self).max_decoding_message_size(MAX_REQUEST_BYTES)
     }
 }
+
+/// Largest request decoded (issue 6): above every cap of [`crate::validate`].
+pub const MAX_REQUEST_BYTES: usize = 64 << 20;
 
 fn opt_vec(v: Vec<String>) -> Option<Vec<String>> {
     (!v.is_empty()).then_some(v)
@@ -527,7 +532,7 @@ impl McpRpc {
                         .and_then(|t| t.include.clone())
                         .unwrap_or_default(),
                     transport: e.transport().as_str().into(),
-                    url: e.url.as_deref().map(redact_url),
+                    url: e.url.as_deref().map(crate::redact::url),
                 }
             })
             .collect();
@@ -642,7 +647,9 @@ impl McpRpc {
         let report = probe::probe(&declared.entry, &self.app.host.spawn_context(&declared)).await;
         Ok(McpTestResult {
             elapsed_ms: report.elapsed_ms,
-            error: report.error,
+            error: report.error.map(|e| {
+                crate::host::server::tidy_error(&e, declared.entry.url.as_deref().unwrap_or(""))
+            }),
             ok: report.ok,
             state: if report.ok { "ready" } else { "error" }.into(),
             tools: report
@@ -654,17 +661,6 @@ impl McpRpc {
                 })
                 .collect(),
         })
-    }
-}
-
-/// A URL with any password replaced (userinfo is a credential, never returned).
-fn redact_url(raw: &str) -> String {
-    match url::Url::parse(raw) {
-        Ok(mut u) if u.password().is_some() => {
-            let _ = u.set_password(Some("***"));
-            u.to_string()
-        }
-        _ => raw.to_owned(),
     }
 }
 

@@ -811,3 +811,177 @@ async fn bad_characters_missing_cwd_and_unreachable_urls_are_told_plainly() {
     assert_eq!(k["x-note"], "kept", "{k}");
     assert_eq!(k["args"], json!(["b.js"]));
 }
+
+/// Every `*.log` file under the test directory (svc-mcp's stderr and `logs/mcp.log`).
+fn all_logs(svc: &Svc) -> String {
+    fn walk(dir: &std::path::Path, out: &mut String) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "log") {
+                out.push_str(&String::from_utf8_lossy(
+                    &std::fs::read(&p).unwrap_or_default(),
+                ));
+            }
+        }
+    }
+    let mut out = String::new();
+    walk(svc.dir.path(), &mut out);
+    out
+}
+
+#[tokio::test]
+async fn url_credentials_never_leak_into_errors_notifications_or_logs() {
+    let svc = Svc::start().await;
+    let mut c = svc.mcp();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let secrets = ["supersecretpw", "querysecret789"];
+    for (name, url) in [
+        (
+            "sech2",
+            format!("http://user:supersecretpw@127.0.0.1:{port}/x"),
+        ),
+        (
+            "secq",
+            format!("http://127.0.0.1:{port}/x?token=querysecret789"),
+        ),
+        (
+            "secs",
+            format!("http://user:supersecretpw@127.0.0.1:{port}/sse?token=querysecret789"),
+        ),
+    ] {
+        let mut p = add_params(name, &json!({"url": url}));
+        p.force = true;
+        within(CALL, "add", c.add(p)).await.unwrap();
+        let row = svc.wait_state(name, "error", Duration::from_secs(30)).await;
+        let error = row.error.clone().unwrap_or_default();
+        assert!(error.starts_with("cannot reach http://"), "{error}");
+        for s in secrets {
+            assert!(!error.contains(s), "mcp.list error leaks {s}: {error}");
+            assert!(!row.url().contains(s), "mcp.list url leaks {s}");
+        }
+        // A draft with credentials in the URL is unsafe: the saved entry is probed.
+        let r = within(
+            CALL,
+            "test",
+            c.test(McpTestParams {
+                name: Some(name.into()),
+                ..Default::default()
+            }),
+        )
+        .await
+        .unwrap()
+        .into_inner();
+        let terr = r.error.unwrap_or_default();
+        assert!(!terr.is_empty());
+        for s in secrets {
+            assert!(!terr.contains(s), "mcp.test error leaks {s}: {terr}");
+        }
+    }
+    let changes = serde_json::to_string(&*svc.changes.lock().unwrap()).unwrap();
+    assert!(changes.contains("cannot reach"), "{changes}");
+    let logs = all_logs(&svc);
+    for s in secrets {
+        assert!(!changes.contains(s), "mcp.changed leaks {s}: {changes}");
+        let line = logs.lines().find(|l| l.contains(s)).unwrap_or_default();
+        assert!(!logs.contains(s), "the logs leak {s}: {line}");
+    }
+}
+
+#[tokio::test]
+async fn oversized_params_are_refused_by_field_and_errors_are_clipped() {
+    let svc = Svc::start().await;
+    let mut c = svc.mcp();
+    let five_mb = "a".repeat(5 << 20);
+
+    let err = within(
+        CALL,
+        "add big arg",
+        c.add(add_params(
+            "big",
+            &json!({"command": "node", "args": [five_mb]}),
+        )),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(code(&err), "mcp_invalid", "{err:?}");
+    assert!(
+        err.message().contains("args[0] is too long"),
+        "{}",
+        err.message()
+    );
+    assert!(err.message().len() < 500);
+
+    let err = within(
+        CALL,
+        "test big command",
+        c.test(McpTestParams {
+            command: Some(five_mb.clone()),
+            ..Default::default()
+        }),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(code(&err), "mcp_invalid", "{err:?}");
+    assert!(
+        err.message().contains("command is too long"),
+        "{}",
+        err.message()
+    );
+
+    let err = within(
+        CALL,
+        "remove big name",
+        c.remove(McpRemoveParams {
+            name: five_mb.clone(),
+            ..Default::default()
+        }),
+    )
+    .await
+    .unwrap_err();
+    assert_ne!(code(&err), "internal", "{err:?}");
+    assert!(err.message().len() < 1000);
+
+    let err = within(
+        CALL,
+        "add 3 MB env",
+        c.add(add_params(
+            "big3",
+            &json!({"command": "node", "env": {"K": "v".repeat(3 << 20)}}),
+        )),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(code(&err), "mcp_invalid", "{err:?}");
+    assert!(
+        err.message().contains("env.K is too long"),
+        "{}",
+        err.message()
+    );
+
+    // A long (but accepted) URL that cannot be reached: its error text is clipped.
+    let url = format!("http://127.0.0.1:9/{}", "p".repeat(8000));
+    let mut p = add_params("longurl", &json!({"url": url}));
+    p.force = true;
+    within(CALL, "add long url", c.add(p)).await.unwrap();
+    let row = svc
+        .wait_state("longurl", "error", Duration::from_secs(30))
+        .await;
+    let error = row.error.unwrap_or_default();
+    assert!(error.starts_with("cannot reach"), "{error}");
+    assert!(error.chars().count() < 1100, "{} chars", error.len());
+    let changes = svc.changes.lock().unwrap().clone();
+    for ch in changes.iter().filter(|c| c["name"] == "longurl") {
+        let e = ch["error"].as_str().unwrap_or_default();
+        assert!(
+            e.chars().count() < 1100,
+            "mcp.changed error of {} bytes",
+            e.len()
+        );
+    }
+}
