@@ -13,8 +13,8 @@ pub mod logging;
 pub mod orphans;
 pub mod service;
 pub mod session_lookup;
-pub mod test_deps;
 pub mod settings;
+pub mod test_deps;
 pub mod time;
 
 /// Version of every Snowpea binary (the workspace version).
