@@ -271,6 +271,18 @@ impl McpRpc {
             validate::check_permission(perm)?;
         }
         let scope = write_scope(&p.scope)?;
+        // A project file is written only where the caller said: never into the folder the
+        // daemon happens to run in.
+        let named = |v: Option<&str>| v.is_some_and(|s| !s.trim().is_empty());
+        if scope == Scope::Project
+            && !named(p.workdir.as_deref())
+            && !named(p.session_id.as_deref())
+        {
+            return Err(Error::invalid_params(
+                "params.workdir",
+                "scope project needs the project: give workdir or sessionId",
+            ));
+        }
         let workdir = self
             .workdir(p.workdir.as_deref(), p.session_id.as_deref())
             .await?;

@@ -525,6 +525,7 @@ async fn a_removed_server_takes_its_permission_along() {
         .unwrap();
     let mut project = add("g", None, false);
     project.scope = "project".into();
+    project.workdir = Some(svc.workdir.display().to_string());
     within(CALL, "project g", c.add(project)).await.unwrap();
     assert_eq!(settings(&svc)["mcp"]["permissions"]["g"], "read");
     let project_remove = McpRemoveParams {
@@ -564,6 +565,11 @@ fn assert_bad_workdir(r: Result<impl std::fmt::Debug, tonic::Status>, what: &str
 async fn every_workdir_param_is_checked_and_never_remembered_unbounded() {
     let svc = Svc::start().await;
     let mut c = svc.mcp();
+    // scope project without a project: refused, not written into svc-mcp's own folder.
+    let mut add = add_params("x", &json!({"command": "node", "args": ["s.js"]}));
+    add.scope = "project".into();
+    let m = assert_bad_workdir(within(CALL, "add", c.add(add)).await, "mcp.add project");
+    assert!(m.contains("workdir or sessionId"), "{m}");
     let huge = format!("/{}", "q".repeat(1_000_000));
     let file = svc.dir.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
