@@ -18,6 +18,24 @@ async fn ok(c: &Client, method: &str, params: Value) -> Value {
         .unwrap_or_else(|e| panic!("{method} {params}: {e:?}"))
 }
 
+/// A suite running the scripted model `script`, a client and its notification stream.
+async fn scripted_suite(
+    script: Value,
+) -> (
+    Suite,
+    Client,
+    tokio::sync::broadcast::Receiver<snowpea_sdk::Notification>,
+) {
+    let suite = Suite::start_with(snowpea_e2e::SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
+    let c = suite.client().await;
+    let rx = c.subscribe();
+    (suite, c, rx)
+}
+
 /// The next `job.event` of `job_id` (kind, payload).
 async fn job_event(
     rx: &mut tokio::sync::broadcast::Receiver<snowpea_sdk::Notification>,
@@ -245,13 +263,7 @@ async fn a_run_survives_svc_session_being_killed_and_the_next_occurrence_fires()
         {"match": "tick", "tool_calls": [{"name": "shell", "arguments": {"command": "if [ -e started ]; then echo again; else touch started; sleep 60; fi"}}]},
         {"after_tool": "shell", "text": "ticked"}
     ]});
-    let suite = Suite::start_with(snowpea_e2e::SuiteOptions {
-        script: Some(script),
-        ..Default::default()
-    })
-    .await;
-    let c = suite.client().await;
-    let mut rx = c.subscribe();
+    let (suite, c, mut rx) = scripted_suite(script).await;
     let workdir = suite.workdir.path().to_path_buf();
     let r = ok(
         &c,
@@ -325,13 +337,7 @@ async fn a_run_survives_svc_scheduler_being_killed_and_is_recorded_finished() {
         {"match": "nap", "tool_calls": [{"name": "shell", "arguments": {"command": "touch napping; sleep 4; echo rested"}}]},
         {"after_tool": "shell", "text": "napped"}
     ]});
-    let suite = Suite::start_with(snowpea_e2e::SuiteOptions {
-        script: Some(script),
-        ..Default::default()
-    })
-    .await;
-    let c = suite.client().await;
-    let mut rx = c.subscribe();
+    let (suite, c, mut rx) = scripted_suite(script).await;
     let workdir = suite.workdir.path().to_path_buf();
     let r = ok(
         &c,
