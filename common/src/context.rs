@@ -11,6 +11,9 @@ pub const CLIENT_ID: &str = "snowpea-client-id";
 pub const CLIENT_KIND: &str = "snowpea-client-kind";
 /// Metadata key: system.hello instanceId.
 pub const INSTANCE_ID: &str = "snowpea-instance-id";
+/// Metadata key: the request id the gateway gives every forwarded JSON-RPC call (and logs
+/// under the same field name), so one call can be followed across processes (issue 13 §3).
+pub const REQUEST_ID: &str = "snowpea-request-id";
 
 /// Who is calling: absent fields mean an internal caller (e.g. the scheduler) or grpcurl.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
