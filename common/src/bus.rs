@@ -3,7 +3,8 @@
 //! A service publishes notifications and sends server→client requests through a
 //! [`BusHub`]; [`BusService`] serves the hub to the gateway: `Subscribe` streams the
 //! outbound items, `Reply` completes a pending request, `SyncConnections` keeps the
-//! table of live client connections. Notifications published while no gateway is
+//! table of live client connections, `CallStats` reports the per-method counters of the
+//! server's call layer ([`crate::calls`]). Notifications published while no gateway is
 //! subscribed are dropped — what must not be lost (session events) is durable and
 //! clients recover it with `session.resume`.
 
@@ -324,6 +325,13 @@ impl ServiceBus for BusService {
         Ok(Response::new(snowpea_proto::rpc::v1::CapabilitiesReply {
             capabilities,
         }))
+    }
+
+    async fn call_stats(
+        &self,
+        _req: Request<snowpea_proto::rpc::v1::CallStatsRequest>,
+    ) -> Result<Response<snowpea_proto::rpc::v1::CallStatsReply>, Status> {
+        Ok(Response::new(crate::calls::snapshot()))
     }
 
     async fn sync_connections(

@@ -4,6 +4,7 @@
 //! time.
 
 pub mod bus;
+pub mod calls;
 pub mod client;
 pub mod context;
 pub mod db;

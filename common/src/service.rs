@@ -126,7 +126,8 @@ pub async fn with_health_and_reflection(
 }
 
 /// Serves `routes` on the unix socket with health and reflection until `shutdown`
-/// resolves (or SIGTERM/SIGINT), then drains for at most 5 s.
+/// resolves (or SIGTERM/SIGINT), then drains for at most 5 s. Every call passes through
+/// [`crate::calls::CallLayer`] (its span, timing and counters), so handlers open no spans.
 ///
 /// `services` are the fully qualified gRPC service names in `routes` (e.g.
 /// `snowpea.session.v1.SessionService`); each is reported SERVING on `grpc.health.v1`,
@@ -151,7 +152,9 @@ pub async fn serve(
     tracing::info!(service = name, socket = %socket.display(), version = crate::VERSION, "serving");
 
     let (drain_tx, drain_rx) = tokio::sync::oneshot::channel::<()>();
+    // One layer on every call (issue 13 §3): span, timing, outcome code, counters.
     let server = Server::builder()
+        .layer(crate::calls::CallLayer::new(name))
         .add_routes(routes)
         .serve_with_incoming_shutdown(UnixListenerStream::new(listener), async move {
             tokio::select! {
@@ -172,4 +175,72 @@ pub async fn serve(
     let _ = std::fs::remove_file(socket);
     tracing::info!(service = name, "stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
+    use snowpea_proto::rpc::v1::CallStatsRequest;
+
+    use crate::bus::{BusHub, BusService, BUS_SERVICE_NAME};
+
+    /// `serve` installs the call layer: every call is counted and `CallStats` reports it,
+    /// an unimplemented rpc under its outcome code.
+    #[tokio::test]
+    async fn every_call_through_serve_is_counted_by_the_call_layer() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("t.sock");
+        let routes = tonic::service::Routes::new(BusService::new(BusHub::new()).into_server());
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let sock = socket.clone();
+        let server = tokio::spawn(async move {
+            super::serve("test", &sock, &[BUS_SERVICE_NAME], routes, async {
+                let _ = stop_rx.await;
+            })
+            .await
+        });
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while !crate::client::is_serving(&socket, "", Duration::from_secs(2)).await {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "test service never served"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let mut client = ServiceBusClient::new(crate::client::unix_channel(&socket));
+        let call = |c: &mut ServiceBusClient<tonic::transport::Channel>| {
+            let mut c = c.clone();
+            async move {
+                tokio::time::timeout(Duration::from_secs(10), c.call_stats(CallStatsRequest {}))
+                    .await
+                    .expect("CallStats answers in time")
+                    .expect("CallStats succeeds")
+                    .into_inner()
+            }
+        };
+        call(&mut client).await;
+        let reply = call(&mut client).await;
+        assert_eq!(reply.service, "test");
+        let row = reply
+            .methods
+            .iter()
+            .find(|m| m.method == "/snowpea.rpc.v1.ServiceBus/CallStats")
+            .expect("CallStats row");
+        assert!(row.count >= 1, "{row:?}");
+        assert!(row.errors.is_empty(), "{row:?}");
+        let health = reply
+            .methods
+            .iter()
+            .find(|m| m.method == "/grpc.health.v1.Health/Check")
+            .expect("health check row");
+        assert!(health.count >= 1);
+        let _ = stop_tx.send(());
+        tokio::time::timeout(Duration::from_secs(10), server)
+            .await
+            .expect("server stops in time")
+            .unwrap()
+            .unwrap();
+    }
 }
