@@ -16,48 +16,47 @@ pub use crate::rpc::v1::ErrorCode;
 const CODE_KEY: &str = "snowpea-code";
 const DETAILS_KEY: &str = "snowpea-details-bin";
 
-impl ErrorCode {
-    /// The protocol's string code, e.g. `not_found` (option `wire`).
-    pub fn wire(self) -> &'static str {
-        match self {
-            ErrorCode::Unspecified => "internal",
-            ErrorCode::ApprovalDenied => "approval_denied",
-            ErrorCode::ApprovalTimeout => "approval_timeout",
-            ErrorCode::AuthExpired => "auth_expired",
-            ErrorCode::EmptyResponse => "empty_response",
-            ErrorCode::Internal => "internal",
-            ErrorCode::InvalidOutput => "invalid_output",
-            ErrorCode::InvalidParams => "invalid_params",
-            ErrorCode::LoginUnsupported => "login_unsupported",
-            ErrorCode::McpExists => "mcp_exists",
-            ErrorCode::McpInvalid => "mcp_invalid",
-            ErrorCode::McpNotFound => "mcp_not_found",
-            ErrorCode::McpReadOnly => "mcp_read_only",
-            ErrorCode::McpStartFailed => "mcp_start_failed",
-            ErrorCode::McpUnsafe => "mcp_unsafe",
-            ErrorCode::MethodNotFound => "method_not_found",
-            ErrorCode::ModeDenied => "mode_denied",
-            ErrorCode::NotFound => "not_found",
-            ErrorCode::NotImplemented => "not_implemented",
-            ErrorCode::ProtocolIncompatible => "protocol_incompatible",
-            ErrorCode::SessionBusy => "session_busy",
-            ErrorCode::ToolInactive => "tool_inactive",
-            ErrorCode::Unauthorized => "unauthorized",
-            ErrorCode::Unavailable => "unavailable",
+/// The `wire` and `jsonrpc_code` options of every `ErrorCode` value, read once from the
+/// embedded descriptor (`proto/snowpea/rpc/v1/errors.proto` is their only source), indexed
+/// by the enum number.
+fn options_table() -> &'static [(String, i32)] {
+    static TABLE: std::sync::LazyLock<Vec<(String, i32)>> = std::sync::LazyLock::new(|| {
+        let schema = crate::schema::schema();
+        let pool = crate::descriptor_pool();
+        let codes = pool
+            .get_enum_by_name("snowpea.rpc.v1.ErrorCode")
+            .expect("snowpea.rpc.v1.ErrorCode in the descriptor");
+        let mut table = vec![(String::new(), 0); ErrorCode::Unavailable as usize + 1];
+        for value in codes.values() {
+            let n = value.number() as usize;
+            if n >= table.len() {
+                continue;
+            }
+            // The schema holds each code's options, found by the value's `wire`.
+            let wire = crate::schema::enum_wire_of(&value).unwrap_or_default();
+            if let Some(spec) = schema.error_code(&wire) {
+                table[n] = (spec.wire.clone(), spec.jsonrpc_code);
+            }
         }
+        // ERROR_CODE_UNSPECIFIED carries no options: it travels as `internal`.
+        table[ErrorCode::Unspecified as usize] = table[ErrorCode::Internal as usize].clone();
+        table
+    });
+    &TABLE
+}
+
+impl ErrorCode {
+    /// The protocol's string code, e.g. `not_found` (option `wire` in `errors.proto`;
+    /// `ERROR_CODE_UNSPECIFIED` is `internal`).
+    pub fn wire(self) -> &'static str {
+        &options_table()[self as usize].0
     }
 
-    /// The numeric JSON-RPC `error.code` (spec "Error codes": -32601 only for
-    /// method_not_found, -32004 for a missing entity, -32602 invalid params,
+    /// The numeric JSON-RPC `error.code` (option `jsonrpc_code` in `errors.proto`: -32601
+    /// only for method_not_found, -32004 for a missing entity, -32602 invalid params,
     /// -32603 internal, -32000 everything else).
     pub fn jsonrpc_code(self) -> i32 {
-        match self {
-            ErrorCode::MethodNotFound => -32601,
-            ErrorCode::NotFound | ErrorCode::McpNotFound => -32004,
-            ErrorCode::InvalidParams => -32602,
-            ErrorCode::Internal | ErrorCode::Unspecified => -32603,
-            _ => -32000,
-        }
+        options_table()[self as usize].1
     }
 
     /// Parses a wire string; `None` for an unknown code.
@@ -307,6 +306,20 @@ mod tests {
             let c = ErrorCode::try_from(n).unwrap();
             assert_eq!(ErrorCode::from_wire(c.wire()), Some(c));
         }
+    }
+
+    #[test]
+    fn every_code_has_its_options_from_the_descriptor() {
+        for n in 1..=ErrorCode::Unavailable as i32 {
+            let c = ErrorCode::try_from(n).unwrap();
+            assert!(!c.wire().is_empty(), "{c:?} has a wire option");
+            assert!(c.jsonrpc_code() < 0, "{c:?} has a jsonrpc_code option");
+        }
+        assert_eq!(ErrorCode::NotFound.wire(), "not_found");
+        assert_eq!(ErrorCode::NotFound.jsonrpc_code(), -32004);
+        assert_eq!(ErrorCode::MethodNotFound.jsonrpc_code(), -32601);
+        assert_eq!(ErrorCode::Unspecified.wire(), "internal");
+        assert_eq!(ErrorCode::Unspecified.jsonrpc_code(), -32603);
     }
 
     #[test]

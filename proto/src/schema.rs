@@ -189,6 +189,13 @@ fn enum_wire(value: &EnumValueDescriptor, wire: &ExtensionDescriptor) -> Option<
     opt_string(&value.options(), wire)
 }
 
+/// The `wire` option of an enum value (error codes, capabilities), when it has one.
+pub fn enum_wire_of(value: &EnumValueDescriptor) -> Option<String> {
+    static WIRE: LazyLock<ExtensionDescriptor> =
+        LazyLock::new(|| ext(descriptor_pool(), opt::WIRE));
+    enum_wire(value, &WIRE)
+}
+
 impl Schema {
     fn load(pool: &DescriptorPool) -> Schema {
         let json_method = ext(pool, opt::JSON_METHOD);

@@ -97,7 +97,8 @@ impl Error {
                 message,
                 ..
             } => tracing::warn!(engine = %engine, reason, error = %message, "engine failed"),
-            _ => {}
+            // Client mistakes and switched-off engines are not the service's failures.
+            Error::InvalidParams { .. } | Error::Off { .. } | Error::NotFound(_) => {}
         }
         self.into_rpc().into_status()
     }

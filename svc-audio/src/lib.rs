@@ -2,7 +2,8 @@
 //! process of its own, so a crashing or hanging speech engine — or a crash of this
 //! service — never takes down a session. Every engine runs as a watched child process
 //! ([`child`]); detection ([`detect`]) is cached in [`App`] until the settings file
-//! changes or an install ([`install`]) finishes.
+//! changes or an install ([`install`]) finishes. [`api`] holds the `audio.*` logic; [`rpc`]
+//! only implements the generated trait over it.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,6 +13,7 @@ use std::time::SystemTime;
 use snowpea_common::bus::BusHub;
 use snowpea_common::home::Home;
 
+pub mod api;
 pub mod child;
 pub mod config;
 pub mod convert;

@@ -16,9 +16,10 @@
 //! runs) · [`secrets`] · [`catalog`] (presets) ·
 //! [`patch`] (`mcp.update`'s patch: keep, set or clear each field) ·
 //! [`host`] (one supervisor task per server, the process guard, transports) · [`probe`]
-//! (`mcp.test`) · [`sessions`] (workdir resolution) · [`rpc`] (the gRPC services) ·
+//! (`mcp.test`) · [`sessions`] (workdir resolution) · [`api`] (the logic of each gRPC service) · [`rpc`] (the generated traits over it) ·
 //! [`error`] (the one mapping to protocol errors) · [`clip`] (bounded log fields).
 
+pub mod api;
 pub mod catalog;
 pub mod clip;
 pub mod config;

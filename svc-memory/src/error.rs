@@ -28,6 +28,10 @@ pub enum Error {
     /// SQLite failed (disk full, corruption, …).
     #[error("database: {0}")]
     Db(#[from] rusqlite::Error),
+    /// The database did not answer in time (`unavailable`) or its work panicked
+    /// (`internal`), see `snowpea_common::db::blocking`.
+    #[error(transparent)]
+    Blocking(#[from] snowpea_common::db::DbError),
     /// A bug: something this service wrote could not be read back.
     #[error("{0}")]
     Internal(String),
@@ -56,6 +60,14 @@ impl Error {
             Error::Db(e) => {
                 tracing::error!(error = %e, "database failure");
                 RpcError::internal(format!("database: {e}"))
+            }
+            Error::Blocking(e @ snowpea_common::db::DbError::Timeout { .. }) => {
+                tracing::warn!(error = %e, "database slow");
+                RpcError::new(ErrorCode::Unavailable, e.to_string())
+            }
+            Error::Blocking(e @ snowpea_common::db::DbError::Panicked { .. }) => {
+                tracing::error!(error = %e, "database work panicked");
+                RpcError::internal(e.to_string())
             }
             Error::Internal(m) => {
                 tracing::error!(error = %m, "internal failure");

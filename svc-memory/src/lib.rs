@@ -2,10 +2,11 @@
 //! `snowpea.memory.v1` on a unix socket (DESIGN.md §6, issue 4). It owns
 //! `$SNOWPEA_HOME/state/memory.db` and nothing else writes it.
 //!
-//! Layout: [`namespace`] (default, project, agent, browser; `memory.list` scopes) ·
-//! [`store`] (SQLite, FTS5 trigram index, bm25) · [`ingest`] (browsing memories) ·
+//! Layout: [`memory`] (`memory.*` logic, `MemoryApi`) · [`namespace`] (default, project,
+//! agent, browser; `memory.list` scopes) · [`store`] (SQLite, FTS5 trigram index, bm25) · [`ingest`] (browsing memories) ·
 //! [`site`] (site memory: validation, urlPattern, counters, authorization) · [`sessions`]
-//! (resolving a `sessionId` through svc-session) · [`rpc`] (the gRPC services) ·
+//! (resolving a `sessionId` through svc-session) · [`rpc`] (the generated traits over
+//! `MemoryApi` and `site::api::SiteApi`) ·
 //! [`error`] (the one mapping to protocol errors).
 
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use snowpea_common::home::Home;
 
 pub mod error;
 pub mod ingest;
+pub mod memory;
 pub mod namespace;
 pub mod rpc;
 pub mod sessions;

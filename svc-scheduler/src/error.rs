@@ -49,6 +49,10 @@ pub enum JobError {
     /// The database failed.
     #[error("scheduler database: {0:#}")]
     Store(#[from] anyhow::Error),
+    /// The store did not answer in time (`unavailable`) or its work panicked (`internal`);
+    /// see `snowpea_common::db::blocking`.
+    #[error(transparent)]
+    Blocking(#[from] snowpea_common::db::DbError),
     /// svc-session could not be reached for a call that needs it.
     #[error("svc-session: {0}")]
     SessionUnavailable(String),
@@ -87,6 +91,14 @@ impl JobError {
                 // An internal error is logged once, here at the edge.
                 tracing::error!(error = %format!("{e:#}"), "scheduler database error");
                 RpcError::internal(format!("scheduler database: {e:#}"))
+            }
+            JobError::Blocking(e @ snowpea_common::db::DbError::Timeout { .. }) => {
+                tracing::warn!(error = %e, "scheduler database slow");
+                RpcError::new(ErrorCode::Unavailable, e.to_string())
+            }
+            JobError::Blocking(e @ snowpea_common::db::DbError::Panicked { .. }) => {
+                tracing::error!(error = %e, "scheduler work panicked");
+                RpcError::internal(e.to_string())
             }
             JobError::SessionUnavailable(m) => {
                 RpcError::new(ErrorCode::Unavailable, format!("svc-session: {m}"))

@@ -52,7 +52,7 @@ pub async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         time_zone = %config.time_zone_name,
         "scheduler starting"
     );
-    sched.recover()?;
+    sched.blocking("recover", |s| s.recover()).await??;
     let api = rpc::job::JobApi {
         sched: sched.clone(),
         home: args.home.clone(),

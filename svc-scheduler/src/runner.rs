@@ -252,9 +252,12 @@ impl Scheduler {
             }
         }
         let now = self.clock.now();
+        let (jid, sms) = (job_id.clone(), occ.scheduled_ms);
         if let Err(e) = self
-            .store
-            .mark_running(&job_id, occ.scheduled_ms, now.as_millisecond())
+            .db("mark the run started", move |s| {
+                s.mark_running(&jid, sms, now.as_millisecond())
+            })
+            .await
         {
             tracing::error!(job_id, error = %format!("{e:#}"), "cannot mark the run started; not running it");
             return;
@@ -295,11 +298,33 @@ impl Scheduler {
                 owner_client_id: job.owner_client_id.clone(),
             }),
         };
-        let store = self.store.clone();
-        let (jid, sms) = (job_id.clone(), occ.scheduled_ms);
-        let on_session = move |sid: &str| {
-            if let Err(e) = store.set_session(&jid, sms, sid) {
-                tracing::warn!(job_id = jid, error = %format!("{e:#}"), "cannot record the run's session");
+        // The session id is committed on the blocking pool as soon as svc-session names it;
+        // the run's end waits for those writes, so they never land after it.
+        let recording: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
+        let on_session = {
+            let (me, jid, sms, recording) = (
+                self.clone(),
+                job_id.clone(),
+                occ.scheduled_ms,
+                recording.clone(),
+            );
+            move |sid: &str| {
+                let (me, jid, sid) = (me.clone(), jid.clone(), sid.to_owned());
+                let write = tokio::spawn(async move {
+                    let j = jid.clone();
+                    if let Err(e) = me
+                        .db("record the run's session", move |s| {
+                            s.set_session(&j, sms, &sid)
+                        })
+                        .await
+                    {
+                        tracing::warn!(job_id = jid, error = %format!("{e:#}"), "cannot record the run's session");
+                    }
+                });
+                recording
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(write);
             }
         };
         // svc-session interrupts the turn at runTimeoutSec and reports it; this wait only
@@ -313,6 +338,11 @@ impl Scheduler {
                 cfg.run_timeout_sec
             )),
         };
+        let writes: Vec<_> =
+            std::mem::take(&mut *recording.lock().unwrap_or_else(|e| e.into_inner()));
+        for w in writes {
+            let _ = tokio::time::timeout(snowpea_common::db::CALL_TIMEOUT, w).await;
+        }
         self.record_end(&job, &occ, result).await;
     }
 
@@ -381,17 +411,26 @@ impl Scheduler {
             now_ms: self.clock.now().as_millisecond(),
         };
         // Committed before it is published (DESIGN.md §6).
-        if let Err(e) = self.store.finish(&job_id, occ.scheduled_ms, &outcome) {
-            tracing::error!(job_id, error = %format!("{e:#}"), "cannot record the run's end");
-        }
-        // The recorded session id (from the stream's first update) when the reply had none.
-        let session_id = session_id.or_else(|| {
-            self.store
-                .occurrences(&job_id, 1)
-                .ok()
-                .and_then(|o| o.into_iter().find(|o| o.scheduled_ms == occ.scheduled_ms))
-                .and_then(|o| o.session_id)
-        });
+        let (jid, sms) = (job_id.clone(), occ.scheduled_ms);
+        let recorded = self
+            .db("record the run's end", move |s| {
+                s.finish(&jid, sms, &outcome)?;
+                // The recorded session id (from the stream's first update) for a reply
+                // that has none.
+                Ok(s.occurrences(&jid, 1)
+                    .ok()
+                    .and_then(|o| o.into_iter().find(|o| o.scheduled_ms == sms))
+                    .and_then(|o| o.session_id))
+            })
+            .await;
+        let recorded = match recorded {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(job_id, error = %format!("{e:#}"), "cannot record the run's end");
+                None
+            }
+        };
+        let session_id = session_id.or(recorded);
         self.job_event(
             job,
             kind,
@@ -434,9 +473,13 @@ impl Scheduler {
         if keep <= 0 {
             return;
         }
+        let jid = job.job_id.clone();
+        let keep_n = usize::try_from(keep).unwrap_or(usize::MAX);
         let old = match self
-            .store
-            .run_sessions_beyond(&job.job_id, usize::try_from(keep).unwrap_or(usize::MAX))
+            .db("list old run sessions", move |s| {
+                s.run_sessions_beyond(&jid, keep_n)
+            })
+            .await
         {
             Ok(old) => old,
             Err(e) => {
@@ -457,7 +500,13 @@ impl Scheduler {
                 .filter(|s| !reply.skipped.contains(s))
                 .cloned()
                 .collect();
-            if let Err(e) = self.store.forget_sessions(&job.job_id, &gone) {
+            let jid = job.job_id.clone();
+            if let Err(e) = self
+                .db("forget deleted run sessions", move |s| {
+                    s.forget_sessions(&jid, &gone)
+                })
+                .await
+            {
                 tracing::warn!(job_id = job.job_id, error = %format!("{e:#}"), "cannot forget deleted run sessions");
                 return;
             }
@@ -481,7 +530,12 @@ impl Scheduler {
 
     /// Waits for the job's host up to its deadline; false (and the occurrence recorded
     /// `missed`) when it never came.
-    async fn wait_for_host(&self, job: &JobRow, occ: &OccurrenceRow, host: &str) -> bool {
+    async fn wait_for_host(
+        self: &Arc<Self>,
+        job: &JobRow,
+        occ: &OccurrenceRow,
+        host: &str,
+    ) -> bool {
         let mut events = self.bus.connection_events();
         let mut no_wait = false;
         let deadline = match occ.wait_until_ms {
@@ -500,13 +554,22 @@ impl Scheduler {
                         iso(now)
                     );
                     tracing::error!(job_id = job.job_id, reason, "host wait out of range");
-                    self.fail_open(job, occ, &reason);
+                    let (j, o) = (job.clone(), occ.clone());
+                    let _ = self
+                        .blocking("record the failed run", move |s| {
+                            s.fail_open(&j, &o, &reason)
+                        })
+                        .await;
                     return false;
                 };
                 if !no_wait {
-                    if let Err(e) =
-                        self.store
-                            .set_waiting(&job.job_id, occ.scheduled_ms, d.as_millisecond())
+                    let (jid, sms, until) =
+                        (job.job_id.clone(), occ.scheduled_ms, d.as_millisecond());
+                    if let Err(e) = self
+                        .db("record the host wait", move |s| {
+                            s.set_waiting(&jid, sms, until)
+                        })
+                        .await
                     {
                         tracing::error!(job_id = job.job_id, error = %format!("{e:#}"), "cannot record the host wait");
                     }
@@ -558,7 +621,13 @@ impl Scheduler {
             error: Some(reason.clone()),
             now_ms: self.clock.now().as_millisecond(),
         };
-        if let Err(e) = self.store.finish(&job.job_id, occ.scheduled_ms, &outcome) {
+        let (jid, sms) = (job.job_id.clone(), occ.scheduled_ms);
+        if let Err(e) = self
+            .db("record the missed run", move |s| {
+                s.finish(&jid, sms, &outcome)
+            })
+            .await
+        {
             tracing::error!(job_id = job.job_id, error = %format!("{e:#}"), "cannot record the missed run");
         }
         self.job_event(

@@ -48,6 +48,29 @@ pub enum RunNow {
 }
 
 impl Scheduler {
+    /// Runs store work on the blocking pool (`snowpea_common::db::blocking`: SQLite never
+    /// runs on an async worker thread); `what` names it in errors.
+    pub async fn db<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        f: impl FnOnce(&Store) -> anyhow::Result<T> + Send + 'static,
+    ) -> anyhow::Result<T> {
+        let store = self.store.clone();
+        snowpea_common::db::blocking(what, move || f(&store)).await?
+    }
+
+    /// Runs synchronous scheduler work that reads and writes the store (claims, recovery,
+    /// the `job.*` logic) on the blocking pool, with the bounded wait of
+    /// `snowpea_common::db::blocking`.
+    pub async fn blocking<T: Send + 'static>(
+        self: &Arc<Self>,
+        what: &'static str,
+        f: impl FnOnce(&Arc<Scheduler>) -> T + Send + 'static,
+    ) -> Result<T, snowpea_common::db::DbError> {
+        let me = self.clone();
+        snowpea_common::db::blocking(what, move || f(&me)).await
+    }
+
     /// A scheduler over its parts.
     pub fn new(
         store: Arc<Store>,
@@ -313,11 +336,12 @@ impl Scheduler {
                         .or_else(|| p.downcast_ref::<String>().cloned())
                         .unwrap_or_else(|| "unknown panic".into());
                     tracing::error!(job_id = job.job_id, panic = msg, "a run panicked");
-                    me.fail_open(
-                        &job,
-                        &occ,
-                        &format!("internal error in svc-scheduler: {msg}"),
-                    );
+                    let reason = format!("internal error in svc-scheduler: {msg}");
+                    let _ = me
+                        .blocking("record the failed run", move |s| {
+                            s.fail_open(&job, &occ, &reason)
+                        })
+                        .await;
                 }
             }
         });

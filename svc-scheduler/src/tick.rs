@@ -10,13 +10,23 @@ use crate::scheduler::Scheduler;
 pub async fn run(s: Arc<Scheduler>, shutdown: impl std::future::Future<Output = ()>) {
     tokio::pin!(shutdown);
     loop {
-        if let Err(e) = s.process_due() {
-            tracing::error!(error = %format!("{e:#}"), "tick failed");
-        }
-        let next = match s.store.earliest_due() {
-            Ok(n) => n,
-            Err(e) => {
+        // Claims read and write the store: on the blocking pool, never on this task's thread.
+        let due = s
+            .blocking("tick", |s| {
+                if let Err(e) = s.process_due() {
+                    tracing::error!(error = %format!("{e:#}"), "tick failed");
+                }
+                s.store.earliest_due()
+            })
+            .await;
+        let next = match due {
+            Ok(Ok(n)) => n,
+            Ok(Err(e)) => {
                 tracing::error!(error = %format!("{e:#}"), "cannot read the next due time");
+                None
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "tick did not finish");
                 None
             }
         };

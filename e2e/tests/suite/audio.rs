@@ -284,13 +284,12 @@ async fn kill_9_of_svc_audio_during_a_transcription_is_unavailable_then_works_an
         )
         .await
     });
-    snowpea_e2e::eventually(Duration::from_secs(20), || {
+    snowpea_testkit::eventually(Duration::from_secs(20), "the engine started", || async {
         std::fs::read_to_string(&pids)
             .ok()
             .filter(|s| !s.is_empty())
     })
-    .await
-    .expect("the engine started");
+    .await;
     let old = suite.kill9("audio");
     let outcome = pending.await.unwrap().expect("the caller gets an answer");
     match outcome {

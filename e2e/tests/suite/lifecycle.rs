@@ -2,7 +2,8 @@
 //! leaves no orphans; a second start says it is running.
 use std::time::Duration;
 
-use snowpea_e2e::{eventually, pid_alive, Suite};
+use snowpea_e2e::{pid_alive, Suite};
+use snowpea_testkit::assert_eventually;
 
 #[tokio::test]
 async fn stop_leaves_no_process_behind() {
@@ -13,12 +14,9 @@ async fn stop_leaves_no_process_behind() {
     assert!(again.status.success());
     assert!(String::from_utf8_lossy(&again.stdout).contains("already running"));
     suite.stop();
-    let gone = eventually(Duration::from_secs(15), || {
-        pids.iter().all(|p| !pid_alive(*p)).then_some(())
-    })
-    .await;
-    assert!(
-        gone.is_some(),
+    assert_eventually!(
+        within = Duration::from_secs(15),
+        pids.iter().all(|p| !pid_alive(*p)),
         "left behind: {:?}",
         pids.iter().filter(|p| pid_alive(**p)).collect::<Vec<_>>()
     );
@@ -36,12 +34,9 @@ async fn kill9_of_the_supervisor_leaves_no_orphans() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    let gone = eventually(Duration::from_secs(15), || {
-        children.iter().all(|p| !pid_alive(*p)).then_some(())
-    })
-    .await;
-    assert!(
-        gone.is_some(),
+    assert_eventually!(
+        within = Duration::from_secs(15),
+        children.iter().all(|p| !pid_alive(*p)),
         "orphans: {:?}",
         children
             .iter()

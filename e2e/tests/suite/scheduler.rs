@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use snowpea_e2e::Suite;
 use snowpea_sdk::{Client, Error};
+use snowpea_testkit::assert_eventually;
 
 const T: Duration = Duration::from_secs(30);
 
@@ -275,10 +276,9 @@ async fn a_run_survives_svc_session_being_killed_and_the_next_occurrence_fires()
     let (k, first) = job_event(&mut rx, &id).await;
     assert_eq!(k, "started", "{first}");
     let run1 = first["runId"].as_str().unwrap().to_owned();
-    assert!(
-        snowpea_e2e::eventually(T, || workdir.join("started").exists().then_some(()))
-            .await
-            .is_some(),
+    assert_eventually!(
+        within = T,
+        workdir.join("started").exists(),
         "the first run's shell started"
     );
 
@@ -301,12 +301,9 @@ async fn a_run_survives_svc_session_being_killed_and_the_next_occurrence_fires()
         .unwrap()
         .to_string_lossy()
         .into_owned();
-    assert!(
-        snowpea_e2e::eventually(T, || shell_processes_of(&home_name)
-            .is_empty()
-            .then_some(()))
-        .await
-        .is_some(),
+    assert_eventually!(
+        within = T,
+        shell_processes_of(&home_name).is_empty(),
         "orphaned shell commands: {:?}",
         shell_processes_of(&home_name)
     );
@@ -363,10 +360,9 @@ async fn a_run_survives_svc_scheduler_being_killed_and_is_recorded_finished() {
     assert_eq!(ok(&c, "job.runNow", json!({"jobId": id})).await["ok"], true);
     let (k, started) = job_event(&mut rx, &id).await;
     assert_eq!(k, "started", "{started}");
-    assert!(
-        snowpea_e2e::eventually(T, || workdir.join("napping").exists().then_some(()))
-            .await
-            .is_some(),
+    assert_eventually!(
+        within = T,
+        workdir.join("napping").exists(),
         "the run's shell started"
     );
 

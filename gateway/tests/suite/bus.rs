@@ -9,7 +9,8 @@ use snowpea_common::bus::RequestError;
 
 use super::client::Client;
 use super::fake::FakeService;
-use super::harness::{eventually, GatewayProc, Opts, TestHome};
+use super::harness::{GatewayProc, Opts, TestHome, T};
+use snowpea_testkit::eventually;
 
 /// The connection id of an authenticated client, as the service sees it.
 async fn conn_id(c: &mut Client) -> String {
@@ -128,7 +129,7 @@ async fn a_client_that_disconnects_answers_connection_gone() {
         .expect("connection_gone well before the service's own timeout")
         .unwrap();
     assert_eq!(answer, Err(RequestError::ConnectionGone));
-    eventually("the service learns the connection closed", || async {
+    eventually(T, "the service learns the connection closed", || async {
         (!fake.hub.is_live(&id)).then_some(())
     })
     .await;
@@ -158,9 +159,11 @@ async fn a_restarted_service_relearns_connections_and_delivers_again() {
 
     let mut fake = FakeService::start(&home.home);
     fake.wait_subscribed(1).await;
-    eventually("full connection set re-sent after re-subscribe", || async {
-        fake.hub.is_live(&id).then_some(())
-    })
+    eventually(
+        T,
+        "full connection set re-sent after re-subscribe",
+        || async { fake.hub.is_live(&id).then_some(()) },
+    )
     .await;
     fake.hub
         .notify("sessions.changed", &json!({"after": "restart"}), vec![]);

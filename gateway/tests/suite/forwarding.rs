@@ -6,7 +6,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::fake::FakeService;
-use super::harness::{eventually, GatewayProc, Opts, TestHome};
+use super::harness::{GatewayProc, Opts, TestHome, T};
+use snowpea_testkit::eventually;
 
 #[tokio::test]
 async fn calls_reach_the_service_with_the_connection_context() {
@@ -154,7 +155,7 @@ async fn client_notifications_are_forwarded_and_not_answered() {
     let mut c = gw.authed().await;
     c.send(&json!({"jsonrpc": "2.0", "method": "tool.progress", "params": {"callId": "call-7", "message": "50%"}}))
         .await;
-    eventually("tool.progress reached the service", || async {
+    eventually(T, "tool.progress reached the service", || async {
         fake.progress
             .lock()
             .unwrap()

@@ -4,7 +4,8 @@
 use serde_json::{json, Value};
 
 use super::fake::FakeService;
-use super::harness::{eventually, GatewayProc, Opts, TestHome};
+use super::harness::{GatewayProc, Opts, TestHome, T};
+use snowpea_testkit::eventually;
 
 fn hello_params(token: &str, protocol: &str) -> Value {
     json!({"token": token, "clientVersion": "t", "protocolVersion": protocol})
@@ -94,7 +95,7 @@ async fn hello_reports_versions_and_only_what_running_services_implement() {
     let mut fake = FakeService::start(&home.home);
     let gw = GatewayProc::start(&home, Opts::default());
     fake.wait_subscribed(1).await;
-    let caps = eventually("capabilities learned from the service", || async {
+    let caps = eventually(T, "capabilities learned from the service", || async {
         let mut c = gw.connect().await;
         let r = c.hello(&home.token).await;
         assert_eq!(r["protocolVersion"], snowpea_proto::PROTOCOL_VERSION);

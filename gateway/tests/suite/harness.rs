@@ -167,22 +167,3 @@ impl Drop for GatewayProc {
         }
     }
 }
-
-/// Retries `f` until it returns `Some`, for state that settles eventually (bounded).
-pub async fn eventually<F, Fut, R>(what: &str, mut f: F) -> R
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<R>>,
-{
-    let deadline = tokio::time::Instant::now() + T;
-    loop {
-        if let Some(r) = f().await {
-            return r;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not within {T:?}: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}

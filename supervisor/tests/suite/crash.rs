@@ -14,7 +14,7 @@ fn killed_service_is_restarted_and_serving_again() {
     let gateway_pid = pid_of(&suite.process("gateway"));
     kill9(pid_of(&before));
 
-    let after = eventually("session restarted", || {
+    let after = eventually_blocking(EVENTUALLY, "session restarted", || {
         let p = suite.process("session");
         (p["state"] == "running" && p["restarts"] == 1).then_some(p)
     });
@@ -34,7 +34,7 @@ fn killed_gateway_comes_back_on_the_same_port() {
     let d = suite.start();
     let before = suite.process("gateway");
     kill9(pid_of(&before));
-    let after = eventually("gateway restarted", || {
+    let after = eventually_blocking(EVENTUALLY, "gateway restarted", || {
         let p = suite.process("gateway");
         (p["state"] == "running" && p["restarts"] == 1).then_some(p)
     });
@@ -56,7 +56,7 @@ fn restart_intensity_marks_only_that_process_failed() {
     kill9(pid_of(&suite.process("session")));
 
     // Backoff 100+200+400+800+1600 ms, then the sixth crash within 60 s gives up.
-    let failed = eventually_within(Duration::from_secs(20), "session failed", || {
+    let failed = eventually_blocking(Duration::from_secs(20), "session failed", || {
         let p = suite.process("session");
         (p["state"] == "failed").then_some(p)
     });
@@ -84,9 +84,11 @@ fn killing_the_supervisor_kills_every_child() {
     let pids: Vec<u32> = suite.processes().iter().map(pid_of).collect();
     assert!(pids.iter().all(|p| alive(*p)));
     kill9(d.pid);
-    eventually("every child gone after kill -9 of the supervisor", || {
-        pids.iter().all(|p| !alive(*p)).then_some(())
-    });
+    eventually_blocking(
+        EVENTUALLY,
+        "every child gone after kill -9 of the supervisor",
+        || pids.iter().all(|p| !alive(*p)).then_some(()),
+    );
 
     // The next start cleans up the stale socket and daemon.json.
     let d2 = suite.start();

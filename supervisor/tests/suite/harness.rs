@@ -19,28 +19,8 @@ pub const TIMEOUT: Duration = Duration::from_secs(30);
 /// Upper bound of an [`eventually`] retry loop.
 pub const EVENTUALLY: Duration = Duration::from_secs(10);
 
-/// Retries `check` every 20 ms until it returns `Some`, for at most `within`.
-#[track_caller]
-pub fn eventually_within<T>(
-    within: Duration,
-    what: &str,
-    mut check: impl FnMut() -> Option<T>,
-) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "not within {within:?}: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// [`eventually_within`] with the default 10 s bound.
-#[track_caller]
-pub fn eventually<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
-    eventually_within(EVENTUALLY, what, check)
-}
+/// The kit's synchronous bounded retry (issue 13 §6).
+pub use snowpea_testkit::eventually_blocking;
 
 /// Whether `pid` is alive (zombies count as gone).
 pub fn alive(pid: u32) -> bool {

@@ -137,7 +137,7 @@ fn stop_leaves_no_process_behind() {
         format!("snowpea stopped (pid {})", d.pid)
     );
     assert!(!alive(d.pid), "stop returns once the supervisor is gone");
-    eventually("children gone", || {
+    eventually_blocking(EVENTUALLY, "children gone", || {
         pids.iter().all(|p| !alive(*p)).then_some(())
     });
     assert!(!suite.home.daemon_json_path().exists());
@@ -194,7 +194,7 @@ fn service_failing_at_start_fails_the_start() {
         "the log tail names the cause: {stderr}"
     );
     assert!(!suite.home.daemon_json_path().exists());
-    eventually("the failed supervisor is gone", || {
+    eventually_blocking(EVENTUALLY, "the failed supervisor is gone", || {
         (suite.run(&["supervisor", "status"]).status.code() == Some(3)).then_some(())
     });
 }
@@ -209,12 +209,16 @@ fn foreground_supervisor_stops_on_sigterm() {
         .spawn()
         .unwrap();
     suite.track(child.id());
-    let d = eventually("daemon.json written", || suite.home.read_daemon_json().ok());
+    let d = eventually_blocking(EVENTUALLY, "daemon.json written", || {
+        suite.home.read_daemon_json().ok()
+    });
     assert_eq!(d.pid, child.id());
     let pids: Vec<u32> = suite.processes().iter().map(pid_of).collect();
 
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
-    let status = eventually("the supervisor exits", || child.try_wait().unwrap());
+    let status = eventually_blocking(EVENTUALLY, "the supervisor exits", || {
+        child.try_wait().unwrap()
+    });
     assert!(status.success(), "{status:?}");
     assert!(pids.iter().all(|p| !alive(*p)));
     assert!(!suite.home.daemon_json_path().exists());

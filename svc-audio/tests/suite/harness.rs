@@ -4,23 +4,23 @@
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
 use snowpea_proto::audio::v1::audio_service_client::AudioServiceClient;
 use snowpea_proto::error::RpcError;
+use snowpea_testkit::ServiceProcess;
 use tonic::transport::Channel;
 
 /// Deadline of one ordinary call in tests.
 pub const CALL: Duration = Duration::from_secs(60);
 
-/// A running `snowpea-svc-audio`.
+/// A running `snowpea-svc-audio` (the kit's [`ServiceProcess`]).
 pub struct Svc {
-    /// The temp home (kept alive while the test runs).
+    process: ServiceProcess,
+    /// The temp home (kept alive while the test runs; dropped after the process).
     pub home: tempfile::TempDir,
-    env: Vec<(String, String)>,
-    child: Option<Child>,
 }
 
 impl Svc {
@@ -33,16 +33,16 @@ impl Svc {
     pub async fn start_with(settings: Value, env: &[(&str, &str)]) -> Svc {
         let home = tempfile::tempdir().unwrap();
         std::fs::write(home.path().join("settings.json"), settings.to_string()).unwrap();
-        let mut svc = Svc {
-            home,
-            env: env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            child: None,
-        };
-        svc.spawn().await;
-        svc
+        let process = ServiceProcess::new(
+            "audio",
+            env!("CARGO_BIN_EXE_snowpea-svc-audio"),
+            home.path(),
+        )
+        .envs(env.iter().copied())
+        .env("SNOWPEA_LOG", "warn")
+        .start()
+        .await;
+        Svc { process, home }
     }
 
     /// Replaces `settings.json` (detection is re-run on the next call: mtime/size change).
@@ -57,63 +57,24 @@ impl Svc {
         std::fs::rename(tmp, path).unwrap();
     }
 
-    /// The socket path.
-    pub fn socket(&self) -> PathBuf {
-        self.home.path().join("run").join("audio.sock")
-    }
-
-    async fn spawn(&mut self) {
-        let child = Command::new(env!("CARGO_BIN_EXE_snowpea-svc-audio"))
-            .arg("--home")
-            .arg(self.home.path())
-            .arg("--socket")
-            .arg(self.socket())
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .env("SNOWPEA_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("spawn snowpea-svc-audio");
-        self.child = Some(child);
-        for _ in 0..200 {
-            if snowpea_common::client::is_serving(self.socket(), "", Duration::from_millis(200))
-                .await
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("svc-audio did not report SERVING within 10 s");
-    }
-
     /// SIGKILLs the process (kill -9) and reaps it.
     pub fn kill9(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            c.kill().expect("SIGKILL");
-            c.wait().expect("reap");
-        }
+        self.process.kill9();
     }
 
     /// Starts the process again on the same home.
     pub async fn restart(&mut self) {
-        self.kill9();
-        self.spawn().await;
+        self.process.restart().await;
     }
 
     /// A fresh AudioService client (a new connection).
     pub fn audio(&self) -> AudioServiceClient<Channel> {
-        AudioServiceClient::new(snowpea_common::client::unix_channel(self.socket()))
+        AudioServiceClient::new(self.channel())
     }
 
     /// A fresh channel.
     pub fn channel(&self) -> Channel {
-        snowpea_common::client::unix_channel(self.socket())
-    }
-}
-
-impl Drop for Svc {
-    fn drop(&mut self) {
-        self.kill9();
+        self.process.channel()
     }
 }
 
@@ -129,11 +90,10 @@ pub async fn call_within<T>(
     deadline: Duration,
     f: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
 ) -> Result<T, RpcError> {
-    match tokio::time::timeout(deadline, f).await {
-        Ok(Ok(r)) => Ok(r.into_inner()),
-        Ok(Err(s)) => Err(RpcError::from_status(&s)),
-        Err(_) => panic!("call timed out after {deadline:?}"),
-    }
+    snowpea_testkit::within(deadline, "call to svc-audio", f)
+        .await
+        .map(tonic::Response::into_inner)
+        .map_err(|s| RpcError::from_status(&s))
 }
 
 /// True when `program` is on PATH; otherwise prints why the test skips.

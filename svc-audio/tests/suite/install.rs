@@ -10,13 +10,16 @@ use snowpea_proto::audio::v1::{AudioCapabilitiesParams, AudioInstallParams, Audi
 use snowpea_proto::error::ErrorCode;
 use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
 use snowpea_proto::rpc::v1::{outbound, SubscribeRequest};
+use snowpea_testkit::CheckedTask;
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
 
 use super::harness::{call, call_within, have, Svc};
 
 /// Subscribes to the service's bus and forwards every `audio.install.progress` params.
-async fn progress_events(svc: &Svc) -> mpsc::UnboundedReceiver<Value> {
+/// The `audio.install.progress` notifications of `svc`, read by a task whose panic (a
+/// notification that is not JSON) fails the test; keep the task while reading.
+async fn progress_events(svc: &Svc) -> (mpsc::UnboundedReceiver<Value>, CheckedTask<()>) {
     let mut bus = ServiceBusClient::new(svc.channel());
     let mut stream = tokio::time::timeout(
         Duration::from_secs(10),
@@ -29,7 +32,7 @@ async fn progress_events(svc: &Svc) -> mpsc::UnboundedReceiver<Value> {
     .expect("subscribe")
     .into_inner();
     let (tx, rx) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
+    let feed = CheckedTask::spawn("audio.install.progress feed", async move {
         while let Some(Ok(item)) = stream.next().await {
             if let Some(outbound::Item::Notification(n)) = item.item {
                 if n.method == "audio.install.progress" {
@@ -38,7 +41,7 @@ async fn progress_events(svc: &Svc) -> mpsc::UnboundedReceiver<Value> {
             }
         }
     });
-    rx
+    (rx, feed)
 }
 
 fn drain(rx: &mut mpsc::UnboundedReceiver<Value>) -> Vec<Value> {
@@ -121,7 +124,7 @@ async fn a_piper_voice_installs_from_a_mirror_with_byte_progress_and_is_not_sele
         &[("SNOWPEA_AUDIO_PIPER_VOICES_URL", &url)],
     )
     .await;
-    let mut rx = progress_events(&svc).await;
+    let (mut rx, _feed) = progress_events(&svc).await;
     let r = call(svc.audio().install(AudioInstallParams {
         engine: "piper".into(),
         voice: Some("en_US-test-low".into()),
@@ -232,7 +235,7 @@ async fn pocketsphinx_installs_into_the_runtime_venv_from_a_local_wheel_dir_with
         &[("PIP_NO_INDEX", "1"), ("PIP_FIND_LINKS", &wheels)],
     )
     .await;
-    let mut rx = progress_events(&svc).await;
+    let (mut rx, _feed) = progress_events(&svc).await;
     let r = call_within(
         Duration::from_secs(600),
         svc.audio().install(AudioInstallParams {

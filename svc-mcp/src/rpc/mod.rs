@@ -1,10 +1,9 @@
 //! gRPC services of svc-mcp, one file per service: [`mcp`] (`McpService`, the `mcp.*`
-//! JSON-RPC methods) and [`internal`] (`McpInternalService`, tools for svc-session). Each
-//! handler runs in a span with the method and the caller's connection id.
+//! JSON-RPC methods) and [`internal`] (`McpInternalService`, tools for svc-session). The
+//! span of each call is opened by the shared call layer of `snowpea_common::service::serve`.
 
 use std::sync::Arc;
 
-use snowpea_common::context::CallContext;
 use tokio::sync::Mutex;
 
 use crate::host::Host;
@@ -40,13 +39,4 @@ impl App {
             write_lock: Mutex::new(()),
         })
     }
-}
-
-/// The span a handler runs in.
-pub(crate) fn span(method: &'static str, ctx: &CallContext) -> tracing::Span {
-    tracing::info_span!(
-        "rpc",
-        rpc.method = method,
-        connection_id = ctx.connection_id.as_deref().unwrap_or("-"),
-    )
 }

@@ -2,7 +2,7 @@
 //! out gRPC clients and collects `mcp.changed` notifications from its ServiceBus.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,6 +11,7 @@ use snowpea_proto::mcp::v1::mcp_internal_service_client::McpInternalServiceClien
 use snowpea_proto::mcp::v1::mcp_service_client::McpServiceClient;
 use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
 use snowpea_proto::rpc::v1::{outbound, SubscribeRequest};
+use snowpea_testkit::{CheckedTask, ServiceProcess};
 use tonic::transport::Channel;
 
 mod hosting;
@@ -21,30 +22,8 @@ mod trust;
 /// Deadline for one call to svc-mcp.
 pub const CALL: Duration = Duration::from_secs(30);
 
-/// Awaits `f` with a deadline, panicking with `what` when it passes.
-pub async fn within<T>(d: Duration, what: &str, f: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(d, f)
-        .await
-        .unwrap_or_else(|_| panic!("timed out after {d:?}: {what}"))
-}
-
-/// Retries `check` every 50 ms until it returns `Some` or `d` passes.
-pub async fn eventually<T, F, Fut>(d: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + d;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        if tokio::time::Instant::now() > deadline {
-            panic!("not reached within {d:?}: {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+/// The kit's bounded waits (issue 13 §6).
+pub use snowpea_testkit::{eventually, within};
 
 /// `tests/mcp-servers/`.
 pub fn servers_dir() -> PathBuf {
@@ -113,20 +92,19 @@ pub fn faulty_entry(script: &Path, mode: &str, arg: Option<&str>) -> Value {
     json!({"command": "python3", "args": args})
 }
 
-/// A running svc-mcp on a temp home.
+/// A running svc-mcp on a temp home (the kit's [`ServiceProcess`]).
 pub struct Svc {
-    /// The temp dir holding home and workdir.
-    pub dir: tempfile::TempDir,
+    process: ServiceProcess,
+    /// Reads the bus feed into [`Svc::changes`]; its panic fails the test.
+    feed: Option<CheckedTask<()>>,
+    /// Every `mcp.changed` params seen so far.
+    pub changes: Arc<Mutex<Vec<Value>>>,
     /// The Snowpea home.
     pub home: PathBuf,
     /// The daemon's working directory (its default project).
     pub workdir: PathBuf,
-    child: Option<Child>,
-    socket: PathBuf,
-    /// Every `mcp.changed` params seen so far.
-    pub changes: Arc<Mutex<Vec<Value>>>,
-    /// Extra environment of the svc-mcp process.
-    env: Vec<(String, String)>,
+    /// The temp dir holding home and workdir (dropped after the process).
+    pub dir: tempfile::TempDir,
 }
 
 impl Svc {
@@ -150,17 +128,17 @@ impl Svc {
             )
             .unwrap();
         }
+        let process = ServiceProcess::new("mcp", env!("CARGO_BIN_EXE_snowpea-svc-mcp"), &home)
+            .current_dir(&workdir)
+            .log_to(dir.path().join("svc-mcp.log"))
+            .envs(env.iter().copied());
         let mut svc = Svc {
-            socket: home.join("run/mcp.sock"),
-            dir,
+            process,
+            feed: None,
+            changes: Arc::new(Mutex::new(Vec::new())),
             home,
             workdir,
-            child: None,
-            changes: Arc::new(Mutex::new(Vec::new())),
-            env: env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+            dir,
         };
         svc.spawn().await;
         svc
@@ -173,31 +151,7 @@ impl Svc {
 
     /// (Re)starts the process and subscribes to its bus.
     pub async fn spawn(&mut self) {
-        let child = Command::new(env!("CARGO_BIN_EXE_snowpea-svc-mcp"))
-            .arg("--home")
-            .arg(&self.home)
-            .current_dir(&self.workdir)
-            .env("SNOWPEA_LOG", "info")
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(self.dir.path().join("svc-mcp.log"))
-                    .unwrap(),
-            ))
-            .spawn()
-            .expect("start snowpea-svc-mcp");
-        self.child = Some(child);
-        let socket = self.socket.clone();
-        within(Duration::from_secs(20), "svc-mcp serving", async {
-            while !snowpea_common::client::is_serving(&socket, "", Duration::from_millis(500)).await
-            {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await;
+        self.process.spawn().await;
         let mut bus = ServiceBusClient::new(self.channel());
         let mut stream = within(
             CALL,
@@ -210,7 +164,8 @@ impl Svc {
         .unwrap()
         .into_inner();
         let changes = self.changes.clone();
-        tokio::spawn(async move {
+        // The previous feed ended with its process; a panic in it fails the test here.
+        self.feed = Some(CheckedTask::spawn("mcp.changed feed", async move {
             while let Ok(Some(item)) = stream.message().await {
                 if let Some(outbound::Item::Notification(n)) = item.item {
                     if n.method == "mcp.changed" {
@@ -221,44 +176,27 @@ impl Svc {
                     }
                 }
             }
-        });
+        }));
     }
 
     /// The svc-mcp pid.
     pub fn pid(&self) -> u32 {
-        self.child.as_ref().unwrap().id()
+        self.process.pid()
     }
 
     /// SIGKILLs svc-mcp.
     pub fn kill9(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.process.kill9();
     }
 
     /// SIGTERMs svc-mcp and waits for it to exit.
     pub async fn terminate(&mut self) -> std::process::ExitStatus {
-        let mut c = self.child.take().unwrap();
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(c.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        )
-        .unwrap();
-        within(Duration::from_secs(15), "svc-mcp exit", async {
-            loop {
-                if let Some(s) = c.try_wait().unwrap() {
-                    return s;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-        .await
+        self.process.terminate().await
     }
 
     /// A channel to the socket.
     pub fn channel(&self) -> Channel {
-        snowpea_common::client::unix_channel(self.socket.clone())
+        self.process.channel()
     }
 
     /// The McpService client.
@@ -315,12 +253,6 @@ impl Svc {
     /// Live processes carrying this home's owner marker (guards, MCP servers, their children).
     pub fn mcp_processes(&self) -> Vec<u32> {
         processes_marked(&format!("SNOWPEA_MCP_OWNER={}", self.home.display()))
-    }
-}
-
-impl Drop for Svc {
-    fn drop(&mut self) {
-        self.kill9();
     }
 }
 

@@ -1,9 +1,8 @@
-//! gRPC services of svc-memory, one file per service: [`memory`] (`MemoryService`,
-//! `memory.*`) and [`site`] (`SiteService`, `site.*`). Each handler runs in a span with the
-//! JSON-RPC method and the caller's connection id; database work runs on the blocking pool.
-
-use snowpea_common::context::CallContext;
-use tonic::Status;
+//! gRPC services of svc-memory, one file per service, each only the generated trait over the
+//! family's logic: [`memory`] (`MemoryService`, `memory.*`, over [`crate::memory::MemoryApi`])
+//! and [`site`] (`SiteService`, `site.*`, over [`crate::site::api::SiteApi`]). The span of each call (JSON-RPC
+//! method, request and connection id) is opened by the shared call layer of
+//! `snowpea_common::service::serve`; database work runs through `snowpea_common::db::blocking`.
 
 use crate::error::{Error, Result};
 
@@ -16,25 +15,13 @@ pub const SERVICE_NAMES: &[&str] = &[
     "snowpea.memory.v1.SiteService",
 ];
 
-/// The span a handler runs in.
-pub(crate) fn span(method: &'static str, ctx: &CallContext) -> tracing::Span {
-    tracing::info_span!(
-        "rpc",
-        rpc.method = method,
-        connection_id = ctx.connection_id.as_deref().unwrap_or("-"),
-    )
-}
-
-/// Runs blocking database work off the async threads, in `span`.
+/// Runs blocking database work off the async threads (`snowpea_common::db::blocking`, in the
+/// call's span, bounded wait); `what` is the JSON-RPC method.
 pub(crate) async fn blocking<T: Send + 'static>(
-    span: tracing::Span,
+    what: &'static str,
     f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T, Status> {
-    tokio::task::spawn_blocking(move || span.in_scope(f))
-        .await
-        .map_err(|e| Error::Internal(format!("handler panicked: {e}")))
-        .and_then(|r| r)
-        .map_err(Error::into_status)
+) -> Result<T> {
+    snowpea_common::db::blocking(what, f).await?
 }
 
 /// A `limit` param: 0 = `default`, capped at `max`; negative is `invalid_params`.

@@ -11,6 +11,7 @@ use snowpea_proto::memory::v1::site_put_params;
 use crate::error::{Error, Result};
 use crate::store::{sites, Store};
 
+pub mod api;
 pub mod auth;
 pub mod pattern;
 pub mod pii;

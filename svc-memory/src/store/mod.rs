@@ -71,7 +71,9 @@ pub const MIGRATIONS: &[&str] = &[
 /// Reader connections (searches run in parallel with each other and with the writer).
 const READERS: usize = 2;
 
-/// The database: one writer, [`READERS`] readers.
+/// The database: one writer, [`READERS`] readers. Called only from inside
+/// `snowpea_common::db::blocking` (the rpc handlers' `blocking`), never on an async worker
+/// thread.
 #[derive(Debug)]
 pub struct Store {
     writer: Mutex<Connection>,

@@ -2,81 +2,54 @@
 //! process on drop. Every await on the other process has a timeout.
 
 use std::future::Future;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::Duration;
 
 use snowpea_common::context::CallContext;
 use snowpea_proto::error::RpcError;
 use snowpea_proto::memory::v1::memory_service_client::MemoryServiceClient;
 use snowpea_proto::memory::v1::site_service_client::SiteServiceClient;
+use snowpea_testkit::ServiceProcess;
 use tonic::transport::Channel;
 
 /// Deadline of one call in tests.
 pub const CALL: Duration = Duration::from_secs(10);
 
-/// A running `snowpea-svc-memory`.
+/// A running `snowpea-svc-memory` (the kit's [`ServiceProcess`]) on its own temp home.
 pub struct Svc {
-    /// The temp home (kept alive while the test runs).
+    process: ServiceProcess,
+    /// The temp home (kept alive while the test runs; dropped after the process).
     pub home: tempfile::TempDir,
-    child: Option<Child>,
 }
 
 impl Svc {
     /// Starts the service on a fresh temp home and waits until it is SERVING.
     pub async fn start() -> Svc {
         let home = tempfile::tempdir().unwrap();
-        let mut svc = Svc { home, child: None };
-        svc.spawn().await;
-        svc
+        let process = ServiceProcess::new(
+            "memory",
+            env!("CARGO_BIN_EXE_snowpea-svc-memory"),
+            home.path(),
+        )
+        .env("SNOWPEA_LOG", "warn")
+        .start()
+        .await;
+        Svc { process, home }
     }
 
     /// The socket path.
-    pub fn socket(&self) -> PathBuf {
-        self.home.path().join("run").join("memory.sock")
+    pub fn socket(&self) -> &Path {
+        self.process.socket()
     }
 
-    async fn spawn(&mut self) {
-        let child = Command::new(env!("CARGO_BIN_EXE_snowpea-svc-memory"))
-            .arg("--home")
-            .arg(self.home.path())
-            .arg("--socket")
-            .arg(self.socket())
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("spawn snowpea-svc-memory");
-        self.child = Some(child);
-        // Bounded wait for readiness (the health check itself has a timeout).
-        for _ in 0..200 {
-            if snowpea_common::client::is_serving(self.socket(), "", Duration::from_millis(200))
-                .await
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("svc-memory did not report SERVING within 10 s");
-    }
-
-    /// SIGKILLs the process (kill -9) and waits for it to die.
-    pub fn kill9(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            c.kill().expect("SIGKILL");
-            c.wait().expect("reap");
-        }
-    }
-
-    /// Starts the process again on the same home.
+    /// SIGKILLs the process (kill -9) and starts it again on the same home.
     pub async fn restart(&mut self) {
-        self.kill9();
-        self.spawn().await;
+        self.process.restart().await;
     }
 
     /// A fresh channel (a new connection, so a restart is not hidden by an old one).
     pub fn channel(&self) -> Channel {
-        snowpea_common::client::unix_channel(self.socket())
+        self.process.channel()
     }
 
     /// A MemoryService client.
@@ -87,12 +60,6 @@ impl Svc {
     /// A SiteService client.
     pub fn site(&self) -> SiteServiceClient<Channel> {
         SiteServiceClient::new(self.channel())
-    }
-}
-
-impl Drop for Svc {
-    fn drop(&mut self) {
-        self.kill9();
     }
 }
 
@@ -118,11 +85,10 @@ pub fn as_browser<T>(msg: T, profile: &str) -> tonic::Request<T> {
 pub async fn call<T>(
     f: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
 ) -> Result<T, RpcError> {
-    match tokio::time::timeout(CALL, f).await {
-        Ok(Ok(r)) => Ok(r.into_inner()),
-        Ok(Err(s)) => Err(RpcError::from_status(&s)),
-        Err(_) => panic!("call timed out after {CALL:?}"),
-    }
+    snowpea_testkit::within(CALL, "call to svc-memory", f)
+        .await
+        .map(tonic::Response::into_inner)
+        .map_err(|s| RpcError::from_status(&s))
 }
 
 /// Asserts `r` is `invalid_params` naming `field`.

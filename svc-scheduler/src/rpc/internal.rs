@@ -56,7 +56,11 @@ impl SchedulerInternalService for InternalRpc {
             origin_session_id: Some(p.session_id).filter(|s| !s.is_empty()),
             ..Default::default()
         };
-        Ok(Response::new(self.api.schedule(&caller, new)?))
+        let r = self
+            .api
+            .blocking("schedule_create", move |api| api.schedule(&caller, new))
+            .await?;
+        Ok(Response::new(r))
     }
 
     async fn tool_list(
@@ -66,7 +70,11 @@ impl SchedulerInternalService for InternalRpc {
         let caller = Caller::Tool {
             session_id: req.into_inner().session_id,
         };
-        Ok(Response::new(self.api.list(&caller)?))
+        let r = self
+            .api
+            .blocking("schedule_list", move |api| api.list(&caller))
+            .await?;
+        Ok(Response::new(r))
     }
 
     async fn tool_cancel(
@@ -77,7 +85,11 @@ impl SchedulerInternalService for InternalRpc {
         let caller = Caller::Tool {
             session_id: p.session_id,
         };
-        Ok(Response::new(self.api.cancel(&caller, &p.job_id)?))
+        let r = self
+            .api
+            .blocking("schedule_cancel", move |api| api.cancel(&caller, &p.job_id))
+            .await?;
+        Ok(Response::new(r))
     }
 
     async fn set_clock(

@@ -1,8 +1,9 @@
 //! `snowpea.scheduler.v1.JobService`: `job.schedule`, `job.list`, `job.cancel`, `job.delete`,
 //! `job.runNow`, `job.update`, `job.preview`, `job.nextRunForClient` (protocol 1.25.0).
 //!
-//! [`JobApi`] holds the logic, shared with the agent tools of [`super::internal`]; the trait
-//! impl at the bottom only reads the caller's context and maps errors.
+//! [`JobApi`] holds the logic, shared with the agent tools of [`super::internal`]; it is
+//! synchronous over the store and runs on the blocking pool ([`JobApi::blocking`]). The trait
+//! impl at the bottom only reads the caller's context, delegates and maps errors.
 
 use std::sync::Arc;
 
@@ -14,7 +15,6 @@ use snowpea_proto::scheduler::v1::job_list_result::{job::Held, Job};
 use snowpea_proto::scheduler::v1::job_service_server::{JobService, JobServiceServer};
 use snowpea_proto::scheduler::v1::*;
 use tonic::{Request, Response, Status};
-use tracing::Instrument;
 
 use crate::config::{Config, MAX_CATCH_UP_WINDOW_MINUTES, MAX_HOST_WAIT_SEC};
 use crate::error::JobError;
@@ -131,6 +131,17 @@ fn nonempty(s: Option<String>) -> Option<String> {
 }
 
 impl JobApi {
+    /// Runs synchronous `job.*` logic (it reads and writes the store) on the blocking pool:
+    /// SQLite never runs on an async worker thread (`snowpea_common::db::blocking`).
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        f: impl FnOnce(&JobApi) -> Result<T, JobError> + Send + 'static,
+    ) -> Result<T, JobError> {
+        let api = self.clone();
+        snowpea_common::db::blocking(what, move || f(&api)).await?
+    }
+
     /// Re-reads the settings (the zone and defaults may have changed). Bad settings fall back
     /// to their defaults with a warning in the log: they are never blamed on the params.
     fn config(&self) -> Config {
@@ -336,35 +347,48 @@ impl JobApi {
         job_id: &str,
         delete_runs: bool,
     ) -> Result<JobDeleteResult, JobError> {
-        let j = self.find(job_id)?;
-        check_may_change(caller, &j, "delete")?;
-        let mut deleted_sessions = 0;
-        if delete_runs {
-            // Sessions of runs that ended; a run still in progress is left alone.
-            let sessions: Vec<String> = self
-                .sched
-                .store
-                .occurrences(job_id, usize::MAX >> 1)?
-                .into_iter()
-                .filter(|o| {
-                    !matches!(
-                        o.status.as_str(),
-                        "claimed" | "waiting_for_host" | "running"
-                    )
-                })
-                .filter_map(|o| o.session_id)
-                .collect();
-            if !sessions.is_empty() {
-                let r = self
+        let (who, id) = (caller.clone(), job_id.to_owned());
+        let (j, sessions) = self
+            .blocking("job.delete", move |api| {
+                let j = api.find(&id)?;
+                check_may_change(&who, &j, "delete")?;
+                if !delete_runs {
+                    return Ok((j, Vec::new()));
+                }
+                // Sessions of runs that ended; a run still in progress is left alone.
+                let sessions: Vec<String> = api
                     .sched
-                    .session
-                    .delete_sessions(sessions)
-                    .await
-                    .map_err(|e| JobError::SessionUnavailable(e.to_string()))?;
-                deleted_sessions = r.deleted;
-            }
+                    .store
+                    .occurrences(&id, usize::MAX >> 1)?
+                    .into_iter()
+                    .filter(|o| {
+                        !matches!(
+                            o.status.as_str(),
+                            "claimed" | "waiting_for_host" | "running"
+                        )
+                    })
+                    .filter_map(|o| o.session_id)
+                    .collect();
+                Ok((j, sessions))
+            })
+            .await?;
+        let mut deleted_sessions = 0;
+        if !sessions.is_empty() {
+            let r = self
+                .sched
+                .session
+                .delete_sessions(sessions)
+                .await
+                .map_err(|e| JobError::SessionUnavailable(e.to_string()))?;
+            deleted_sessions = r.deleted;
         }
-        if self.sched.store.delete_job(job_id)?.is_none() {
+        let id = job_id.to_owned();
+        let deleted = self
+            .blocking("job.delete", move |api| {
+                Ok(api.sched.store.delete_job(&id)?)
+            })
+            .await?;
+        if deleted.is_none() {
             return Err(JobError::NotFound(job_id.to_owned()));
         }
         self.sched.job_event(
@@ -567,103 +591,118 @@ impl JobRpc {
     }
 }
 
-/// One span per request (STYLE.md "Logging").
-fn span(method: &'static str, ctx: &CallContext) -> tracing::Span {
-    tracing::info_span!(
-        "rpc",
-        rpc.method = method,
-        connection_id = ctx.connection_id.as_deref().unwrap_or("")
-    )
-}
-
-async fn handle<T, F>(method: &'static str, ctx: CallContext, f: F) -> Result<Response<T>, Status>
-where
-    F: std::future::Future<Output = Result<T, JobError>>,
-{
-    f.instrument(span(method, &ctx))
-        .await
-        .map(Response::new)
-        .map_err(Into::into)
-}
-
+/// The trait impl: each call reads the caller's context and hands the params to [`JobApi`] on
+/// the blocking pool (the shared call layer opens the span and counts the call).
 #[tonic::async_trait]
 impl JobService for JobRpc {
     async fn cancel(
         &self,
         req: Request<JobCancelParams>,
     ) -> Result<Response<JobCancelResult>, Status> {
-        let ctx = CallContext::of(&req);
-        let caller = Caller::Client(ctx.clone());
-        handle("job.cancel", ctx, async {
-            self.api.cancel(&caller, &req.get_ref().job_id)
-        })
-        .await
+        let caller = Caller::Client(CallContext::of(&req));
+        let job_id = req.into_inner().job_id;
+        reply(
+            self.api
+                .blocking("job.cancel", move |api| api.cancel(&caller, &job_id))
+                .await,
+        )
     }
 
     async fn delete(
         &self,
         req: Request<JobDeleteParams>,
     ) -> Result<Response<JobDeleteResult>, Status> {
-        let ctx = CallContext::of(&req);
-        let caller = Caller::Client(ctx.clone());
+        let caller = Caller::Client(CallContext::of(&req));
         let p = req.into_inner();
-        handle(
-            "job.delete",
-            ctx,
-            self.api.delete(&caller, &p.job_id, p.delete_runs),
-        )
-        .await
+        reply(self.api.delete(&caller, &p.job_id, p.delete_runs).await)
     }
 
     async fn list(&self, req: Request<JobListParams>) -> Result<Response<JobListResult>, Status> {
-        let ctx = CallContext::of(&req);
-        let caller = Caller::Client(ctx.clone());
-        handle("job.list", ctx, async { self.api.list(&caller) }).await
+        let caller = Caller::Client(CallContext::of(&req));
+        reply(
+            self.api
+                .blocking("job.list", move |api| api.list(&caller))
+                .await,
+        )
     }
 
     async fn next_run_for_client(
         &self,
         req: Request<JobNextRunForClientParams>,
     ) -> Result<Response<JobNextRunForClientResult>, Status> {
-        let ctx = CallContext::of(&req);
-        handle("job.nextRunForClient", ctx, async {
-            self.api.next_run_for_client(&req.get_ref().client_id)
-        })
-        .await
+        let client_id = req.into_inner().client_id;
+        reply(
+            self.api
+                .blocking("job.nextRunForClient", move |api| {
+                    api.next_run_for_client(&client_id)
+                })
+                .await,
+        )
     }
 
     async fn preview(
         &self,
         req: Request<JobPreviewParams>,
     ) -> Result<Response<JobPreviewResult>, Status> {
-        let ctx = CallContext::of(&req);
-        handle("job.preview", ctx, async {
-            self.api.preview(&req.get_ref().spec)
-        })
-        .await
+        let spec = req.into_inner().spec;
+        reply(
+            self.api
+                .blocking("job.preview", move |api| api.preview(&spec))
+                .await,
+        )
     }
 
     async fn run_now(
         &self,
         req: Request<JobRunNowParams>,
     ) -> Result<Response<JobRunNowResult>, Status> {
-        let ctx = CallContext::of(&req);
-        let caller = Caller::Client(ctx.clone());
-        handle("job.runNow", ctx, async {
-            self.api.run_now(&caller, &req.get_ref().job_id)
-        })
-        .await
+        let caller = Caller::Client(CallContext::of(&req));
+        let job_id = req.into_inner().job_id;
+        reply(
+            self.api
+                .blocking("job.runNow", move |api| api.run_now(&caller, &job_id))
+                .await,
+        )
     }
 
     async fn schedule(
         &self,
         req: Request<JobScheduleParams>,
     ) -> Result<Response<JobScheduleResult>, Status> {
-        let ctx = CallContext::of(&req);
-        let caller = Caller::Client(ctx.clone());
+        let caller = Caller::Client(CallContext::of(&req));
+        let new = NewJob::from_params(req.into_inner());
+        reply(
+            self.api
+                .blocking("job.schedule", move |api| api.schedule(&caller, new))
+                .await,
+        )
+    }
+
+    async fn update(
+        &self,
+        req: Request<JobUpdateParams>,
+    ) -> Result<Response<JobUpdateResult>, Status> {
+        let caller = Caller::Client(CallContext::of(&req));
         let p = req.into_inner();
+        reply(
+            self.api
+                .blocking("job.update", move |api| api.update(&caller, p))
+                .await,
+        )
+    }
+}
+
+/// The one mapping of this boundary: a result, or the protocol error of [`JobError`].
+fn reply<T>(r: Result<T, JobError>) -> Result<Response<T>, Status> {
+    r.map(Response::new).map_err(Into::into)
+}
+
+impl NewJob {
+    /// The `job.schedule` params as a new job (`sessionTemplate` fills what the top level
+    /// leaves out).
+    fn from_params(p: JobScheduleParams) -> NewJob {
         let t = p.session_template.unwrap_or_default();
-        let new = NewJob {
+        NewJob {
             spec: p.spec,
             task: p.task,
             mode: nonempty(Some(p.mode)).or(t.mode),
@@ -676,21 +715,7 @@ impl JobService for JobRpc {
             catch_up_window_minutes: t.catch_up_window_minutes,
             created_via: "rpc",
             origin_session_id: None,
-        };
-        handle("job.schedule", ctx, async {
-            self.api.schedule(&caller, new)
-        })
-        .await
-    }
-
-    async fn update(
-        &self,
-        req: Request<JobUpdateParams>,
-    ) -> Result<Response<JobUpdateResult>, Status> {
-        let ctx = CallContext::of(&req);
-        let caller = Caller::Client(ctx.clone());
-        let p = req.into_inner();
-        handle("job.update", ctx, async { self.api.update(&caller, p) }).await
+        }
     }
 }
 

@@ -73,7 +73,9 @@ CREATE INDEX occurrences_open ON occurrences(status)
     WHERE status IN ('claimed', 'waiting_for_host', 'running');
 "#];
 
-/// The scheduler database.
+/// The scheduler database. Its methods are synchronous and are only called on the blocking
+/// pool (`Scheduler::db` / `Scheduler::blocking` / `JobApi::blocking`, all through
+/// `snowpea_common::db::blocking`), never on an async worker thread.
 #[derive(Debug)]
 pub struct Store {
     conn: Mutex<Connection>,

@@ -7,6 +7,8 @@ use std::collections::HashMap;
 
 use snowpea_proto::scheduler::v1::*;
 
+use snowpea_testkit::assert_eventually;
+
 use super::*;
 
 fn sched(spec: &str, window: i64) -> JobScheduleParams {
@@ -37,9 +39,9 @@ async fn kill9_during_a_held_run_never_runs_it_twice_and_records_its_real_result
         .job_id;
     s.advance(60).await;
     let started = s.expect(&["started"]).await;
-    eventually(|| fake.runs.lock().unwrap().len() == 1).await;
+    assert_eventually!(fake.runs.lock().unwrap().len() == 1);
     // The run's session is recorded before the kill.
-    eventually(|| {
+    assert_eventually!({
         rusqlite::Connection::open(home.path().join("state/scheduler.db"))
             .and_then(|c| {
                 c.query_row(
@@ -50,13 +52,12 @@ async fn kill9_during_a_held_run_never_runs_it_twice_and_records_its_real_result
             })
             .unwrap_or(0)
             == 1
-    })
-    .await;
+    });
     s.kill9();
     // Restart while svc-session still runs the turn: the run is followed, not run again.
     fake.hold.store(false, std::sync::atomic::Ordering::SeqCst);
     let mut s = Scheduler::start(home.clone(), "2026-01-15T10:01:00Z").await;
-    eventually(|| fake.watches.lock().unwrap().as_slice() == ["s_fake_1"]).await;
+    assert_eventually!(fake.watches.lock().unwrap().as_slice() == ["s_fake_1"]);
     let j = s
         .jobs
         .list(JobListParams {})
@@ -121,13 +122,12 @@ async fn a_run_that_ended_while_the_scheduler_was_down_is_recorded_on_restart() 
         .unwrap();
     s.advance(60).await;
     s.expect(&["started"]).await;
-    eventually(|| {
+    assert_eventually!({
         Scheduler::occurrences(&home)
             .first()
             .is_some_and(|o| o.2 == "running")
-    })
-    .await;
-    eventually(|| {
+    });
+    assert_eventually!({
         rusqlite::Connection::open(home.path().join("state/scheduler.db"))
             .and_then(|c| {
                 c.query_row(
@@ -138,17 +138,15 @@ async fn a_run_that_ended_while_the_scheduler_was_down_is_recorded_on_restart() 
             })
             .unwrap_or(0)
             == 1
-    })
-    .await;
+    });
     s.kill9();
     fake.release.send_replace(true);
     let mut s = Scheduler::start(home.clone(), "2026-01-15T10:05:00Z").await;
     let p = s.expect(&["finished"]).await;
     assert_eq!(p[0]["text"], "ran t");
-    eventually(|| {
+    assert_eventually!({
         fake.events.lock().unwrap().clone() == vec![("s_chat".to_string(), "job.done".to_string())]
-    })
-    .await;
+    });
     assert_eq!(fake.runs.lock().unwrap().len(), 1);
     assert_eq!(Scheduler::occurrences(&home)[0].2, "finished");
 }
@@ -179,14 +177,13 @@ async fn kill9_right_before_the_claim_catches_up_once_or_records_missed() {
     // The catch-up runs at start-up, before this test can subscribe to job.event: check the
     // durable state instead.
     let mut s = Scheduler::start(home.clone(), "2026-01-15T11:10:00Z").await;
-    eventually(|| {
+    assert_eventually!({
         Scheduler::occurrences(&home)
             .iter()
             .filter(|o| o.2 == "finished" || o.2 == "missed")
             .count()
             == 2
-    })
-    .await;
+    });
     assert_eq!(
         fake.runs
             .lock()
@@ -253,12 +250,11 @@ async fn kill9_storm_every_occurrence_exactly_once_or_recorded() {
         s = Scheduler::start(home.clone(), &clock.to_string()).await;
     }
     // Let everything settle on the last instance.
-    eventually(|| {
+    assert_eventually!({
         Scheduler::occurrences(&home)
             .iter()
             .all(|o| !matches!(o.2.as_str(), "claimed" | "running"))
-    })
-    .await;
+    });
     let occ = Scheduler::occurrences(&home);
     let runs = fake.runs.lock().unwrap().clone();
     let mut ran: HashMap<(String, String), usize> = HashMap::new();
@@ -297,7 +293,7 @@ async fn svc_session_killed_during_a_run_fails_it_and_the_next_occurrence_fires(
     s.jobs.schedule(sched("every 60s", 30)).await.unwrap();
     s.advance(60).await;
     s.expect(&["started"]).await;
-    eventually(|| fake.runs.lock().unwrap().len() == 1).await;
+    assert_eventually!(fake.runs.lock().unwrap().len() == 1);
     session.kill(&fake);
     let p = s.expect(&["failed"]).await;
     let err = p[0]["error"].as_str().unwrap();

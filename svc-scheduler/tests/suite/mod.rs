@@ -6,12 +6,11 @@ mod crash;
 mod service;
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use snowpea_common::client::{is_serving, unix_channel};
+use snowpea_common::client::unix_channel;
 use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
 use snowpea_proto::rpc::v1::{outbound, SubscribeRequest};
 use snowpea_proto::scheduler::v1::job_service_client::JobServiceClient;
@@ -21,6 +20,7 @@ use snowpea_proto::session::v1::session_internal_service_server::{
     SessionInternalService, SessionInternalServiceServer,
 };
 use snowpea_proto::session::v1::*;
+use snowpea_testkit::{CheckedTask, ServiceProcess};
 use tokio_stream::StreamExt;
 use tonic::transport::Channel;
 
@@ -185,7 +185,7 @@ fn async_stream(
 
 /// A fake svc-session serving on a socket until dropped or [`SessionServer::kill`]ed.
 pub struct SessionServer {
-    task: tokio::task::JoinHandle<()>,
+    task: CheckedTask<()>,
 }
 
 impl SessionServer {
@@ -193,7 +193,7 @@ impl SessionServer {
     pub fn start(fake: FakeSession, socket: PathBuf) -> SessionServer {
         let _ = std::fs::remove_file(&socket);
         let listener = tokio::net::UnixListener::bind(&socket).unwrap();
-        let task = tokio::spawn(async move {
+        let task = CheckedTask::spawn("fake svc-session", async move {
             // With grpc.health.v1 like the real svc-session: runs wait for SERVING.
             let routes = snowpea_common::service::with_health_and_reflection(
                 tonic::service::Routes::new(SessionInternalServiceServer::new(fake)),
@@ -212,19 +212,14 @@ impl SessionServer {
     /// Stops serving at once and fails the open run streams (svc-session "killed").
     pub fn kill(self, fake: &FakeSession) {
         fake.dead.send_replace(true);
-        self.task.abort();
-    }
-}
-
-impl Drop for SessionServer {
-    fn drop(&mut self) {
-        self.task.abort();
+        // Dropping the running task aborts it (a panic it already had fails the test).
+        drop(self.task);
     }
 }
 
 /// One scheduler process on a temp home.
 pub struct Scheduler {
-    child: Option<Child>,
+    process: ServiceProcess,
     /// `job.*`.
     pub jobs: JobServiceClient<Channel>,
     /// Internal rpcs (clock, tools).
@@ -258,34 +253,15 @@ impl Scheduler {
 
     /// Starts the binary on `home` with the manual clock at `clock` and waits for SERVING.
     pub async fn start(home: Arc<tempfile::TempDir>, clock: &str) -> Scheduler {
-        let socket = Self::socket(&home, "scheduler");
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(home.path().join("scheduler.log"))
-            .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_snowpea-svc-scheduler"))
-            .arg("--home")
-            .arg(home.path())
-            .arg("--socket")
-            .arg(&socket)
-            .env("SNOWPEA_SCHEDULER_CLOCK", format!("manual:{clock}"))
-            .env("SNOWPEA_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        // Bounded retry: the child binds its own socket.
-        let deadline = tokio::time::Instant::now() + T;
-        while !is_serving(&socket, "", Duration::from_millis(200)).await {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "scheduler not SERVING in time; log:\n{}",
-                Self::log_of(&home)
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let process = ServiceProcess::new(
+            "scheduler",
+            env!("CARGO_BIN_EXE_snowpea-svc-scheduler"),
+            home.path(),
+        )
+        .env("SNOWPEA_SCHEDULER_CLOCK", format!("manual:{clock}"))
+        .start()
+        .await;
+        let socket = process.socket().to_owned();
         let channel = unix_channel(&socket);
         let mut bus = ServiceBusClient::new(channel.clone());
         let events = tokio::time::timeout(
@@ -299,7 +275,7 @@ impl Scheduler {
         .unwrap()
         .into_inner();
         Scheduler {
-            child: Some(child),
+            process,
             jobs: JobServiceClient::new(channel.clone()),
             internal: SchedulerInternalServiceClient::new(channel),
             events: Some(events),
@@ -312,10 +288,7 @@ impl Scheduler {
 
     /// SIGKILL and reap.
     pub fn kill9(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            c.kill().unwrap(); // SIGKILL on unix
-            c.wait().unwrap();
-        }
+        self.process.kill9();
     }
 
     /// Moves the manual clock forward.
@@ -373,23 +346,5 @@ impl Scheduler {
             .unwrap()
             .map(Result::unwrap)
             .collect()
-    }
-}
-
-impl Drop for Scheduler {
-    fn drop(&mut self) {
-        self.kill9();
-    }
-}
-
-/// Retries `f` until it returns true, for at most [`T`].
-pub async fn eventually(mut f: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + T;
-    while !f() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "condition not reached in time"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

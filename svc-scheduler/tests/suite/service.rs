@@ -3,6 +3,8 @@
 use snowpea_proto::scheduler::v1::*;
 use tonic::Request;
 
+use snowpea_testkit::assert_eventually;
+
 use super::*;
 
 fn sched(spec: &str) -> JobScheduleParams {
@@ -439,10 +441,9 @@ async fn agent_tool_jobs_report_created_via_tool_and_reach_their_origin_session(
     assert_eq!(j.origin_session_id.as_deref(), Some("s_chat"));
     s.advance(600).await;
     s.expect(&["started", "finished"]).await;
-    eventually(|| {
+    assert_eventually!({
         fake.events.lock().unwrap().clone() == vec![("s_chat".to_string(), "job.done".to_string())]
-    })
-    .await;
+    });
     // The spent one-shot is disabled.
     let j = s
         .jobs
@@ -663,12 +664,12 @@ async fn keep_runs_deletes_old_run_sessions_through_svc_session() {
         s.advance(60).await;
         s.expect(&["started", "finished"]).await;
     }
-    eventually(|| fake.deleted.lock().unwrap().len() == 2).await;
+    assert_eventually!(fake.deleted.lock().unwrap().len() == 2);
     let mut deleted = fake.deleted.lock().unwrap().clone();
     deleted.sort();
     assert_eq!(deleted, ["s_fake_1", "s_fake_2"]);
     // The history stays: three finished runs, only the newest with its session.
-    eventually(|| {
+    assert_eventually!({
         let c = rusqlite::Connection::open(home.path().join("state/scheduler.db")).unwrap();
         let mut st = c
             .prepare("SELECT status, session_id FROM occurrences ORDER BY scheduled_ms")
@@ -683,6 +684,5 @@ async fn keep_runs_deletes_old_run_sessions_through_svc_session() {
             ("finished".to_string(), None),
             ("finished".to_string(), Some("s_fake_3".to_string())),
         ]
-    })
-    .await;
+    });
 }

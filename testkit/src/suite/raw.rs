@@ -22,7 +22,7 @@ impl RawWs {
     pub async fn connect(port: u16) -> RawWs {
         let url = format!("ws://127.0.0.1:{port}/ws");
         let (ws, _) = tokio::time::timeout(
-            crate::WAIT,
+            super::WAIT,
             tokio_tungstenite::connect_async_with_config(url, None, true),
         )
         .await
@@ -77,7 +77,7 @@ impl RawWs {
         self.send_text(&req.to_string()).await;
         loop {
             let r = self
-                .recv_response(crate::WAIT)
+                .recv_response(super::WAIT)
                 .await
                 .unwrap_or_else(|| panic!("no response to {method}"));
             if r["id"] == json!(id) {
