@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use snowpea_common::ids::new_id;
 use snowpea_proto::audio::v1::{
-    AudioCapabilitiesParams, AudioCapabilitiesResult, AudioInstallParams, AudioInstallResult,
-    AudioRecordStartParams, AudioRecordStartResult, AudioRecordStopParams, AudioRecordStopResult,
-    AudioSpeakParams, AudioSpeakResult, AudioTranscribeParams, AudioTranscribeResult,
-    AudioVoicesParams, AudioVoicesResult,
+    AudioCapabilitiesResult, AudioInstallParams, AudioInstallResult, AudioRecordStartParams,
+    AudioRecordStartResult, AudioRecordStopParams, AudioRecordStopResult, AudioSpeakParams,
+    AudioSpeakResult, AudioTranscribeParams, AudioTranscribeResult, AudioVoicesParams,
+    AudioVoicesResult,
 };
 
 use crate::config::AudioSettings;

@@ -15,9 +15,9 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use snowpea_proto::mcp::v1::{
     mcp_add_result, mcp_catalog_result, mcp_list_result, mcp_test_result, McpAddParams,
-    McpAddResult, McpCatalogParams, McpCatalogResult, McpListParams, McpListResult,
-    McpReloadParams, McpReloadResult, McpRemoveParams, McpRemoveResult, McpTestParams,
-    McpTestResult, McpUpdateParams, McpUpdateResult,
+    McpAddResult, McpCatalogResult, McpListParams, McpListResult, McpReloadParams, McpReloadResult,
+    McpRemoveParams, McpRemoveResult, McpTestParams, McpTestResult, McpUpdateParams,
+    McpUpdateResult,
 };
 
 use crate::config::{self, file::McpFile, Declared, Scope, ServerEntry, ToolsFilter};

@@ -100,9 +100,8 @@ impl MemoryApi {
 
     /// `memory.write`.
     pub async fn write(&self, p: pb::MemoryWriteParams) -> Result<pb::MemoryWriteResult> {
-        let what = "memory.write";
         let app = self.app.clone();
-        let id = blocking(what, move || {
+        let id = blocking("memory.write", move || {
             let row = new_memory(&p)?;
             app.store.write(|tx| memories::insert(tx, &row))?;
             Ok(row.id)
@@ -113,9 +112,8 @@ impl MemoryApi {
 
     /// `memory.search`.
     pub async fn search(&self, p: pb::MemorySearchParams) -> Result<pb::MemorySearchResult> {
-        let what = "memory.search";
         let app = self.app.clone();
-        let hits = blocking(what, move || {
+        let hits = blocking("memory.search", move || {
             let ns = Namespace::parse(p.namespace.as_deref(), "params.namespace")?;
             if p.query.trim().is_empty() {
                 return Err(Error::invalid("params.query", "is required"));
@@ -131,13 +129,12 @@ impl MemoryApi {
 
     /// `memory.list`.
     pub async fn list(&self, p: pb::MemoryListParams) -> Result<pb::MemoryListResult> {
-        let what = "memory.list";
         let session = match p.session_id.as_deref().filter(|s| !s.is_empty()) {
             Some(id) => Some(self.app.sessions.scope(id).await?),
             None => None,
         };
         let app = self.app.clone();
-        let entries = blocking(what, move || {
+        let entries = blocking("memory.list", move || {
             let project = p
                 .project
                 .as_deref()
@@ -165,9 +162,8 @@ impl MemoryApi {
 
     /// `memory.delete`.
     pub async fn delete(&self, p: pb::MemoryDeleteParams) -> Result<pb::MemoryDeleteResult> {
-        let what = "memory.delete";
         let app = self.app.clone();
-        let removed = blocking(what, move || {
+        let removed = blocking("memory.delete", move || {
             match p.source.as_deref().filter(|s| !s.is_empty()) {
                 // An id names one page memory: only that one goes (never the whole namespace).
                 Some("browser") if p.id.as_deref().is_some_and(|s| !s.is_empty()) => {
@@ -214,9 +210,8 @@ impl MemoryApi {
 
     /// `memory.ingest`.
     pub async fn ingest(&self, p: pb::MemoryIngestParams) -> Result<pb::MemoryIngestResult> {
-        let what = "memory.ingest";
         let app = self.app.clone();
-        let out = blocking(what, move || {
+        let out = blocking("memory.ingest", move || {
             ingest::ingest(&app.store, &p.items, p.session_id.as_deref())
         })
         .await?;

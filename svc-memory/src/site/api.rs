@@ -28,10 +28,9 @@ impl SiteApi {
 
     /// `site.put`.
     pub async fn put(&self, ctx: &CallContext, p: pb::SitePutParams) -> Result<pb::SitePutResult> {
-        let what = "site.put";
         let profile = auth::host_profile(ctx)?;
         let app = self.app.clone();
-        let (created, entry_id) = blocking(what, move || {
+        let (created, entry_id) = blocking("site.put", move || {
             let entry = p
                 .entry
                 .ok_or_else(|| Error::invalid("params.entry", "is required"))?;
@@ -43,10 +42,9 @@ impl SiteApi {
 
     /// `site.get`.
     pub async fn get(&self, ctx: &CallContext, p: pb::SiteGetParams) -> Result<pb::SiteGetResult> {
-        let what = "site.get";
         let profile = auth::host_profile(ctx)?;
         let app = self.app.clone();
-        let entries = blocking(what, move || {
+        let entries = blocking("site.get", move || {
             site::get(
                 &app.store,
                 &profile,
@@ -65,10 +63,9 @@ impl SiteApi {
         ctx: &CallContext,
         p: pb::SiteListParams,
     ) -> Result<pb::SiteListResult> {
-        let what = "site.list";
         let profile = auth::named_profile(ctx, p.host_tools_from.as_deref())?;
         let app = self.app.clone();
-        let (sites, cursor) = blocking(what, move || {
+        let (sites, cursor) = blocking("site.list", move || {
             let n = limit(p.limit, site::LIST_PAGE.0, site::LIST_PAGE.1)?;
             site::list(
                 &app.store,
@@ -88,10 +85,9 @@ impl SiteApi {
         ctx: &CallContext,
         p: pb::SiteMarkParams,
     ) -> Result<pb::SiteMarkResult> {
-        let what = "site.mark";
         let profile = auth::host_profile(ctx)?;
         let app = self.app.clone();
-        let entry = blocking(what, move || {
+        let entry = blocking("site.mark", move || {
             if let Some(d) = p.detail.as_deref().filter(|d| !d.is_empty()) {
                 tracing::info!(entry_id = %p.entry_id, outcome = %p.outcome, detail = d, "site entry marked");
             }
@@ -109,10 +105,9 @@ impl SiteApi {
         ctx: &CallContext,
         p: pb::SiteMarkPartParams,
     ) -> Result<pb::SiteMarkPartResult> {
-        let what = "site.markPart";
         let profile = auth::host_profile(ctx)?;
         let app = self.app.clone();
-        let entry = blocking(what, move || {
+        let entry = blocking("site.markPart", move || {
             site::mark_part(
                 &app.store,
                 &profile,
@@ -135,10 +130,9 @@ impl SiteApi {
         ctx: &CallContext,
         p: pb::SiteDeleteParams,
     ) -> Result<pb::SiteDeleteResult> {
-        let what = "site.delete";
         let profile = auth::named_profile(ctx, p.host_tools_from.as_deref())?;
         let app = self.app.clone();
-        let deleted = blocking(what, move || {
+        let deleted = blocking("site.delete", move || {
             site::delete(
                 &app.store,
                 &profile,

@@ -18,8 +18,8 @@ pub const CALL: Duration = Duration::from_secs(10);
 /// A running `snowpea-svc-memory` (the kit's [`ServiceProcess`]) on its own temp home.
 pub struct Svc {
     process: ServiceProcess,
-    /// The temp home (kept alive while the test runs; dropped after the process).
-    pub home: tempfile::TempDir,
+    /// The temp home, kept alive while the test runs (dropped after the process).
+    _home: tempfile::TempDir,
 }
 
 impl Svc {
@@ -34,7 +34,10 @@ impl Svc {
         .env("SNOWPEA_LOG", "warn")
         .start()
         .await;
-        Svc { process, home }
+        Svc {
+            process,
+            _home: home,
+        }
     }
 
     /// The socket path.
