@@ -2,6 +2,10 @@
 //! `$SNOWPEA_HOME/state/`, WAL journal, `busy_timeout`, `synchronous=NORMAL` (in WAL mode a
 //! committed transaction survives a process crash — kill -9 — which is the durability the
 //! suite promises), and versioned migrations tracked in `PRAGMA user_version`.
+//!
+//! SQLite calls never run on an async worker thread (issue 13 §4): a service reaches its
+//! database through a [`Db`], a connection owned by one dedicated thread that runs the
+//! closures sent to it in order and hands each result back over a oneshot channel.
 
 use std::path::Path;
 
@@ -75,6 +79,73 @@ pub fn migrate(conn: &mut Connection, migrations: &[&str]) -> anyhow::Result<()>
     Ok(())
 }
 
+/// Why a [`Db::call`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// The statement failed (constraint, I/O, busy past `busy_timeout`, …).
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// The connection thread is gone (it panicked, or could not be started).
+    #[error("the database thread of {0} is gone")]
+    Gone(String),
+}
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// A connection actor: one SQLite connection owned by a dedicated thread
+/// (`db-<name>`), reached from async code with [`Db::call`]. Calls run one at a time in
+/// the order they were sent. Cheap to clone; the thread ends (closing the connection) when
+/// the last handle is dropped.
+#[derive(Debug, Clone)]
+pub struct Db {
+    name: std::sync::Arc<str>,
+    tx: tokio::sync::mpsc::UnboundedSender<Job>,
+}
+
+impl Db {
+    /// Opens (creating and migrating, see [`open`]) the database at `path` on a new
+    /// connection thread named after `name` (e.g. the service).
+    pub fn open(name: &str, path: &Path, migrations: &[&str]) -> anyhow::Result<Db> {
+        Db::new(name, open(path, migrations)?)
+    }
+
+    /// Moves `conn` onto a new connection thread.
+    pub fn new(name: &str, conn: Connection) -> anyhow::Result<Db> {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
+        std::thread::Builder::new()
+            .name(format!("db-{name}"))
+            .spawn(move || {
+                let mut conn = conn;
+                while let Some(job) = rx.blocking_recv() {
+                    job(&mut conn);
+                }
+            })
+            .with_context(|| format!("start the database thread of {name}"))?;
+        Ok(Db {
+            name: name.into(),
+            tx,
+        })
+    }
+
+    /// Runs `f` with the connection on the connection thread and returns its result.
+    pub async fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, DbError> {
+        let (done, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let _ = done.send(f(conn));
+        });
+        if self.tx.send(job).is_err() {
+            return Err(DbError::Gone(self.name.to_string()));
+        }
+        match rx.await {
+            Ok(r) => Ok(r?),
+            Err(_) => Err(DbError::Gone(self.name.to_string())),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,6 +203,38 @@ mod tests {
             .pragma_query_value(None, "journal_mode", |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[tokio::test]
+    async fn db_calls_run_in_order_off_the_runtime() {
+        let t = tempfile::tempdir().unwrap();
+        let db = Db::open(
+            "test",
+            &t.path().join("x.db"),
+            &["CREATE TABLE a(x INTEGER);"],
+        )
+        .unwrap();
+        for i in 0..3 {
+            db.call(move |c| c.execute("INSERT INTO a VALUES (?1)", [i]).map(|_| ()))
+                .await
+                .unwrap();
+        }
+        let (xs, thread) = db
+            .call(|c| {
+                let mut st = c.prepare("SELECT x FROM a ORDER BY rowid")?;
+                let xs = st
+                    .query_map([], |r| r.get::<_, i64>(0))?
+                    .collect::<rusqlite::Result<Vec<_>>>()?;
+                Ok((xs, std::thread::current().name().map(str::to_owned)))
+            })
+            .await
+            .unwrap();
+        assert_eq!(xs, vec![0, 1, 2]);
+        assert_eq!(thread.as_deref(), Some("db-test"));
+        let err = db
+            .call(|c| c.execute("INSERT INTO nope VALUES (1)", []))
+            .await;
+        assert!(matches!(err, Err(DbError::Sqlite(_))), "{err:?}");
     }
 
     #[test]
