@@ -3,14 +3,82 @@
 //! committed transaction survives a process crash — kill -9 — which is the durability the
 //! suite promises), and versioned migrations tracked in `PRAGMA user_version`.
 //!
-//! SQLite calls never run on an async worker thread (issue 13 §4): a service reaches its
-//! database through a [`Db`], a connection owned by one dedicated thread that runs the
-//! closures sent to it in order and hands each result back over a oneshot channel.
+//! **SQLite never runs on an async worker thread** (issue 13 §3/§4): a service reaches its
+//! database only through [`blocking`], which runs the work on tokio's blocking pool and waits
+//! for it at most [`CALL_TIMEOUT`]. Every service does it this way; a store keeps its
+//! connections behind its own locks and exposes synchronous methods that are only ever
+//! called from inside [`blocking`].
 
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::Context;
 use rusqlite::Connection;
+
+/// The longest a caller waits for database work handed to [`blocking`] (six times SQLite's
+/// `busy_timeout`, so a slow but progressing writer is not cut off).
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why database work handed to [`blocking`] produced no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DbError {
+    /// The work did not finish within the wait (it may still finish later; its result is
+    /// dropped). Services answer it `unavailable`.
+    #[error("{what}: the database did not answer within {waited:?}")]
+    Timeout {
+        /// What was being done (for the message).
+        what: &'static str,
+        /// How long the caller waited.
+        waited: Duration,
+    },
+    /// The work panicked (a bug); services answer it `internal`.
+    #[error("{what}: database work panicked: {message}")]
+    Panicked {
+        /// What was being done.
+        what: &'static str,
+        /// The panic message.
+        message: String,
+    },
+}
+
+/// Runs synchronous database work `f` on tokio's blocking pool (never on an async worker
+/// thread) inside the caller's span, and waits for it at most [`CALL_TIMEOUT`]. `what`
+/// names the work in errors (`"memory.search"`).
+pub async fn blocking<T: Send + 'static>(
+    what: &'static str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, DbError> {
+    blocking_within(what, CALL_TIMEOUT, f).await
+}
+
+/// [`blocking`] with an explicit wait.
+pub async fn blocking_within<T: Send + 'static>(
+    what: &'static str,
+    wait: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, DbError> {
+    let span = tracing::Span::current();
+    let task = tokio::task::spawn_blocking(move || span.in_scope(f));
+    match tokio::time::timeout(wait, task).await {
+        Err(_) => Err(DbError::Timeout { what, waited: wait }),
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(DbError::Panicked {
+            what,
+            message: panic_message(e),
+        }),
+    }
+}
+
+fn panic_message(e: tokio::task::JoinError) -> String {
+    match e.try_into_panic() {
+        Ok(p) => p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "non-text panic".into()),
+        Err(e) => e.to_string(),
+    }
+}
 
 /// Opens (creating) the database at `path` and applies `migrations` in order: migration
 /// `i` (0-based) brings the schema to `user_version = i + 1`. Each runs in its own
@@ -79,73 +147,6 @@ pub fn migrate(conn: &mut Connection, migrations: &[&str]) -> anyhow::Result<()>
     Ok(())
 }
 
-/// Why a [`Db::call`] failed.
-#[derive(Debug, thiserror::Error)]
-pub enum DbError {
-    /// The statement failed (constraint, I/O, busy past `busy_timeout`, …).
-    #[error(transparent)]
-    Sqlite(#[from] rusqlite::Error),
-    /// The connection thread is gone (it panicked, or could not be started).
-    #[error("the database thread of {0} is gone")]
-    Gone(String),
-}
-
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
-
-/// A connection actor: one SQLite connection owned by a dedicated thread
-/// (`db-<name>`), reached from async code with [`Db::call`]. Calls run one at a time in
-/// the order they were sent. Cheap to clone; the thread ends (closing the connection) when
-/// the last handle is dropped.
-#[derive(Debug, Clone)]
-pub struct Db {
-    name: std::sync::Arc<str>,
-    tx: tokio::sync::mpsc::UnboundedSender<Job>,
-}
-
-impl Db {
-    /// Opens (creating and migrating, see [`open`]) the database at `path` on a new
-    /// connection thread named after `name` (e.g. the service).
-    pub fn open(name: &str, path: &Path, migrations: &[&str]) -> anyhow::Result<Db> {
-        Db::new(name, open(path, migrations)?)
-    }
-
-    /// Moves `conn` onto a new connection thread.
-    pub fn new(name: &str, conn: Connection) -> anyhow::Result<Db> {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Job>();
-        std::thread::Builder::new()
-            .name(format!("db-{name}"))
-            .spawn(move || {
-                let mut conn = conn;
-                while let Some(job) = rx.blocking_recv() {
-                    job(&mut conn);
-                }
-            })
-            .with_context(|| format!("start the database thread of {name}"))?;
-        Ok(Db {
-            name: name.into(),
-            tx,
-        })
-    }
-
-    /// Runs `f` with the connection on the connection thread and returns its result.
-    pub async fn call<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
-    ) -> Result<T, DbError> {
-        let (done, rx) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move |conn| {
-            let _ = done.send(f(conn));
-        });
-        if self.tx.send(job).is_err() {
-            return Err(DbError::Gone(self.name.to_string()));
-        }
-        match rx.await {
-            Ok(r) => Ok(r?),
-            Err(_) => Err(DbError::Gone(self.name.to_string())),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,35 +207,30 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn db_calls_run_in_order_off_the_runtime() {
-        let t = tempfile::tempdir().unwrap();
-        let db = Db::open(
-            "test",
-            &t.path().join("x.db"),
-            &["CREATE TABLE a(x INTEGER);"],
-        )
-        .unwrap();
-        for i in 0..3 {
-            db.call(move |c| c.execute("INSERT INTO a VALUES (?1)", [i]).map(|_| ()))
-                .await
-                .unwrap();
-        }
-        let (xs, thread) = db
-            .call(|c| {
-                let mut st = c.prepare("SELECT x FROM a ORDER BY rowid")?;
-                let xs = st
-                    .query_map([], |r| r.get::<_, i64>(0))?
-                    .collect::<rusqlite::Result<Vec<_>>>()?;
-                Ok((xs, std::thread::current().name().map(str::to_owned)))
-            })
+    async fn blocking_work_runs_on_another_thread_and_reports_panics_and_timeouts() {
+        let caller = std::thread::current().id();
+        let worker = blocking("probe", || std::thread::current().id())
             .await
             .unwrap();
-        assert_eq!(xs, vec![0, 1, 2]);
-        assert_eq!(thread.as_deref(), Some("db-test"));
-        let err = db
-            .call(|c| c.execute("INSERT INTO nope VALUES (1)", []))
-            .await;
-        assert!(matches!(err, Err(DbError::Sqlite(_))), "{err:?}");
+        assert_ne!(caller, worker);
+        let e = blocking("boom", || -> () { panic!("bad row") })
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e,
+            DbError::Panicked {
+                what: "boom",
+                message: "bad row".into()
+            }
+        );
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let e = blocking_within("slow", Duration::from_millis(10), move || {
+            let _ = rx.recv_timeout(Duration::from_secs(5));
+        })
+        .await
+        .unwrap_err();
+        assert!(matches!(e, DbError::Timeout { what: "slow", .. }));
+        drop(tx);
     }
 
     #[test]
