@@ -23,8 +23,13 @@ use crate::session::Session;
 pub(crate) struct TurnAccount {
     /// Every answer text of the turn, concatenated (`message.done.text`).
     pub text: String,
-    /// Denied tool calls so far (the third ends the turn).
+    /// Automatic denials so far (the mode matrix, `denyExec`, an approval timeout): tool
+    /// errors the model can work around; the [`MAX_DENIALS`]th ends the turn `denied`.
     pub denials: u32,
+    /// A person refused a call (`approval.resolved{by:"user"}`): the turn ends `denied` after
+    /// that call (spec approval.respond: "deny ends the turn"); the refusal, with the
+    /// person's reason, stays in the history as the tool's result for the next model call.
+    pub person_denied: bool,
     /// An approval was refused or timed out in an unattended (scheduled) session: the turn
     /// ends `denied` at once, and the run is reported `denied` / `denied_by_timeout`
     /// (issue 5; spec approval.respond: "deny ends the turn").
@@ -51,7 +56,9 @@ enum Call {
     Failed { code: &'static str, message: String },
 }
 
-/// Denials in one turn that end it with `denied`.
+/// Automatic denials (mode matrix, `denyExec`, approval timeout) in one turn that end it
+/// with `denied`, so a model that keeps retrying refused calls cannot loop until the
+/// tool-round budget. A person's deny ends the turn at once ([`TurnAccount::person_denied`]).
 pub const MAX_DENIALS: u32 = 3;
 
 /// The protocol error code of a provider failure.
@@ -287,7 +294,7 @@ impl Turns {
                 if outcome.interrupted {
                     return TurnEnd::Interrupted;
                 }
-                if acc.denials >= MAX_DENIALS || acc.unattended_denied {
+                if acc.person_denied || acc.denials >= MAX_DENIALS || acc.unattended_denied {
                     return TurnEnd::Denied;
                 }
             }

@@ -360,7 +360,7 @@ async fn a_project_cannot_lower_the_permission_of_a_global_mcp_server() {
     );
     let result = of_kind(&ev, "tool.result")[0];
     assert_eq!(result["payload"]["ok"], false);
-    assert_eq!(done_reason(&ev), "complete");
+    assert_eq!(done_reason(&ev), "denied");
 
     let listed = crate::rpc::tool::ToolRpc::new(h.app.clone())
         .list(tonic::Request::new(pb::ToolListParams {
