@@ -1115,14 +1115,11 @@ async fn a_run_svc_session_cannot_follow_after_a_restart_ends_failed_with_the_re
 
 /// Waits until the fake recorded `n` origin-session events.
 async fn eventually_events(r: &Rig, n: usize) {
-    let deadline = tokio::time::Instant::now() + T;
-    while r.fake.events.lock().unwrap().len() < n {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "origin events in time"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    snowpea_testkit::assert_eventually!(
+        within = T,
+        r.fake.events.lock().unwrap().len() >= n,
+        "origin events in time"
+    );
 }
 
 #[tokio::test]
