@@ -16,6 +16,7 @@ pub mod permissions;
 pub mod provider;
 pub mod recovery;
 pub mod rpc;
+pub mod runs;
 pub mod session;
 pub mod store;
 pub mod tools;

@@ -10,4 +10,5 @@ mod handshake;
 mod http;
 mod jsonrpc;
 mod latency;
+mod layers;
 mod lifecycle;

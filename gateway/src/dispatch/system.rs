@@ -1,52 +1,34 @@
 //! The `system.*` methods the gateway answers itself (DESIGN.md §3: owner `system`):
-//! hello (see [`crate::hello`]), health, info, shutdown and restart. Shutdown and
+//! health, info, shutdown and restart (hello is [`super::hello`]). Shutdown and
 //! restart answer first and act after the answer went out, through the supervisor's
 //! control socket; a standalone gateway (no supervisor answering) stops itself.
 //! checkUpdate, reloadSettings and update are `not_implemented` for now.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use prost_reflect::DynamicMessage;
 use serde_json::{json, Value};
 use snowpea_common::client::unix_channel;
+use snowpea_common::home::Home;
 use snowpea_proto::error::{ErrorCode, RpcError};
 use snowpea_proto::supervisor::v1::supervisor_client::SupervisorClient;
 use snowpea_proto::supervisor::v1::{RestartRequest, StopRequest};
 use snowpea_proto::PROTOCOL_VERSION;
 
-use crate::state::Gateway;
-use crate::ws::handle::Connection;
+use tokio_util::sync::CancellationToken;
 
-/// A `system.*` method answered by the gateway.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SystemMethod {
-    /// `system.hello`.
-    Hello,
-    /// `system.health`.
-    Health,
-    /// `system.info`.
-    Info,
-    /// `system.shutdown`.
-    Shutdown,
-    /// `system.restart`.
-    Restart,
-    /// Declared in the schema, not implemented yet.
-    NotImplemented,
-}
+use crate::route::table::SystemMethod;
+use crate::wire::counters::Counters;
 
-impl SystemMethod {
-    /// Maps a `system.*` JSON-RPC name.
-    pub fn from_name(name: &str) -> Self {
-        match name {
-            "system.hello" => SystemMethod::Hello,
-            "system.health" => SystemMethod::Health,
-            "system.info" => SystemMethod::Info,
-            "system.shutdown" => SystemMethod::Shutdown,
-            "system.restart" => SystemMethod::Restart,
-            _ => SystemMethod::NotImplemented,
-        }
-    }
+/// What `system.info` reports about the daemon.
+#[derive(Debug, Clone)]
+pub struct Daemon {
+    /// The Snowpea home.
+    pub home: Home,
+    /// TCP port the gateway listens on.
+    pub port: u16,
+    /// UTC ISO-8601 time this gateway started.
+    pub started_at: String,
 }
 
 /// Something to do once the answer reached the client.
@@ -62,9 +44,10 @@ pub enum AfterReply {
 const SUPERVISOR_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl AfterReply {
-    /// Asks the supervisor; without one, the gateway shuts itself down.
-    pub async fn run(self, gw: &Gateway) {
-        let mut client = SupervisorClient::new(unix_channel(gw.home.supervisor_socket()));
+    /// Asks the supervisor of `home`; without one, the gateway shuts itself down
+    /// (cancels `shutdown`).
+    pub async fn run(self, home: &Home, shutdown: &CancellationToken) {
+        let mut client = SupervisorClient::new(unix_channel(home.supervisor_socket()));
         let asked = match self {
             AfterReply::StopSuite => {
                 let req = StopRequest {
@@ -85,30 +68,28 @@ impl AfterReply {
             Ok(Ok(())) => tracing::info!(action = ?self, "supervisor asked"),
             Ok(Err(e)) => {
                 tracing::info!(action = ?self, error = %e.message(), "no supervisor answered; stopping the gateway");
-                gw.shutdown.cancel();
+                shutdown.cancel();
             }
             Err(_) => {
                 tracing::warn!(action = ?self, "supervisor did not answer in time; stopping the gateway");
-                gw.shutdown.cancel();
+                shutdown.cancel();
             }
         }
     }
 }
 
-/// Answers a `system.*` method.
+/// Answers a `system.*` method other than hello.
 pub async fn handle(
-    gw: &Arc<Gateway>,
-    conn: &Arc<Connection>,
+    daemon: &Daemon,
+    counters: &Counters,
     method: SystemMethod,
     name: &str,
-    params: DynamicMessage,
+    _params: DynamicMessage,
 ) -> Result<(Value, Option<AfterReply>), RpcError> {
     match method {
-        SystemMethod::Hello => crate::hello::hello(gw, conn, &params)
-            .await
-            .map(|v| (v, None)),
+        SystemMethod::Hello => Err(RpcError::internal("system.hello is answered by hello")),
         SystemMethod::Health => Ok((json!({"status": "ok"}), None)),
-        SystemMethod::Info => Ok((info(gw), None)),
+        SystemMethod::Info => Ok((info(daemon, counters), None)),
         SystemMethod::Shutdown => Ok((json!({"ok": true}), Some(AfterReply::StopSuite))),
         SystemMethod::Restart => Ok((json!({"ok": true}), Some(AfterReply::RestartSuite))),
         SystemMethod::NotImplemented => Err(RpcError::new(
@@ -120,25 +101,25 @@ pub async fn handle(
 
 /// `system.info`: the daemon's pid and start time are the supervisor's (from
 /// `daemon.json`, when it describes this gateway's port), else this process's own.
-fn info(gw: &Gateway) -> Value {
-    let daemon = gw
+fn info(daemon: &Daemon, counters: &Counters) -> Value {
+    let supervisor = daemon
         .home
         .read_daemon_json()
         .ok()
-        .filter(|d| d.port == gw.port);
-    let (pid, started_at) = match daemon {
+        .filter(|d| d.port == daemon.port);
+    let (pid, started_at) = match supervisor {
         Some(d) => (d.pid, d.started_at),
-        None => (std::process::id(), gw.started_at.clone()),
+        None => (std::process::id(), daemon.started_at.clone()),
     };
     json!({
         "version": snowpea_common::VERSION,
         "pid": pid,
-        "port": gw.port,
+        "port": daemon.port,
         "startedAt": started_at,
-        "home": gw.home.root().display().to_string(),
+        "home": daemon.home.root().display().to_string(),
         "protocolVersion": PROTOCOL_VERSION,
         "platform": platform(),
-        "counters": gw.counters.to_json(),
+        "counters": counters.to_json(),
     })
 }
 

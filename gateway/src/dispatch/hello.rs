@@ -5,6 +5,7 @@
 //! hello — also a second one on an authenticated connection — leaves it unauthenticated.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use prost_reflect::DynamicMessage;
 use serde_json::{json, Value};
@@ -13,50 +14,67 @@ use snowpea_proto::rpc::v1::ConnectionInfo;
 use snowpea_proto::PROTOCOL_VERSION;
 use subtle::ConstantTimeEq;
 
-use crate::services;
-use crate::state::Gateway;
-use crate::ws::handle::{Connection, Peer};
+use crate::upstream::presence::{Announced, Change, Presence};
+use crate::upstream::services::Services;
+use crate::wire::connection::{Connection, Peer};
 
 /// Longest clientId / clientKind / instanceId accepted.
 const MAX_ID_LEN: usize = 256;
+/// Longest a hello waits for every service to learn of the connection (each
+/// SyncConnections has its own, shorter deadline; this bounds the queue before it).
+const ANNOUNCE_WAIT: Duration = Duration::from_secs(10);
 
-/// Handles a validated `system.hello`.
+/// Handles a validated `system.hello`: `token` is the daemon token, changes of the
+/// connection's state go out on `presence`, `services` report the capabilities.
 pub async fn hello(
-    gw: &Arc<Gateway>,
+    token: &str,
+    presence: &Presence,
+    services: &Services,
     conn: &Arc<Connection>,
     params: &DynamicMessage,
 ) -> Result<Value, RpcError> {
-    let result = check(gw, conn, params);
+    let result = check(token, conn, params);
     let was_authenticated = conn.peer().is_some();
     match result {
         Ok(info) => {
-            if !conn.set_peer(Some(Arc::new(Peer::new(info)))) {
-                return Err(RpcError::unauthorized("connection is closing"));
-            }
-            services::announce(gw, conn).await;
+            let announced = conn
+                .set_peer(Some(Arc::new(Peer::new(info))), |p| {
+                    p.map(|p| presence.announce(Change::Live(p.info.clone())))
+                })
+                .flatten()
+                .ok_or_else(|| RpcError::unauthorized("connection is closing"))?;
+            wait(announced).await;
             Ok(json!({
                 "protocolVersion": PROTOCOL_VERSION,
                 "serverVersion": snowpea_common::VERSION,
-                "capabilities": gw.services.capabilities(),
+                "capabilities": services.capabilities(),
             }))
         }
         Err(e) => {
             if was_authenticated {
-                conn.set_peer(None);
-                services::announce(gw, conn).await;
+                let closed = Change::Closed(conn.id.clone());
+                if let Some(announced) = conn.set_peer(None, |_| presence.announce(closed)) {
+                    wait(announced).await;
+                }
             }
             Err(e)
         }
     }
 }
 
+async fn wait(announced: Announced) {
+    if !announced.wait(ANNOUNCE_WAIT).await {
+        tracing::debug!("not every service heard of the connection in time");
+    }
+}
+
 fn check(
-    gw: &Gateway,
+    daemon_token: &str,
     conn: &Connection,
     params: &DynamicMessage,
 ) -> Result<ConnectionInfo, RpcError> {
     let token = string(params, "token").unwrap_or_default();
-    if !bool::from(token.as_bytes().ct_eq(gw.token().as_bytes())) {
+    if !bool::from(token.as_bytes().ct_eq(daemon_token.as_bytes())) {
         return Err(RpcError::unauthorized("invalid token"));
     }
     let client_protocol = string(params, "protocol_version").unwrap_or_default();
