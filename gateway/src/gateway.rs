@@ -13,8 +13,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::callbacks::consume;
 use crate::callbacks::requests::ServerRequests;
+use crate::dispatch::info::Daemon;
 use crate::dispatch::router::Dispatcher;
-use crate::dispatch::system::Daemon;
 use crate::route::table::Routes;
 use crate::upstream::presence::Presence;
 use crate::upstream::services::Services;

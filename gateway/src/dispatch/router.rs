@@ -1,7 +1,9 @@
 //! The generic router (DESIGN.md §4): per call the gateway only checks the handshake,
 //! validates params against the descriptor, picks the route from the table and either
 //! answers a `system.*` method itself or forwards the call. Every call runs in its own
-//! span (`rpc.method`, `rpc.id`, `conn`).
+//! span (`rpc.method`, `rpc.id`, `conn`, `request_id`); the request id is new for every
+//! call and travels with a forwarded one as `snowpea-request-id` metadata, so the service's
+//! span logs it under the same field name and one call can be followed across processes.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,7 +14,8 @@ use snowpea_proto::json::{cleared_paths, to_message};
 use tracing::Instrument;
 
 use super::hello;
-use super::system::{self, AfterReply, Daemon};
+use super::info::Daemon;
+use super::system::{self, AfterReply};
 use crate::route::forward;
 use crate::route::table::{Routes, SystemMethod, Target};
 use crate::upstream::presence::Presence;
@@ -84,15 +87,17 @@ impl Dispatcher {
             .map(|r| r.spec.name.as_str())
             .unwrap_or_else(|| truncate(&call.method, 64));
         let id = call.id.as_ref().map(Value::to_string);
+        let request_id = snowpea_common::ids::new_id("r");
         let span = tracing::info_span!(
             "rpc",
             rpc.method = %method,
             rpc.id = id.as_deref().map(|s| truncate(s, 64)).unwrap_or("-"),
             conn = %conn.id,
+            request_id = %request_id,
         );
         let started = Instant::now();
         let outcome = self
-            .dispatch(conn, &call.method, call.params)
+            .dispatch(conn, &call.method, call.params, &request_id)
             .instrument(span.clone())
             .await;
         let _enter = span.enter();
@@ -120,6 +125,7 @@ impl Dispatcher {
         conn: &Arc<Connection>,
         method: &str,
         params: Value,
+        request_id: &str,
     ) -> Result<(Value, Option<AfterReply>), RpcError> {
         let route = self.routes.get(method);
         let is_hello = matches!(
@@ -143,12 +149,27 @@ impl Dispatcher {
         let msg = to_message(&route.spec.input(), &params, "params")?;
         match (&route.target, peer) {
             (Target::System(SystemMethod::Hello), _) => {
-                let v =
-                    hello::hello(&self.token, &self.presence, &self.services, conn, &msg).await?;
+                let v = hello::hello(
+                    &self.token,
+                    &self.presence,
+                    &self.services,
+                    conn,
+                    route.spec,
+                    &msg,
+                )
+                .await?;
                 Ok((v, None))
             }
             (Target::System(m), _) => {
-                system::handle(&self.daemon, &self.counters, *m, &route.spec.name, msg).await
+                system::handle(
+                    &self.daemon,
+                    &self.counters,
+                    &self.services,
+                    *m,
+                    route.spec,
+                    msg,
+                )
+                .await
             }
             (Target::NotRunning(owner), _) => Err(RpcError::new(
                 ErrorCode::NotImplemented,
@@ -157,7 +178,7 @@ impl Dispatcher {
             .with_details(json!({ "service": owner }))),
             (Target::Service(svc), Some(peer)) => {
                 let cleared = cleared_paths(&route.spec.input(), &params);
-                let metadata = forward::call_metadata(&peer, &cleared);
+                let metadata = forward::call_metadata(&peer, &cleared, request_id);
                 forward::call(&self.limits, svc, route, msg, &metadata)
                     .await
                     .map(|v| (v, None))

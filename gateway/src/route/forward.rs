@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use prost_reflect::DynamicMessage;
 use serde_json::{json, Value};
+use snowpea_common::context::REQUEST_ID;
 use snowpea_proto::codec::DynamicCodec;
 use snowpea_proto::error::{ErrorCode, RpcError};
 use snowpea_proto::json::{to_json, CLEARED_FIELDS_KEY, MAX_CLEARED_FIELDS};
@@ -76,10 +77,14 @@ pub async fn call(
 }
 
 /// The metadata of one call: the connection's [`CallContext`](snowpea_common::context),
-/// and, when the params sent fields as `null`/`{}`/`[]`, their paths under
-/// [`CLEARED_FIELDS_KEY`] (at most [`MAX_CLEARED_FIELDS`] bytes).
-pub fn call_metadata(peer: &Peer, cleared: &[String]) -> MetadataMap {
+/// the call's `request_id` under [`REQUEST_ID`] and, when the params sent fields as
+/// `null`/`{}`/`[]`, their paths under [`CLEARED_FIELDS_KEY`] (at most
+/// [`MAX_CLEARED_FIELDS`] bytes).
+pub fn call_metadata(peer: &Peer, cleared: &[String], request_id: &str) -> MetadataMap {
     let mut md = peer.metadata.clone();
+    if let Ok(v) = request_id.parse() {
+        md.insert(REQUEST_ID, v);
+    }
     let mut list = String::new();
     for p in cleared {
         if list.len() + p.len() + 1 > MAX_CLEARED_FIELDS {

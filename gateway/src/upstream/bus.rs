@@ -1,10 +1,13 @@
 //! The small `ServiceBus` calls the gateway makes on one service, each with a deadline:
-//! SyncConnections, Capabilities and Reply (proto/snowpea/rpc/v1/bus.proto).
+//! SyncConnections, Capabilities, Reply and CallStats (proto/snowpea/rpc/v1/bus.proto).
 
 use std::time::Duration;
 
 use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
-use snowpea_proto::rpc::v1::{CapabilitiesRequest, ClientReply, ConnectionSet};
+use snowpea_proto::rpc::v1::{
+    CallStatsReply, CallStatsRequest, CapabilitiesRequest, ClientReply, ConnectionSet,
+};
+use tonic::Code;
 
 use super::services::Service;
 
@@ -55,5 +58,23 @@ pub async fn reply(svc: &Service, answer: ClientReply) {
             tracing::warn!(service = %svc.name, error = %e.message(), "ServiceBus.Reply failed")
         }
         Err(_) => tracing::warn!(service = %svc.name, "ServiceBus.Reply timed out"),
+    }
+}
+
+/// The service's per-method call counters, or `None` when it is down, does not answer
+/// within `deadline` or does not implement `CallStats` (system.info leaves it out).
+pub async fn call_stats(svc: &Service, deadline: Duration) -> Option<CallStatsReply> {
+    let mut client = ServiceBusClient::new(svc.channel.clone());
+    match tokio::time::timeout(deadline, client.call_stats(CallStatsRequest {})).await {
+        Ok(Ok(reply)) => Some(reply.into_inner()),
+        Ok(Err(e)) if e.code() == Code::Unimplemented => None,
+        Ok(Err(e)) => {
+            tracing::debug!(service = %svc.name, error = %e.message(), "CallStats failed");
+            None
+        }
+        Err(_) => {
+            tracing::debug!(service = %svc.name, "CallStats timed out");
+            None
+        }
     }
 }

@@ -8,6 +8,7 @@ mod bus;
 mod forwarding;
 mod handshake;
 mod http;
+mod info;
 mod jsonrpc;
 mod latency;
 mod layers;
