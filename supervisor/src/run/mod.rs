@@ -64,6 +64,9 @@ starts, not by `snowpea run` (see `snowpea --help`).";
 /// Default of `--timeout`: how long a turn may run before it is interrupted.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 1800;
 
+/// How often the spinner is redrawn (on a terminal, while the model thinks).
+const SPINNER_EVERY: Duration = Duration::from_millis(100);
+
 /// How long to wait for `turn.done` after Ctrl-C or the timeout sent `session.interrupt`.
 const STOP_GRACE: Duration = Duration::from_secs(15);
 
@@ -90,6 +93,9 @@ pub struct RunArgs {
     /// Allow every approval without asking.
     #[arg(long)]
     pub yes: bool,
+    /// Also show the full output of every tool call and the model's reasoning (stderr).
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Interrupt the turn when it has not ended after this many seconds (exit 5).
     #[arg(long, value_name = "SECS", default_value_t = DEFAULT_TIMEOUT_SECS,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -238,7 +244,9 @@ impl Run {
             !args.json && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
         let mut run = Run {
             client,
-            renderer: Renderer::new(args.json, std::io::stdout(), std::io::stderr(), break_lines),
+            renderer: Renderer::new(args.json, std::io::stdout(), std::io::stderr(), break_lines)
+                .with_verbose(args.verbose)
+                .with_spinner(std::io::stderr().is_terminal()),
             joined_running,
         };
         let code = run.turn(args, workdir).await;
@@ -301,6 +309,8 @@ impl Run {
         let mut stopping: Option<(Stop, Instant)> = None;
         // A person refused a call of this turn: exit 4 whatever the turn's reason.
         let mut refused = false;
+        let mut spin = tokio::time::interval(SPINNER_EVERY);
+        spin.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             let until = stopping.map_or(deadline, |(_, d)| d);
             let remaining = until.saturating_duration_since(Instant::now());
@@ -347,6 +357,7 @@ impl Run {
                         return Outcome::Done(exit_code_for_error(&e));
                     }
                 },
+                _ = spin.tick() => self.renderer.tick(),
                 () = ctrl_c(sigint) => {
                     if stopping.is_some_and(|(why, _)| why == Stop::CtrlC) {
                         self.renderer.end_answer_line();
@@ -431,6 +442,7 @@ mod tests {
             mode: None,
             json: false,
             yes: false,
+            verbose: false,
             timeout: 10,
             prompt: prompt.into(),
         }
