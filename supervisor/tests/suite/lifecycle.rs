@@ -190,6 +190,10 @@ fn service_failing_at_start_fails_the_start() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("failed to start"), "{stderr}");
     assert!(
+        !stderr.contains("snowpea: snowpea"),
+        "no doubled prefix: {stderr}"
+    );
+    assert!(
         stderr.contains("crash flag set"),
         "the log tail names the cause: {stderr}"
     );
