@@ -320,9 +320,13 @@ fn foreground_also_writes_supervisor_log_and_start_never_echoes_tracing() {
         .spawn()
         .unwrap();
     suite.track(child.id());
-    eventually("daemon.json written", || suite.home.read_daemon_json().ok());
+    eventually_blocking(EVENTUALLY, "daemon.json written", || {
+        suite.home.read_daemon_json().ok()
+    });
     let log = std::fs::read_to_string(suite.home.log_file("supervisor")).unwrap_or_default();
     assert!(log.contains("spawned"), "{log}");
     kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
-    eventually("the supervisor exits", || child.try_wait().unwrap());
+    eventually_blocking(EVENTUALLY, "the supervisor exits", || {
+        child.try_wait().unwrap()
+    });
 }
