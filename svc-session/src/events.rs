@@ -17,6 +17,7 @@ use std::sync::Arc;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 use snowpea_common::bus::BusHub;
+use snowpea_proto::typed::{Notification, SessionEventPayload};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::store;
@@ -137,6 +138,29 @@ impl EventLog {
         });
     }
 
+    /// Queues a typed event (issue 13 §2): `payload` is the generated payload message of
+    /// the kind `E::KIND`, encoded by [`SessionEventPayload::to_payload`]. Committed, then
+    /// published, in emission order; does not wait.
+    pub fn event<E: SessionEventPayload>(
+        &self,
+        session_id: &str,
+        payload: &E,
+        host_tools_from: Option<String>,
+    ) {
+        self.emit(session_id, E::KIND, payload.to_payload(), host_tools_from);
+    }
+
+    /// [`EventLog::event`], waiting until the event is committed (and published).
+    pub async fn event_committed<E: SessionEventPayload>(
+        &self,
+        session_id: &str,
+        payload: &E,
+        host_tools_from: Option<String>,
+    ) -> anyhow::Result<SessionEvent> {
+        self.emit_committed(session_id, E::KIND, payload.to_payload(), host_tools_from)
+            .await
+    }
+
     /// Queues an event and waits until it is committed (and published).
     pub async fn emit_committed(
         &self,
@@ -193,6 +217,12 @@ impl EventLog {
             method: method.to_owned(),
             params,
         });
+    }
+
+    /// Publishes a typed notification (issue 13 §2; `params` is the generated params
+    /// message of `N::METHOD`) once everything queued before it is committed.
+    pub fn publish<N: Notification>(&self, params: &N) {
+        self.notify(N::METHOD, params.to_params());
     }
 
     /// Waits until everything queued so far is committed and published.

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use snowpea_common::context::CallContext;
 use snowpea_common::time::now_iso;
 use snowpea_proto::session::v1 as pb;
+use snowpea_proto::typed::SessionEventPayload;
 use tokio::sync::watch;
 
 use crate::app::App;
@@ -213,6 +214,24 @@ impl App {
     pub(crate) fn emit(&self, session: &Session, kind: &str, payload: Value) {
         self.log
             .emit(&session.id, kind, payload, session.host_tools_from());
+    }
+
+    /// Queues a typed session event (committed, then published; issue 13 §2).
+    pub(crate) fn event<E: SessionEventPayload>(&self, session: &Session, payload: &E) {
+        self.log
+            .event(&session.id, payload, session.host_tools_from());
+    }
+
+    /// Queues a typed session event and waits for its commit.
+    pub(crate) async fn event_committed<E: SessionEventPayload>(
+        &self,
+        session: &Session,
+        payload: &E,
+    ) -> Result<SessionEvent> {
+        Ok(self
+            .log
+            .event_committed(&session.id, payload, session.host_tools_from())
+            .await?)
     }
 
     /// Queues a session event and waits for its commit.
@@ -451,8 +470,14 @@ impl App {
         let session = self.session(id)?;
         session.update(|r| r.mode = mode.as_str().to_owned());
         self.save_session(&session);
-        self.emit_committed(&session, "mode.changed", json!({ "mode": mode.as_str() }))
-            .await?;
+        self.event_committed(
+            &session,
+            &pb::ModeChangedEvent {
+                mode: mode.as_str().to_owned(),
+                ..Default::default()
+            },
+        )
+        .await?;
         self.sessions_changed(&session, "mode");
         Ok(mode)
     }

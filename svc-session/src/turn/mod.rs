@@ -179,10 +179,14 @@ impl App {
                             cancel: cancel.clone(),
                             started_at: now_iso(),
                         });
-                        self.emit(
+                        self.event(
                             &session,
-                            "turn.dequeued",
-                            json!({ "turnId": q.turn_id, "reason": "started", "queued": st.queue.len() }),
+                            &pb::TurnDequeuedEvent {
+                                turn_id: q.turn_id.clone(),
+                                reason: "started".into(),
+                                queued: st.queue.len() as i64,
+                                ..Default::default()
+                            },
                         );
                         Some(TurnStart {
                             turn_id: q.turn_id,
@@ -229,10 +233,14 @@ impl App {
         if drop_queue {
             while let Some(q) = st.queue.pop_front() {
                 let left = st.queue.len();
-                self.emit(
+                self.event(
                     session,
-                    "turn.dequeued",
-                    json!({ "turnId": q.turn_id, "reason": "dropped", "queued": left }),
+                    &pb::TurnDequeuedEvent {
+                        turn_id: q.turn_id.clone(),
+                        reason: "dropped".into(),
+                        queued: left as i64,
+                        ..Default::default()
+                    },
                 );
                 self.emit(
                     session,
