@@ -40,7 +40,7 @@ pub(crate) struct TurnAccount {
     /// Context window of the model, when known.
     pub window: Option<u64>,
     /// MCP tools of the turn (issue 6), listed from svc-mcp when the turn starts.
-    pub mcp_tools: crate::mcp::TurnTools,
+    pub mcp_tools: crate::clients::mcp::TurnTools,
 }
 
 /// How one model call ended.
@@ -166,7 +166,7 @@ impl App {
         }
         // autoSpeak (issue 7): in the background, never affecting the turn.
         if matches!(end, TurnEnd::Complete) {
-            crate::audio::spawn_speak_reply(
+            crate::clients::audio::spawn_speak_reply(
                 self.config.home.clone(),
                 self.log.clone(),
                 session.id.clone(),
@@ -240,7 +240,7 @@ impl App {
         self.save_session(session);
 
         // MCP tools of the ready servers of this workdir (issue 6); none while svc-mcp is down.
-        acc.mcp_tools.0 = crate::mcp::McpClient::new(&self.config.home)
+        acc.mcp_tools.0 = crate::clients::mcp::McpClient::new(&self.config.home)
             .tools(std::path::Path::new(&row.workdir))
             .await;
         let turn_tools: Vec<_> = self.tools.iter().chain(&acc.mcp_tools.0).cloned().collect();
@@ -248,10 +248,15 @@ impl App {
         let mut system = system_prompt::build(&row, &turn_tools);
         // Recall (issue 4): the best memories for the user's message from the project, agent
         // and global namespaces; skipped with a warning when svc-memory is down.
-        let recalled = crate::memory::MemoryClient::new(self.config.home.socket("memory"))
-            .recall(&row.workdir, None, &t.text, crate::memory::top_k(&settings))
+        let recalled = crate::clients::memory::MemoryClient::new(self.config.home.socket("memory"))
+            .recall(
+                &row.workdir,
+                None,
+                &t.text,
+                crate::clients::memory::top_k(&settings),
+            )
             .await;
-        if let Some(block) = crate::memory::recall_block(&recalled) {
+        if let Some(block) = crate::clients::memory::recall_block(&recalled) {
             system.push_str(&block);
         }
         for _round in 0..self.config.max_tool_rounds {

@@ -52,7 +52,7 @@ impl App {
         if !ok {
             payload["error"] = Value::String(output.to_owned());
         }
-        let images = crate::mcp::images_of(&meta);
+        let images = crate::clients::mcp::images_of(&meta);
         if !meta.is_null() {
             payload["meta"] = meta;
         }
@@ -116,12 +116,12 @@ impl App {
             .chain(&acc.mcp_tools.0)
             .find(|tool| tool.name() == call.name)
             .cloned();
-        if found.is_none() && call.name.starts_with(crate::mcp::PREFIX) {
+        if found.is_none() && call.name.starts_with(crate::clients::mcp::PREFIX) {
             // An MCP tool missing from this turn's list: svc-mcp was down (or the server not
             // ready) when the turn started. Ask again: a clear `unavailable` while svc-mcp is
             // still unreachable, `not_ready` while the server is not, the tool itself if it is
             // back (issue 6).
-            let client = crate::mcp::McpClient::new(&self.config.home);
+            let client = crate::clients::mcp::McpClient::new(&self.config.home);
             match client.list(&session.workdir()).await {
                 Ok(listing) => {
                     found = listing
@@ -132,7 +132,7 @@ impl App {
                     // Its server is not ready (e.g. still starting after svc-mcp restarted) or
                     // gone: say so instead of `unknown tool`.
                     if found.is_none() {
-                        if let Some(out) = crate::mcp::not_callable(&call.name, &listing) {
+                        if let Some(out) = crate::clients::mcp::not_callable(&call.name, &listing) {
                             return self.tool_result(
                                 session,
                                 t,
@@ -145,7 +145,7 @@ impl App {
                     }
                 }
                 Err(why) => {
-                    let msg = crate::mcp::unavailable_message(&call.name, &why);
+                    let msg = crate::clients::mcp::unavailable_message(&call.name, &why);
                     return self.tool_result(session, t, call, false, &msg, Value::Null);
                 }
             }

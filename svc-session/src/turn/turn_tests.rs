@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 use snowpea_proto::session::v1 as pb;
 use snowpea_proto::session::v1::tool_service_server::ToolService;
 
-use crate::mcp::fake::{self, FakeMcp, Script};
+use crate::clients::mcp::fake::{self, FakeMcp, Script};
 
 use crate::testkit::{done_reason, kinds, of_kind, Harness, Item};
 
@@ -382,7 +382,7 @@ async fn mcp_tools_with_long_or_colliding_names_are_listed_and_called_by_their_o
         ("x", "y__z"),
         ("x__y", "z"),
     ];
-    let names = crate::mcp::tool_names(&pairs);
+    let names = crate::clients::mcp::tool_names(&pairs);
     let mut h = Harness::new(json!({
         "steps": [
             {"match": "use mcp", "tool_calls": [
