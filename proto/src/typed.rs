@@ -18,12 +18,11 @@
 
 use std::sync::LazyLock;
 
-use prost_reflect::{
-    DynamicMessage, ExtensionDescriptor, FieldDescriptor, Kind, MapKey, ReflectMessage, Value,
-};
-use serde_json::{Map, Number, Value as Json};
+use prost_reflect::{DynamicMessage, ExtensionDescriptor, FieldDescriptor, ReflectMessage};
+use serde_json::{Map, Value as Json};
 
 use crate::descriptor_pool;
+use crate::json::{value_to_json, Style};
 
 /// The params of a server→client JSON-RPC notification (a message with the
 /// `snowpea.rpc.v1.notification` option). Implemented by `build.rs` for each one.
@@ -140,56 +139,12 @@ pub fn wire_json(msg: &DynamicMessage) -> Json {
             }
         }
         let value = msg.get_field(&field);
-        out.insert(field.json_name().to_owned(), value_json(&field, &value));
+        out.insert(
+            field.json_name().to_owned(),
+            value_to_json(&field, &value, Style::Wire),
+        );
     }
     Json::Object(out)
-}
-
-fn value_json(field: &FieldDescriptor, value: &Value) -> Json {
-    match value {
-        Value::List(items) => Json::Array(items.iter().map(|v| value_json(field, v)).collect()),
-        Value::Map(map) => {
-            let Kind::Message(entry) = field.kind() else {
-                return Json::Null;
-            };
-            let vf = entry.map_entry_value_field();
-            let mut out = Map::new();
-            for (k, v) in map {
-                let key = match k {
-                    MapKey::String(s) => s.clone(),
-                    MapKey::Bool(b) => b.to_string(),
-                    MapKey::I32(i) => i.to_string(),
-                    MapKey::I64(i) => i.to_string(),
-                    MapKey::U32(i) => i.to_string(),
-                    MapKey::U64(i) => i.to_string(),
-                };
-                out.insert(key, value_json(&vf, v));
-            }
-            Json::Object(out)
-        }
-        Value::Bool(b) => Json::Bool(*b),
-        Value::I32(i) => Json::from(*i),
-        Value::I64(i) => Json::from(*i),
-        Value::U32(i) => Json::from(*i),
-        Value::U64(i) => Json::from(*i),
-        Value::F32(f) => float(f64::from(*f)),
-        Value::F64(f) => float(*f),
-        Value::String(s) => Json::String(s.clone()),
-        Value::Bytes(b) => Json::String(String::from_utf8_lossy(b).into_owned()),
-        Value::EnumNumber(n) => match field.kind() {
-            Kind::Enum(e) => e
-                .get_value(*n)
-                .map(|v| Json::String(v.name().to_owned()))
-                .unwrap_or(Json::from(*n)),
-            _ => Json::from(*n),
-        },
-        Value::Message(m) => wire_json(m),
-    }
-}
-
-/// A double as serde writes an `f64` (`100.0` stays `100.0`); non-finite becomes `null`.
-fn float(f: f64) -> Json {
-    Number::from_f64(f).map(Json::Number).unwrap_or(Json::Null)
 }
 
 #[cfg(test)]
