@@ -1,10 +1,13 @@
 //! One tool call inside a turn: `tool.call`, the permission decision (mode matrix,
 //! session-scope allowances, approval), the run with streamed `tool.progress`, and
-//! `tool.result` (+ `diff`). A denial never runs the tool: the model gets a failed result,
-//! an `error` event carries the code (`mode_denied`, `approval_denied`,
-//! `approval_timeout`), and the denial counts toward the turn's limit. In a `scheduled`
-//! session nobody is watching, so an approval timeout or a refusal ends the turn at once
-//! (issue 5).
+//! `tool.result` (+ `diff`). A denial never runs the tool: the model gets a failed result
+//! and an `error` event carries the code (`mode_denied`, `approval_denied`,
+//! `approval_timeout`). A person's deny (`approval_denied`) ends the turn `denied` after
+//! the call, the refusal and the person's reason stored as the tool's result for the next
+//! model call (spec approval.respond: "deny ends the turn"). Automatic denials — the mode
+//! matrix, `denyExec`, an approval timeout — stay tool errors the model can work around and
+//! count toward the turn's limit ([`super::agent::MAX_DENIALS`]). In a `scheduled` session
+//! nobody is watching, so an approval timeout ends the turn at once too (issue 5).
 
 use std::sync::Arc;
 
@@ -12,8 +15,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::agent::TurnAccount;
-use super::TurnStart;
-use crate::app::App;
+use super::{TurnStart, Turns};
 use crate::approval::{Ask, Scope};
 use crate::permissions::{self, Verdict};
 use crate::provider::{ToolCall, ToolImage};
@@ -32,7 +34,7 @@ pub(crate) struct Outcome {
     pub interrupted: bool,
 }
 
-impl App {
+impl Turns {
     fn tool_result(
         &self,
         session: &Session,
@@ -65,16 +67,15 @@ impl App {
         }
     }
 
+    /// A refused call: a failed `tool.result` and an `error` event with `code`.
     fn denial(
         &self,
         session: &Session,
         t: &TurnStart,
         call: &ToolCall,
-        acc: &mut TurnAccount,
         code: &str,
         message: String,
     ) -> Outcome {
-        acc.denials += 1;
         let outcome = self.tool_result(session, t, call, false, &message, Value::Null);
         self.emit(
             session,
@@ -112,6 +113,7 @@ impl App {
         );
         let mut found = self
             .tools
+            .builtin()
             .iter()
             .chain(&acc.mcp_tools.0)
             .find(|tool| tool.name() == call.name)
@@ -121,7 +123,7 @@ impl App {
             // ready) when the turn started. Ask again: a clear `unavailable` while svc-mcp is
             // still unreachable, `not_ready` while the server is not, the tool itself if it is
             // back (issue 6).
-            let client = crate::clients::mcp::McpClient::new(&self.config.home);
+            let client = self.tools.mcp();
             match client.list(&session.workdir()).await {
                 Ok(listing) => {
                     found = listing
@@ -153,6 +155,7 @@ impl App {
         let Some(tool) = found else {
             let names: Vec<_> = self
                 .tools
+                .builtin()
                 .iter()
                 .chain(&acc.mcp_tools.0)
                 .map(|tool| tool.name())
@@ -193,7 +196,8 @@ impl App {
                         mode.as_str()
                     )
                 };
-                return self.denial(session, t, call, acc, "mode_denied", msg);
+                acc.denials += 1;
+                return self.denial(session, t, call, "mode_denied", msg);
             }
             Verdict::Ask => {
                 let outside = !plan.outside_workdir.is_empty();
@@ -218,29 +222,31 @@ impl App {
                         note,
                         risk: permissions::risk(plan.permission),
                     };
-                    let resolution = self.request_approval(session, ask, &t.cancel).await;
+                    let resolution = self.approvals.request(session, ask, &t.cancel).await;
                     if !resolution.allow {
                         return match resolution.by {
                             "interrupted" => self.interrupted(session, t, call),
                             "timeout" => {
                                 acc.unattended_denied = session.is_unattended();
+                                acc.denials += 1;
                                 self.denial(
                                     session,
                                     t,
                                     call,
-                                    acc,
                                     "approval_timeout",
                                     format!("denied: no approval for `{}` arrived in time (approval_timeout)", call.name),
                                 )
                             }
                             _ => {
-                                acc.unattended_denied = session.is_unattended();
                                 let mut msg =
                                     format!("denied by user: `{}` was not approved", call.name);
                                 if let Some(r) = &resolution.reason {
                                     msg.push_str(&format!(" (reason: {r})"));
                                 }
-                                self.denial(session, t, call, acc, "approval_denied", msg)
+                                // A person's refusal ends the turn (not an automatic
+                                // denial the model could work around).
+                                acc.person_denied = true;
+                                self.denial(session, t, call, "approval_denied", msg)
                             }
                         };
                     }
@@ -259,7 +265,7 @@ impl App {
             workdir,
             progress,
             cancel: t.cancel.child_token(),
-            output_cap: self.config.output_cap,
+            output_cap: self.limits.output_cap,
             session_id: session.id.clone(),
             mode: session.mode().as_str().to_owned(),
         };
