@@ -6,7 +6,8 @@
 //! `-- 10000 100000 1000000`; `-- --narrow` for the worst-case 40-word vocabulary;
 //! `-- --server PATH` (repeatable) to compare other builds of `snowpea-svc-memory`, for
 //! example the previous commit's: the memories are written once, then every server answers
-//! the same queries on a copy of the same database, interleaved, `--rounds N` times).
+//! the same queries on a copy of the same database, interleaved, `--rounds N` times;
+//! `--queries N` calls per query shape, default 500).
 //! Results go to `docs/PERFORMANCE.md` ("svc-memory").
 
 use std::path::{Path, PathBuf};
@@ -101,7 +102,7 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
 }
 
 /// A started `snowpea-svc-memory` on `home`, SERVING.
-async fn start(bin: &Path, home: &Path) -> (Child, tonic::transport::Channel) {
+async fn start_server(bin: &Path, home: &Path) -> (Child, tonic::transport::Channel) {
     let socket = home.join("run/memory.sock");
     let child = Command::new(bin)
         .arg("--home")
@@ -135,7 +136,7 @@ fn load() -> String {
 
 async fn run(n: usize, narrow: bool, servers: &[PathBuf], rounds: usize) {
     let home = tempfile::tempdir().unwrap();
-    let (child, channel) = start(&servers[0], home.path()).await;
+    let (child, channel) = start_server(&servers[0], home.path()).await;
     // Writes: 8 concurrent writers, each acknowledged after commit.
     let writers = 8;
     let start = Instant::now();
@@ -189,7 +190,7 @@ async fn run(n: usize, narrow: bool, servers: &[PathBuf], rounds: usize) {
             for (name, bytes) in &state {
                 std::fs::write(copy.path().join("state").join(name), bytes).unwrap();
             }
-            let (child, channel) = start(bin, copy.path()).await;
+            let (child, channel) = start_server(bin, copy.path()).await;
             println!("n={n} round {round}: {}", bin.display());
             searches(n, shape, narrow, channel).await;
             stop(child);
@@ -197,7 +198,10 @@ async fn run(n: usize, narrow: bool, servers: &[PathBuf], rounds: usize) {
     }
 }
 
-/// One client, sequential, three query shapes, 500 calls each.
+/// Calls per query shape (`--queries N`).
+static QUERIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(500);
+
+/// One client, sequential, three query shapes, [`QUERIES`] calls each.
 async fn searches(n: usize, shape: &str, narrow: bool, channel: tonic::transport::Channel) {
     let mut c = MemoryServiceClient::new(channel);
     let mut rng = Text::new(42, narrow);
@@ -207,7 +211,7 @@ async fn searches(n: usize, shape: &str, narrow: bool, channel: tonic::transport
         ("short query (<3 chars)", 2),
     ] {
         let mut lat = Vec::new();
-        for i in 0..500 {
+        for i in 0..QUERIES.load(std::sync::atomic::Ordering::Relaxed) {
             let query = match short {
                 0 => {
                     let a = rng.word().to_owned();
@@ -251,6 +255,10 @@ async fn main() {
         match a.as_str() {
             "--server" => servers.push(it.next().expect("--server PATH").into()),
             "--rounds" => rounds = it.next().and_then(|r| r.parse().ok()).expect("--rounds N"),
+            "--queries" => {
+                let q = it.next().and_then(|r| r.parse().ok()).expect("--queries N");
+                QUERIES.store(q, std::sync::atomic::Ordering::Relaxed);
+            }
             _ => sizes.extend(a.parse::<usize>().ok()),
         }
     }
