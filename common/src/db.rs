@@ -2,11 +2,83 @@
 //! `$SNOWPEA_HOME/state/`, WAL journal, `busy_timeout`, `synchronous=NORMAL` (in WAL mode a
 //! committed transaction survives a process crash — kill -9 — which is the durability the
 //! suite promises), and versioned migrations tracked in `PRAGMA user_version`.
+//!
+//! **SQLite never runs on an async worker thread** (issue 13 §3/§4): a service reaches its
+//! database only through [`blocking`], which runs the work on tokio's blocking pool and waits
+//! for it at most [`CALL_TIMEOUT`]. Every service does it this way; a store keeps its
+//! connections behind its own locks and exposes synchronous methods that are only ever
+//! called from inside [`blocking`].
 
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::Context;
 use rusqlite::Connection;
+
+/// The longest a caller waits for database work handed to [`blocking`] (six times SQLite's
+/// `busy_timeout`, so a slow but progressing writer is not cut off).
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why database work handed to [`blocking`] produced no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DbError {
+    /// The work did not finish within the wait (it may still finish later; its result is
+    /// dropped). Services answer it `unavailable`.
+    #[error("{what}: the database did not answer within {waited:?}")]
+    Timeout {
+        /// What was being done (for the message).
+        what: &'static str,
+        /// How long the caller waited.
+        waited: Duration,
+    },
+    /// The work panicked (a bug); services answer it `internal`.
+    #[error("{what}: database work panicked: {message}")]
+    Panicked {
+        /// What was being done.
+        what: &'static str,
+        /// The panic message.
+        message: String,
+    },
+}
+
+/// Runs synchronous database work `f` on tokio's blocking pool (never on an async worker
+/// thread) inside the caller's span, and waits for it at most [`CALL_TIMEOUT`]. `what`
+/// names the work in errors (`"memory.search"`).
+pub async fn blocking<T: Send + 'static>(
+    what: &'static str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, DbError> {
+    blocking_within(what, CALL_TIMEOUT, f).await
+}
+
+/// [`blocking`] with an explicit wait.
+pub async fn blocking_within<T: Send + 'static>(
+    what: &'static str,
+    wait: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, DbError> {
+    let span = tracing::Span::current();
+    let task = tokio::task::spawn_blocking(move || span.in_scope(f));
+    match tokio::time::timeout(wait, task).await {
+        Err(_) => Err(DbError::Timeout { what, waited: wait }),
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(DbError::Panicked {
+            what,
+            message: panic_message(e),
+        }),
+    }
+}
+
+fn panic_message(e: tokio::task::JoinError) -> String {
+    match e.try_into_panic() {
+        Ok(p) => p
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| p.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "non-text panic".into()),
+        Err(e) => e.to_string(),
+    }
+}
 
 /// Opens (creating) the database at `path` and applies `migrations` in order: migration
 /// `i` (0-based) brings the schema to `user_version = i + 1`. Each runs in its own
@@ -132,6 +204,33 @@ mod tests {
             .pragma_query_value(None, "journal_mode", |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[tokio::test]
+    async fn blocking_work_runs_on_another_thread_and_reports_panics_and_timeouts() {
+        let caller = std::thread::current().id();
+        let worker = blocking("probe", || std::thread::current().id())
+            .await
+            .unwrap();
+        assert_ne!(caller, worker);
+        let e = blocking("boom", || -> () { panic!("bad row") })
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e,
+            DbError::Panicked {
+                what: "boom",
+                message: "bad row".into()
+            }
+        );
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let e = blocking_within("slow", Duration::from_millis(10), move || {
+            let _ = rx.recv_timeout(Duration::from_secs(5));
+        })
+        .await
+        .unwrap_err();
+        assert!(matches!(e, DbError::Timeout { what: "slow", .. }));
+        drop(tx);
     }
 
     #[test]

@@ -94,8 +94,8 @@ impl App {
         let mark = snowpea_common::orphans::mark("session", config.home.root());
         snowpea_common::orphans::reap(&mark);
         let mut tools = tools::builtin(&mark);
-        tools.extend(crate::memory::tools::for_home(&config.home));
-        tools.extend(crate::scheduler_tools::for_home(&config.home));
+        tools.extend(crate::tools::memory::for_home(&config.home));
+        tools.extend(crate::tools::schedule::for_home(&config.home));
         let app = Arc::new(App {
             config,
             store,

@@ -9,16 +9,13 @@
 
 pub mod app;
 pub mod approval;
-pub mod audio;
+pub mod clients;
 pub mod error;
 pub mod events;
-pub mod mcp;
-pub mod memory;
 pub mod permissions;
 pub mod provider;
 pub mod recovery;
 pub mod rpc;
-pub mod scheduler_tools;
 pub mod session;
 pub mod store;
 pub mod tools;

@@ -1,6 +1,6 @@
 //! A full turn through the real suite with the scripted provider: streaming, write_file
-//! with a diff, a shell call approved once and one denied, event order, queueing and
-//! interrupt of a long shell.
+//! with a diff, a shell call approved once and one denied (which ends the turn `denied`),
+//! event order, queueing and interrupt of a long shell.
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +18,7 @@ fn kinds(events: &[SessionEvent]) -> Vec<&str> {
 #[tokio::test]
 async fn full_turn_with_diff_and_approved_and_denied_shell() {
     let script = json!({"steps": [
-        {"match": "build", "tool_calls": [{"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
+        {"match": "build", "text": "Writing the file.", "tool_calls": [{"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
         {"after_tool": "write_file", "tool_calls": [{"name": "shell", "arguments": {"command": "cat hello.txt > copy1.txt"}}]},
         {"after_tool": "shell", "tool_calls": [{"name": "shell", "arguments": {"command": "cat hello.txt > copy2.txt"}}]},
         {"after_tool": "shell", "text": "All done, the file is written."}
@@ -51,9 +51,10 @@ async fn full_turn_with_diff_and_approved_and_denied_shell() {
         .prompt_and_collect(&sid, "build it", TURN)
         .await
         .unwrap();
+    // A person's deny ends the turn (spec approval.respond; issue 25 item 7).
     assert_eq!(
         outcome.reason.as_deref(),
-        Some("complete"),
+        Some("denied"),
         "{:?}",
         kinds(&outcome.events)
     );
@@ -97,7 +98,11 @@ async fn full_turn_with_diff_and_approved_and_denied_shell() {
         ev.iter().any(|e| e.kind == "error"),
         "a denial emits an error event: {k:?}"
     );
-    assert!(outcome.text().contains("All done"), "{}", outcome.text());
+    assert!(
+        !outcome.text().contains("All done"),
+        "the model is not called after a person's deny: {}",
+        outcome.text()
+    );
     // approval.resolved was broadcast for both.
     drop(client);
 }

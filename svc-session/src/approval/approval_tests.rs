@@ -104,54 +104,95 @@ async fn allow_for_the_session_is_remembered() {
     assert_eq!(done_reason(&ev), "complete");
 }
 
+/// Spec approval.respond: "allow runs the tool, deny ends the turn", the person's reason
+/// quoted back to the model as the tool's refusal so the next turn can answer it (this
+/// replaces the earlier deny-continues behaviour, issue 25 item 7).
 #[tokio::test]
-async fn a_denial_is_a_failed_result_and_the_model_continues() {
+async fn a_persons_deny_ends_the_turn_and_the_reason_reaches_the_next_model_call() {
     let mut h = Harness::new(json!({
         "steps": [
             {"match": "run", "tool_calls": [{"name": "shell", "arguments": {"command": "touch ran"}}]},
-            {"after_tool": "shell", "text": "ok, I will not"}
+            {"after_tool": "shell", "text": "going on after the refusal"},
+            {"match": "why", "text": "because you said not today"}
         ]
     }))
     .await;
     h.connect("c1", Some("cli")).await;
     let sid = h.create("accept").await;
     let tid = h.prompt(&sid, "run it").await;
-    let (ev, requests, notes) = run(&mut h, &tid, "deny", "once").await;
-    assert_eq!(requests.len(), 1);
+    let mut requests = 0;
+    let mut notes = Vec::new();
+    let ev = h
+        .until_done(&tid, |item| match item {
+            Item::Request(r) if r.method == "approval.request" => {
+                requests += 1;
+                Some((
+                    r.request_id.clone(),
+                    json!({"decision": "deny", "reason": "not today"}),
+                ))
+            }
+            Item::Note(m, p) if m != "session.event" => {
+                notes.push((m.clone(), p.clone()));
+                None
+            }
+            _ => None,
+        })
+        .await;
+    assert_eq!(requests, 1);
     assert!(!h.workdir.join("ran").exists(), "a denied tool never runs");
     let result = of_kind(&ev, "tool.result")[0];
     assert_eq!(result["payload"]["ok"], false);
-    assert!(result["payload"]["output"]
-        .as_str()
-        .unwrap()
-        .contains("denied by user"));
+    let output = result["payload"]["output"].as_str().unwrap();
+    assert!(output.contains("denied by user"), "{output}");
+    assert!(output.contains("not today"), "{output}");
     let err = of_kind(&ev, "error")[0];
     assert_eq!(err["payload"]["code"], "approval_denied");
-    assert!(of_kind(&ev, "message.delta")
-        .iter()
-        .any(|d| d["payload"]["text"].as_str().unwrap().contains("not")));
-    assert_eq!(done_reason(&ev), "complete");
+    assert!(
+        of_kind(&ev, "message.delta")
+            .iter()
+            .all(|d| !d["payload"]["text"].as_str().unwrap().contains("going on")),
+        "the model is not called again in the denied turn"
+    );
+    assert_eq!(done_reason(&ev), "denied");
     assert!(notes
         .iter()
         .any(|(m, p)| m == "approval.resolved" && p["decision"] == "deny" && p["by"] == "user"));
+
+    // The next turn's model call gets the refusal, with the reason, as the tool's result.
+    let tid = h.prompt(&sid, "why not?").await;
+    let ev = h.until_done(&tid, |_| None).await;
+    assert_eq!(done_reason(&ev), "complete");
+    let seen = crate::provider::fake_provider(&h.script)
+        .unwrap()
+        .received();
+    let last = seen.last().expect("a model call");
+    let refusal = last
+        .messages
+        .iter()
+        .find(|m| m.role == crate::provider::Role::Tool)
+        .expect("the refused call's result is in the history");
+    assert!(refusal.is_error);
+    assert!(refusal.content.contains("not today"), "{}", refusal.content);
 }
 
 #[tokio::test]
-async fn the_third_denial_ends_the_turn_as_denied() {
+async fn the_third_automatic_denial_ends_the_turn_as_denied() {
     let mut h = Harness::new(json!({
         "steps": [
-            {"match": "run", "tool_calls": [{"name": "shell", "arguments": {"command": "true"}}]},
-            {"after_tool": "shell", "tool_calls": [{"name": "shell", "arguments": {"command": "true"}}], "repeat": true}
+            {"match": "write", "tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]},
+            {"after_tool": "write_file", "tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}], "repeat": true}
         ]
     }))
     .await;
     h.connect("c1", Some("cli")).await;
-    let sid = h.create("accept").await;
-    let tid = h.prompt(&sid, "run it").await;
-    let (ev, requests, _) = run(&mut h, &tid, "deny", "once").await;
-    assert_eq!(requests.len(), 3);
+    let sid = h.create("plan").await;
+    let tid = h.prompt(&sid, "write it").await;
+    let (ev, requests, _) = run(&mut h, &tid, "allow", "once").await;
+    assert!(requests.is_empty(), "the mode matrix never asks");
     assert_eq!(of_kind(&ev, "tool.result").len(), 3);
-    assert_eq!(of_kind(&ev, "error").len(), 3);
+    let errors = of_kind(&ev, "error");
+    assert_eq!(errors.len(), 3);
+    assert!(errors.iter().all(|e| e["payload"]["code"] == "mode_denied"));
     assert_eq!(done_reason(&ev), "denied");
 }
 

@@ -69,7 +69,7 @@ impl ToolService for ToolRpc {
         };
         // MCP tools of the ready servers (issue 6): the session's workdir, else the global
         // servers; none while svc-mcp is down.
-        let mcp = crate::mcp::McpClient::new(&self.app.config.home)
+        let mcp = crate::clients::mcp::McpClient::new(&self.app.config.home)
             .listed(workdir.as_deref().unwrap_or(std::path::Path::new("")))
             .await;
         let _g = span.enter();

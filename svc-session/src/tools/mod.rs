@@ -18,7 +18,9 @@ use tokio_util::sync::CancellationToken;
 use crate::provider::ToolSpec;
 
 pub mod fs;
+pub mod memory;
 pub mod paths;
+pub mod schedule;
 pub mod search;
 pub mod shell;
 

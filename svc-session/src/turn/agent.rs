@@ -25,8 +25,13 @@ use crate::store;
 pub(crate) struct TurnAccount {
     /// Every answer text of the turn, concatenated (`message.done.text`).
     pub text: String,
-    /// Denied tool calls so far (the third ends the turn).
+    /// Automatic denials so far (the mode matrix, `denyExec`, an approval timeout): tool
+    /// errors the model can work around; the [`MAX_DENIALS`]th ends the turn `denied`.
     pub denials: u32,
+    /// A person refused a call (`approval.resolved{by:"user"}`): the turn ends `denied` after
+    /// that call (spec approval.respond: "deny ends the turn"); the refusal, with the
+    /// person's reason, stays in the history as the tool's result for the next model call.
+    pub person_denied: bool,
     /// An approval was refused or timed out in an unattended (scheduled) session: the turn
     /// ends `denied` at once, and the run is reported `denied` / `denied_by_timeout`
     /// (issue 5; spec approval.respond: "deny ends the turn").
@@ -40,7 +45,7 @@ pub(crate) struct TurnAccount {
     /// Context window of the model, when known.
     pub window: Option<u64>,
     /// MCP tools of the turn (issue 6), listed from svc-mcp when the turn starts.
-    pub mcp_tools: crate::mcp::TurnTools,
+    pub mcp_tools: crate::clients::mcp::TurnTools,
 }
 
 /// How one model call ended.
@@ -53,7 +58,9 @@ enum Call {
     Failed { code: &'static str, message: String },
 }
 
-/// Denials in one turn that end it with `denied`.
+/// Automatic denials (mode matrix, `denyExec`, approval timeout) in one turn that end it
+/// with `denied`, so a model that keeps retrying refused calls cannot loop until the
+/// tool-round budget. A person's deny ends the turn at once ([`TurnAccount::person_denied`]).
 pub const MAX_DENIALS: u32 = 3;
 
 /// The protocol error code of a provider failure.
@@ -166,7 +173,7 @@ impl App {
         }
         // autoSpeak (issue 7): in the background, never affecting the turn.
         if matches!(end, TurnEnd::Complete) {
-            crate::audio::spawn_speak_reply(
+            crate::clients::audio::spawn_speak_reply(
                 self.config.home.clone(),
                 self.log.clone(),
                 session.id.clone(),
@@ -240,7 +247,7 @@ impl App {
         self.save_session(session);
 
         // MCP tools of the ready servers of this workdir (issue 6); none while svc-mcp is down.
-        acc.mcp_tools.0 = crate::mcp::McpClient::new(&self.config.home)
+        acc.mcp_tools.0 = crate::clients::mcp::McpClient::new(&self.config.home)
             .tools(std::path::Path::new(&row.workdir))
             .await;
         let turn_tools: Vec<_> = self.tools.iter().chain(&acc.mcp_tools.0).cloned().collect();
@@ -248,10 +255,15 @@ impl App {
         let mut system = system_prompt::build(&row, &turn_tools);
         // Recall (issue 4): the best memories for the user's message from the project, agent
         // and global namespaces; skipped with a warning when svc-memory is down.
-        let recalled = crate::memory::MemoryClient::new(self.config.home.socket("memory"))
-            .recall(&row.workdir, None, &t.text, crate::memory::top_k(&settings))
+        let recalled = crate::clients::memory::MemoryClient::new(self.config.home.socket("memory"))
+            .recall(
+                &row.workdir,
+                None,
+                &t.text,
+                crate::clients::memory::top_k(&settings),
+            )
             .await;
-        if let Some(block) = crate::memory::recall_block(&recalled) {
+        if let Some(block) = crate::clients::memory::recall_block(&recalled) {
             system.push_str(&block);
         }
         for _round in 0..self.config.max_tool_rounds {
@@ -289,7 +301,7 @@ impl App {
                 if outcome.interrupted {
                     return TurnEnd::Interrupted;
                 }
-                if acc.denials >= MAX_DENIALS || acc.unattended_denied {
+                if acc.person_denied || acc.denials >= MAX_DENIALS || acc.unattended_denied {
                     return TurnEnd::Denied;
                 }
             }

@@ -1,7 +1,7 @@
 //! The conversation history sent to the model, rebuilt from the stored session events so
 //! it survives restarts: `message.user` → a user message; `message.delta`s and
 //! `tool.call`s → the assistant message they belong to; `tool.result` → a tool message
-//! (with the images of its `meta.images`, see [`crate::mcp::images_of`]).
+//! (with the images of its `meta.images`, see [`crate::clients::mcp::images_of`]).
 //! Calls that never got a result (interrupted, crashed) get a failed "interrupted" result
 //! at the end of their turn, so every vendor sees a well-formed conversation.
 
@@ -93,7 +93,10 @@ pub fn rebuild(events: impl IntoIterator<Item = (String, Value)>) -> Vec<ChatMes
                 };
                 let call = b.unanswered.remove(pos);
                 let ok = p.get("ok").and_then(Value::as_bool).unwrap_or(false);
-                let images = p.get("meta").map(crate::mcp::images_of).unwrap_or_default();
+                let images = p
+                    .get("meta")
+                    .map(crate::clients::mcp::images_of)
+                    .unwrap_or_default();
                 b.out.push(
                     ChatMessage::tool_result(&call, str_of(&p, "output"), !ok).with_images(images),
                 );

@@ -76,7 +76,7 @@ pub enum TurnEnd {
     Interrupted,
     /// A provider or internal error.
     Error,
-    /// The third denial of the turn.
+    /// A person denied a tool call, or the turn hit its limit of automatic denials.
     Denied,
     /// The tool-round budget ran out.
     Budget,

@@ -1,10 +1,13 @@
 //! One tool call inside a turn: `tool.call`, the permission decision (mode matrix,
 //! session-scope allowances, approval), the run with streamed `tool.progress`, and
-//! `tool.result` (+ `diff`). A denial never runs the tool: the model gets a failed result,
-//! an `error` event carries the code (`mode_denied`, `approval_denied`,
-//! `approval_timeout`), and the denial counts toward the turn's limit. In a `scheduled`
-//! session nobody is watching, so an approval timeout or a refusal ends the turn at once
-//! (issue 5).
+//! `tool.result` (+ `diff`). A denial never runs the tool: the model gets a failed result
+//! and an `error` event carries the code (`mode_denied`, `approval_denied`,
+//! `approval_timeout`). A person's deny (`approval_denied`) ends the turn `denied` after
+//! the call, the refusal and the person's reason stored as the tool's result for the next
+//! model call (spec approval.respond: "deny ends the turn"). Automatic denials — the mode
+//! matrix, `denyExec`, an approval timeout — stay tool errors the model can work around and
+//! count toward the turn's limit ([`super::agent::MAX_DENIALS`]). In a `scheduled` session
+//! nobody is watching, so an approval timeout ends the turn at once too (issue 5).
 
 use std::sync::Arc;
 
@@ -52,7 +55,7 @@ impl App {
         if !ok {
             payload["error"] = Value::String(output.to_owned());
         }
-        let images = crate::mcp::images_of(&meta);
+        let images = crate::clients::mcp::images_of(&meta);
         if !meta.is_null() {
             payload["meta"] = meta;
         }
@@ -65,16 +68,15 @@ impl App {
         }
     }
 
+    /// A refused call: a failed `tool.result` and an `error` event with `code`.
     fn denial(
         &self,
         session: &Session,
         t: &TurnStart,
         call: &ToolCall,
-        acc: &mut TurnAccount,
         code: &str,
         message: String,
     ) -> Outcome {
-        acc.denials += 1;
         let outcome = self.tool_result(session, t, call, false, &message, Value::Null);
         self.emit(
             session,
@@ -116,12 +118,12 @@ impl App {
             .chain(&acc.mcp_tools.0)
             .find(|tool| tool.name() == call.name)
             .cloned();
-        if found.is_none() && call.name.starts_with(crate::mcp::PREFIX) {
+        if found.is_none() && call.name.starts_with(crate::clients::mcp::PREFIX) {
             // An MCP tool missing from this turn's list: svc-mcp was down (or the server not
             // ready) when the turn started. Ask again: a clear `unavailable` while svc-mcp is
             // still unreachable, `not_ready` while the server is not, the tool itself if it is
             // back (issue 6).
-            let client = crate::mcp::McpClient::new(&self.config.home);
+            let client = crate::clients::mcp::McpClient::new(&self.config.home);
             match client.list(&session.workdir()).await {
                 Ok(listing) => {
                     found = listing
@@ -132,7 +134,7 @@ impl App {
                     // Its server is not ready (e.g. still starting after svc-mcp restarted) or
                     // gone: say so instead of `unknown tool`.
                     if found.is_none() {
-                        if let Some(out) = crate::mcp::not_callable(&call.name, &listing) {
+                        if let Some(out) = crate::clients::mcp::not_callable(&call.name, &listing) {
                             return self.tool_result(
                                 session,
                                 t,
@@ -145,7 +147,7 @@ impl App {
                     }
                 }
                 Err(why) => {
-                    let msg = crate::mcp::unavailable_message(&call.name, &why);
+                    let msg = crate::clients::mcp::unavailable_message(&call.name, &why);
                     return self.tool_result(session, t, call, false, &msg, Value::Null);
                 }
             }
@@ -193,7 +195,8 @@ impl App {
                         mode.as_str()
                     )
                 };
-                return self.denial(session, t, call, acc, "mode_denied", msg);
+                acc.denials += 1;
+                return self.denial(session, t, call, "mode_denied", msg);
             }
             Verdict::Ask => {
                 let outside = !plan.outside_workdir.is_empty();
@@ -224,23 +227,25 @@ impl App {
                             "interrupted" => self.interrupted(session, t, call),
                             "timeout" => {
                                 acc.unattended_denied = session.is_unattended();
+                                acc.denials += 1;
                                 self.denial(
                                     session,
                                     t,
                                     call,
-                                    acc,
                                     "approval_timeout",
                                     format!("denied: no approval for `{}` arrived in time (approval_timeout)", call.name),
                                 )
                             }
                             _ => {
-                                acc.unattended_denied = session.is_unattended();
                                 let mut msg =
                                     format!("denied by user: `{}` was not approved", call.name);
                                 if let Some(r) = &resolution.reason {
                                     msg.push_str(&format!(" (reason: {r})"));
                                 }
-                                self.denial(session, t, call, acc, "approval_denied", msg)
+                                // A person's refusal ends the turn (not an automatic
+                                // denial the model could work around).
+                                acc.person_denied = true;
+                                self.denial(session, t, call, "approval_denied", msg)
                             }
                         };
                     }

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 use snowpea_proto::session::v1 as pb;
 use snowpea_proto::session::v1::tool_service_server::ToolService;
 
-use crate::mcp::fake::{self, FakeMcp, Script};
+use crate::clients::mcp::fake::{self, FakeMcp, Script};
 
 use crate::testkit::{done_reason, kinds, of_kind, Harness, Item};
 
@@ -356,7 +356,7 @@ async fn a_project_cannot_lower_the_permission_of_a_global_mcp_server() {
     );
     let result = of_kind(&ev, "tool.result")[0];
     assert_eq!(result["payload"]["ok"], false);
-    assert_eq!(done_reason(&ev), "complete");
+    assert_eq!(done_reason(&ev), "denied");
 
     let listed = crate::rpc::tool::ToolRpc::new(h.app.clone())
         .list(tonic::Request::new(pb::ToolListParams {
@@ -382,7 +382,7 @@ async fn mcp_tools_with_long_or_colliding_names_are_listed_and_called_by_their_o
         ("x", "y__z"),
         ("x__y", "z"),
     ];
-    let names = crate::mcp::tool_names(&pairs);
+    let names = crate::clients::mcp::tool_names(&pairs);
     let mut h = Harness::new(json!({
         "steps": [
             {"match": "use mcp", "tool_calls": [

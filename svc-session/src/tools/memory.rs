@@ -8,7 +8,7 @@ use std::path::Path;
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
-use super::{session_namespaces, MemoryClient};
+use crate::clients::memory::{session_namespaces, MemoryClient};
 use crate::provider::ToolSpec;
 use crate::tools::{args, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
 

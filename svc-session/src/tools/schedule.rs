@@ -10,26 +10,19 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use snowpea_common::home::Home;
-use snowpea_proto::scheduler::v1::scheduler_internal_service_client::SchedulerInternalServiceClient;
 use snowpea_proto::scheduler::v1::{ToolCancelRequest, ToolListRequest, ToolScheduleRequest};
-use tonic::transport::Channel;
 
+use crate::clients::scheduler::{SchedulerClient, CALL_TIMEOUT};
 use crate::provider::ToolSpec;
 use crate::tools::{Permission, Tool, ToolContext, ToolOutput, ToolPlan};
 
-/// Longest wait for svc-scheduler.
-pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// The three tools, calling the scheduler of `home`.
 pub fn for_home(home: &Home) -> Vec<Arc<dyn Tool>> {
-    let client = SchedulerInternalServiceClient::new(snowpea_common::client::unix_channel(
-        home.socket("scheduler"),
-    ));
+    let client = crate::clients::scheduler::connect(home);
     vec![
         Arc::new(ScheduleTool {
             which: Which::Create,
@@ -57,7 +50,7 @@ enum Which {
 #[derive(Debug, Clone)]
 pub struct ScheduleTool {
     which: Which,
-    client: SchedulerInternalServiceClient<Channel>,
+    client: SchedulerClient,
 }
 
 fn str_arg<'a>(a: &'a Value, key: &str) -> Result<&'a str, String> {
@@ -231,14 +224,13 @@ impl Tool for ScheduleTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn tool(which: Which) -> ScheduleTool {
         let home = Home::new("/nonexistent-snowpea-home");
         ScheduleTool {
             which,
-            client: SchedulerInternalServiceClient::new(snowpea_common::client::unix_channel(
-                home.socket("scheduler"),
-            )),
+            client: crate::clients::scheduler::connect(&home),
         }
     }
 

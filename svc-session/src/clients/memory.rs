@@ -15,8 +15,6 @@ use snowpea_proto::memory::v1::memory_service_client::MemoryServiceClient;
 use snowpea_proto::memory::v1::{MemorySearchParams, MemoryWriteParams};
 use tonic::transport::Channel;
 
-pub mod tools;
-
 /// Deadline of one call to svc-memory.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(2);
 /// Recall count when the setting `memory.top_k` is absent.

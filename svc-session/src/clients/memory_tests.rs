@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::tools::{SaveMemory, SearchMemory};
 use super::*;
+use crate::tools::memory::{SaveMemory, SearchMemory};
 use crate::tools::Tool;
 
 fn down() -> (tempfile::TempDir, MemoryClient) {

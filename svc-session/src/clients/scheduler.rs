@@ -1,0 +1,22 @@
+//! The client of svc-scheduler (issue 5): its internal `SchedulerInternalService` over
+//! `run/scheduler.sock`, used by the agent tools `schedule_create` / `schedule_list` /
+//! `schedule_cancel` ([`crate::tools::schedule`]).
+
+use std::time::Duration;
+
+use snowpea_common::home::Home;
+use snowpea_proto::scheduler::v1::scheduler_internal_service_client::SchedulerInternalServiceClient;
+use tonic::transport::Channel;
+
+/// Longest wait for svc-scheduler.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A lazily connecting client of svc-scheduler's internal service.
+pub type SchedulerClient = SchedulerInternalServiceClient<Channel>;
+
+/// The client of the scheduler of `home` (connects on first use, reconnects after a restart).
+pub fn connect(home: &Home) -> SchedulerClient {
+    SchedulerInternalServiceClient::new(snowpea_common::client::unix_channel(
+        home.socket("scheduler"),
+    ))
+}
