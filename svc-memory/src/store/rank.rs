@@ -18,10 +18,13 @@
 //!   still-unfetched phrases could add to a row that has none of the fetched ones
 //!   (Σ idf·(k1 + 1)), no other row can enter the top `limit`: the answer is exact.
 //!
-//! One bound keeps a query of only very common words fast: at most [`MAX_SCORED`] rows are
-//! scored; a phrase whose remaining matches would exceed it contributes its newest matches
-//! only. Until a query has to score that many rows the result is identical to
-//! `ORDER BY -bm25(…) DESC, created_ms DESC, rowid DESC` (see the tests).
+//! One bound keeps a long or common-word query fast: at most [`MAX_SCORED`] rows are
+//! scored; a phrase whose matches would exceed what is left of it contributes its newest
+//! matches only, and later (more common) phrases add no rows, only their share of the
+//! score of rows already fetched. So the answer is the exact bm25 order
+//! (`ORDER BY -bm25(…) DESC, created_ms DESC, rowid DESC`, see the tests) whenever MaxScore
+//! proves the top `limit` within that many rows; otherwise it is the bm25 order of the
+//! rows that contain the query's rarest words.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{LazyLock, Mutex};
@@ -40,7 +43,7 @@ const B: f64 = 0.75;
 /// Column weights (text, tags, title), as the former `bm25(memories_fts, 1.0, 0.5, 0.8)`.
 const WEIGHTS: [f64; 3] = [1.0, 0.5, 0.8];
 /// Most rows one query scores (module docs).
-pub const MAX_SCORED: usize = 1_500;
+pub const MAX_SCORED: usize = 256;
 /// Most cached document frequencies (all databases of the process together).
 const DF_CACHE: usize = 8_192;
 
@@ -233,6 +236,17 @@ pub fn top(
     phrases: &[String],
     limit: usize,
 ) -> Result<Vec<Memory>> {
+    top_scoring(conn, namespaces, phrases, limit, MAX_SCORED)
+}
+
+/// [`top`] scoring at most `max_scored` rows (`usize::MAX`: the exact bm25 order always).
+pub fn top_scoring(
+    conn: &Connection,
+    namespaces: &[Namespace],
+    phrases: &[String],
+    limit: usize,
+    max_scored: usize,
+) -> Result<Vec<Memory>> {
     if phrases.is_empty() || namespaces.is_empty() || limit == 0 {
         return Ok(Vec::new());
     }
@@ -290,7 +304,7 @@ pub fn top(
         if best.len() >= limit && best[limit - 1] > rest {
             break;
         }
-        let budget = MAX_SCORED.saturating_sub(scored.len());
+        let budget = max_scored.saturating_sub(scored.len());
         if budget == 0 {
             break;
         }

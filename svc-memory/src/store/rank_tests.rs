@@ -83,7 +83,9 @@ fn compare(s: &Store, rng: &mut Rng, words: &[String], spaces: &[Namespace]) -> 
         let ns = &spaces[q % spaces.len()..=q % spaces.len()];
         let limit = [1, 8, 10, 30][q % 4];
         let want = s.read(|c| Ok(fts5_bm25(c, ns, fts, limit))).unwrap();
-        let got = s.read(|c| top(c, ns, &plan.phrases, limit)).unwrap();
+        let got = s
+            .read(|c| top_scoring(c, ns, &plan.phrases, limit, usize::MAX))
+            .unwrap();
         let got: Vec<(String, f64)> = got.into_iter().map(|m| (m.id, m.score)).collect();
         assert_eq!(
             got.iter().map(|g| &g.0).collect::<Vec<_>>(),
