@@ -148,11 +148,7 @@ pub fn plan_query(query: &str) -> QueryPlan {
             .filter(|w| w.chars().count() == 2 && !w.is_ascii())
             .collect()
     };
-    QueryPlan {
-        fts,
-        phrases,
-        like,
-    }
+    QueryPlan { fts, phrases, like }
 }
 
 fn namespace_filter(namespaces: &[Namespace], col: &str, params: &mut Vec<Sql>) -> String {

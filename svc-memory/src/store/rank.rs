@@ -128,9 +128,7 @@ fn count_matches(conn: &Connection, phrase: &str, after_rowid: i64) -> Result<i6
     let mut stmt = conn.prepare_cached(
         "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1 AND rowid > ?2",
     )?;
-    Ok(stmt.query_row(rusqlite::params![quoted(phrase), after_rowid], |r| {
-        r.get(0)
-    })?)
+    Ok(stmt.query_row(rusqlite::params![quoted(phrase), after_rowid], |r| r.get(0))?)
 }
 
 /// How many rows of the whole table (all namespaces, as FTS5's bm25 counts) contain
@@ -151,13 +149,7 @@ fn doc_freq(conn: &Connection, db: &str, now: &Snapshot, phrase: &str) -> Result
         if m.len() >= DF_CACHE {
             m.clear();
         }
-        m.insert(
-            key,
-            Df {
-                n,
-                at: now.clone(),
-            },
-        );
+        m.insert(key, Df { n, at: now.clone() });
     }
     Ok(n)
 }

@@ -53,7 +53,13 @@ impl Rng {
 }
 
 fn vocab(rng: &mut Rng) -> Vec<String> {
-    let hangul = ["데이터베이스", "마이그레이션", "회의실", "배포일정", "서버장애"];
+    let hangul = [
+        "데이터베이스",
+        "마이그레이션",
+        "회의실",
+        "배포일정",
+        "서버장애",
+    ];
     (0..300)
         .map(|i| {
             if i % 37 == 5 {
@@ -93,7 +99,10 @@ fn compare(s: &Store, rng: &mut Rng, words: &[String], spaces: &[Namespace]) -> 
             "query {query:?} limit {limit}"
         );
         for (g, w) in got.iter().zip(&want) {
-            assert!((g.1 - w.1).abs() <= 1e-9 * w.1.abs().max(1.0), "{g:?} {w:?}");
+            assert!(
+                (g.1 - w.1).abs() <= 1e-9 * w.1.abs().max(1.0),
+                "{g:?} {w:?}"
+            );
         }
         exact += 1;
     }
@@ -115,7 +124,9 @@ fn same_hits_order_and_scores_as_fts5_bm25() {
     let add = |s: &Store, rng: &mut Rng, i: i64| {
         let n = 3 + (rng.next() % 14) as usize;
         let text: Vec<&str> = (0..n).map(|_| rng.word(&words)).collect();
-        let tags: Vec<String> = (0..rng.next() % 3).map(|_| rng.word(&words).to_owned()).collect();
+        let tags: Vec<String> = (0..rng.next() % 3)
+            .map(|_| rng.word(&words).to_owned())
+            .collect();
         let title = if rng.next() % 4 == 0 {
             rng.word(&words).to_owned()
         } else {
