@@ -3,31 +3,33 @@
 //! builds the gateway, logs where it listens and serves until told to stop.
 //! Exit codes: 0 after SIGTERM/SIGINT or system.shutdown, 1 on a start-up failure,
 //! 2 on bad arguments.
+//!
+//! The modules are layers that depend only downwards (docs/ARCHITECTURE.md "Gateway
+//! layers"; `tests/suite/layers.rs` fails on any import cycle): [`wire`] → [`upstream`] →
+//! [`route`] → [`dispatch`] and [`callbacks`] → the composition root [`gateway`] with
+//! [`ws`], [`server`] and this file.
 
 mod args;
 mod callbacks;
-mod counters;
-mod forward;
-mod hello;
+mod dispatch;
+mod gateway;
 mod http;
-mod jsonrpc;
 mod origin;
-mod router;
+mod route;
 mod server;
-mod services;
-mod state;
-mod system;
+mod upstream;
+mod wire;
 mod ws;
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
 use snowpea_common::home::Home;
 
 use crate::args::Args;
-use crate::state::{Gateway, Limits};
+use crate::gateway::Gateway;
+use crate::wire::limits::Limits;
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -60,13 +62,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let listener = args.listener()?;
     let addr = listener.local_addr()?;
     let listener = tokio::net::TcpListener::from_std(listener)?;
-    let gw = Arc::new(Gateway::new(
-        home,
-        token,
-        addr.port(),
-        &args.services,
-        Limits::from_env(),
-    ));
+    let gw = Gateway::start(home, token, addr.port(), &args.services, Limits::from_env());
     tracing::info!(
         %addr,
         ws = %format!("ws://{addr}{}", snowpea_proto::WS_PATH),
@@ -76,6 +72,5 @@ async fn run(args: Args) -> anyhow::Result<()> {
         home = %gw.home.root().display(),
         "listening"
     );
-    services::Services::start(&gw);
     server::serve(gw, listener).await
 }

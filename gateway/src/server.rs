@@ -16,8 +16,8 @@ use axum::routing::get;
 use axum::serve::ListenerExt;
 use axum::Router;
 
-use crate::state::Gateway;
-use crate::ws::connection;
+use crate::gateway::Gateway;
+use crate::ws::lifecycle;
 use crate::{http, origin};
 
 /// WebSocket close code: going away (RFC 6455 §7.4.1).
@@ -58,7 +58,7 @@ async fn upgrade(
         .on_failed_upgrade(|e| tracing::debug!(error = %e, "WebSocket upgrade failed"))
         .on_upgrade(move |socket| async move {
             let _tracked = tracked;
-            connection::run(gw, socket, peer).await;
+            lifecycle::run(gw, socket, peer).await;
         })
 }
 

@@ -1,11 +1,9 @@
-//! The session service's core state, shared by every gRPC service of this process: the
-//! database (read side), the event writer, the bus hub, the registry of live sessions,
-//! the pending approvals and the built-in tools. Behaviour lives in the modules named
-//! after what they do (`session`, `turn`, `approval`, `recovery`); this file only builds
-//! the state.
+//! The composition root of svc-session: [`App`] is only its components, built here in
+//! dependency order (docs/ARCHITECTURE.md "svc-session components"). Each component
+//! owns its state and its tables, in the folder named after its JSON-RPC family; the rpc
+//! files call the component. This is the only `impl App` of the crate.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use snowpea_common::bus::BusHub;
@@ -13,9 +11,12 @@ use snowpea_common::home::Home;
 
 use crate::approval::Approvals;
 use crate::events::EventLog;
-use crate::session::Session;
+use crate::provider::Providers;
+use crate::runs::Runs;
+use crate::session::{Registry, Sessions};
 use crate::store::{self, Store};
-use crate::tools::{self, Tool};
+use crate::tools::Tools;
+use crate::turn::{TurnLimits, Turns};
 
 /// Environment lookup (injected so tests never change the process environment).
 pub type EnvFn = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -58,22 +59,26 @@ impl AppConfig {
     }
 }
 
-/// The service state.
+/// The service: its components, composed.
 pub struct App {
-    pub(crate) config: AppConfig,
-    pub(crate) store: Store,
-    pub(crate) log: EventLog,
-    pub(crate) hub: Arc<BusHub>,
-    pub(crate) sessions: Mutex<HashMap<String, Arc<Session>>>,
-    pub(crate) approvals: Approvals,
-    pub(crate) tools: Vec<Arc<dyn Tool>>,
+    /// The event writer and reader (`events`, `turns` tables).
+    pub events: EventLog,
+    /// `session.*` (the `sessions` table and the live registry).
+    pub sessions: Arc<Sessions>,
+    /// `session.prompt` / `session.interrupt` and the agent loop.
+    pub turns: Arc<Turns>,
+    /// `approval.*` (the `approvals` table and the pending requests).
+    pub approvals: Arc<Approvals>,
+    /// `tool.list` and the tools turns call.
+    pub tools: Arc<Tools>,
+    /// Unattended runs for svc-scheduler (`SessionInternalService`).
+    pub runs: Runs,
+    hub: Arc<BusHub>,
 }
 
 impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("App")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
+        f.debug_struct("App").finish_non_exhaustive()
     }
 }
 
@@ -82,32 +87,58 @@ impl App {
     /// crash left open (committed before this returns) and starts watching connections
     /// to re-bind session origins.
     pub async fn open(config: AppConfig, hub: Arc<BusHub>) -> anyhow::Result<Arc<App>> {
-        let path = config.home.database("session");
+        let home = config.home.clone();
+        let path = home.database("session");
         let store = Store::open(&path)?;
-        let log = EventLog::start(&path, hub.clone())?;
-        let saved = store.read(|c| store::sessions::list(c, false))?;
-        let sessions = saved
-            .into_iter()
-            .map(|row| (row.id.clone(), Arc::new(Session::new(row))))
-            .collect();
+        let events = EventLog::start(&path, hub.clone(), store.clone())?;
+        let saved = store
+            .read("session.open", |c| store::sessions::list(c, false))
+            .await?;
+        let registry = Registry::new(store.clone(), saved);
         // Commands a killed svc-session of this home left running die before anything starts.
-        let mark = snowpea_common::orphans::mark("session", config.home.root());
+        let mark = snowpea_common::orphans::mark("session", home.root());
         snowpea_common::orphans::reap(&mark);
-        let mut tools = tools::builtin(&mark);
-        tools.extend(crate::tools::memory::for_home(&config.home));
-        tools.extend(crate::tools::schedule::for_home(&config.home));
-        let app = Arc::new(App {
-            config,
-            store,
-            log,
-            hub,
-            sessions: Mutex::new(sessions),
-            approvals: Approvals::default(),
+        let tools = Arc::new(Tools::open(&home, &mark, registry.clone()));
+        let approvals = Arc::new(Approvals::new(
+            home.clone(),
+            events.clone(),
+            hub.clone(),
+            registry.clone(),
+        ));
+        let sessions = Arc::new(Sessions::new(
+            home.clone(),
+            store.clone(),
+            events.clone(),
+            hub.clone(),
+            registry.clone(),
+            approvals.clone(),
+        ));
+        let limits = TurnLimits {
+            max_tool_rounds: config.max_tool_rounds,
+            output_cap: config.output_cap,
+            provider_idle_timeout: config.provider_idle_timeout,
+        };
+        let turns = Arc::new(Turns::new(
+            home.clone(),
+            limits,
+            events.clone(),
+            sessions.clone(),
+            approvals.clone(),
+            tools.clone(),
+            Providers::new(home, config.env.clone()),
+        ));
+        let runs = Runs::new(sessions.clone(), turns.clone(), events.clone());
+        crate::recovery::recover(&store, &events, &registry).await?;
+        crate::session::origin::spawn_watcher(&sessions);
+        Ok(Arc::new(App {
+            events,
+            sessions,
+            turns,
+            approvals,
             tools,
-        });
-        app.recover().await?;
-        crate::session::origin::spawn_watcher(&app);
-        Ok(app)
+            runs,
+            hub,
+        }))
     }
 
     /// The bus hub notifications and server→client requests go through.
@@ -117,6 +148,6 @@ impl App {
 
     /// Waits until every event and write queued so far is committed and published.
     pub async fn flush(&self) -> anyhow::Result<()> {
-        self.log.flush().await
+        self.events.flush().await
     }
 }

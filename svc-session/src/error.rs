@@ -2,7 +2,8 @@
 //! every [`Error`] variant becomes a protocol [`RpcError`] in [`Error::into_rpc`], which
 //! the gRPC layer turns into a tonic `Status`.
 
-use snowpea_proto::error::RpcError;
+use snowpea_common::db::DbError;
+use snowpea_proto::error::{ErrorCode, RpcError};
 
 /// What went wrong in a session-service call.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +23,19 @@ pub enum Error {
     /// the session's origin).
     #[error("{0}")]
     Unauthorized(String),
+    /// The session is running a turn and the call needs it idle (`session_busy`).
+    #[error("{0}")]
+    SessionBusy(String),
+    /// The session's mode does not allow what was asked (`mode_denied`).
+    #[error("{0}")]
+    ModeDenied(String),
+    /// The tool exists but is not active in this session (`tool_inactive`).
+    #[error("{0}")]
+    ToolInactive(String),
+    /// A service or resource this call needs did not answer in time, e.g. the database
+    /// (`unavailable`; the caller may retry).
+    #[error("{0}")]
+    Unavailable(String),
     /// A failure inside the service (database, file system); logged once at the edge.
     #[error("internal error: {0:#}")]
     Internal(#[from] anyhow::Error),
@@ -45,6 +59,10 @@ impl Error {
             Error::InvalidParams { field, message } => RpcError::invalid_params(&field, message),
             Error::NotFound(message) => RpcError::not_found(message),
             Error::Unauthorized(message) => RpcError::unauthorized(message),
+            Error::SessionBusy(message) => RpcError::new(ErrorCode::SessionBusy, message),
+            Error::ModeDenied(message) => RpcError::new(ErrorCode::ModeDenied, message),
+            Error::ToolInactive(message) => RpcError::new(ErrorCode::ToolInactive, message),
+            Error::Unavailable(message) => RpcError::new(ErrorCode::Unavailable, message),
             Error::Internal(e) => {
                 tracing::error!(error = %format!("{e:#}"), "internal error");
                 RpcError::internal(format!("{e:#}"))
@@ -62,5 +80,14 @@ impl From<Error> for tonic::Status {
 impl From<rusqlite::Error> for Error {
     fn from(e: rusqlite::Error) -> Self {
         Error::Internal(e.into())
+    }
+}
+
+impl From<DbError> for Error {
+    fn from(e: DbError) -> Self {
+        match e {
+            DbError::Timeout { .. } => Error::Unavailable(e.to_string()),
+            DbError::Panicked { .. } => Error::Internal(anyhow::Error::new(e)),
+        }
     }
 }

@@ -9,6 +9,11 @@
 //! The queue is FIFO, so events keep the order they were emitted in, and other writes
 //! ([`EventLog::write`]) and plain notifications ([`EventLog::notify`]) queued behind an
 //! event are committed/published after it.
+//!
+//! [`EventLog`] is the component that owns the `events` and `turns` tables: it writes them
+//! (the `turns` rows follow the `turn.*` events) and answers the reads of them
+//! ([`EventLog::after`], [`EventLog::last_seq`], [`EventLog::of_kinds`]) on the read
+//! connection's thread.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -19,7 +24,8 @@ use serde_json::{json, Value};
 use snowpea_common::bus::BusHub;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::store;
+use crate::session::Session;
+use crate::store::{self, Store};
 
 /// Most operations committed in one transaction.
 const MAX_BATCH: usize = 4096;
@@ -90,6 +96,7 @@ enum Op {
 #[derive(Debug, Clone)]
 pub struct EventLog {
     tx: mpsc::UnboundedSender<Op>,
+    store: Store,
 }
 
 impl std::fmt::Debug for Op {
@@ -104,14 +111,74 @@ impl std::fmt::Debug for Op {
 
 impl EventLog {
     /// Opens a writer connection to the database at `path` and starts the writer thread,
-    /// publishing on `hub`.
-    pub fn start(path: &Path, hub: Arc<BusHub>) -> anyhow::Result<EventLog> {
+    /// publishing on `hub`; reads go through `store`.
+    pub fn start(path: &Path, hub: Arc<BusHub>, store: Store) -> anyhow::Result<EventLog> {
         let conn = store::open(path)?;
         let (tx, rx) = mpsc::unbounded_channel();
         std::thread::Builder::new()
             .name("session-event-writer".into())
             .spawn(move || writer(conn, rx, hub))?;
-        Ok(EventLog { tx })
+        Ok(EventLog { tx, store })
+    }
+
+    /// The committed events of `session_id` with `seq > after_seq`, in seq order.
+    pub async fn after(
+        &self,
+        session_id: &str,
+        after_seq: i64,
+    ) -> crate::error::Result<Vec<SessionEvent>> {
+        let sid = session_id.to_owned();
+        let rows = self
+            .store
+            .read("events.after", move |c| {
+                store::events::after(c, &sid, after_seq)
+            })
+            .await?;
+        Ok(rows.into_iter().map(SessionEvent::from_row).collect())
+    }
+
+    /// The last committed seq of `session_id` (0 before its first event).
+    pub async fn last_seq(&self, session_id: &str) -> crate::error::Result<i64> {
+        let sid = session_id.to_owned();
+        self.store
+            .read("events.last_seq", move |c| store::events::last_seq(c, &sid))
+            .await
+    }
+
+    /// `(kind, payload)` of the committed events of `kinds`, in seq order (an unreadable
+    /// payload becomes `null`).
+    pub async fn of_kinds(
+        &self,
+        session_id: &str,
+        kinds: &'static [&'static str],
+    ) -> crate::error::Result<Vec<(String, Value)>> {
+        let sid = session_id.to_owned();
+        let rows = self
+            .store
+            .read("events.of_kinds", move |c| {
+                store::events::of_kinds(c, &sid, kinds)
+            })
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(k, p)| (k, serde_json::from_str(&p).unwrap_or(Value::Null)))
+            .collect())
+    }
+
+    /// Queues an event of `session` (published with its `hostToolsFrom`). Does not wait.
+    pub fn emit_to(&self, session: &Session, kind: &str, payload: Value) {
+        self.emit(&session.id, kind, payload, session.host_tools_from());
+    }
+
+    /// Queues an event of `session` and waits until it is committed (and published).
+    pub async fn emit_to_committed(
+        &self,
+        session: &Session,
+        kind: &str,
+        payload: Value,
+    ) -> anyhow::Result<SessionEvent> {
+        self.emit_committed(&session.id, kind, payload, session.host_tools_from())
+            .await
     }
 
     fn send(&self, op: Op) {

@@ -53,7 +53,7 @@ async fn group_commit_writes_thousands_of_events_in_order() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("s.db");
     let hub = BusHub::new();
-    let log = EventLog::start(&path, hub).unwrap();
+    let log = EventLog::start(&path, hub, crate::store::Store::open(&path).unwrap()).unwrap();
     let started = std::time::Instant::now();
     for i in 0..5000 {
         log.emit(
@@ -97,11 +97,13 @@ async fn resume_after_reopening_the_database_returns_exactly_the_missed_events()
         .await
         .unwrap();
     let r = app2
-        .resume_session(pb::SessionResumeParams {
+        .sessions
+        .resume(pb::SessionResumeParams {
             session_id: sid.clone(),
             after_seq: Some(after),
             locale: None,
         })
+        .await
         .unwrap();
     let got: Vec<(i64, String)> = r.events.iter().map(|e| (e.seq, e.kind.clone())).collect();
     let want: Vec<(i64, String)> = all_second
@@ -123,7 +125,9 @@ async fn resume_after_reopening_the_database_returns_exactly_the_missed_events()
 
     // The session is listed again after the "restart".
     let list = app2
-        .list_sessions(pb::SessionListParams::default())
+        .sessions
+        .list(pb::SessionListParams::default())
+        .await
         .unwrap();
     assert!(list
         .sessions
@@ -131,11 +135,13 @@ async fn resume_after_reopening_the_database_returns_exactly_the_missed_events()
         .any(|s| s.session_id == sid && s.seq == want.last().unwrap().0));
 
     let err = app2
-        .resume_session(pb::SessionResumeParams {
+        .sessions
+        .resume(pb::SessionResumeParams {
             session_id: "s_nope".into(),
             after_seq: None,
             locale: None,
         })
+        .await
         .unwrap_err();
     assert!(matches!(err, crate::error::Error::NotFound(_)));
 }
@@ -152,11 +158,7 @@ async fn a_turn_of_5000_deltas_is_durable_and_complete() {
     let deltas = ev.iter().filter(|e| e["kind"] == "message.delta").count();
     assert_eq!(deltas, 5000);
     let last = ev.last().unwrap()["seq"].as_i64().unwrap();
-    let stored = h
-        .app
-        .store
-        .read(|c| store::events::last_seq(c, &sid))
-        .unwrap();
+    let stored = crate::testkit::read(&h.home, |c| store::events::last_seq(c, &sid));
     assert_eq!(stored, last, "everything published is stored");
     eprintln!("5000-delta turn, prompt to turn.done published: {elapsed:?}");
 }

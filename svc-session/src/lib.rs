@@ -1,11 +1,14 @@
 //! svc-session: sessions, turns, the agent loop, built-in tools, approvals and providers
 //! (`snowpea.session.v1`, DESIGN.md §6).
 //!
-//! Layout: [`app`] (shared state) · [`session`] (registry, create/list/close/rename/
-//! setMode/attach/resume, origin connection) · [`turn`] (prompt queue, interrupt, the
-//! agent loop, history) · [`approval`] (pending approvals) · [`permissions`] (mode
-//! matrix) · [`events`] (seq assignment, group commit, publish) · [`store`] (SQLite) ·
-//! [`recovery`] (crash repair) · [`memory`] (svc-memory recall and tools) · [`rpc`] (gRPC services) · [`provider`] · [`tools`].
+//! Layout (docs/ARCHITECTURE.md "svc-session components"): [`app`] composes the
+//! components, each owning its state and tables — [`session::Sessions`] (`session.*`,
+//! origin connection), [`turn::Turns`] (prompt queue, interrupt, the agent loop),
+//! [`events::EventLog`] (seq assignment, group commit, publish; [`recovery`] repairs a
+//! crash), [`approval::Approvals`], [`tools::Tools`], [`provider::Providers`],
+//! [`runs::Runs`] (svc-scheduler's unattended runs). [`rpc`] holds the gRPC trait impls
+//! that delegate to them; [`clients`] the clients of other services; [`store`] the SQL;
+//! [`permissions`] the mode matrix; [`error`] the one wire mapping.
 
 pub mod app;
 pub mod approval;
@@ -16,6 +19,7 @@ pub mod permissions;
 pub mod provider;
 pub mod recovery;
 pub mod rpc;
+pub mod runs;
 pub mod session;
 pub mod store;
 pub mod tools;

@@ -12,55 +12,51 @@
 use serde_json::{json, Value};
 use snowpea_common::time::now_iso;
 
-use crate::app::App;
-use crate::store;
+use crate::error::Result;
+use crate::events::EventLog;
+use crate::session::Registry;
+use crate::store::{self, Store};
 
-impl App {
-    pub(crate) async fn recover(&self) -> anyhow::Result<()> {
-        let open = self.store.read(store::turns::open)?;
-        for turn in &open {
-            let host = self.host_tools_from_of(&turn.session_id);
-            if turn.state == "queued" {
-                self.log.emit(
-                    &turn.session_id,
-                    "turn.dequeued",
-                    json!({ "turnId": turn.turn_id, "reason": "dropped", "queued": 0 }),
-                    host.clone(),
-                );
-            }
-            self.log.emit(
+/// Closes what a crash left open (see the module doc) and waits for the commit.
+pub(crate) async fn recover(store: &Store, log: &EventLog, sessions: &Registry) -> Result<()> {
+    let open = store.read("recovery.turns", store::turns::open).await?;
+    for turn in &open {
+        let host = sessions
+            .row(&turn.session_id)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|r| r.host_tools_from);
+        if turn.state == "queued" {
+            log.emit(
                 &turn.session_id,
-                "turn.done",
-                json!({ "turnId": turn.turn_id, "reason": "interrupted", "synthetic": true }),
-                host,
-            );
-            tracing::warn!(session_id = %turn.session_id, turn_id = %turn.turn_id, state = %turn.state, "closed a turn a crash left open");
-        }
-        let pending = self.store.read(store::approvals::pending)?;
-        for (request_id, _session_id) in pending {
-            let rid = request_id.clone();
-            self.log.write_later(move |c| {
-                store::approvals::resolve(c, &rid, "deny", "interrupted", &now_iso())
-            });
-            self.log.notify(
-                "approval.resolved",
-                json!({ "requestId": request_id, "decision": "deny", "by": "interrupted" }),
+                "turn.dequeued",
+                json!({ "turnId": turn.turn_id, "reason": "dropped", "queued": 0 }),
+                host.clone(),
             );
         }
-        self.log.flush().await
+        log.emit(
+            &turn.session_id,
+            "turn.done",
+            json!({ "turnId": turn.turn_id, "reason": "interrupted", "synthetic": true }),
+            host,
+        );
+        tracing::warn!(session_id = %turn.session_id, turn_id = %turn.turn_id, state = %turn.state, "closed a turn a crash left open");
     }
-
-    fn host_tools_from_of(&self, session_id: &str) -> Option<String> {
-        match self.session(session_id) {
-            Ok(s) => s.host_tools_from(),
-            Err(_) => self
-                .store
-                .read(|c| store::sessions::get(c, session_id))
-                .ok()
-                .flatten()
-                .and_then(|r| r.host_tools_from),
-        }
+    let pending = store
+        .read("recovery.approvals", store::approvals::pending)
+        .await?;
+    for (request_id, _session_id) in pending {
+        let rid = request_id.clone();
+        log.write_later(move |c| {
+            store::approvals::resolve(c, &rid, "deny", "interrupted", &now_iso())
+        });
+        log.notify(
+            "approval.resolved",
+            json!({ "requestId": request_id, "decision": "deny", "by": "interrupted" }),
+        );
     }
+    Ok(log.flush().await?)
 }
 
 /// The payload of a synthetic `turn.done` (for tests and tools that look for it).

@@ -11,7 +11,7 @@ async fn a_turn_left_open_by_a_crash_gets_a_synthetic_turn_done() {
     let h = Harness::new(json!({"default": {"text": "after the crash"}})).await;
     let sid = h.create("accept").await;
     // What a crash mid-turn leaves behind: a started turn, a queued one, a pending approval.
-    let log = &h.app.log;
+    let log = &h.app.events;
     log.emit(
         &sid,
         "turn.queued",
@@ -46,11 +46,13 @@ async fn a_turn_left_open_by_a_crash_gets_a_synthetic_turn_done() {
         .await
         .unwrap();
     let r = app2
-        .resume_session(pb::SessionResumeParams {
+        .sessions
+        .resume(pb::SessionResumeParams {
             session_id: sid.clone(),
             after_seq: Some(4),
             locale: None,
         })
+        .await
         .unwrap();
     let tail: Vec<_> = r
         .events
@@ -74,35 +76,36 @@ async fn a_turn_left_open_by_a_crash_gets_a_synthetic_turn_done() {
         "turn.done".into(),
         json!({"turnId": "t_q", "reason": "interrupted", "synthetic": true})
     )));
-    assert!(app2.store.read(store::turns::open).unwrap().is_empty());
-    assert!(app2
-        .store
-        .read(store::approvals::pending)
-        .unwrap()
-        .is_empty());
+    assert!(crate::testkit::read(&h.home, store::turns::open).is_empty());
+    assert!(crate::testkit::read(&h.home, store::approvals::pending).is_empty());
 
     // A third start finds nothing left to repair.
     let app3 = App::open(config(&h.home, &h.script), BusHub::new())
         .await
         .unwrap();
     let again = app3
-        .resume_session(pb::SessionResumeParams {
+        .sessions
+        .resume(pb::SessionResumeParams {
             session_id: sid.clone(),
             after_seq: None,
             locale: None,
         })
+        .await
         .unwrap();
     let r_all = app2
-        .resume_session(pb::SessionResumeParams {
+        .sessions
+        .resume(pb::SessionResumeParams {
             session_id: sid.clone(),
             after_seq: None,
             locale: None,
         })
+        .await
         .unwrap();
     assert_eq!(again.events.len(), r_all.events.len());
 
     // The session is usable: the dangling call is answered in the rebuilt history.
     let tid = app3
+        .turns
         .prompt(
             &Harness::ctx("c1", None),
             pb::SessionPromptParams {
@@ -116,7 +119,7 @@ async fn a_turn_left_open_by_a_crash_gets_a_synthetic_turn_done() {
     let mut waited = 0;
     loop {
         app3.flush().await.unwrap();
-        let open = app3.store.read(store::turns::open).unwrap();
+        let open = crate::testkit::read(&h.home, store::turns::open);
         if open.iter().all(|t| t.turn_id != tid) {
             break;
         }

@@ -149,7 +149,8 @@ impl Harness {
             ..Default::default()
         };
         self.app
-            .create_session(&Self::ctx("c1", Some("cli")), p)
+            .sessions
+            .create(&Self::ctx("c1", Some("cli")), p)
             .await
             .unwrap()
             .session_id
@@ -163,6 +164,7 @@ impl Harness {
             ..Default::default()
         };
         self.app
+            .turns
             .prompt(&Self::ctx("c1", Some("cli")), p)
             .await
             .unwrap()
@@ -244,4 +246,11 @@ pub fn done_reason(events: &[Value]) -> String {
                 .to_owned()
         })
         .unwrap_or_default()
+}
+
+/// Runs `f` on a fresh read connection to the session database of `home` (tests check
+/// what was committed, beside the service's own connections).
+pub fn read<T>(home: &Home, f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T>) -> T {
+    let conn = crate::store::open(&home.database("session")).expect("open the session db");
+    f(&conn).expect("read the session db")
 }

@@ -9,12 +9,11 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::{oneshot, OwnedSemaphorePermit};
 
-use super::handle::{Connection, Frame};
-use crate::callbacks;
-use crate::jsonrpc::{self, Incoming, Item};
-use crate::router::{self, Handled};
-use crate::state::Gateway;
-use crate::system::AfterReply;
+use crate::dispatch::router::Handled;
+use crate::dispatch::system::AfterReply;
+use crate::gateway::Gateway;
+use crate::wire::connection::{Connection, Frame};
+use crate::wire::jsonrpc::{self, Incoming, Item};
 
 /// Handles one text (or binary) message.
 pub async fn on_message(gw: &Arc<Gateway>, conn: &Arc<Connection>, bytes: &[u8]) {
@@ -24,13 +23,13 @@ pub async fn on_message(gw: &Arc<Gateway>, conn: &Arc<Connection>, bytes: &[u8])
             send_json(conn, &response, None);
         }
         Incoming::Single(Item::Response { id, outcome }) => {
-            callbacks::on_answer(gw, conn, &id, outcome);
+            gw.requests.on_answer(conn, &id, outcome);
         }
         Incoming::Single(Item::Call(call)) => {
             let permit = permit(conn).await;
             let (gw, conn) = (gw.clone(), conn.clone());
             tokio::spawn(async move {
-                let handled = router::call(&gw, &conn, call).await;
+                let handled = gw.dispatcher.call(&conn, call).await;
                 drop(permit);
                 deliver(
                     &gw,
@@ -65,9 +64,9 @@ pub async fn on_message(gw: &Arc<Gateway>, conn: &Arc<Connection>, bytes: &[u8])
 
 async fn batch_member(gw: &Arc<Gateway>, conn: &Arc<Connection>, item: Item) -> Handled {
     match item {
-        Item::Call(call) => router::call(gw, conn, call).await,
+        Item::Call(call) => gw.dispatcher.call(conn, call).await,
         Item::Response { id, outcome } => {
-            callbacks::on_answer(gw, conn, &id, outcome);
+            gw.requests.on_answer(conn, &id, outcome);
             Handled::default()
         }
         Item::Invalid(response) => Handled {
@@ -105,7 +104,7 @@ fn deliver(
         // Give the answer a moment to reach the client before the daemon goes away.
         let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
         for a in after {
-            a.run(&gw).await;
+            a.run(&gw.home, &gw.shutdown).await;
         }
     });
 }

@@ -1,9 +1,7 @@
-//! The WebSocket side of the gateway: one task per connection reading JSON-RPC
-//! messages, one writer per connection draining its bounded outbound queue, and the
-//! registry of live connections.
+//! Layer 5, the WebSocket side (docs/ARCHITECTURE.md "Gateway layers"): one task per
+//! connection reading JSON-RPC messages ([`lifecycle`], [`incoming`]) and one writer per
+//! connection draining its bounded outbound queue ([`outbound`]).
 
-pub mod connection;
-pub mod handle;
 pub mod incoming;
+pub mod lifecycle;
 pub mod outbound;
-pub mod registry;

@@ -10,7 +10,7 @@ use futures::stream::SplitSink;
 use futures::SinkExt;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::handle::{CloseState, Frame};
+use crate::wire::connection::{CloseState, Frame};
 
 /// Frames written before one flush.
 const COALESCE: usize = 64;

@@ -6,10 +6,13 @@
 //!   and `title` its clientId (proves the call context arrives as metadata);
 //! * `session.rename` fails `not_found` with details;
 //! * `session.close` waits `<n>` ms when the session id is `slow-<n>` (out-of-order replies);
-//! * everything else is the generated default: gRPC Unimplemented.
+//! * everything else is the generated default: gRPC Unimplemented;
+//! * `ServiceBus.CallStats` reports the list/rename calls it answered ([`FakeService::calls`]
+//!   also keeps the request id each carried).
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use snowpea_common::bus::{BusHub, BusService, OutboundStream};
@@ -18,7 +21,8 @@ use snowpea_common::home::Home;
 use snowpea_proto::error::RpcError;
 use snowpea_proto::rpc::v1::service_bus_server::{ServiceBus, ServiceBusServer};
 use snowpea_proto::rpc::v1::{
-    BusAck, CapabilitiesReply, CapabilitiesRequest, ClientReply, ConnectionSet, SubscribeRequest,
+    BusAck, CallStatsReply, CallStatsRequest, CapabilitiesReply, CapabilitiesRequest, ClientReply,
+    ConnectionSet, MethodCallStats, SubscribeRequest,
 };
 use snowpea_proto::session::v1::session_list_result::Session;
 use snowpea_proto::session::v1::session_service_server::{SessionService, SessionServiceServer};
@@ -33,7 +37,44 @@ use tonic::{Request, Response, Status};
 
 use super::harness::T;
 
-struct FakeSession;
+/// One call the fake answered.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    /// JSON-RPC method.
+    pub method: &'static str,
+    /// The protocol error code it answered with, if any.
+    pub error: Option<&'static str>,
+    /// The `snowpea-request-id` metadata it carried.
+    pub request_id: Option<String>,
+    /// How long the handler took.
+    pub elapsed: Duration,
+}
+
+type Calls = Arc<Mutex<Vec<Answered>>>;
+
+fn record<T>(
+    calls: &Calls,
+    method: &'static str,
+    req: &Request<T>,
+    started: Instant,
+    error: Option<&'static str>,
+) {
+    let request_id = req
+        .metadata()
+        .get(snowpea_common::context::REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    calls.lock().unwrap().push(Answered {
+        method,
+        error,
+        request_id,
+        elapsed: started.elapsed(),
+    });
+}
+
+struct FakeSession {
+    calls: Calls,
+}
 
 #[tonic::async_trait]
 impl SessionService for FakeSession {
@@ -41,7 +82,9 @@ impl SessionService for FakeSession {
         &self,
         req: Request<SessionListParams>,
     ) -> Result<Response<SessionListResult>, Status> {
+        let started = Instant::now();
         let ctx = CallContext::of(&req);
+        record(&self.calls, "session.list", &req, started, None);
         Ok(Response::new(SessionListResult {
             sessions: vec![Session {
                 session_id: "s1".into(),
@@ -59,6 +102,14 @@ impl SessionService for FakeSession {
         &self,
         req: Request<SessionRenameParams>,
     ) -> Result<Response<SessionRenameResult>, Status> {
+        let started = Instant::now();
+        record(
+            &self.calls,
+            "session.rename",
+            &req,
+            started,
+            Some("not_found"),
+        );
         let id = req.into_inner().session_id;
         Err(RpcError::not_found(format!("no session {id}"))
             .with_details(json!({"sessionId": id}))
@@ -89,10 +140,11 @@ impl ToolService for Tools {
     }
 }
 
-/// `BusService` plus a count of Subscribe calls.
+/// `BusService` plus a count of Subscribe calls and CallStats from the calls answered.
 struct Bus {
     inner: BusService,
     subscribed: watch::Sender<u32>,
+    calls: Calls,
 }
 
 #[tonic::async_trait]
@@ -120,6 +172,38 @@ impl ServiceBus for Bus {
     ) -> Result<Response<CapabilitiesReply>, Status> {
         ServiceBus::capabilities(&self.inner, req).await
     }
+    async fn call_stats(
+        &self,
+        _req: Request<CallStatsRequest>,
+    ) -> Result<Response<CallStatsReply>, Status> {
+        let mut by_method: BTreeMap<&str, Vec<Answered>> = BTreeMap::new();
+        for a in self.calls.lock().unwrap().iter() {
+            by_method.entry(a.method).or_default().push(a.clone());
+        }
+        let methods = by_method
+            .into_iter()
+            .map(|(method, calls)| {
+                let mut us: Vec<u64> = calls.iter().map(|a| a.elapsed.as_micros() as u64).collect();
+                us.sort_unstable();
+                let at = |q: f64| us[((us.len() - 1) as f64 * q).round() as usize];
+                let mut errors = std::collections::HashMap::new();
+                for code in calls.iter().filter_map(|a| a.error) {
+                    *errors.entry(code.to_owned()).or_insert(0) += 1;
+                }
+                MethodCallStats {
+                    method: method.to_owned(),
+                    count: calls.len() as u64,
+                    errors,
+                    p50_us: at(0.5),
+                    p99_us: at(0.99),
+                }
+            })
+            .collect();
+        Ok(Response::new(CallStatsReply {
+            service: "session".into(),
+            methods,
+        }))
+    }
 }
 
 /// The running fake, on a runtime of its own so that [`FakeService::kill`] (or drop)
@@ -127,6 +211,8 @@ impl ServiceBus for Bus {
 pub struct FakeService {
     pub hub: Arc<BusHub>,
     pub progress: Arc<Mutex<Vec<String>>>,
+    /// The session.list/session.rename calls answered, in order.
+    pub calls: Arc<Mutex<Vec<Answered>>>,
     subscribed: watch::Receiver<u32>,
     runtime: Option<tokio::runtime::Runtime>,
     socket: std::path::PathBuf,
@@ -152,12 +238,16 @@ impl FakeService {
         hub.set_capabilities(&["sessions", "approvals"]);
         let progress = Arc::new(Mutex::new(Vec::new()));
         let (tx, subscribed) = watch::channel(0);
+        let calls = Calls::default();
         let bus = Bus {
             inner: BusService::new(hub.clone()),
             subscribed: tx,
+            calls: calls.clone(),
         };
         let server = tonic::transport::Server::builder()
-            .add_service(SessionServiceServer::new(FakeSession))
+            .add_service(SessionServiceServer::new(FakeSession {
+                calls: calls.clone(),
+            }))
             .add_service(ToolServiceServer::new(Tools {
                 progress: progress.clone(),
             }))
@@ -169,6 +259,7 @@ impl FakeService {
         FakeService {
             hub,
             progress,
+            calls,
             subscribed,
             runtime: Some(runtime),
             socket,

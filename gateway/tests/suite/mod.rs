@@ -8,6 +8,8 @@ mod bus;
 mod forwarding;
 mod handshake;
 mod http;
+mod info;
 mod jsonrpc;
 mod latency;
+mod layers;
 mod lifecycle;

@@ -231,7 +231,14 @@ async fn no_answer_within_the_timeout_denies_with_approval_timeout() {
         .iter()
         .any(|(m, p)| m == "approval.resolved" && p["by"] == "timeout" && p["decision"] == "deny"));
     assert_eq!(done_reason(&ev), "complete");
-    assert!(h.app.list_approvals(None).unwrap().requests.is_empty());
+    assert!(h
+        .app
+        .approvals
+        .list(None)
+        .await
+        .unwrap()
+        .requests
+        .is_empty());
 }
 
 #[tokio::test]
@@ -255,7 +262,7 @@ async fn only_the_origin_may_respond_and_pending_requests_are_listed() {
                 .to_owned();
         }
     };
-    let listed = h.app.list_approvals(Some(&sid)).unwrap().requests;
+    let listed = h.app.approvals.list(Some(&sid)).await.unwrap().requests;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].request_id, request_id);
     assert_eq!(listed[0].tool, "shell");
@@ -267,23 +274,27 @@ async fn only_the_origin_may_respond_and_pending_requests_are_listed() {
     };
     let err = h
         .app
-        .respond_approval(&Harness::ctx("c9", Some("other")), respond(&request_id))
+        .approvals
+        .respond(&Harness::ctx("c9", Some("other")), respond(&request_id))
         .unwrap_err();
     assert!(matches!(err, Error::Unauthorized(_)), "{err:?}");
     let err = h
         .app
-        .respond_approval(&Harness::ctx("c1", Some("cli")), respond("ap_unknown"))
+        .approvals
+        .respond(&Harness::ctx("c1", Some("cli")), respond("ap_unknown"))
         .unwrap_err();
     assert!(matches!(err, Error::NotFound(_)));
     h.app
-        .respond_approval(&Harness::ctx("c1", Some("cli")), respond(&request_id))
+        .approvals
+        .respond(&Harness::ctx("c1", Some("cli")), respond(&request_id))
         .unwrap();
     let ev = h.until_done(&tid, |_| None).await;
     assert_eq!(of_kind(&ev, "tool.result")[0]["payload"]["ok"], true);
     assert_eq!(done_reason(&ev), "complete");
     let err = h
         .app
-        .respond_approval(&Harness::ctx("c1", Some("cli")), respond(&request_id))
+        .approvals
+        .respond(&Harness::ctx("c1", Some("cli")), respond(&request_id))
         .unwrap_err();
     assert!(
         matches!(err, Error::NotFound(_)),
@@ -311,7 +322,7 @@ async fn a_request_is_resent_when_the_origin_reconnects_with_the_same_client_id(
             }
         }
     }
-    assert_eq!(h.app.list_approvals(None).unwrap().requests.len(), 1);
+    assert_eq!(h.app.approvals.list(None).await.unwrap().requests.len(), 1);
     h.connect("c2", Some("cli")).await;
     let ev = h
         .until_done(&tid, |item| match item {
@@ -323,7 +334,10 @@ async fn a_request_is_resent_when_the_origin_reconnects_with_the_same_client_id(
         })
         .await;
     assert_eq!(of_kind(&ev, "tool.result")[0]["payload"]["ok"], true);
-    assert_eq!(h.app.session(&sid).unwrap().origin().as_deref(), Some("c2"));
+    assert_eq!(
+        h.app.sessions.get(&sid).unwrap().origin().as_deref(),
+        Some("c2")
+    );
 }
 
 #[tokio::test]
@@ -359,7 +373,8 @@ async fn the_mode_matrix_and_deny_exec_refuse_without_asking() {
 async fn scheduled_run(h: &mut Harness, host: Option<&str>) -> (String, String, String) {
     let sid = h
         .app
-        .create_session_with(
+        .sessions
+        .create_with(
             &snowpea_common::context::CallContext::default(),
             pb::SessionCreateParams {
                 workdir: h.workdir.to_string_lossy().into_owned(),
@@ -407,7 +422,8 @@ async fn any_client_answers_a_scheduled_runs_approval_from_the_queue() {
     h.connect("c9", Some("tui")).await;
     let (_, tid, rid) = scheduled_run(&mut h, None).await;
     h.app
-        .respond_approval(&Harness::ctx("c9", Some("tui")), allow(&rid))
+        .approvals
+        .respond(&Harness::ctx("c9", Some("tui")), allow(&rid))
         .unwrap();
     let ev = h.until_done(&tid, |_| None).await;
     assert_eq!(of_kind(&ev, "tool.result")[0]["payload"]["ok"], true);
@@ -428,11 +444,13 @@ async fn a_browser_owned_runs_approval_is_answered_only_by_its_host() {
     let (_, tid, rid) = scheduled_run(&mut h, Some("browser-1")).await;
     let err = h
         .app
-        .respond_approval(&Harness::ctx("c9", Some("tui")), allow(&rid))
+        .approvals
+        .respond(&Harness::ctx("c9", Some("tui")), allow(&rid))
         .unwrap_err();
     assert!(matches!(err, Error::Unauthorized(_)), "{err:?}");
     h.app
-        .respond_approval(&Harness::ctx("c8", Some("browser-1")), allow(&rid))
+        .approvals
+        .respond(&Harness::ctx("c8", Some("browser-1")), allow(&rid))
         .unwrap();
     let ev = h.until_done(&tid, |_| None).await;
     assert_eq!(done_reason(&ev), "complete");

@@ -27,9 +27,12 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::App;
+use snowpea_common::bus::BusHub;
+use snowpea_common::home::Home;
+
 use crate::error::{Error, Result};
-use crate::session::Session;
+use crate::events::EventLog;
+use crate::session::{Registry, Session};
 use crate::store;
 
 /// Default of the `approvals.timeoutSec` setting.
@@ -94,13 +97,35 @@ struct Pending {
     answer: oneshot::Sender<Resolution>,
 }
 
-/// The pending requests of the process.
-#[derive(Default)]
+/// The `approval.*` component: the pending requests of the process and the `approvals`
+/// table.
 pub struct Approvals {
+    home: Home,
+    log: EventLog,
+    hub: Arc<BusHub>,
+    sessions: Registry,
     pending: Mutex<HashMap<String, Pending>>,
 }
 
+impl std::fmt::Debug for Approvals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Approvals").finish_non_exhaustive()
+    }
+}
+
 impl Approvals {
+    /// The component: settings of `home`, writes through `log`, requests over `hub`,
+    /// sessions looked up in `sessions`.
+    pub fn new(home: Home, log: EventLog, hub: Arc<BusHub>, sessions: Registry) -> Self {
+        Approvals {
+            home,
+            log,
+            hub,
+            sessions,
+            pending: Mutex::new(HashMap::new()),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -129,7 +154,12 @@ pub struct Ask<'a> {
     pub risk: &'a str,
 }
 
-impl App {
+impl Approvals {
+    /// Publishes `sessions.changed` for `session` (its status counts the pending approvals).
+    fn changed(&self, session: &Session, reason: &str) {
+        crate::session::notify_changed(&self.log, session, self.count(Some(&session.id)), reason);
+    }
+
     /// How long an approval of `session` may wait: the session's own timeout (a scheduled
     /// run's `approval_timeout_sec`), else `approvals.timeoutSec` from the settings of its
     /// workdir (default 300 s); at most 7 days.
@@ -138,7 +168,7 @@ impl App {
             return Duration::from_secs((secs as u64).min(7 * 24 * 3600));
         }
         let settings =
-            snowpea_common::settings::load_effective(&self.config.home, Some(&session.workdir()))
+            snowpea_common::settings::load_effective(&self.home, Some(&session.workdir()))
                 .unwrap_or_else(|_| json!({}));
         let secs = snowpea_common::settings::get(&settings, "approvals.timeoutSec")
             .and_then(Value::as_f64)
@@ -148,7 +178,7 @@ impl App {
     }
 
     /// Asks for approval of one call and waits for the resolution (see the module doc).
-    pub(crate) async fn request_approval(
+    pub(crate) async fn request(
         &self,
         session: &Arc<Session>,
         ask: Ask<'_>,
@@ -179,7 +209,7 @@ impl App {
                 store::approvals::insert(c, &rid, &sid, &tid, &text, &now_iso())
             });
         }
-        self.approvals.lock().insert(
+        self.lock().insert(
             request_id.clone(),
             Pending {
                 session_id: session.id.clone(),
@@ -191,7 +221,7 @@ impl App {
             "approval.pending",
             json!({ "request": request, "hostToolsFrom": session.host_tools_from() }),
         );
-        self.sessions_changed(session, "approval");
+        self.changed(session, "approval");
         // The events before this ask (the tool.call it is about) reach clients first.
         if let Err(e) = self.log.flush().await {
             tracing::warn!(error = %e, "event log flush before approval.request failed");
@@ -255,7 +285,7 @@ impl App {
         };
         drop(inflight);
         // If approval.respond took the entry meanwhile, its answer wins.
-        let resolution = if self.approvals.lock().remove(&request_id).is_some() {
+        let resolution = if self.lock().remove(&request_id).is_some() {
             resolution
         } else {
             answered.try_recv().unwrap_or(resolution)
@@ -270,23 +300,23 @@ impl App {
             "approval.resolved",
             json!({ "requestId": request_id, "decision": decision, "by": resolution.by }),
         );
-        self.sessions_changed(session, "approval");
+        self.changed(session, "approval");
         resolution
     }
 
     /// `approval.respond`: only the session's origin connection may answer.
-    pub fn respond_approval(&self, ctx: &CallContext, p: pb::ApprovalRespondParams) -> Result<()> {
+    pub fn respond(&self, ctx: &CallContext, p: pb::ApprovalRespondParams) -> Result<()> {
         if p.decision != "allow" && p.decision != "deny" {
             return Err(Error::invalid("params.decision", "must be allow or deny"));
         }
-        let mut pending = self.approvals.lock();
+        let mut pending = self.lock();
         let Some(entry) = pending.get(&p.request_id) else {
             return Err(Error::NotFound(format!(
                 "no pending approval {:?}",
                 p.request_id
             )));
         };
-        let session = self.session(&entry.session_id).ok();
+        let session = self.sessions.get(&entry.session_id).ok();
         let origin = session.as_ref().and_then(|s| s.origin());
         let caller = ctx.connection_id.as_deref();
         let is_origin = caller.is_some() && origin.as_deref() == caller;
@@ -313,15 +343,13 @@ impl App {
     }
 
     /// `approval.list`: the pending requests (of one session, or all), oldest first.
-    pub fn list_approvals(&self, session_id: Option<&str>) -> Result<pb::ApprovalListResult> {
+    pub async fn list(&self, session_id: Option<&str>) -> Result<pb::ApprovalListResult> {
         if let Some(id) = session_id {
-            if self.session(id).is_err()
-                && self.store.read(|c| store::sessions::get(c, id))?.is_none()
-            {
+            if self.sessions.row(id).await?.is_none() {
                 return Err(Error::NotFound(format!("no session {id:?}")));
             }
         }
-        let pending = self.approvals.lock();
+        let pending = self.lock();
         let mut requests: Vec<&Value> = pending
             .values()
             .filter(|p| session_id.is_none_or(|s| p.session_id == s))

@@ -2,7 +2,7 @@
 //! memory socket with a short deadline on every call, recall of the top matches for a
 //! user message from the session's project, agent and global namespaces (count from the
 //! setting `memory.top_k`, default 8), and the agent tools `save_memory` / `search_memory`
-//! ([`tools`]). svc-memory being down never fails a turn: recall is skipped with a logged
+//! ([`crate::tools::memory`]). svc-memory being down never fails a turn: recall is skipped with a logged
 //! warning and the tools answer with a clear error.
 
 use std::path::PathBuf;

@@ -24,7 +24,7 @@ mod select;
 mod test_server;
 
 pub use http::RetryPolicy;
-pub use select::{fake_provider, select_provider, ApiKind, ProviderConfig};
+pub use select::{fake_provider, select_provider, ApiKind, ProviderConfig, Providers};
 
 /// Who wrote a chat message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -315,3 +315,46 @@ pub fn fake_provider(path: &Path) -> Result<Arc<FakeProvider>, ProviderError> {
 #[cfg(test)]
 #[path = "select_tests.rs"]
 mod tests;
+
+/// The `Providers` component: picks the model provider of a turn from the effective
+/// settings and the daemon's environment (`SNOWPEA_PROVIDER`, API keys). It owns no table;
+/// provider settings arrive with the settings component.
+#[derive(Clone)]
+pub struct Providers {
+    home: snowpea_common::home::Home,
+    env: crate::app::EnvFn,
+}
+
+impl std::fmt::Debug for Providers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Providers")
+            .field("home", &self.home)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Providers {
+    /// Providers of `home`, reading the environment through `env`.
+    pub fn new(home: snowpea_common::home::Home, env: crate::app::EnvFn) -> Self {
+        Providers { home, env }
+    }
+
+    /// The provider for a session asking for `vendor` / `model` (see [`select_provider`]);
+    /// the error names where to configure one.
+    pub fn select(
+        &self,
+        settings: &Value,
+        vendor: Option<&str>,
+        model: Option<&str>,
+    ) -> Result<SharedProvider, (ProviderError, String)> {
+        let env = self.env.clone();
+        select_provider(settings, vendor, model, &|k| env(k)).map_err(|e| {
+            let message = format!(
+                "no usable model provider: {e}. Configure one in {} (providers.default and providers.<vendor>) \
+                 or set an API key such as ANTHROPIC_API_KEY or OPENAI_API_KEY for the daemon",
+                self.home.settings_path().display()
+            );
+            (e, message)
+        })
+    }
+}

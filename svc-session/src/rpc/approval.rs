@@ -6,6 +6,7 @@ use snowpea_common::context::CallContext;
 use snowpea_proto::session::v1 as pb;
 use snowpea_proto::session::v1::approval_service_server::{ApprovalService, ApprovalServiceServer};
 use tonic::{Request, Response, Status};
+use tracing::Instrument;
 
 use super::span;
 use crate::app::App;
@@ -34,13 +35,15 @@ impl ApprovalService for ApprovalRpc {
         &self,
         req: Request<pb::ApprovalListParams>,
     ) -> Result<Response<pb::ApprovalListResult>, Status> {
-        let _g = span("approval.list", &CallContext::of(&req)).entered();
+        let s = span("approval.list", &CallContext::of(&req));
         let session_id = req
             .get_ref()
             .session_id
             .as_deref()
             .filter(|s| !s.is_empty());
-        Ok(Response::new(self.app.list_approvals(session_id)?))
+        Ok(Response::new(
+            self.app.approvals.list(session_id).instrument(s).await?,
+        ))
     }
 
     async fn respond(
@@ -49,7 +52,7 @@ impl ApprovalService for ApprovalRpc {
     ) -> Result<Response<pb::ApprovalRespondResult>, Status> {
         let ctx = CallContext::of(&req);
         let _g = span("approval.respond", &ctx).entered();
-        self.app.respond_approval(&ctx, req.into_inner())?;
+        self.app.approvals.respond(&ctx, req.into_inner())?;
         Ok(Response::new(pb::ApprovalRespondResult { ok: true }))
     }
 }

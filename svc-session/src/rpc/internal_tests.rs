@@ -4,7 +4,8 @@ use snowpea_proto::session::v1 as pb;
 use snowpea_proto::session::v1::session_internal_service_server::SessionInternalService;
 use tonic::Request;
 
-use super::{last_turn, outcome, InternalRpc};
+use super::InternalRpc;
+use crate::runs::{last_turn, outcome};
 use crate::testkit::{Harness, WAIT};
 
 fn request(h: &Harness, task: &str, approval_timeout_sec: i64) -> pb::RunUnattendedRequest {
@@ -49,12 +50,14 @@ async fn run(h: &Harness, req: pb::RunUnattendedRequest) -> (String, pb::RunUnat
     both_updates(stream).await
 }
 
-fn list(h: &Harness, kinds: &[&str]) -> Vec<pb::session_list_result::Session> {
+async fn list(h: &Harness, kinds: &[&str]) -> Vec<pb::session_list_result::Session> {
     h.app
-        .list_sessions(pb::SessionListParams {
+        .sessions
+        .list(pb::SessionListParams {
             kinds: kinds.iter().map(|k| k.to_string()).collect(),
             ..Default::default()
         })
+        .await
         .unwrap()
         .sessions
 }
@@ -68,14 +71,14 @@ async fn a_run_is_a_scheduled_session_listed_by_kind() {
     assert_eq!(done.text, "all quiet");
     assert_eq!(done.session_id, sid);
 
-    let scheduled = list(&h, &["scheduled"]);
+    let scheduled = list(&h, &["scheduled"]).await;
     assert_eq!(scheduled.len(), 1);
     assert_eq!(scheduled[0].session_id, sid);
     assert_eq!(scheduled[0].kind, "scheduled");
     assert_eq!(scheduled[0].job_id.as_deref(), Some("job_1"));
     assert_eq!(scheduled[0].origin_surface.as_deref(), Some("scheduler"));
 
-    let chats = list(&h, &["chat"]);
+    let chats = list(&h, &["chat"]).await;
     assert_eq!(
         chats
             .iter()
@@ -84,9 +87,9 @@ async fn a_run_is_a_scheduled_session_listed_by_kind() {
         vec![chat.clone()]
     );
     assert_eq!(chats[0].kind, "chat");
-    assert_eq!(list(&h, &[]).len(), 2, "no kinds = every kind");
-    assert_eq!(list(&h, &["chat", "scheduled"]).len(), 2);
-    assert!(list(&h, &["subagent"]).is_empty());
+    assert_eq!(list(&h, &[]).await.len(), 2, "no kinds = every kind");
+    assert_eq!(list(&h, &["chat", "scheduled"]).await.len(), 2);
+    assert!(list(&h, &["subagent"]).await.is_empty());
 }
 
 #[tokio::test]
@@ -94,17 +97,14 @@ async fn the_kind_survives_a_restart() {
     let h = Harness::new(json!({"steps": [{"match": "x", "text": "ok"}]})).await;
     let (sid, _) = run(&h, request(&h, "x", 0)).await;
     h.app.flush().await.unwrap();
-    let row = h
-        .app
-        .store
-        .read(|c| crate::store::sessions::get(c, &sid))
-        .unwrap()
-        .unwrap();
+    let row = crate::testkit::read(&h.home, |c| crate::store::sessions::get(c, &sid)).unwrap();
     assert_eq!(row.kind(), "scheduled");
     assert_eq!(row.job_id.as_deref(), Some("job_1"));
     let reopened = crate::store::Store::open(&h.home.state_dir().join("session.db")).unwrap();
+    let sid2 = sid.clone();
     let again = reopened
-        .read(|c| crate::store::sessions::get(c, &sid))
+        .read("test", move |c| crate::store::sessions::get(c, &sid2))
+        .await
         .unwrap()
         .unwrap();
     assert_eq!(again, row);
@@ -123,11 +123,7 @@ async fn an_unanswered_approval_ends_the_run_denied_by_timeout() {
     let (sid, done) = run(&h, request(&h, "clean up", 1)).await;
     assert_eq!(done.status, "denied_by_timeout", "{done:?}");
     assert!(done.error.contains("approval_timeout"), "{done:?}");
-    let events = h
-        .app
-        .store
-        .read(|c| crate::store::events::after(c, &sid, 0))
-        .unwrap();
+    let events = crate::testkit::read(&h.home, |c| crate::store::events::after(c, &sid, 0));
     let calls = events.iter().filter(|e| e.kind == "tool.call").count();
     assert_eq!(calls, 1, "the run stops at the first timed-out approval");
     let request: Value = events
@@ -175,7 +171,10 @@ async fn a_named_agent_is_refused_not_substituted() {
     };
     assert_eq!(err.code(), tonic::Code::NotFound);
     assert!(err.message().contains("reviewer"), "{}", err.message());
-    assert!(list(&h, &["scheduled"]).is_empty(), "no session was opened");
+    assert!(
+        list(&h, &["scheduled"]).await.is_empty(),
+        "no session was opened"
+    );
 }
 
 fn ev(kind: &str, payload: Value) -> (String, Value) {
@@ -268,7 +267,7 @@ async fn watch_run_waits_for_the_running_turn_and_reports_its_real_end() {
         .expect("first update");
     let sid = first.session_id;
     assert!(
-        h.app.session(&sid).unwrap().turns().running.is_some(),
+        h.app.sessions.get(&sid).unwrap().turns().running.is_some(),
         "the turn is still running when the watch starts"
     );
     let (_, watched) = watch(&h, &sid).await;
@@ -339,7 +338,7 @@ async fn a_run_past_its_run_timeout_is_interrupted_and_reported_failed() {
     assert_eq!(done.status, "failed", "{done:?}");
     assert!(done.error.contains("run timeout (1 s)"), "{done:?}");
     assert!(
-        h.app.session(&sid).unwrap().turns().running.is_none(),
+        h.app.sessions.get(&sid).unwrap().turns().running.is_none(),
         "the turn was stopped, not left running beside the job's next run"
     );
 }
@@ -369,7 +368,8 @@ async fn a_person_refusing_a_scheduled_runs_approval_ends_the_run_denied() {
         }
     };
     h.app
-        .respond_approval(
+        .approvals
+        .respond(
             &Harness::ctx("c9", Some("tui")),
             pb::ApprovalRespondParams {
                 decision: "deny".into(),
@@ -382,11 +382,7 @@ async fn a_person_refusing_a_scheduled_runs_approval_ends_the_run_denied() {
     let (sid, done) = tokio::time::timeout(WAIT, outcome).await.unwrap().unwrap();
     assert_eq!(done.status, "denied", "{done:?}");
     assert!(done.error.contains("not now"), "{done:?}");
-    let calls = h
-        .app
-        .store
-        .read(|c| crate::store::events::after(c, &sid, 0))
-        .unwrap()
+    let calls = crate::testkit::read(&h.home, |c| crate::store::events::after(c, &sid, 0))
         .iter()
         .filter(|e| e.kind == "tool.call")
         .count();

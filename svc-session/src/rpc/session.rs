@@ -40,7 +40,7 @@ impl SessionService for SessionRpc {
         let app = self.app.clone();
         async move {
             Ok(Response::new(
-                app.create_session(&ctx, req.into_inner()).await?,
+                app.sessions.create(&ctx, req.into_inner()).await?,
             ))
         }
         .instrument(span("session.create", &CallContext::default()))
@@ -51,8 +51,14 @@ impl SessionService for SessionRpc {
         &self,
         req: Request<pb::SessionListParams>,
     ) -> Result<Response<pb::SessionListResult>, Status> {
-        let _g = span("session.list", &CallContext::of(&req)).entered();
-        Ok(Response::new(self.app.list_sessions(req.into_inner())?))
+        let s = span("session.list", &CallContext::of(&req));
+        Ok(Response::new(
+            self.app
+                .sessions
+                .list(req.into_inner())
+                .instrument(s)
+                .await?,
+        ))
     }
 
     async fn close(
@@ -61,7 +67,7 @@ impl SessionService for SessionRpc {
     ) -> Result<Response<pb::SessionCloseResult>, Status> {
         let s = span("session.close", &CallContext::of(&req));
         let p = req.into_inner();
-        self.app.close_session(&p.session_id).instrument(s).await?;
+        self.app.sessions.close(&p.session_id).instrument(s).await?;
         Ok(Response::new(pb::SessionCloseResult { ok: true }))
     }
 
@@ -73,6 +79,7 @@ impl SessionService for SessionRpc {
         let s = span("session.prompt", &ctx);
         let turn_id = self
             .app
+            .turns
             .prompt(&ctx, req.into_inner())
             .instrument(s)
             .await?;
@@ -84,7 +91,7 @@ impl SessionService for SessionRpc {
         req: Request<pb::SessionInterruptParams>,
     ) -> Result<Response<pb::SessionInterruptResult>, Status> {
         let _g = span("session.interrupt", &CallContext::of(&req)).entered();
-        self.app.interrupt(&req.get_ref().session_id)?;
+        self.app.turns.interrupt(&req.get_ref().session_id)?;
         Ok(Response::new(pb::SessionInterruptResult { ok: true }))
     }
 
@@ -92,8 +99,14 @@ impl SessionService for SessionRpc {
         &self,
         req: Request<pb::SessionResumeParams>,
     ) -> Result<Response<pb::SessionResumeResult>, Status> {
-        let _g = span("session.resume", &CallContext::of(&req)).entered();
-        Ok(Response::new(self.app.resume_session(req.into_inner())?))
+        let s = span("session.resume", &CallContext::of(&req));
+        Ok(Response::new(
+            self.app
+                .sessions
+                .resume(req.into_inner())
+                .instrument(s)
+                .await?,
+        ))
     }
 
     async fn rename(
@@ -103,7 +116,8 @@ impl SessionService for SessionRpc {
         let s = span("session.rename", &CallContext::of(&req));
         let p = req.into_inner();
         self.app
-            .rename_session(&p.session_id, &p.title)
+            .sessions
+            .rename(&p.session_id, &p.title)
             .instrument(s)
             .await?;
         Ok(Response::new(pb::SessionRenameResult { ok: true }))
@@ -117,6 +131,7 @@ impl SessionService for SessionRpc {
         let p = req.into_inner();
         let mode = self
             .app
+            .sessions
             .set_mode(&p.session_id, &p.mode)
             .instrument(s)
             .await?;
@@ -133,7 +148,8 @@ impl SessionService for SessionRpc {
         let s = span("session.attach", &ctx);
         Ok(Response::new(
             self.app
-                .attach_session(&ctx, req.into_inner())
+                .sessions
+                .attach(&ctx, req.into_inner())
                 .instrument(s)
                 .await?,
         ))

@@ -1,26 +1,29 @@
-//! The registry of live sessions and the session-level methods (`session.create`, `list`,
-//! `close`, `rename`, `setMode`, `attach`, `resume`).
+//! The [`Sessions`] component: the registry of live sessions, the `sessions` table and the
+//! session-level methods (`session.create`, `list`, `close`, `rename`, `setMode`, `attach`,
+//! `resume`).
 //!
 //! A session persists in the `sessions` table and its events in `events`; the live
-//! registry holds the sessions that are not closed (all of them are loaded again after a
-//! restart). Every session has an *origin connection*: the one that created or last
+//! [`Registry`] holds the sessions that are not closed (all of them are loaded again after
+//! a restart). Every session has an *origin connection*: the one that created or last
 //! attached it, which receives its `approval.request`s ([`origin`]).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{json, Value};
+use snowpea_common::bus::BusHub;
 use snowpea_common::context::CallContext;
+use snowpea_common::home::Home;
 use snowpea_common::time::now_iso;
 use snowpea_proto::session::v1 as pb;
 use tokio::sync::watch;
 
-use crate::app::App;
+use crate::approval::Approvals;
 use crate::error::{Error, Result};
-use crate::events::SessionEvent;
+use crate::events::EventLog;
 use crate::permissions::Mode;
-use crate::store::{self, sessions::SessionRow};
+use crate::store::{self, sessions::SessionRow, Store};
 use crate::turn::TurnState;
 
 /// Longest session title `session.rename` accepts, in characters.
@@ -76,7 +79,7 @@ impl Session {
         lock(&self.row).clone()
     }
 
-    /// Changes the persisted fields (the caller saves them with [`App::save_session`]).
+    /// Changes the persisted fields (the caller saves them with [`Sessions::save`]).
     pub(crate) fn update<T>(&self, f: impl FnOnce(&mut SessionRow) -> T) -> T {
         f(&mut lock(&self.row))
     }
@@ -188,97 +191,187 @@ fn nonempty(s: Option<String>) -> Option<String> {
     s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
 }
 
-impl App {
+/// The live sessions, and the saved ones read from the `sessions` table: the lookup every
+/// component shares ([`Sessions`] changes it; `Approvals` and `Tools` only read it).
+/// Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    live: Arc<Mutex<HashMap<String, Arc<Session>>>>,
+    store: Store,
+}
+
+impl Registry {
+    /// A registry of `saved` (the open sessions of the database) reading `store`.
+    pub fn new(store: Store, saved: Vec<SessionRow>) -> Self {
+        let live = saved
+            .into_iter()
+            .map(|row| (row.id.clone(), Arc::new(Session::new(row))))
+            .collect();
+        Registry {
+            live: Arc::new(Mutex::new(live)),
+            store,
+        }
+    }
+
     /// The live session `id`, or `not_found`.
-    pub fn session(&self, id: &str) -> Result<Arc<Session>> {
-        lock(&self.sessions)
+    pub fn get(&self, id: &str) -> Result<Arc<Session>> {
+        lock(&self.live)
             .get(id)
             .cloned()
             .ok_or_else(|| Error::NotFound(format!("no live session {id:?}")))
     }
 
     /// Every live session.
-    pub fn live_sessions(&self) -> Vec<Arc<Session>> {
-        lock(&self.sessions).values().cloned().collect()
+    pub fn all(&self) -> Vec<Arc<Session>> {
+        lock(&self.live).values().cloned().collect()
+    }
+
+    /// The row of session `id`: the live copy (newer than the stored one while its writes
+    /// are queued), else the saved one (closed sessions, after a restart), else `None`.
+    pub async fn row(&self, id: &str) -> Result<Option<SessionRow>> {
+        if let Ok(s) = self.get(id) {
+            return Ok(Some(s.row()));
+        }
+        let id = id.to_owned();
+        self.store
+            .read("sessions.get", move |c| store::sessions::get(c, &id))
+            .await
+    }
+
+    fn insert(&self, session: Arc<Session>) {
+        lock(&self.live).insert(session.id.clone(), session);
+    }
+
+    fn remove(&self, id: &str) {
+        lock(&self.live).remove(id);
+    }
+}
+
+/// The session's status as `session.list` / `sessions.changed` report it, given how many
+/// approvals of it are pending.
+pub(crate) fn status(session: &Session, pending_approvals: usize) -> &'static str {
+    if pending_approvals > 0 {
+        "awaiting_approval"
+    } else if session.turns().running.is_some() {
+        "running"
+    } else {
+        "idle"
+    }
+}
+
+/// Publishes `sessions.changed` (after everything queued before it is committed).
+pub(crate) fn notify_changed(
+    log: &EventLog,
+    session: &Session,
+    pending_approvals: usize,
+    reason: &str,
+) {
+    let row = session.row();
+    let status = if row.closed_at.is_some() {
+        "closed"
+    } else {
+        status(session, pending_approvals)
+    };
+    log.notify(
+        "sessions.changed",
+        json!({
+            "sessionId": session.id,
+            "reason": reason,
+            "status": status,
+            "title": row.title,
+            "hostToolsFrom": row.host_tools_from,
+        }),
+    );
+}
+
+/// The `session.*` component: creates, lists, closes, renames, re-modes, attaches and
+/// resumes sessions; owns the `sessions` table and the live [`Registry`].
+pub struct Sessions {
+    home: Home,
+    store: Store,
+    log: EventLog,
+    hub: Arc<BusHub>,
+    registry: Registry,
+    approvals: Arc<Approvals>,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions").finish_non_exhaustive()
+    }
+}
+
+impl Sessions {
+    /// The component over `registry`, writing through `log`, counting `approvals`.
+    pub fn new(
+        home: Home,
+        store: Store,
+        log: EventLog,
+        hub: Arc<BusHub>,
+        registry: Registry,
+        approvals: Arc<Approvals>,
+    ) -> Self {
+        Sessions {
+            home,
+            store,
+            log,
+            hub,
+            registry,
+            approvals,
+        }
+    }
+
+    /// The live session `id`, or `not_found`.
+    pub fn get(&self, id: &str) -> Result<Arc<Session>> {
+        self.registry.get(id)
+    }
+
+    /// The shared lookup of sessions.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
     }
 
     /// Queues a write of the session's row (committed in order with its events).
-    pub(crate) fn save_session(&self, session: &Session) {
+    pub(crate) fn save(&self, session: &Session) {
         let row = session.row();
         self.log
             .write_later(move |c| store::sessions::save(c, &row));
     }
 
-    /// Queues a session event (committed, then published).
-    pub(crate) fn emit(&self, session: &Session, kind: &str, payload: Value) {
-        self.log
-            .emit(&session.id, kind, payload, session.host_tools_from());
-    }
-
-    /// Queues a session event and waits for its commit.
-    pub(crate) async fn emit_committed(
-        &self,
-        session: &Session,
-        kind: &str,
-        payload: Value,
-    ) -> Result<SessionEvent> {
-        Ok(self
-            .log
-            .emit_committed(&session.id, kind, payload, session.host_tools_from())
-            .await?)
-    }
-
     /// The session's status as `session.list` / `sessions.changed` report it.
     pub(crate) fn status(&self, session: &Session) -> &'static str {
-        if self.approvals.count(Some(&session.id)) > 0 {
-            "awaiting_approval"
-        } else if session.turns().running.is_some() {
-            "running"
-        } else {
-            "idle"
-        }
+        status(session, self.approvals.count(Some(&session.id)))
     }
 
     /// Publishes `sessions.changed` (after everything queued before it is committed).
-    pub(crate) fn sessions_changed(&self, session: &Session, reason: &str) {
-        let row = session.row();
-        let status = if row.closed_at.is_some() {
-            "closed"
-        } else {
-            self.status(session)
-        };
-        self.log.notify(
-            "sessions.changed",
-            json!({
-                "sessionId": session.id,
-                "reason": reason,
-                "status": status,
-                "title": row.title,
-                "hostToolsFrom": row.host_tools_from,
-            }),
+    pub(crate) fn changed(&self, session: &Session, reason: &str) {
+        notify_changed(
+            &self.log,
+            session,
+            self.approvals.count(Some(&session.id)),
+            reason,
         );
     }
 
     /// `session.create`: a `chat` session.
-    pub async fn create_session(
+    pub async fn create(
         &self,
         ctx: &CallContext,
         p: pb::SessionCreateParams,
     ) -> Result<pb::SessionCreateResult> {
-        self.create_session_with(ctx, p, SessionSetup::default())
-            .await
+        self.create_with(ctx, p, SessionSetup::default()).await
     }
 
     /// Creates a session from `session.create` params plus what only the daemon sets
     /// (kind, agent, job, approval timeout; see [`SessionSetup`]).
-    pub async fn create_session_with(
+    pub async fn create_with(
         &self,
         ctx: &CallContext,
         p: pb::SessionCreateParams,
         setup: SessionSetup,
     ) -> Result<pb::SessionCreateResult> {
         let workdir = check_workdir(&p.workdir)?;
-        let settings = snowpea_common::settings::load_effective(&self.config.home, Some(&workdir))
+        let settings = snowpea_common::settings::load_effective(&self.home, Some(&workdir))
             .unwrap_or_else(|e| {
                 tracing::warn!(error = %format!("{e:#}"), "unreadable settings; using defaults");
                 json!({})
@@ -292,7 +385,7 @@ impl App {
         };
         let id = snowpea_common::ids::new_id("s");
         let date = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
-        let workspace = self.config.home.sessions_dir().join(format!("{date}_{id}"));
+        let workspace = self.home.sessions_dir().join(format!("{date}_{id}"));
         for sub in ["tmp", "artifacts"] {
             // Owner-only like the rest of the home (a session's files are its user's).
             std::os::unix::fs::DirBuilderExt::mode(
@@ -326,8 +419,8 @@ impl App {
             .write(move |c| store::sessions::save(c, &saved))
             .await?;
         let session = Arc::new(Session::new(row));
-        lock(&self.sessions).insert(id.clone(), session.clone());
-        self.sessions_changed(&session, "create");
+        self.registry.insert(session.clone());
+        self.changed(&session, "create");
         tracing::info!(session_id = %id, workdir = %workdir.display(), mode = mode.as_str(), kind = setup.kind, "session created");
         Ok(pb::SessionCreateResult {
             delegation: false,
@@ -337,7 +430,7 @@ impl App {
     }
 
     /// `session.list`.
-    pub fn list_sessions(&self, p: pb::SessionListParams) -> Result<pb::SessionListResult> {
+    pub async fn list(&self, p: pb::SessionListParams) -> Result<pb::SessionListResult> {
         // An empty `kinds` (or none) means every kind.
         let kinds: HashSet<&str> = p.kinds.iter().map(|k| k.trim()).collect();
         let workdir = nonempty(p.workdir).map(|w| {
@@ -345,9 +438,13 @@ impl App {
                 .map(|c| c.to_string_lossy().into_owned())
                 .unwrap_or(w)
         });
+        let include_closed = p.include_closed;
         let rows = self
             .store
-            .read(|c| store::sessions::list(c, p.include_closed))?;
+            .read("session.list", move |c| {
+                store::sessions::list(c, include_closed)
+            })
+            .await?;
         let host_filter = nonempty(p.host_tools_from);
         let mut out = Vec::new();
         for stored in rows {
@@ -356,7 +453,7 @@ impl App {
             {
                 continue;
             }
-            let live = lock(&self.sessions).get(&stored.id).cloned();
+            let live = self.registry.get(&stored.id).ok();
             // The live copy is newer than the stored one (its writes may still be queued).
             let row = live.as_ref().map(|s| s.row()).unwrap_or(stored);
             if let Some(h) = &host_filter {
@@ -365,7 +462,7 @@ impl App {
                     continue;
                 }
             }
-            let seq = self.store.read(|c| store::events::last_seq(c, &row.id))?;
+            let seq = self.log.last_seq(&row.id).await?;
             let (running, turn_started_at, status) = match &live {
                 Some(s) if row.closed_at.is_none() => {
                     let started = s.turns().running.as_ref().map(|t| t.started_at.clone());
@@ -405,30 +502,29 @@ impl App {
     /// `session.close`: ends a running turn (interrupted), drops queued prompts, marks
     /// the session closed and removes it from the live registry. Closing a closed
     /// session is a no-op; an unknown one is `not_found`.
-    pub async fn close_session(&self, id: &str) -> Result<()> {
-        let Ok(session) = self.session(id) else {
-            return match self.store.read(|c| store::sessions::get(c, id))? {
+    pub async fn close(&self, id: &str) -> Result<()> {
+        let Ok(session) = self.get(id) else {
+            return match self.registry.row(id).await? {
                 Some(_) => Ok(()),
                 None => Err(Error::NotFound(format!("no session {id:?}"))),
             };
         };
-        self.stop_turns(&session, true);
-        self.wait_idle(&session, std::time::Duration::from_secs(10))
-            .await;
+        crate::turn::stop_turns(&self.log, &session, true);
+        crate::turn::wait_idle(&session, std::time::Duration::from_secs(10)).await;
         session.update(|r| {
             r.closed_at = Some(now_iso());
             r.last_activity_at = Some(now_iso());
         });
-        self.save_session(&session);
-        lock(&self.sessions).remove(id);
-        self.sessions_changed(&session, "close");
+        self.save(&session);
+        self.registry.remove(id);
+        self.changed(&session, "close");
         self.log.flush().await?;
         tracing::info!(session_id = %id, "session closed");
         Ok(())
     }
 
     /// `session.rename` (an empty title clears it).
-    pub async fn rename_session(&self, id: &str, title: &str) -> Result<()> {
+    pub async fn rename(&self, id: &str, title: &str) -> Result<()> {
         // Titles are shown in lists: a cap keeps one client from making session.list huge.
         if title.chars().count() > MAX_TITLE_CHARS {
             return Err(Error::invalid(
@@ -436,11 +532,11 @@ impl App {
                 format!("is longer than {MAX_TITLE_CHARS} characters"),
             ));
         }
-        let session = self.session(id)?;
+        let session = self.get(id)?;
         let title = Some(title.trim().to_owned()).filter(|t| !t.is_empty());
         session.update(|r| r.title = title);
-        self.save_session(&session);
-        self.sessions_changed(&session, "renamed");
+        self.save(&session);
+        self.changed(&session, "renamed");
         self.log.flush().await?;
         Ok(())
     }
@@ -448,22 +544,23 @@ impl App {
     /// `session.setMode`: persists the mode, emits `mode.changed` and `sessions.changed`.
     pub async fn set_mode(&self, id: &str, mode: &str) -> Result<Mode> {
         let mode = parse_mode("params.mode", mode)?;
-        let session = self.session(id)?;
+        let session = self.get(id)?;
         session.update(|r| r.mode = mode.as_str().to_owned());
-        self.save_session(&session);
-        self.emit_committed(&session, "mode.changed", json!({ "mode": mode.as_str() }))
+        self.save(&session);
+        self.log
+            .emit_to_committed(&session, "mode.changed", json!({ "mode": mode.as_str() }))
             .await?;
-        self.sessions_changed(&session, "mode");
+        self.changed(&session, "mode");
         Ok(mode)
     }
 
     /// `session.attach`: the calling connection becomes the session's origin.
-    pub async fn attach_session(
+    pub async fn attach(
         &self,
         ctx: &CallContext,
         p: pb::SessionAttachParams,
     ) -> Result<pb::SessionAttachResult> {
-        let session = self.session(&p.session_id)?;
+        let session = self.get(&p.session_id)?;
         let Some(conn) = ctx.connection_id.clone() else {
             return Err(Error::invalid(
                 "params.sessionId",
@@ -482,7 +579,7 @@ impl App {
                 ));
             }
             session.update(|r| r.host_tools_from = Some(host));
-            self.sessions_changed(&session, "host");
+            self.changed(&session, "host");
         }
         self.bind_origin(&session, conn, ctx.client_id.clone());
         self.log.flush().await?;
@@ -495,31 +592,28 @@ impl App {
 
     /// `session.resume`: the events after `afterSeq` from the database (also for closed
     /// sessions and after a restart), with the session's mode, provider and model.
-    pub fn resume_session(&self, p: pb::SessionResumeParams) -> Result<pb::SessionResumeResult> {
+    pub async fn resume(&self, p: pb::SessionResumeParams) -> Result<pb::SessionResumeResult> {
         let id = p.session_id.as_str();
-        let row = match self.session(id) {
-            Ok(s) => s.row(),
-            Err(_) => self
-                .store
-                .read(|c| store::sessions::get(c, id))?
-                .ok_or_else(|| Error::NotFound(format!("no session {id:?}")))?,
-        };
+        let row = self
+            .registry
+            .row(id)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("no session {id:?}")))?;
         let after = p.after_seq.unwrap_or(0);
         if after < 0 {
             return Err(Error::invalid("params.afterSeq", "must not be negative"));
         }
-        let rows = self.store.read(|c| store::events::after(c, id, after))?;
-        let events = rows
+        let events = self
+            .log
+            .after(id, after)
+            .await?
             .into_iter()
-            .map(|r| {
-                let e = SessionEvent::from_row(r);
-                pb::session_resume_result::Event {
-                    kind: e.kind,
-                    payload: Some(snowpea_proto::wkt::to_struct(&e.payload)),
-                    seq: e.seq,
-                    session_id: e.session_id,
-                    ts: e.ts,
-                }
+            .map(|e| pb::session_resume_result::Event {
+                kind: e.kind,
+                payload: Some(snowpea_proto::wkt::to_struct(&e.payload)),
+                seq: e.seq,
+                session_id: e.session_id,
+                ts: e.ts,
             })
             .collect();
         Ok(pb::SessionResumeResult {
@@ -531,6 +625,30 @@ impl App {
             provider: row.provider_in_use.clone().or(row.provider.clone()),
             session_id: row.id,
         })
+    }
+
+    /// `DeleteSessions` (svc-scheduler, issue 5): closes and deletes the saved session `id`
+    /// with its events, turns and workspace. Returns false when there is no such session.
+    pub async fn delete(&self, id: &str) -> Result<bool> {
+        if self.get(id).is_ok() {
+            self.close(id).await?;
+        }
+        let Some(row) = self.registry.row(id).await? else {
+            return Ok(false);
+        };
+        let sid = id.to_owned();
+        self.log
+            .write(move |c| {
+                c.execute("DELETE FROM events WHERE session_id = ?1", [&sid])?;
+                c.execute("DELETE FROM turns WHERE session_id = ?1", [&sid])?;
+                c.execute("DELETE FROM sessions WHERE id = ?1", [&sid])?;
+                Ok(())
+            })
+            .await?;
+        if !row.workspace_dir.is_empty() {
+            let _ = std::fs::remove_dir_all(&row.workspace_dir);
+        }
+        Ok(true)
     }
 }
 

@@ -12,10 +12,9 @@ use snowpea_common::bus::ConnectionEvent;
 use snowpea_proto::rpc::v1::ConnectionInfo;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::Session;
-use crate::app::App;
+use super::{Session, Sessions};
 
-impl App {
+impl Sessions {
     /// Makes `connection_id` the origin of `session` and persists it.
     pub(crate) fn bind_origin(
         &self,
@@ -29,14 +28,14 @@ impl App {
                 r.origin_client_id = client_id;
             }
         });
-        self.save_session(session);
+        self.save(session);
         session.origin.send_replace(Some(connection_id));
     }
 
     /// Re-binds sessions to a connection that just opened: the same connection id
     /// (re-announced) or, when the origin is gone, the same clientId.
     pub(crate) fn on_connection_opened(&self, info: &ConnectionInfo) {
-        for session in self.live_sessions() {
+        for session in self.registry.all() {
             let row = session.row();
             if row.origin_connection_id.as_deref() == Some(info.connection_id.as_str()) {
                 // Re-announced after a gateway or service restart: wake approval waiters.
@@ -87,10 +86,10 @@ impl App {
     }
 }
 
-/// Watches the hub's connection table for the lifetime of `app`.
-pub(crate) fn spawn_watcher(app: &Arc<App>) {
-    let mut events = app.hub.connection_events();
-    let weak: Weak<App> = Arc::downgrade(app);
+/// Watches the hub's connection table for the lifetime of `sessions`.
+pub(crate) fn spawn_watcher(sessions: &Arc<Sessions>) {
+    let mut events = sessions.hub.connection_events();
+    let weak: Weak<Sessions> = Arc::downgrade(sessions);
     tokio::spawn(async move {
         loop {
             let event = events.recv().await;

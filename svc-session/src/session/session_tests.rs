@@ -27,7 +27,8 @@ async fn create_validates_workdir_and_mode_naming_the_field() {
     for bad in ["relative/dir", "", "/definitely/not/here"] {
         let e = h
             .app
-            .create_session(&ctx, create(bad, None))
+            .sessions
+            .create(&ctx, create(bad, None))
             .await
             .unwrap_err();
         assert_eq!(field_of(e), "params.workdir", "{bad}");
@@ -36,19 +37,22 @@ async fn create_validates_workdir_and_mode_naming_the_field() {
     std::fs::write(&file, "x").unwrap();
     let e = h
         .app
-        .create_session(&ctx, create(file.to_str().unwrap(), None))
+        .sessions
+        .create(&ctx, create(file.to_str().unwrap(), None))
         .await
         .unwrap_err();
     assert_eq!(field_of(e), "params.workdir");
     let e = h
         .app
-        .create_session(&ctx, create(h.workdir.to_str().unwrap(), Some("yolo")))
+        .sessions
+        .create(&ctx, create(h.workdir.to_str().unwrap(), Some("yolo")))
         .await
         .unwrap_err();
     assert_eq!(field_of(e), "params.mode");
     let rpc = e_status(
         h.app
-            .create_session(&ctx, create("rel", None))
+            .sessions
+            .create(&ctx, create("rel", None))
             .await
             .unwrap_err(),
     );
@@ -64,7 +68,8 @@ async fn create_makes_a_workspace_and_the_session_is_listed() {
     let mut h = Harness::new(json!({})).await;
     let r = h
         .app
-        .create_session(
+        .sessions
+        .create(
             &Harness::ctx("c1", Some("cli")),
             create(h.workdir.to_str().unwrap(), None),
         )
@@ -81,7 +86,9 @@ async fn create_makes_a_workspace_and_the_session_is_listed() {
     assert!(ws.join("tmp").is_dir() && ws.join("artifacts").is_dir());
     let list = h
         .app
-        .list_sessions(pb::SessionListParams::default())
+        .sessions
+        .list(pb::SessionListParams::default())
+        .await
         .unwrap()
         .sessions;
     let s = list.iter().find(|s| s.session_id == r.session_id).unwrap();
@@ -101,10 +108,12 @@ async fn create_makes_a_workspace_and_the_session_is_listed() {
     }
     let filtered = h
         .app
-        .list_sessions(pb::SessionListParams {
+        .sessions
+        .list(pb::SessionListParams {
             workdir: Some("/elsewhere".into()),
             ..Default::default()
         })
+        .await
         .unwrap();
     assert!(filtered.sessions.is_empty());
 }
@@ -113,13 +122,13 @@ async fn create_makes_a_workspace_and_the_session_is_listed() {
 async fn rename_and_set_mode_persist_and_notify() {
     let mut h = Harness::new(json!({})).await;
     let sid = h.create("plan").await;
-    h.app.rename_session(&sid, "My title").await.unwrap();
-    let mode = h.app.set_mode(&sid, "auto").await.unwrap();
+    h.app.sessions.rename(&sid, "My title").await.unwrap();
+    let mode = h.app.sessions.set_mode(&sid, "auto").await.unwrap();
     assert_eq!(mode.as_str(), "auto");
-    let e = h.app.set_mode(&sid, "nope").await.unwrap_err();
+    let e = h.app.sessions.set_mode(&sid, "nope").await.unwrap_err();
     assert_eq!(field_of(e), "params.mode");
     assert!(matches!(
-        h.app.rename_session("s_missing", "x").await,
+        h.app.sessions.rename("s_missing", "x").await,
         Err(Error::NotFound(_))
     ));
     let mut saw_rename = false;
@@ -135,7 +144,9 @@ async fn rename_and_set_mode_persist_and_notify() {
     }
     let s = h
         .app
-        .list_sessions(pb::SessionListParams::default())
+        .sessions
+        .list(pb::SessionListParams::default())
+        .await
         .unwrap()
         .sessions
         .remove(0);
@@ -143,11 +154,13 @@ async fn rename_and_set_mode_persist_and_notify() {
     assert_eq!(s.mode, "auto");
     let r = h
         .app
-        .resume_session(pb::SessionResumeParams {
+        .sessions
+        .resume(pb::SessionResumeParams {
             session_id: sid,
             after_seq: None,
             locale: None,
         })
+        .await
         .unwrap();
     assert_eq!(r.mode.as_deref(), Some("auto"));
 }
@@ -156,10 +169,14 @@ async fn rename_and_set_mode_persist_and_notify() {
 async fn attach_makes_the_caller_the_origin() {
     let h = Harness::new(json!({})).await;
     let sid = h.create("accept").await;
-    assert_eq!(h.app.session(&sid).unwrap().origin().as_deref(), Some("c1"));
+    assert_eq!(
+        h.app.sessions.get(&sid).unwrap().origin().as_deref(),
+        Some("c1")
+    );
     let r = h
         .app
-        .attach_session(
+        .sessions
+        .attach(
             &Harness::ctx("c7", Some("ide")),
             pb::SessionAttachParams {
                 session_id: sid.clone(),
@@ -169,10 +186,14 @@ async fn attach_makes_the_caller_the_origin() {
         .await
         .unwrap();
     assert_eq!(r.session_id, sid);
-    assert_eq!(h.app.session(&sid).unwrap().origin().as_deref(), Some("c7"));
+    assert_eq!(
+        h.app.sessions.get(&sid).unwrap().origin().as_deref(),
+        Some("c7")
+    );
     let e = h
         .app
-        .attach_session(
+        .sessions
+        .attach(
             &Harness::ctx("c7", None),
             pb::SessionAttachParams {
                 session_id: "s_x".into(),
@@ -210,7 +231,7 @@ async fn tool_list_reports_the_builtin_tools() {
             "shell"
         ]
     );
-    let registered: Vec<_> = h.app.tools.iter().map(|t| t.name()).collect();
+    let registered: Vec<_> = h.app.tools.builtin().iter().map(|t| t.name()).collect();
     assert_eq!(names[..registered.len()], registered[..]);
     let shell = r.tools.iter().find(|t| t.name == "shell").unwrap();
     assert_eq!(shell.permission_tag, "exec");

@@ -4,12 +4,16 @@
 //! Writes go through the single writer of [`crate::events::EventLog`] (group commit);
 //! this module only provides the SQL, as functions over a `rusqlite::Connection`, and a
 //! [`Store`] with its own read connection for queries (WAL lets reads run beside the
-//! writer and see exactly what was committed).
+//! writer and see exactly what was committed). Which component owns which table:
+//! `sessions` — [`crate::session::Sessions`]; `events` and `turns` —
+//! [`crate::events::EventLog`]; `approvals` — [`crate::approval::Approvals`].
 
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
+
+use crate::error::Result;
 
 pub mod approvals;
 pub mod events;
@@ -83,26 +87,35 @@ pub fn open(path: &Path) -> anyhow::Result<Connection> {
     snowpea_common::db::open(path, MIGRATIONS)
 }
 
-/// Read access to the database (one connection behind a mutex; queries are short).
-#[derive(Debug)]
+/// Read access to the database: one connection behind a mutex, used only inside
+/// [`snowpea_common::db::blocking`] so no query runs on an async worker thread. Cheap to
+/// clone; every component that reads its tables holds a copy.
+#[derive(Debug, Clone)]
 pub struct Store {
-    conn: Mutex<Connection>,
+    conn: Arc<Mutex<Connection>>,
 }
 
 impl Store {
     /// Opens a read connection to the database at `path` (migrating it if needed).
     pub fn open(path: &Path) -> anyhow::Result<Store> {
         Ok(Store {
-            conn: Mutex::new(open(path)?),
+            conn: Arc::new(Mutex::new(open(path)?)),
         })
     }
 
-    /// Runs `f` with the read connection.
-    pub fn read<T>(
+    /// Runs `f` with the read connection on the blocking pool; `what` names the work in
+    /// errors (`"session.list"`).
+    pub async fn read<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-    ) -> rusqlite::Result<T> {
-        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        f(&conn)
+        what: &'static str,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let conn = self.conn.clone();
+        let r = snowpea_common::db::blocking(what, move || {
+            let conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+            f(&conn)
+        })
+        .await?;
+        Ok(r?)
     }
 }

@@ -17,12 +17,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::provider::ToolSpec;
 
+pub mod catalog;
 pub mod fs;
 pub mod memory;
 pub mod paths;
 pub mod schedule;
 pub mod search;
 pub mod shell;
+
+pub use catalog::Tools;
 
 /// Permission tags of the protocol (issue 2 "Permissions").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

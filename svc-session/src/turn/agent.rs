@@ -14,11 +14,9 @@ use std::sync::Arc;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use super::{history, system_prompt, TurnEnd, TurnStart};
-use crate::app::App;
+use super::{history, system_prompt, TurnEnd, TurnStart, Turns};
 use crate::provider::{ChatMessage, ModelRequest, Provider, ProviderError, StreamEvent, ToolCall};
 use crate::session::Session;
-use crate::store;
 
 /// What one turn accumulated, for the closing events.
 #[derive(Debug, Default)]
@@ -97,21 +95,15 @@ pub fn context_window(settings: &Value, vendor: &str, model: &str) -> Option<u64
     }
 }
 
-impl App {
+impl Turns {
     /// Runs one turn to its `turn.done` and returns why it ended.
     pub(crate) async fn run_turn(&self, session: &Arc<Session>, t: &TurnStart) -> TurnEnd {
         // Earlier turns must be committed before the history is read back.
         if let Err(e) = self.log.flush().await {
             tracing::error!(error = %format!("{e:#}"), "flush before turn failed");
         }
-        let mut messages = match self
-            .store
-            .read(|c| store::events::of_kinds(c, &session.id, history::KINDS))
-        {
-            Ok(rows) => history::rebuild(
-                rows.into_iter()
-                    .map(|(k, p)| (k, serde_json::from_str(&p).unwrap_or(Value::Null))),
-            ),
+        let mut messages = match self.log.of_kinds(&session.id, history::KINDS).await {
+            Ok(rows) => history::rebuild(rows),
             Err(e) => {
                 tracing::error!(error = %e, session_id = %session.id, "cannot read history");
                 Vec::new()
@@ -160,9 +152,10 @@ impl App {
             r.context_used = used as i64;
             r.context_window = acc.window.map(|w| w as i64);
         });
-        self.save_session(session);
+        self.sessions.save(session);
         if let Err(e) = self
-            .emit_committed(
+            .log
+            .emit_to_committed(
                 session,
                 "turn.done",
                 json!({ "turnId": t.turn_id, "reason": end.as_str() }),
@@ -174,7 +167,7 @@ impl App {
         // autoSpeak (issue 7): in the background, never affecting the turn.
         if matches!(end, TurnEnd::Complete) {
             crate::clients::audio::spawn_speak_reply(
-                self.config.home.clone(),
+                self.home.clone(),
                 self.log.clone(),
                 session.id.clone(),
                 session.host_tools_from(),
@@ -200,38 +193,30 @@ impl App {
         acc: &mut TurnAccount,
     ) -> TurnEnd {
         let workdir = session.workdir();
-        let settings =
-            match snowpea_common::settings::load_effective(&self.config.home, Some(&workdir)) {
-                Ok(s) => s,
-                Err(e) => {
-                    self.error_event(
-                        session,
-                        &t.turn_id,
-                        "invalid_params",
-                        &format!("cannot read settings: {e:#}"),
-                    );
-                    return TurnEnd::Error;
-                }
-            };
-        let row = session.row();
-        let env = self.config.env.clone();
-        let provider = match crate::provider::select_provider(
-            &settings,
-            row.provider.as_deref(),
-            row.model.as_deref(),
-            &|k| env(k),
-        ) {
-            Ok(p) => p,
+        let settings = match snowpea_common::settings::load_effective(&self.home, Some(&workdir)) {
+            Ok(s) => s,
             Err(e) => {
-                let message = format!(
-                    "no usable model provider: {e}. Configure one in {} (providers.default and providers.<vendor>) \
-                     or set an API key such as ANTHROPIC_API_KEY or OPENAI_API_KEY for the daemon",
-                    self.config.home.settings_path().display()
+                self.error_event(
+                    session,
+                    &t.turn_id,
+                    "invalid_params",
+                    &format!("cannot read settings: {e:#}"),
                 );
-                self.error_event(session, &t.turn_id, provider_error_code(&e), &message);
                 return TurnEnd::Error;
             }
         };
+        let row = session.row();
+        let provider =
+            match self
+                .providers
+                .select(&settings, row.provider.as_deref(), row.model.as_deref())
+            {
+                Ok(p) => p,
+                Err((e, message)) => {
+                    self.error_event(session, &t.turn_id, provider_error_code(&e), &message);
+                    return TurnEnd::Error;
+                }
+            };
         let model = row
             .model
             .clone()
@@ -244,18 +229,26 @@ impl App {
             r.provider_in_use = Some(vendor.clone());
             r.model_in_use = Some(model.clone());
         });
-        self.save_session(session);
+        self.sessions.save(session);
 
         // MCP tools of the ready servers of this workdir (issue 6); none while svc-mcp is down.
-        acc.mcp_tools.0 = crate::clients::mcp::McpClient::new(&self.config.home)
+        acc.mcp_tools.0 = self
+            .tools
+            .mcp()
             .tools(std::path::Path::new(&row.workdir))
             .await;
-        let turn_tools: Vec<_> = self.tools.iter().chain(&acc.mcp_tools.0).cloned().collect();
+        let turn_tools: Vec<_> = self
+            .tools
+            .builtin()
+            .iter()
+            .chain(&acc.mcp_tools.0)
+            .cloned()
+            .collect();
         let specs: Vec<_> = turn_tools.iter().map(|tool| tool.spec()).collect();
         let mut system = system_prompt::build(&row, &turn_tools);
         // Recall (issue 4): the best memories for the user's message from the project, agent
         // and global namespaces; skipped with a warning when svc-memory is down.
-        let recalled = crate::clients::memory::MemoryClient::new(self.config.home.socket("memory"))
+        let recalled = crate::clients::memory::MemoryClient::new(self.home.socket("memory"))
             .recall(
                 &row.workdir,
                 None,
@@ -266,7 +259,7 @@ impl App {
         if let Some(block) = crate::clients::memory::recall_block(&recalled) {
             system.push_str(&block);
         }
-        for _round in 0..self.config.max_tool_rounds {
+        for _round in 0..self.limits.max_tool_rounds {
             let request = ModelRequest {
                 model: row.model.clone().unwrap_or_default(),
                 system: system.clone(),
@@ -325,7 +318,7 @@ impl App {
         let mut calls = Vec::new();
         let mut usage = None;
         let mut reasoning_chars = 0usize;
-        let idle = self.config.provider_idle_timeout;
+        let idle = self.limits.provider_idle_timeout;
         loop {
             let next = tokio::select! {
                 biased;

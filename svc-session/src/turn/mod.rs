@@ -16,9 +16,14 @@ use snowpea_common::time::now_iso;
 use snowpea_proto::session::v1 as pb;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::App;
+use snowpea_common::home::Home;
+
+use crate::approval::Approvals;
 use crate::error::{Error, Result};
-use crate::session::Session;
+use crate::events::EventLog;
+use crate::provider::Providers;
+use crate::session::{Session, Sessions};
+use crate::tools::Tools;
 
 pub mod agent;
 pub mod history;
@@ -95,7 +100,67 @@ impl TurnEnd {
     }
 }
 
-impl App {
+/// Limits of a turn (from [`crate::AppConfig`]).
+#[derive(Debug, Clone)]
+pub struct TurnLimits {
+    /// Most model calls with tool use in one turn before it ends with `budget`.
+    pub max_tool_rounds: usize,
+    /// Cap on a tool's output fed back to the model, in bytes.
+    pub output_cap: usize,
+    /// Longest wait for the next streamed item of a model call before the turn fails.
+    pub provider_idle_timeout: Duration,
+}
+
+/// The turn component (`session.prompt`, `session.interrupt`, the agent loop): runs the
+/// turns of every session, asking [`Approvals`] before tool calls, with the tools of
+/// [`Tools`] and the provider of [`Providers`]. It owns the running turn and the prompt
+/// queue of each session ([`TurnState`]); the `turns` table follows the `turn.*` events
+/// ([`EventLog`]).
+pub struct Turns {
+    home: Home,
+    limits: TurnLimits,
+    log: EventLog,
+    sessions: Arc<Sessions>,
+    approvals: Arc<Approvals>,
+    tools: Arc<Tools>,
+    providers: Providers,
+}
+
+impl std::fmt::Debug for Turns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Turns")
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Turns {
+    /// The component over its peers.
+    pub fn new(
+        home: Home,
+        limits: TurnLimits,
+        log: EventLog,
+        sessions: Arc<Sessions>,
+        approvals: Arc<Approvals>,
+        tools: Arc<Tools>,
+        providers: Providers,
+    ) -> Self {
+        Turns {
+            home,
+            limits,
+            log,
+            sessions,
+            approvals,
+            tools,
+            providers,
+        }
+    }
+
+    /// Queues a session event (committed, then published).
+    fn emit(&self, session: &Session, kind: &str, payload: serde_json::Value) {
+        self.log.emit_to(session, kind, payload);
+    }
+
     /// `session.prompt`: starts a turn now, or queues it behind the running one
     /// (`whenBusy: "steer"` is not supported yet and queues too). Returns the turn id.
     pub async fn prompt(
@@ -103,7 +168,7 @@ impl App {
         ctx: &CallContext,
         p: pb::SessionPromptParams,
     ) -> Result<String> {
-        let session = self.session(&p.session_id)?;
+        let session = self.sessions.get(&p.session_id)?;
         if p.text.trim().is_empty() {
             return Err(Error::invalid("params.text", "must not be empty"));
         }
@@ -112,7 +177,7 @@ impl App {
                 return Err(Error::invalid("params.whenBusy", "must be queue or steer"));
             }
         }
-        self.rebind_on_prompt(
+        self.sessions.rebind_on_prompt(
             &session,
             ctx.connection_id.as_deref(),
             ctx.client_id.as_deref(),
@@ -122,7 +187,7 @@ impl App {
             r.last_prompt = Some(p.text.clone());
             r.last_activity_at = Some(now_iso());
         });
-        self.save_session(&session);
+        self.sessions.save(&session);
         let start = {
             let mut st = session.turns();
             if st.running.is_none() {
@@ -154,11 +219,11 @@ impl App {
                 None
             }
         };
-        self.sessions_changed(&session, "prompt");
+        self.sessions.changed(&session, "prompt");
         if let Some(start) = start {
-            let app = self.clone();
+            let turns = self.clone();
             let s = session.clone();
-            tokio::spawn(async move { app.drive(s, start).await });
+            tokio::spawn(async move { turns.drive(s, start).await });
         }
         Ok(turn_id)
     }
@@ -200,8 +265,8 @@ impl App {
                 }
             };
             session.update(|r| r.last_activity_at = Some(now_iso()));
-            self.save_session(&session);
-            self.sessions_changed(&session, "turn");
+            self.sessions.save(&session);
+            self.sessions.changed(&session, "turn");
             match dequeued {
                 Some(start) => next = start,
                 None => break,
@@ -212,46 +277,47 @@ impl App {
     /// `session.interrupt`: cancels the running turn (it ends promptly with
     /// `turn.done{reason:"interrupted"}`); queued prompts still run afterwards.
     pub fn interrupt(&self, session_id: &str) -> Result<()> {
-        let session = self.session(session_id)?;
+        let session = self.sessions.get(session_id)?;
         if let Some(t) = &session.turns().running {
             tracing::info!(session_id, turn_id = %t.turn_id, "interrupting turn");
             t.cancel.cancel();
         }
         Ok(())
     }
+}
 
-    /// Cancels the running turn and, with `drop_queue`, drops every queued prompt.
-    pub(crate) fn stop_turns(&self, session: &Session, drop_queue: bool) {
-        let mut st = session.turns();
-        if let Some(t) = &st.running {
-            t.cancel.cancel();
-        }
-        if drop_queue {
-            while let Some(q) = st.queue.pop_front() {
-                let left = st.queue.len();
-                self.emit(
-                    session,
-                    "turn.dequeued",
-                    json!({ "turnId": q.turn_id, "reason": "dropped", "queued": left }),
-                );
-                self.emit(
-                    session,
-                    "turn.done",
-                    json!({ "turnId": q.turn_id, "reason": "interrupted" }),
-                );
-            }
+/// Cancels the running turn of `session` and, with `drop_queue`, drops every queued prompt
+/// (`turn.dequeued{reason:"dropped"}` + `turn.done{reason:"interrupted"}` each).
+pub(crate) fn stop_turns(log: &EventLog, session: &Session, drop_queue: bool) {
+    let mut st = session.turns();
+    if let Some(t) = &st.running {
+        t.cancel.cancel();
+    }
+    if drop_queue {
+        while let Some(q) = st.queue.pop_front() {
+            let left = st.queue.len();
+            log.emit_to(
+                session,
+                "turn.dequeued",
+                json!({ "turnId": q.turn_id, "reason": "dropped", "queued": left }),
+            );
+            log.emit_to(
+                session,
+                "turn.done",
+                json!({ "turnId": q.turn_id, "reason": "interrupted" }),
+            );
         }
     }
+}
 
-    /// Waits (at most `timeout`) until no turn runs.
-    pub(crate) async fn wait_idle(&self, session: &Session, timeout: Duration) {
-        let mut rx = session.idle.subscribe();
-        if tokio::time::timeout(timeout, rx.wait_for(|idle| *idle))
-            .await
-            .is_err()
-        {
-            tracing::warn!(session_id = %session.id, "turn did not end within {timeout:?}");
-        }
+/// Waits (at most `timeout`) until no turn of `session` runs.
+pub(crate) async fn wait_idle(session: &Session, timeout: Duration) {
+    let mut rx = session.idle.subscribe();
+    if tokio::time::timeout(timeout, rx.wait_for(|idle| *idle))
+        .await
+        .is_err()
+    {
+        tracing::warn!(session_id = %session.id, "turn did not end within {timeout:?}");
     }
 }
 

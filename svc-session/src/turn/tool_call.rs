@@ -15,8 +15,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::agent::TurnAccount;
-use super::TurnStart;
-use crate::app::App;
+use super::{TurnStart, Turns};
 use crate::approval::{Ask, Scope};
 use crate::permissions::{self, Verdict};
 use crate::provider::{ToolCall, ToolImage};
@@ -35,7 +34,7 @@ pub(crate) struct Outcome {
     pub interrupted: bool,
 }
 
-impl App {
+impl Turns {
     fn tool_result(
         &self,
         session: &Session,
@@ -114,6 +113,7 @@ impl App {
         );
         let mut found = self
             .tools
+            .builtin()
             .iter()
             .chain(&acc.mcp_tools.0)
             .find(|tool| tool.name() == call.name)
@@ -123,7 +123,7 @@ impl App {
             // ready) when the turn started. Ask again: a clear `unavailable` while svc-mcp is
             // still unreachable, `not_ready` while the server is not, the tool itself if it is
             // back (issue 6).
-            let client = crate::clients::mcp::McpClient::new(&self.config.home);
+            let client = self.tools.mcp();
             match client.list(&session.workdir()).await {
                 Ok(listing) => {
                     found = listing
@@ -155,6 +155,7 @@ impl App {
         let Some(tool) = found else {
             let names: Vec<_> = self
                 .tools
+                .builtin()
                 .iter()
                 .chain(&acc.mcp_tools.0)
                 .map(|tool| tool.name())
@@ -221,7 +222,7 @@ impl App {
                         note,
                         risk: permissions::risk(plan.permission),
                     };
-                    let resolution = self.request_approval(session, ask, &t.cancel).await;
+                    let resolution = self.approvals.request(session, ask, &t.cancel).await;
                     if !resolution.allow {
                         return match resolution.by {
                             "interrupted" => self.interrupted(session, t, call),
@@ -264,7 +265,7 @@ impl App {
             workdir,
             progress,
             cancel: t.cancel.child_token(),
-            output_cap: self.config.output_cap,
+            output_cap: self.limits.output_cap,
             session_id: session.id.clone(),
             mode: session.mode().as_str().to_owned(),
         };

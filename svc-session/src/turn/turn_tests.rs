@@ -69,15 +69,13 @@ async fn history_is_rebuilt_from_stored_events_for_the_next_turn() {
     let sid = h.create("accept").await;
     let t1 = h.prompt(&sid, "list things").await;
     h.until_done(&t1, |_| None).await;
-    let session = h.app.session(&sid).unwrap();
+    let session = h.app.sessions.get(&sid).unwrap();
     let t2 = h.prompt(&sid, "first").await;
     h.until_done(&t2, |_| None).await;
     h.app.flush().await.unwrap();
-    let rows = h
-        .app
-        .store
-        .read(|c| crate::store::events::of_kinds(c, &session.id, super::history::KINDS))
-        .unwrap();
+    let rows = crate::testkit::read(&h.home, |c| {
+        crate::store::events::of_kinds(c, &session.id, super::history::KINDS)
+    });
     let msgs = super::history::rebuild(
         rows.into_iter()
             .map(|(k, p)| (k, serde_json::from_str(&p).unwrap())),
@@ -159,7 +157,7 @@ async fn interrupt_kills_a_long_shell_promptly() {
         }
     }
     let t0 = Instant::now();
-    h.app.interrupt(&sid).unwrap();
+    h.app.turns.interrupt(&sid).unwrap();
     let ev = h.until_done(&tid, |_| None).await;
     assert!(
         t0.elapsed() < Duration::from_secs(5),
@@ -202,11 +200,13 @@ async fn an_unconfigured_provider_still_returns_a_turn_that_ends_with_error() {
         ..Default::default()
     };
     let sid = app
-        .create_session(&Harness::ctx("c1", None), p)
+        .sessions
+        .create(&Harness::ctx("c1", None), p)
         .await
         .unwrap()
         .session_id;
     let tid = app
+        .turns
         .prompt(
             &Harness::ctx("c1", None),
             pb::SessionPromptParams {
@@ -235,7 +235,7 @@ async fn close_ends_the_running_turn_and_drops_the_queue() {
     let sid = h.create("accept").await;
     let t1 = h.prompt(&sid, "slow").await;
     let t2 = h.prompt(&sid, "queued").await;
-    tokio::time::timeout(Duration::from_secs(15), h.app.close_session(&sid))
+    tokio::time::timeout(Duration::from_secs(15), h.app.sessions.close(&sid))
         .await
         .unwrap()
         .unwrap();
@@ -249,18 +249,22 @@ async fn close_ends_the_running_turn_and_drops_the_queue() {
     assert!(ev
         .iter()
         .any(|e| e["kind"] == "turn.done" && e["payload"]["turnId"] == t2.as_str()));
-    assert!(h.app.session(&sid).is_err(), "no longer live");
+    assert!(h.app.sessions.get(&sid).is_err(), "no longer live");
     let listed = h
         .app
-        .list_sessions(pb::SessionListParams {
+        .sessions
+        .list(pb::SessionListParams {
             include_closed: true,
             ..Default::default()
         })
+        .await
         .unwrap();
     assert!(listed.sessions.iter().any(|s| s.session_id == sid));
     let live = h
         .app
-        .list_sessions(pb::SessionListParams::default())
+        .sessions
+        .list(pb::SessionListParams::default())
+        .await
         .unwrap();
     assert!(!live.sessions.iter().any(|s| s.session_id == sid));
     let p = pb::SessionPromptParams {
@@ -269,7 +273,7 @@ async fn close_ends_the_running_turn_and_drops_the_queue() {
         ..Default::default()
     };
     assert!(matches!(
-        h.app.prompt(&Harness::ctx("c1", None), p).await,
+        h.app.turns.prompt(&Harness::ctx("c1", None), p).await,
         Err(crate::error::Error::NotFound(_))
     ));
 }

@@ -5,61 +5,85 @@
 //! hello — also a second one on an authenticated connection — leaves it unauthenticated.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use prost_reflect::DynamicMessage;
 use serde_json::{json, Value};
 use snowpea_proto::error::{ErrorCode, RpcError};
 use snowpea_proto::rpc::v1::ConnectionInfo;
+use snowpea_proto::schema::MethodSpec;
+use snowpea_proto::system::v1::{SystemHelloParams, SystemHelloResult};
 use snowpea_proto::PROTOCOL_VERSION;
 use subtle::ConstantTimeEq;
 
-use crate::services;
-use crate::state::Gateway;
-use crate::ws::handle::{Connection, Peer};
+use super::typed::{decode, encode};
+use crate::upstream::presence::{Announced, Change, Presence};
+use crate::upstream::services::Services;
+use crate::wire::connection::{Connection, Peer};
 
 /// Longest clientId / clientKind / instanceId accepted.
 const MAX_ID_LEN: usize = 256;
+/// Longest a hello waits for every service to learn of the connection (each
+/// SyncConnections has its own, shorter deadline; this bounds the queue before it).
+const ANNOUNCE_WAIT: Duration = Duration::from_secs(10);
 
-/// Handles a validated `system.hello`.
+/// Handles a validated `system.hello` (`spec` is its schema entry): `token` is the daemon
+/// token, changes of the connection's state go out on `presence`, `services` report the
+/// capabilities.
 pub async fn hello(
-    gw: &Arc<Gateway>,
+    token: &str,
+    presence: &Presence,
+    services: &Services,
     conn: &Arc<Connection>,
+    spec: &MethodSpec,
     params: &DynamicMessage,
 ) -> Result<Value, RpcError> {
-    let result = check(gw, conn, params);
+    let params: SystemHelloParams = decode(params)?;
+    let result = check(token, conn, params);
     let was_authenticated = conn.peer().is_some();
     match result {
         Ok(info) => {
-            if !conn.set_peer(Some(Arc::new(Peer::new(info)))) {
-                return Err(RpcError::unauthorized("connection is closing"));
-            }
-            services::announce(gw, conn).await;
-            Ok(json!({
-                "protocolVersion": PROTOCOL_VERSION,
-                "serverVersion": snowpea_common::VERSION,
-                "capabilities": gw.services.capabilities(),
-            }))
+            let announced = conn
+                .set_peer(Some(Arc::new(Peer::new(info))), |p| {
+                    p.map(|p| presence.announce(Change::Live(p.info.clone())))
+                })
+                .flatten()
+                .ok_or_else(|| RpcError::unauthorized("connection is closing"))?;
+            wait(announced).await;
+            let result = SystemHelloResult {
+                capabilities: services.capabilities(),
+                protocol_version: PROTOCOL_VERSION.to_owned(),
+                server_version: snowpea_common::VERSION.to_owned(),
+            };
+            encode(&spec.output(), &result)
         }
         Err(e) => {
             if was_authenticated {
-                conn.set_peer(None);
-                services::announce(gw, conn).await;
+                let closed = Change::Closed(conn.id.clone());
+                if let Some(announced) = conn.set_peer(None, |_| presence.announce(closed)) {
+                    wait(announced).await;
+                }
             }
             Err(e)
         }
     }
 }
 
+async fn wait(announced: Announced) {
+    if !announced.wait(ANNOUNCE_WAIT).await {
+        tracing::debug!("not every service heard of the connection in time");
+    }
+}
+
 fn check(
-    gw: &Gateway,
+    daemon_token: &str,
     conn: &Connection,
-    params: &DynamicMessage,
+    params: SystemHelloParams,
 ) -> Result<ConnectionInfo, RpcError> {
-    let token = string(params, "token").unwrap_or_default();
-    if !bool::from(token.as_bytes().ct_eq(gw.token().as_bytes())) {
+    if !bool::from(params.token.as_bytes().ct_eq(daemon_token.as_bytes())) {
         return Err(RpcError::unauthorized("invalid token"));
     }
-    let client_protocol = string(params, "protocol_version").unwrap_or_default();
+    let client_protocol = params.protocol_version;
     let Some(client_major) = major(&client_protocol) else {
         return Err(RpcError::invalid_params(
             "params.protocolVersion",
@@ -80,19 +104,11 @@ fn check(
     }
     Ok(ConnectionInfo {
         connection_id: conn.id.clone(),
-        client_id: metadata_safe(params, "client_id", "params.clientId")?,
-        client_kind: metadata_safe(params, "client_kind", "params.clientKind")?,
-        instance_id: metadata_safe(params, "instance_id", "params.instanceId")?,
-        client_version: string(params, "client_version").unwrap_or_default(),
+        client_id: metadata_safe(params.client_id, "params.clientId")?,
+        client_kind: metadata_safe(params.client_kind, "params.clientKind")?,
+        instance_id: metadata_safe(params.instance_id, "params.instanceId")?,
+        client_version: params.client_version,
     })
-}
-
-fn string(msg: &DynamicMessage, field: &str) -> Option<String> {
-    if !msg.has_field_by_name(field) {
-        return None;
-    }
-    msg.get_field_by_name(field)
-        .and_then(|v| v.as_str().map(str::to_owned))
 }
 
 /// The semver major of `v` (`"1.25.0"` → 1).
@@ -101,12 +117,8 @@ fn major(v: &str) -> Option<u64> {
 }
 
 /// An id the client chose; it travels as gRPC metadata, so visible ASCII only.
-fn metadata_safe(
-    msg: &DynamicMessage,
-    field: &str,
-    path: &str,
-) -> Result<Option<String>, RpcError> {
-    let Some(v) = string(msg, field) else {
+fn metadata_safe(value: Option<String>, path: &str) -> Result<Option<String>, RpcError> {
+    let Some(v) = value else {
         return Ok(None);
     };
     if v.len() > MAX_ID_LEN {

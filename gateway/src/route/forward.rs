@@ -8,16 +8,17 @@ use std::time::{Duration, Instant};
 
 use prost_reflect::DynamicMessage;
 use serde_json::{json, Value};
+use snowpea_common::context::REQUEST_ID;
 use snowpea_proto::codec::DynamicCodec;
 use snowpea_proto::error::{ErrorCode, RpcError};
 use snowpea_proto::json::{to_json, CLEARED_FIELDS_KEY, MAX_CLEARED_FIELDS};
 use tonic::metadata::MetadataMap;
 use tonic::{Code, Status};
 
-use crate::router::Route;
-use crate::services::Service;
-use crate::state::Gateway;
-use crate::ws::handle::Peer;
+use super::table::Route;
+use crate::upstream::services::Service;
+use crate::wire::connection::Peer;
+use crate::wire::limits::Limits;
 
 /// First wait before retrying a service that is down; doubles up to [`MAX_BACKOFF`].
 const MIN_BACKOFF: Duration = Duration::from_millis(10);
@@ -32,20 +33,19 @@ enum Failure {
     TimedOut,
 }
 
-/// Calls `route` on `svc` and returns the result as protocol JSON.
+/// Calls `route` on `svc` with `metadata` (see [`call_metadata`]) and returns the result
+/// as protocol JSON.
 pub async fn call(
-    gw: &Gateway,
+    limits: &Limits,
     svc: &Service,
     route: &Route,
     msg: DynamicMessage,
-    peer: &Peer,
-    cleared: &[String],
+    metadata: &MetadataMap,
 ) -> Result<Value, RpcError> {
-    let metadata = call_metadata(peer, cleared);
-    let deadline = Instant::now() + gw.limits.unavailable_wait;
+    let deadline = Instant::now() + limits.unavailable_wait;
     let mut backoff = MIN_BACKOFF;
     loop {
-        match once(svc, route, msg.clone(), &metadata, gw.limits.call_timeout).await {
+        match once(svc, route, msg.clone(), metadata, limits.call_timeout).await {
             Ok(v) => return Ok(v),
             Err(Failure::Down(why)) => {
                 let now = Instant::now();
@@ -67,7 +67,7 @@ pub async fn call(
                     format!(
                         "service {} did not answer within {} s",
                         svc.name,
-                        gw.limits.call_timeout.as_secs()
+                        limits.call_timeout.as_secs()
                     ),
                 )
                 .with_details(json!({ "service": svc.name })))
@@ -76,11 +76,15 @@ pub async fn call(
     }
 }
 
-/// The metadata of one call: the connection's [`CallContext`](snowpea_common::context)
-/// and, when the params sent fields as `null`/`{}`/`[]`, their paths under
-/// [`CLEARED_FIELDS_KEY`] (at most [`MAX_CLEARED_FIELDS`] bytes).
-fn call_metadata(peer: &Peer, cleared: &[String]) -> MetadataMap {
+/// The metadata of one call: the connection's [`CallContext`](snowpea_common::context),
+/// the call's `request_id` under [`REQUEST_ID`] and, when the params sent fields as
+/// `null`/`{}`/`[]`, their paths under [`CLEARED_FIELDS_KEY`] (at most
+/// [`MAX_CLEARED_FIELDS`] bytes).
+pub fn call_metadata(peer: &Peer, cleared: &[String], request_id: &str) -> MetadataMap {
     let mut md = peer.metadata.clone();
+    if let Ok(v) = request_id.parse() {
+        md.insert(REQUEST_ID, v);
+    }
     let mut list = String::new();
     for p in cleared {
         if list.len() + p.len() + 1 > MAX_CLEARED_FIELDS {

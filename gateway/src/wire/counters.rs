@@ -1,8 +1,7 @@
 //! Lifecycle counters of the gateway, reported by `system.info` (`counters`).
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-use serde_json::{json, Value};
 
 /// Monotonic counters (and one gauge) updated lock-free on the hot path.
 #[derive(Debug, Default)]
@@ -29,17 +28,20 @@ pub fn bump(c: &AtomicU64) {
 }
 
 impl Counters {
-    /// The `system.info` `counters` object.
-    pub fn to_json(&self) -> Value {
-        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        json!({
-            "connections": g(&self.connections),
-            "connectionsTotal": g(&self.connections_total),
-            "requests": g(&self.requests),
-            "errors": g(&self.errors),
-            "notifications": g(&self.notifications),
-            "serverRequests": g(&self.server_requests),
-            "queueOverflows": g(&self.queue_overflows),
-        })
+    /// The gateway's entries of the `system.info` `counters` map.
+    pub fn to_map(&self) -> HashMap<String, i64> {
+        let g = |c: &AtomicU64| i64::try_from(c.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
+        [
+            ("connections", g(&self.connections)),
+            ("connectionsTotal", g(&self.connections_total)),
+            ("requests", g(&self.requests)),
+            ("errors", g(&self.errors)),
+            ("notifications", g(&self.notifications)),
+            ("serverRequests", g(&self.server_requests)),
+            ("queueOverflows", g(&self.queue_overflows)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
     }
 }

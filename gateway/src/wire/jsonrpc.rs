@@ -191,6 +191,12 @@ pub fn notification(method: &str, params_json: &str) -> String {
     )
 }
 
+/// True when `text` is one JSON value (empty counts as `{}`): what a service hands the
+/// gateway as ready-made params text is checked before it goes into a frame.
+pub fn is_json(text: &str) -> bool {
+    text.is_empty() || serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+}
+
 #[cfg(test)]
 #[path = "jsonrpc_tests.rs"]
 mod tests;

@@ -1,4 +1,4 @@
-//! [`Connection`]: what the rest of the gateway holds of one WebSocket client — its
+//! [`Connection`]: what the gateway holds of one WebSocket client — its
 //! bounded outbound queue, its close switch, what `system.hello` established, and the
 //! server→client requests it still owes an answer to.
 
@@ -182,23 +182,33 @@ impl Connection {
         self.inner().peer.clone()
     }
 
-    /// Sets (or, with `None`, clears) the authenticated peer. Refused (false) once the
-    /// connection is closed, so a hello racing a disconnect never resurrects it.
-    pub fn set_peer(&self, peer: Option<Arc<Peer>>) -> bool {
+    /// Sets (or, with `None`, clears) the authenticated peer, then runs `then` with the new
+    /// peer while still holding the connection's lock, so what `then` announces about one
+    /// connection goes out in the order its state changed. Refused (`None`, `then` not
+    /// run) once the connection is closed, so a hello racing a disconnect never
+    /// resurrects it.
+    pub fn set_peer<R>(
+        &self,
+        peer: Option<Arc<Peer>>,
+        then: impl FnOnce(Option<&Peer>) -> R,
+    ) -> Option<R> {
         let mut inner = self.inner();
         if inner.closed && peer.is_some() {
-            return false;
+            return None;
         }
         inner.peer = peer;
-        true
+        Some(then(inner.peer.as_deref()))
     }
 
-    /// Marks the connection closed and hands back its unanswered server→client requests.
-    pub fn mark_closed(&self) -> Vec<PendingCallback> {
+    /// Marks the connection closed and hands back its unanswered server→client requests;
+    /// `then` runs under the connection's lock with whether it was authenticated (see
+    /// [`Connection::set_peer`] for why under the lock).
+    pub fn mark_closed<R>(&self, then: impl FnOnce(bool) -> R) -> (Vec<PendingCallback>, R) {
         let mut inner = self.inner();
         inner.closed = true;
-        inner.peer = None;
-        inner.pending.drain().map(|(_, p)| p).collect()
+        let was_authenticated = inner.peer.take().is_some();
+        let after = then(was_authenticated);
+        (inner.pending.drain().map(|(_, p)| p).collect(), after)
     }
 
     /// Records a server→client request; false when the connection is closed.

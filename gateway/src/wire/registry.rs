@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use super::handle::Connection;
+use super::connection::Connection;
 
 /// Live connections.
 #[derive(Debug, Default)]

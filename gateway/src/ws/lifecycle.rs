@@ -13,11 +13,11 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite;
 use tracing::Instrument;
 
-use super::handle::Connection;
 use super::{incoming, outbound};
-use crate::counters::bump;
-use crate::state::Gateway;
-use crate::{callbacks, services};
+use crate::gateway::Gateway;
+use crate::upstream::presence::Change;
+use crate::wire::connection::Connection;
+use crate::wire::counters::bump;
 
 /// WebSocket close code: message too big (RFC 6455 §7.4.1).
 const CLOSE_TOO_BIG: u16 = 1009;
@@ -43,8 +43,9 @@ pub async fn run(gw: Arc<Gateway>, socket: WebSocket, peer_addr: SocketAddr) {
         read_loop(&gw, &conn, stream).await;
 
         conn.stop();
-        let was_authenticated = conn.peer().is_some();
-        let pending = conn.mark_closed();
+        let (pending, announced) = conn.mark_closed(|was_authenticated| {
+            was_authenticated.then(|| gw.presence.announce(Change::Closed(conn.id.clone())))
+        });
         gw.connections.remove(&conn.id);
         gw.counters
             .connections
@@ -52,9 +53,11 @@ pub async fn run(gw: Arc<Gateway>, socket: WebSocket, peer_addr: SocketAddr) {
         if conn.overflowed() {
             bump(&gw.counters.queue_overflows);
         }
-        callbacks::connection_gone(&gw, pending);
-        if was_authenticated {
-            services::announce(&gw, &conn).await;
+        gw.requests.connection_gone(pending);
+        if let Some(announced) = announced {
+            if !announced.wait(Duration::from_secs(10)).await {
+                tracing::debug!("not every service heard of the close in time");
+            }
         }
         if tokio::time::timeout(Duration::from_secs(6), writer)
             .await

@@ -1,0 +1,124 @@
+//! The `system.*` methods the gateway answers itself (DESIGN.md §3: owner `system`):
+//! health, info ([`super::info`]), shutdown and restart (hello is [`super::hello`]), each
+//! decoding its typed `System*Params` and answering its typed `System*Result`. Shutdown
+//! and restart answer first and act after the answer went out, through the supervisor's
+//! control socket; a standalone gateway (no supervisor answering) stops itself.
+//! checkUpdate, reloadSettings and update are `not_implemented` for now.
+
+use std::time::Duration;
+
+use prost_reflect::DynamicMessage;
+use serde_json::Value;
+use snowpea_common::client::unix_channel;
+use snowpea_common::home::Home;
+use snowpea_proto::error::{ErrorCode, RpcError};
+use snowpea_proto::schema::MethodSpec;
+use snowpea_proto::supervisor::v1::supervisor_client::SupervisorClient;
+use snowpea_proto::supervisor::v1::{RestartRequest, StopRequest};
+use snowpea_proto::system::v1::{
+    SystemHealthParams, SystemHealthResult, SystemInfoParams, SystemRestartParams,
+    SystemRestartResult, SystemShutdownParams, SystemShutdownResult,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::info::{info, Daemon};
+use super::typed::{decode, encode};
+use crate::route::table::SystemMethod;
+use crate::upstream::services::Services;
+use crate::wire::counters::Counters;
+
+/// Something to do once the answer reached the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterReply {
+    /// Stop the whole suite (system.shutdown).
+    StopSuite,
+    /// Restart the whole suite (system.restart).
+    RestartSuite,
+}
+
+/// How long the supervisor gets to acknowledge a stop/restart request.
+const SUPERVISOR_TIMEOUT: Duration = Duration::from_secs(3);
+
+impl AfterReply {
+    /// Asks the supervisor of `home`; without one, the gateway shuts itself down
+    /// (cancels `shutdown`).
+    pub async fn run(self, home: &Home, shutdown: &CancellationToken) {
+        let mut client = SupervisorClient::new(unix_channel(home.supervisor_socket()));
+        let asked = match self {
+            AfterReply::StopSuite => {
+                let req = StopRequest {
+                    reason: "system.shutdown".into(),
+                };
+                tokio::time::timeout(SUPERVISOR_TIMEOUT, client.stop(req))
+                    .await
+                    .map(|r| r.map(|_| ()))
+            }
+            AfterReply::RestartSuite => {
+                let req = RestartRequest { name: "all".into() };
+                tokio::time::timeout(SUPERVISOR_TIMEOUT, client.restart(req))
+                    .await
+                    .map(|r| r.map(|_| ()))
+            }
+        };
+        match asked {
+            Ok(Ok(())) => tracing::info!(action = ?self, "supervisor asked"),
+            Ok(Err(e)) => {
+                tracing::info!(action = ?self, error = %e.message(), "no supervisor answered; stopping the gateway");
+                shutdown.cancel();
+            }
+            Err(_) => {
+                tracing::warn!(action = ?self, "supervisor did not answer in time; stopping the gateway");
+                shutdown.cancel();
+            }
+        }
+    }
+}
+
+/// Answers a `system.*` method other than hello (`spec` is its schema entry).
+pub async fn handle(
+    daemon: &Daemon,
+    counters: &Counters,
+    services: &Services,
+    method: SystemMethod,
+    spec: &MethodSpec,
+    params: DynamicMessage,
+) -> Result<(Value, Option<AfterReply>), RpcError> {
+    let out = spec.output();
+    match method {
+        SystemMethod::Hello => Err(RpcError::internal("system.hello is answered by hello")),
+        SystemMethod::Health => {
+            let SystemHealthParams {} = decode(&params)?;
+            let result = SystemHealthResult {
+                status: "ok".into(),
+            };
+            Ok((encode(&out, &result)?, None))
+        }
+        SystemMethod::Info => {
+            let SystemInfoParams {} = decode(&params)?;
+            let mut v = encode(&out, &info(daemon, counters, services).await)?;
+            // restartRequired can only become true through system.update, which is not
+            // implemented; the answer has never carried it, and issue 13 changes nothing on
+            // the wire, so a false one stays off it.
+            if let Some(o) = v.as_object_mut() {
+                if o.get("restartRequired") == Some(&Value::Bool(false)) {
+                    o.remove("restartRequired");
+                }
+            }
+            Ok((v, None))
+        }
+        SystemMethod::Shutdown => {
+            let SystemShutdownParams {} = decode(&params)?;
+            let result = SystemShutdownResult { ok: true };
+            Ok((encode(&out, &result)?, Some(AfterReply::StopSuite)))
+        }
+        SystemMethod::Restart => {
+            let SystemRestartParams {} = decode(&params)?;
+            let result = SystemRestartResult { ok: true };
+            Ok((encode(&out, &result)?, Some(AfterReply::RestartSuite)))
+        }
+        SystemMethod::NotImplemented => Err(RpcError::new(
+            ErrorCode::NotImplemented,
+            format!("{} is not implemented yet", spec.name),
+        )),
+    }
+}

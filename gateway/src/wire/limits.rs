@@ -1,0 +1,45 @@
+//! Limits and waits of the gateway; defaults suit production, tests shorten some through
+//! environment variables (documented in `--help`).
+
+use std::time::Duration;
+
+/// Limits and waits; defaults suit production, tests shorten some through env vars.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Frames queued per connection before it is closed as too slow.
+    pub outbound_queue: usize,
+    /// Largest WebSocket message accepted from a client (bytes).
+    pub max_message: usize,
+    /// Largest WebSocket frame accepted from a client (bytes).
+    pub max_frame: usize,
+    /// How long a call waits for a service that is down (a restart in progress).
+    pub unavailable_wait: Duration,
+    /// Longest a forwarded call may take.
+    pub call_timeout: Duration,
+    /// Requests in flight per connection before the gateway stops reading from it.
+    pub max_in_flight: usize,
+}
+
+impl Limits {
+    /// Defaults, with `SNOWPEA_UNAVAILABLE_WAIT_MS`, `SNOWPEA_CALL_TIMEOUT_MS` and
+    /// `SNOWPEA_GATEWAY_QUEUE` applied when set.
+    pub fn from_env() -> Self {
+        fn env_u64(name: &str) -> Option<u64> {
+            std::env::var(name).ok()?.trim().parse().ok()
+        }
+        Limits {
+            outbound_queue: env_u64("SNOWPEA_GATEWAY_QUEUE")
+                .map(|n| n.clamp(1, 1 << 20) as usize)
+                .unwrap_or(8192),
+            max_message: 16 << 20,
+            max_frame: 16 << 20,
+            unavailable_wait: Duration::from_millis(
+                env_u64("SNOWPEA_UNAVAILABLE_WAIT_MS").unwrap_or(5_000),
+            ),
+            call_timeout: Duration::from_millis(
+                env_u64("SNOWPEA_CALL_TIMEOUT_MS").unwrap_or(600_000),
+            ),
+            max_in_flight: 1024,
+        }
+    }
+}

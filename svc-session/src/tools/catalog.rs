@@ -1,0 +1,131 @@
+//! The [`Tools`] component (`tool.list`, and the tools a turn may call): the built-in tools
+//! ([`super::builtin`]), the memory and schedule tools backed by svc-memory and
+//! svc-scheduler, and the MCP tools of the ready servers of a workdir, asked of svc-mcp per
+//! turn ([`crate::clients::mcp`]). Host tools are not supported yet. It owns no table.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use snowpea_common::home::Home;
+use snowpea_proto::session::v1 as pb;
+
+use super::Tool;
+use crate::clients::mcp::McpClient;
+use crate::error::Result;
+use crate::session::Registry;
+
+/// The tools of the process.
+pub struct Tools {
+    home: Home,
+    sessions: Registry,
+    builtin: Vec<Arc<dyn Tool>>,
+}
+
+impl std::fmt::Debug for Tools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tools")
+            .field("builtin", &self.builtin.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Permission tag and category of a built-in tool, as `tool.list` reports them (the
+/// tag a call gets is decided per call by `Tool::plan`; these are the usual ones).
+pub fn listed_tag(name: &str) -> (&'static str, &'static str) {
+    match name {
+        "read_file" | "list_dir" => ("read", "files"),
+        "write_file" | "edit_file" => ("write", "files"),
+        "glob" | "grep" => ("read", "search"),
+        "shell" => ("exec", "shell"),
+        "save_memory" => ("write", "memory"),
+        "search_memory" => ("read", "memory"),
+        _ => ("read", "builtin"),
+    }
+}
+
+impl Tools {
+    /// The tools of `home`: built-ins (commands they start carry the orphan `mark`), the
+    /// memory tools and the schedule tools; sessions looked up in `sessions`.
+    pub fn open(home: &Home, mark: &str, sessions: Registry) -> Self {
+        let mut builtin = super::builtin(mark);
+        builtin.extend(super::memory::for_home(home));
+        builtin.extend(super::schedule::for_home(home));
+        Tools {
+            home: home.clone(),
+            sessions,
+            builtin,
+        }
+    }
+
+    /// The tools every session has (everything but MCP tools).
+    pub fn builtin(&self) -> &[Arc<dyn Tool>] {
+        &self.builtin
+    }
+
+    /// A client of svc-mcp (MCP tools of a workdir, and their calls).
+    pub fn mcp(&self) -> McpClient {
+        McpClient::new(&self.home)
+    }
+
+    /// `tool.list`: the built-in tools and the MCP tools of the ready servers of the
+    /// session's workdir (else the global servers; none while svc-mcp is down), with the
+    /// session's `denyExec` refusals.
+    pub async fn list(&self, p: pb::ToolListParams) -> Result<pb::ToolListResult> {
+        let (deny_exec, workdir) = match p.session_id.as_deref().filter(|s| !s.is_empty()) {
+            Some(id) => {
+                let session = self.sessions.get(id)?;
+                (session.row().deny_exec, Some(session.workdir()))
+            }
+            None => (false, None),
+        };
+        let mcp = self
+            .mcp()
+            .listed(workdir.as_deref().unwrap_or(Path::new("")))
+            .await;
+        let refusal = |tag: &str| {
+            if deny_exec && tag == "exec" {
+                "exec tools are refused in this session (denyExec)".into()
+            } else {
+                String::new()
+            }
+        };
+        let tools = self
+            .builtin
+            .iter()
+            .map(|t| {
+                let spec = t.spec();
+                let (tag, category) = listed_tag(t.name());
+                pb::tool_list_result::Tool {
+                    category: category.into(),
+                    deferred: false,
+                    description: spec.description,
+                    name: spec.name,
+                    permission_tag: tag.into(),
+                    provider: String::new(),
+                    reason: refusal(tag),
+                    server: String::new(),
+                    source: "builtin".into(),
+                    state: "active".into(),
+                }
+            })
+            .chain(mcp.iter().map(|t| {
+                // Server and tag as listed (the name may be shortened or hashed: never parsed).
+                let spec = t.spec();
+                let tag = t.permission().as_str();
+                pb::tool_list_result::Tool {
+                    category: "mcp".into(),
+                    deferred: false,
+                    description: spec.description,
+                    name: spec.name,
+                    permission_tag: tag.into(),
+                    provider: String::new(),
+                    reason: refusal(tag),
+                    server: t.server.clone(),
+                    source: "mcp".into(),
+                    state: "active".into(),
+                }
+            }))
+            .collect();
+        Ok(pb::ToolListResult { tools })
+    }
+}
