@@ -75,11 +75,11 @@ fn vocab(rng: &mut Rng) -> Vec<String> {
 
 fn compare(s: &Store, rng: &mut Rng, words: &[String], spaces: &[Namespace]) -> usize {
     let mut exact = 0;
-    for q in 0..150 {
+    for q in 0..150usize {
         let n = 1 + (rng.next() % 12) as usize;
         let query: Vec<&str> = (0..n).map(|_| rng.word(words)).collect();
         let mut query = query.join(" ");
-        if q % 10 == 0 {
+        if q.is_multiple_of(10) {
             query = query.to_uppercase();
         }
         let plan = plan_query(&query);
@@ -127,7 +127,7 @@ fn same_hits_order_and_scores_as_fts5_bm25() {
         let tags: Vec<String> = (0..rng.next() % 3)
             .map(|_| rng.word(&words).to_owned())
             .collect();
-        let title = if rng.next() % 4 == 0 {
+        let title = if rng.next().is_multiple_of(4) {
             rng.word(&words).to_owned()
         } else {
             String::new()
