@@ -7,11 +7,22 @@ use tracing_subscriber::{fmt, EnvFilter};
 
 /// Installs the global subscriber. Safe to call once per process.
 pub fn init(process: &str) {
+    init_with(process, None);
+}
+
+/// [`init`], also appending every line to `also` (the foreground supervisor writes
+/// `logs/supervisor.log` as well as its terminal).
+pub fn init_with(process: &str, also: Option<std::fs::File>) {
+    use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriterExt};
     let filter = EnvFilter::try_from_env("SNOWPEA_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let json = std::env::var("SNOWPEA_LOG_FORMAT").is_ok_and(|v| v == "json");
+    let writer = match also {
+        Some(file) => BoxMakeWriter::new(std::io::stderr.and(std::sync::Mutex::new(file))),
+        None => BoxMakeWriter::new(std::io::stderr),
+    };
     let builder = fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .with_target(false);
     let result = if json {
         builder.json().try_init()

@@ -46,6 +46,12 @@ pub fn all() -> Vec<(ServiceSpec, ProcessKind)> {
         .collect()
 }
 
+/// Names `supervisor restart` and `supervisor logs` accept: every supervised process, plus
+/// `supervisor` (its own log) for `logs` and `all` for both.
+pub fn process_names() -> Vec<&'static str> {
+    all().into_iter().map(|(s, _)| s.name).collect()
+}
+
 /// The `--services` argument of the gateway: service names, comma separated.
 pub fn service_names() -> String {
     SERVICES

@@ -96,8 +96,17 @@ pub fn spawn(spec: &SpawnSpec, home: &Home) -> anyhow::Result<tokio::process::Ch
             Ok(())
         });
     }
-    cmd.spawn()
-        .with_context(|| format!("spawn {}", spec.program.display()))
+    cmd.spawn().map_err(|e| {
+        if e.kind() == io::ErrorKind::NotFound && !spec.program.exists() {
+            anyhow::anyhow!(
+                "cannot start {}: {}",
+                spec.name,
+                crate::bins::missing_binary(&spec.program)
+            )
+        } else {
+            anyhow::Error::new(e).context(format!("spawn {}", spec.program.display()))
+        }
+    })
 }
 
 /// Sends `signal` to the process group `pgid`; a group that is already gone is fine.
@@ -142,4 +151,30 @@ pub fn is_snowpea(pid: u32) -> bool {
             String::from_utf8_lossy(arg0).contains("snowpea")
         })
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_missing_binary_fails_with_its_name_the_directory_and_snowpea_bin_dir() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path().join("home"));
+        home.ensure_dirs().unwrap();
+        let spec = SpawnSpec {
+            name: "session".into(),
+            program: dir.path().join("bin/snowpea-svc-session"),
+            args: vec![],
+            listen_fd: None,
+        };
+        let err = format!("{:#}", spawn(&spec, &home).unwrap_err());
+        assert!(err.contains("cannot start session"), "{err}");
+        assert!(err.contains("snowpea-svc-session not found in"), "{err}");
+        assert!(
+            err.contains(&dir.path().join("bin").display().to_string()),
+            "{err}"
+        );
+        assert!(err.contains("SNOWPEA_BIN_DIR"), "{err}");
+    }
 }

@@ -54,8 +54,31 @@ fn total_rss_mb(suite: &Suite) -> f64 {
     suite.all_pids().iter().map(|p| rss_kb(*p)).sum::<u64>() as f64 / 1024.0
 }
 
+/// `snowpea-bench --help`.
+const HELP: &str = "\
+snowpea-bench: the suite-level benchmarks behind docs/PERFORMANCE.md
+
+Starts the real suite (the binaries next to this one, or $SNOWPEA_BIN_DIR) on a temp home
+with the scripted provider and prints cold start, round trips, streaming, RSS and crash
+recovery figures.
+
+Usage: snowpea-bench [--calls N] [--chunks N] [--memories N]
+       snowpea-bench --mcp N
+
+  --calls N     round trips per measured method (default 2000)
+  --chunks N    content chunks of the streamed turn (default 5000)
+  --memories N  also measure recall over N stored memories (default 0: skipped)
+  --mcp N       instead: N MCP tool calls through the suite vs the server directly
+  -h, --help    print this help
+
+Build first: cargo build --release --workspace (about 12 minutes on 2 cores).";
+
 #[tokio::main]
 async fn main() {
+    if std::env::args().skip(1).any(|a| a == "--help" || a == "-h") {
+        println!("{HELP}");
+        return;
+    }
     let calls = arg("--calls", 2000);
     let chunks = arg("--chunks", 5000);
     let memories = arg("--memories", 0);

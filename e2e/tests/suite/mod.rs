@@ -1,6 +1,7 @@
 mod approvals;
 mod audio;
 mod crash;
+mod docs;
 mod grpcurl;
 mod handshake;
 mod jsonrpc;

@@ -54,6 +54,17 @@ pub async fn logs(args: LogsArgs) -> anyhow::Result<i32> {
         v.sort();
         v
     } else {
+        let mut names = crate::services::process_names();
+        names.push("supervisor");
+        if !names.contains(&args.process.as_str()) {
+            names.push("all");
+            eprintln!(
+                "snowpea: no process named {:?}; valid names: {}",
+                args.process,
+                names.join(", ")
+            );
+            return Ok(exit::FAILURE);
+        }
         vec![(args.process.clone(), home.log_file(&args.process))]
     };
     let prefix = args.process == "all";

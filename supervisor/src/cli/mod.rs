@@ -21,14 +21,17 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     /// The suite is not running (`status`, `restart`).
     pub const NOT_RUNNING: i32 = 3;
+    /// The suite runs but a process is `failed` (it used up its restart budget; `status`).
+    pub const FAILED_PROCESS: i32 = 4;
 }
 
 const EXIT_CODES: &str = "\
 Exit codes (supervisor commands):
   0  success
-  1  failure
+  1  failure (also an unknown process name for restart and logs)
   2  usage error
   3  not running (status, restart)
+  4  a process is failed: it crashed more than 5 times within 60 s (status)
 
 Files under the home (--home, else $SNOWPEA_HOME, else ~/.snowpea):
   daemon.json             port, supervisor pid, token of the running suite
@@ -36,9 +39,24 @@ Files under the home (--home, else $SNOWPEA_HOME, else ~/.snowpea):
   run/<service>.sock      one gRPC socket per service
   logs/<process>.log      one log per process (supervisor, services, gateway)";
 
+const TOP_HELP: &str = "\
+Picking a model: the daemon reads these when it starts (restart it after a change):
+  ANTHROPIC_API_KEY / OPENAI_API_KEY     use that vendor's API
+  providers.default, providers.<vendor>  in $SNOWPEA_HOME/settings.json (e.g. a local
+                                         llama.cpp or Ollama server)
+  SNOWPEA_PROVIDER=fake:<script.json>    the scripted provider, e.g. examples/demo.json
+  e.g.: snowpea supervisor stop; SNOWPEA_PROVIDER=fake:$PWD/examples/demo.json snowpea supervisor start
+
+Logs: SNOWPEA_LOG=debug (EnvFilter syntax, default info) and SNOWPEA_LOG_FORMAT=json, read
+by the supervisor and every service when they start; one file per process in
+$SNOWPEA_HOME/logs/ (`snowpea supervisor logs <process>`).
+
+`snowpea run --help` lists the exit codes of run; `snowpea supervisor --help` those of the
+supervisor commands.";
+
 /// The `snowpea` command.
 #[derive(Debug, Parser)]
-#[command(name = "snowpea", version, about = "Snowpea: a local AI-agent daemon", after_help = EXIT_CODES)]
+#[command(name = "snowpea", version, about = "Snowpea: a local AI-agent daemon", after_help = TOP_HELP)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -49,7 +67,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Start, stop and inspect the suite.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = EXIT_CODES)]
     Supervisor(SupervisorCommand),
     /// Run one prompt against the suite (starting it if needed).
     Run(crate::run::RunArgs),
@@ -87,6 +105,17 @@ impl HomeArgs {
     /// Resolves the home.
     pub fn resolve(&self) -> anyhow::Result<snowpea_common::home::Home> {
         snowpea_common::home::Home::resolve(self.home.as_deref())
+    }
+}
+
+/// The home of `snowpea supervisor start --foreground` (the one command that runs the
+/// supervisor in this process and so logs), `None` for every other command.
+pub fn foreground_home(cli: &Cli) -> Option<snowpea_common::home::Home> {
+    match &cli.command {
+        Command::Supervisor(SupervisorCommand::Start(a)) if a.foreground => {
+            snowpea_common::home::Home::resolve(a.home.as_deref()).ok()
+        }
+        _ => None,
     }
 }
 

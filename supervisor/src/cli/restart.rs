@@ -30,6 +30,16 @@ pub async fn restart(args: RestartArgs) -> anyhow::Result<i32> {
         eprintln!("snowpea is not running (home {})", home.root().display());
         return Ok(exit::NOT_RUNNING);
     };
+    if args.process != "all" && !before.processes.iter().any(|p| p.name == args.process) {
+        let mut names: Vec<&str> = before.processes.iter().map(|p| p.name.as_str()).collect();
+        names.push("all");
+        eprintln!(
+            "snowpea: no process named {:?}; valid names: {}",
+            args.process,
+            names.join(", ")
+        );
+        return Ok(exit::FAILURE);
+    }
     let old: HashMap<String, (i64, i64)> = before
         .processes
         .iter()

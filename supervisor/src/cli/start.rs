@@ -69,7 +69,7 @@ pub async fn start_suite(home: &Home, port: Option<u16>) -> anyhow::Result<Start
             crate::spawn::signal_group(child.id(), nix::sys::signal::Signal::SIGTERM);
             let tail = tail_since(&log, log_len, FAIL_TAIL);
             Err(e.context(format!(
-                "snowpea failed to start; last lines of {}:\n{tail}",
+                "the suite failed to start; last lines of {}:\n{tail}",
                 log.display()
             )))
         }
@@ -124,6 +124,26 @@ fn tail_since(path: &std::path::Path, from: u64, n: usize) -> String {
 
 fn already_running(port: u16, pid: u32) {
     println!("snowpea is already running on port {port} (pid {pid})");
+}
+
+/// Where the foreground supervisor also writes its log lines: `logs/supervisor.log`, unless
+/// stderr already is that file (the detached start points it there, see
+/// [`crate::daemonize`]). `None` when the log cannot be opened (stderr still gets them).
+pub fn log_tee(home: &Home) -> Option<std::fs::File> {
+    use std::os::unix::fs::MetadataExt;
+    let path = home.log_file("supervisor");
+    let stderr_is_log = match (
+        std::fs::metadata("/proc/self/fd/2"),
+        std::fs::metadata(&path),
+    ) {
+        (Ok(fd), Ok(file)) => fd.dev() == file.dev() && fd.ino() == file.ino(),
+        _ => false,
+    };
+    if stderr_is_log {
+        return None;
+    }
+    home.ensure_dirs().ok()?;
+    crate::spawn::open_log(&path).ok()
 }
 
 /// Runs `snowpea supervisor start`.

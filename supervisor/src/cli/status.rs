@@ -1,5 +1,5 @@
 //! `snowpea supervisor status [--home DIR] [--json]`: one row per supervised process.
-//! Exit code 3 when the suite is not running.
+//! Exit code 3 when the suite is not running, 4 when it runs but a process is `failed`.
 
 use std::path::PathBuf;
 
@@ -98,12 +98,29 @@ pub async fn status(args: StatusArgs) -> anyhow::Result<i32> {
         }
         return Ok(exit::NOT_RUNNING);
     };
+    let failed: Vec<String> = st
+        .processes
+        .iter()
+        .filter(|p| p.state == "failed")
+        .map(|p| p.name.clone())
+        .collect();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&StatusJson::from(st))?);
     } else {
         print!("{}", table(&st));
     }
-    Ok(exit::OK)
+    if failed.is_empty() {
+        return Ok(exit::OK);
+    }
+    if !args.json {
+        eprintln!(
+            "snowpea: {} failed (crashed more than 5 times within 60 s); see `snowpea supervisor logs {}`, then `snowpea supervisor restart {}`",
+            failed.join(", "),
+            failed[0],
+            failed[0]
+        );
+    }
+    Ok(exit::FAILED_PROCESS)
 }
 
 /// The human-readable status.

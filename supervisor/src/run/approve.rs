@@ -177,22 +177,28 @@ async fn ask(request: Request) -> Answer {
         Answer::Once => eprintln!("✓ allowed {}", request.tool),
         Answer::Session => eprintln!("✓ allowed {} for this session", request.tool),
         Answer::Deny => eprintln!("✗ denied {}", request.tool),
-        Answer::NoTerminal => eprintln!(
-            "✗ denied {}: no terminal to ask for approval (pass --yes to allow tool calls)",
-            request.headline()
-        ),
+        Answer::NoTerminal => eprintln!("{}", no_terminal_line(&request)),
     }
     answer
 }
 
+/// What is printed for a request denied because there is no terminal to ask on (no
+/// "denied automatically in …s" countdown: the deny is immediate).
+pub fn no_terminal_line(request: &Request) -> String {
+    format!(
+        "✗ {}: denied (no terminal to ask; use --yes or --mode)",
+        request.headline()
+    )
+}
+
 /// The question and its answer, on the terminal.
 fn ask_blocking(request: &Request) -> Answer {
-    let mut stderr = std::io::stderr();
-    let _ = writeln!(stderr, "{}", request.describe());
-    let _ = stderr.flush();
     let Some((mut input, mut output)) = terminal() else {
         return Answer::NoTerminal;
     };
+    let mut stderr = std::io::stderr();
+    let _ = writeln!(stderr, "{}", request.describe());
+    let _ = stderr.flush();
     let _ = write!(
         output,
         "Allow {}? [y]es once / [a]lways this session / [N]o: ",

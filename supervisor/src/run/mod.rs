@@ -37,7 +37,8 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     /// The daemon could not be started or reached, or the connection was lost.
     pub const UNAVAILABLE: i32 = 3;
-    /// The turn ended because tool calls were denied.
+    /// The turn ended `denied`, or a person (or this client, without a terminal) refused a
+    /// tool call of the turn (`error{code:"approval_denied"}`).
     pub const DENIED: i32 = 4;
     /// The turn was interrupted (Ctrl-C) or timed out.
     pub const INTERRUPTED: i32 = 5;
@@ -49,15 +50,22 @@ Exit codes:
   1  the turn ended with an error
   2  usage error (bad arguments, missing working directory)
   3  the daemon could not be started or reached
-  4  the turn ended because tool calls were denied
+  4  denied: a tool call was refused by a person (or here, without a terminal), which
+     ends the turn, or the turn ended denied after repeated automatic denials
   5  interrupted (Ctrl-C) or timed out
 
 Approvals are asked on the terminal (stdin, else /dev/tty); without a terminal they are
-denied. --yes allows every tool call once. Ctrl-C interrupts the turn; a second Ctrl-C
-exits at once.";
+denied at once. --yes allows every tool call once; --mode plan|accept|auto picks what is
+asked at all. Ctrl-C interrupts the turn; a second Ctrl-C exits at once.
+
+The model is the daemon's: SNOWPEA_PROVIDER and API keys are read by the suite when it
+starts, not by `snowpea run` (see `snowpea --help`).";
 
 /// Default of `--timeout`: how long a turn may run before it is interrupted.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 1800;
+
+/// How often the spinner is redrawn (on a terminal, while the model thinks).
+const SPINNER_EVERY: Duration = Duration::from_millis(100);
 
 /// How long to wait for `turn.done` after Ctrl-C or the timeout sent `session.interrupt`.
 const STOP_GRACE: Duration = Duration::from_secs(15);
@@ -85,6 +93,9 @@ pub struct RunArgs {
     /// Allow every approval without asking.
     #[arg(long)]
     pub yes: bool,
+    /// Also show the full output of every tool call and the model's reasoning (stderr).
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Interrupt the turn when it has not ended after this many seconds (exit 5).
     #[arg(long, value_name = "SECS", default_value_t = DEFAULT_TIMEOUT_SECS,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -169,24 +180,45 @@ enum Stop {
 struct Run {
     client: Arc<Client>,
     renderer: Renderer<std::io::Stdout, std::io::Stderr>,
+    /// The suite was running before this run (it did not start it with this environment).
+    joined_running: bool,
+}
+
+/// The hint for a suite without a usable provider while this client has `SNOWPEA_PROVIDER`
+/// set: the daemon reads it when it starts, so a suite that was already running never saw
+/// it. `None` when the variable is unset or this run started the suite itself.
+pub fn provider_hint(joined_running: bool, client_provider: Option<String>) -> Option<String> {
+    let spec = client_provider.filter(|s| !s.trim().is_empty())?;
+    if !joined_running {
+        return None;
+    }
+    Some(format!(
+        "snowpea run: SNOWPEA_PROVIDER={spec} is set here, but the running suite has no usable \
+         model provider: it was started without it, and the daemon reads SNOWPEA_PROVIDER and API \
+         keys only when it starts. Restart it with the provider:\n  snowpea supervisor stop && \
+         SNOWPEA_PROVIDER={spec} snowpea supervisor start"
+    ))
 }
 
 impl Run {
     /// Starts the suite if needed, connects, runs the turn, closes; returns the exit code.
     async fn connect(args: &RunArgs, home: &Home, workdir: &Path) -> i32 {
-        match start_suite(home, None).await {
-            Ok(Started::AlreadyRunning(_)) => {}
-            Ok(Started::Started(d)) => eprintln!(
-                "snowpea started: ws://127.0.0.1:{}{} (home {})",
-                d.port,
-                snowpea_proto::WS_PATH,
-                home.root().display()
-            ),
+        let joined_running = match start_suite(home, None).await {
+            Ok(Started::AlreadyRunning(_)) => true,
+            Ok(Started::Started(d)) => {
+                eprintln!(
+                    "snowpea started: ws://127.0.0.1:{}{} (home {})",
+                    d.port,
+                    snowpea_proto::WS_PATH,
+                    home.root().display()
+                );
+                false
+            }
             Err(e) => {
                 eprintln!("snowpea run: the daemon is unavailable: {e:#}");
                 return exit::UNAVAILABLE;
             }
-        }
+        };
         let opts = match ConnectOptions::from_home(home.root()) {
             Ok(opts) => opts,
             Err(e) => {
@@ -212,7 +244,10 @@ impl Run {
             !args.json && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
         let mut run = Run {
             client,
-            renderer: Renderer::new(args.json, std::io::stdout(), std::io::stderr(), break_lines),
+            renderer: Renderer::new(args.json, std::io::stdout(), std::io::stderr(), break_lines)
+                .with_verbose(args.verbose)
+                .with_spinner(std::io::stderr().is_terminal()),
+            joined_running,
         };
         let code = run.turn(args, workdir).await;
         match code {
@@ -272,6 +307,10 @@ impl Run {
         sigint: &mut Option<Signal>,
     ) -> Outcome {
         let mut stopping: Option<(Stop, Instant)> = None;
+        // A person refused a call of this turn: exit 4 whatever the turn's reason.
+        let mut refused = false;
+        let mut spin = tokio::time::interval(SPINNER_EVERY);
+        spin.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             let until = stopping.map_or(deadline, |(_, d)| d);
             let remaining = until.saturating_duration_since(Instant::now());
@@ -279,10 +318,17 @@ impl Run {
                 next = events.next(remaining) => match next {
                     Ok(event) => {
                         self.renderer.event(&event);
+                        if event.kind == "error" && event.payload["code"] == "approval_denied" {
+                            refused = true;
+                        }
+                        if event.kind == "error" && event.payload["code"] != "approval_denied" {
+                            self.provider_hint(&event.payload);
+                        }
                         if event.kind == "turn.done" && event.turn_id() == Some(turn_id) {
                             let reason = event.payload.get("reason").and_then(|r| r.as_str());
                             return Outcome::Done(match stopping {
                                 Some(_) => exit::INTERRUPTED,
+                                None if refused => exit::DENIED,
                                 None => exit_code_for(reason),
                             });
                         }
@@ -311,6 +357,7 @@ impl Run {
                         return Outcome::Done(exit_code_for_error(&e));
                     }
                 },
+                _ = spin.tick() => self.renderer.tick(),
                 () = ctrl_c(sigint) => {
                     if stopping.is_some_and(|(why, _)| why == Stop::CtrlC) {
                         self.renderer.end_answer_line();
@@ -328,14 +375,32 @@ impl Run {
     }
 
     /// Sends `session.interrupt` without waiting for it (a second Ctrl-C must not wait either).
+    /// A connection that closed meanwhile is no failure: the turn ended and the run is
+    /// leaving.
     fn interrupt(&self, session_id: &str) {
         let client = self.client.clone();
         let session_id = session_id.to_owned();
         tokio::spawn(async move {
-            if let Err(e) = client.interrupt(&session_id).await {
-                eprintln!("snowpea run: session.interrupt failed: {e}");
+            match client.interrupt(&session_id).await {
+                Ok(_) | Err(Error::Closed) => {}
+                Err(e) => eprintln!("snowpea run: session.interrupt failed: {e}"),
             }
         });
+    }
+
+    /// After an `error` event of the turn saying there is no usable model provider: when this
+    /// client has `SNOWPEA_PROVIDER` set but the suite was already running (so it was started
+    /// without it), say so and how to restart it with it (issue 25 item 3).
+    fn provider_hint(&mut self, payload: &serde_json::Value) {
+        let message = payload["message"].as_str().unwrap_or_default();
+        if !message.contains("no usable model provider") {
+            return;
+        }
+        if let Some(hint) =
+            provider_hint(self.joined_running, std::env::var("SNOWPEA_PROVIDER").ok())
+        {
+            self.renderer.diag(&hint);
+        }
     }
 
     /// Reports a failed call and picks its exit code.
@@ -377,6 +442,7 @@ mod tests {
             mode: None,
             json: false,
             yes: false,
+            verbose: false,
             timeout: 10,
             prompt: prompt.into(),
         }
@@ -410,6 +476,21 @@ mod tests {
         std::fs::write(&file, "x").unwrap();
         let err = prepare(&args(Some(file.to_str().unwrap()), "hi")).unwrap_err();
         assert!(err.0.contains("not a directory"), "{}", err.0);
+    }
+
+    #[test]
+    fn the_provider_hint_is_for_a_suite_started_without_the_clients_provider() {
+        let hint = super::provider_hint(true, Some("fake:/x/demo.json".into())).unwrap();
+        assert!(
+            hint.contains("running suite has no usable model provider"),
+            "{hint}"
+        );
+        assert!(
+            hint.contains("snowpea supervisor stop && SNOWPEA_PROVIDER=fake:/x/demo.json snowpea supervisor start"),
+            "{hint}"
+        );
+        assert_eq!(super::provider_hint(false, Some("fake:/x".into())), None);
+        assert_eq!(super::provider_hint(true, None), None);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! How `snowpea run` shows a turn: [`Renderer`] turns each `session.event` into output.
 //!
 //! * Plain mode: `message.delta` text goes to stdout as it streams; tool calls and results
-//!   are short lines on stderr (`▸ shell: cargo test`, `✓ shell`, `✗ shell: exit 1`),
-//!   `error` events and a turn that did not complete are reported on stderr.
+//!   are short lines on stderr (`▸ shell: cargo test`, `✓ shell: 3 passed (+12 lines)`,
+//!   `✗ shell: exit 1`), `error` events and a turn that did not complete are reported on
+//!   stderr. `--verbose` adds the full tool output and the model's reasoning (stderr). On a
+//!   terminal a spinner with the elapsed time shows while the model thinks ([`Renderer::tick`]).
 //! * `--json`: every event is one JSON line `{sessionId, seq, kind, payload, ts}` on stdout,
 //!   and nothing else is written to stdout.
 //!
@@ -16,6 +18,12 @@ use snowpea_sdk::SessionEvent;
 
 /// Longest tool summary shown on one stderr line (characters).
 const SUMMARY_MAX: usize = 120;
+
+/// Longest short result shown after `✓ <tool>:` (characters).
+const RESULT_MAX: usize = 80;
+
+/// Spinner frames, one per [`Renderer::tick`].
+const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 /// Renders the events of one `snowpea run` to an output (stdout) and a diagnostics stream
 /// (stderr).
@@ -34,6 +42,18 @@ pub struct Renderer<O: Write, E: Write> {
     /// The error of the last failed `tool.result`: the `error` event that usually follows
     /// with the same message is not shown twice.
     last_tool_error: Option<String>,
+    /// `--verbose`: full tool output and reasoning.
+    verbose: bool,
+    /// Reasoning received since the last other event (shown with `--verbose`).
+    reasoning: String,
+    /// Show a spinner (stderr is a terminal, plain mode).
+    spinner: bool,
+    /// Since when the model has been thinking (nothing streamed yet), if it is.
+    thinking_since: Option<std::time::Instant>,
+    /// A spinner line is on stderr and must be cleared before the next output.
+    spinner_shown: bool,
+    /// Frame counter of the spinner.
+    frame: usize,
 }
 
 impl<O: Write, E: Write> Renderer<O, E> {
@@ -49,6 +69,60 @@ impl<O: Write, E: Write> Renderer<O, E> {
             out_at_line_start: true,
             streamed: false,
             last_tool_error: None,
+            verbose: false,
+            reasoning: String::new(),
+            spinner: false,
+            thinking_since: None,
+            spinner_shown: false,
+            frame: 0,
+        }
+    }
+
+    /// `--verbose`: also show the full output of every tool call and the model's reasoning.
+    pub fn with_verbose(mut self, verbose: bool) -> Self {
+        self.verbose = verbose;
+        self
+    }
+
+    /// Show a spinner with the elapsed time while the model thinks (only for a terminal on
+    /// stderr, and never in `--json` mode).
+    pub fn with_spinner(mut self, spinner: bool) -> Self {
+        self.spinner = spinner && !self.json;
+        self
+    }
+
+    /// Redraws the spinner (called every ~100 ms by `snowpea run`); a no-op unless the
+    /// model is thinking and the spinner is on.
+    pub fn tick(&mut self) {
+        let (true, Some(since)) = (self.spinner, self.thinking_since) else {
+            return;
+        };
+        self.frame = (self.frame + 1) % FRAMES.len();
+        let _ = write!(
+            self.err,
+            "\r{} thinking {:.1}s\x1b[K",
+            FRAMES[self.frame],
+            since.elapsed().as_secs_f64()
+        );
+        let _ = self.err.flush();
+        self.spinner_shown = true;
+    }
+
+    fn clear_spinner(&mut self) {
+        if self.spinner_shown {
+            let _ = write!(self.err, "\r\x1b[K");
+            let _ = self.err.flush();
+            self.spinner_shown = false;
+        }
+    }
+
+    fn flush_reasoning(&mut self) {
+        if self.reasoning.is_empty() {
+            return;
+        }
+        let text = std::mem::take(&mut self.reasoning);
+        for line in text.trim().lines() {
+            self.diag(&format!("… {line}"));
         }
     }
 
@@ -62,7 +136,24 @@ impl<O: Write, E: Write> Renderer<O, E> {
             return;
         }
         let p = &event.payload;
+        if event.kind != "message.reasoning" {
+            self.flush_reasoning();
+        }
+        self.thinking_since = match event.kind.as_str() {
+            // The model is called next.
+            "turn.started" | "message.user" | "tool.result" => {
+                Some(self.thinking_since.unwrap_or_else(std::time::Instant::now))
+            }
+            "message.reasoning" | "usage" | "context" => self.thinking_since,
+            _ => None,
+        };
+        if self.thinking_since.is_none() {
+            self.clear_spinner();
+        }
         match event.kind.as_str() {
+            "message.reasoning" if self.verbose => {
+                self.reasoning.push_str(str_field(p, "text"));
+            }
             "message.delta" => {
                 let text = str_field(p, "text");
                 self.streamed = true;
@@ -89,7 +180,18 @@ impl<O: Write, E: Write> Renderer<O, E> {
             "tool.result" => {
                 let name = str_field(p, "name");
                 if p.get("ok").and_then(Value::as_bool).unwrap_or(false) {
-                    self.diag(&format!("✓ {name}"));
+                    let output = str_field(p, "output");
+                    let short = short_result(output);
+                    if short.is_empty() {
+                        self.diag(&format!("✓ {name}"));
+                    } else {
+                        self.diag(&format!("✓ {name}: {short}"));
+                    }
+                    if self.verbose {
+                        for line in output.lines() {
+                            self.diag(&format!("  │ {line}"));
+                        }
+                    }
                 } else {
                     let error = str_field(p, "error");
                     self.last_tool_error = Some(error.to_owned()).filter(|e| !e.is_empty());
@@ -122,6 +224,7 @@ impl<O: Write, E: Write> Renderer<O, E> {
 
     /// A diagnostic line on stderr (approval outcomes, interrupts, …).
     pub fn diag(&mut self, line: &str) {
+        self.clear_spinner();
         if self.break_lines && !self.out_at_line_start {
             let _ = self.out.write_all(b"\n");
             let _ = self.out.flush();
@@ -145,6 +248,7 @@ impl<O: Write, E: Write> Renderer<O, E> {
         if text.is_empty() {
             return;
         }
+        self.clear_spinner();
         let _ = self.out.write_all(text.as_bytes());
         let _ = self.out.flush();
         self.out_at_line_start = text.ends_with('\n');
@@ -183,6 +287,22 @@ pub fn tool_summary(tool: &str, args: &Value) -> String {
         },
     };
     truncate(&one_line(&text), SUMMARY_MAX)
+}
+
+/// The short result line of a tool's output: its first non-empty line, at most
+/// [`RESULT_MAX`] characters, and how many more lines there are.
+pub fn short_result(output: &str) -> String {
+    let mut lines = output.lines().filter(|l| !l.trim().is_empty());
+    let Some(first) = lines.next() else {
+        return String::new();
+    };
+    let more = lines.count();
+    let first = truncate(first.trim(), RESULT_MAX);
+    if more == 0 {
+        first
+    } else {
+        format!("{first} (+{more} lines)")
+    }
 }
 
 /// `text` with line breaks folded into `⏎` so it fits one line.

@@ -1,7 +1,7 @@
 use serde_json::{json, Value};
 use snowpea_sdk::SessionEvent;
 
-use super::{tool_summary, Renderer};
+use super::{short_result, tool_summary, Renderer};
 
 fn ev(seq: u64, kind: &str, payload: Value) -> SessionEvent {
     SessionEvent {
@@ -157,4 +157,59 @@ fn tool_summary_picks_the_telling_argument_and_truncates() {
     let s = tool_summary("shell", &json!({ "command": long }));
     assert_eq!(s.chars().count(), 120);
     assert!(s.ends_with('…'));
+}
+
+#[test]
+fn a_tool_result_gets_a_short_line_and_verbose_shows_all_of_it_and_the_reasoning() {
+    let events = [
+        ev(1, "message.reasoning", json!({"text": "I should list "})),
+        ev(2, "message.reasoning", json!({"text": "the folder."})),
+        ev(
+            3,
+            "tool.call",
+            json!({"name": "list_dir", "args": {"path": "."}}),
+        ),
+        ev(
+            4,
+            "tool.result",
+            json!({"name": "list_dir", "ok": true, "output": "a.txt\nb.txt\nc/\n"}),
+        ),
+        ev(5, "turn.done", json!({"reason": "complete"})),
+    ];
+    let (_, err) = render(false, false, &events);
+    assert_eq!(err, "▸ list_dir: .\n✓ list_dir: a.txt (+2 lines)\n");
+    let mut r = Renderer::new(false, Vec::new(), Vec::new(), false).with_verbose(true);
+    for e in &events {
+        r.event(e);
+    }
+    let (_, err) = r.into_inner();
+    assert_eq!(
+        String::from_utf8(err).unwrap(),
+        "… I should list the folder.\n▸ list_dir: .\n✓ list_dir: a.txt (+2 lines)\n  │ a.txt\n  │ b.txt\n  │ c/\n"
+    );
+    assert_eq!(short_result(""), "");
+    assert_eq!(short_result("\n ok \n"), "ok");
+}
+
+#[test]
+fn the_spinner_shows_while_the_model_thinks_and_is_cleared_before_output() {
+    let mut r = Renderer::new(false, Vec::new(), Vec::new(), false).with_spinner(true);
+    r.tick(); // nothing is running yet
+    r.event(&ev(1, "turn.started", json!({"turnId": "t"})));
+    r.tick();
+    r.event(&ev(2, "message.delta", json!({"text": "hi"})));
+    r.tick(); // streaming: no spinner
+    r.event(&ev(3, "turn.done", json!({"reason": "complete"})));
+    let (out, err) = r.into_inner();
+    assert_eq!(String::from_utf8(out).unwrap(), "hi\n");
+    let err = String::from_utf8(err).unwrap();
+    assert!(err.starts_with("\r⠙ thinking "), "{err:?}");
+    assert!(err.ends_with("s\x1b[K\r\x1b[K"), "{err:?}");
+    assert_eq!(err.matches("thinking").count(), 1, "{err:?}");
+
+    // --json never spins.
+    let mut r = Renderer::new(true, Vec::new(), Vec::new(), false).with_spinner(true);
+    r.event(&ev(1, "turn.started", json!({})));
+    r.tick();
+    assert_eq!(r.into_inner().1, Vec::<u8>::new());
 }

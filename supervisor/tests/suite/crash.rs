@@ -67,6 +67,14 @@ fn restart_intensity_marks_only_that_process_failed() {
     assert_eq!(gateway["state"], "running");
     assert_eq!(pid_of(&gateway), gateway_pid);
     assert!(health(d.port));
+    // `status` says so in its exit code (issue 25 item 9) and names the process.
+    let out = suite.run(&["supervisor", "status"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("session failed"),
+        "{}",
+        text(&out)
+    );
 
     // An operator fixes the cause and restarts it by hand.
     suite.crash_flag("session", false);
@@ -75,6 +83,8 @@ fn restart_intensity_marks_only_that_process_failed() {
     let p = suite.process("session");
     assert_eq!(p["state"], "running");
     assert!(serving(&socket_of(&p)));
+    let out = suite.run(&["supervisor", "status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
 #[test]

@@ -190,6 +190,10 @@ fn service_failing_at_start_fails_the_start() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("failed to start"), "{stderr}");
     assert!(
+        !stderr.contains("snowpea: snowpea"),
+        "no doubled prefix: {stderr}"
+    );
+    assert!(
         stderr.contains("crash flag set"),
         "the log tail names the cause: {stderr}"
     );
@@ -274,4 +278,47 @@ fn stop_kills_a_process_that_ignores_sigterm_after_the_grace() {
         gateway_log.contains("ignoring the termination signal"),
         "{gateway_log}"
     );
+}
+
+#[test]
+fn foreground_also_writes_supervisor_log_and_start_never_echoes_tracing() {
+    // A detached start with SNOWPEA_LOG=debug: the terminal gets only the start line
+    // (issue 25 item 9); the debug lines go to logs/supervisor.log, once each.
+    let suite = Suite::new();
+    let out = suite
+        .cmd(&["supervisor", "start"])
+        .env("SNOWPEA_LOG", "debug")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let d = suite.home.read_daemon_json().unwrap();
+    suite.track(d.pid);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("DEBUG"),
+        "{}",
+        text(&out)
+    );
+    let log = std::fs::read_to_string(suite.home.log_file("supervisor")).unwrap();
+    let spawned = log.lines().filter(|l| l.contains("spawned")).count();
+    assert_eq!(
+        spawned,
+        suite.processes().len(),
+        "one line per spawn: {log}"
+    );
+    assert!(suite.run(&["supervisor", "stop"]).status.success());
+
+    // --foreground: the lines go to the terminal and to logs/supervisor.log.
+    let suite = Suite::new();
+    let mut child = suite
+        .cmd(&["supervisor", "start", "--foreground"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    suite.track(child.id());
+    eventually("daemon.json written", || suite.home.read_daemon_json().ok());
+    let log = std::fs::read_to_string(suite.home.log_file("supervisor")).unwrap_or_default();
+    assert!(log.contains("spawned"), "{log}");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM).unwrap();
+    eventually("the supervisor exits", || child.try_wait().unwrap());
 }

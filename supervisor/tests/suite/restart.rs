@@ -51,3 +51,24 @@ fn restart_when_not_running_exits_3() {
     let out = suite.run(&["supervisor", "restart", "session"]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
 }
+
+#[test]
+fn an_unknown_process_name_lists_the_valid_ones() {
+    let suite = Suite::new();
+    // logs needs no running suite.
+    let out = suite.run(&["supervisor", "logs", "sesion"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no process named \"sesion\""), "{err}");
+    assert!(
+        err.contains("session") && err.contains("gateway") && err.contains("supervisor"),
+        "{err}"
+    );
+
+    suite.start();
+    let out = suite.run(&["supervisor", "restart", "sesion"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("valid names: session, memory"), "{err}");
+    assert!(err.contains("gateway, all"), "{err}");
+}

@@ -263,16 +263,43 @@ fn without_yes_and_without_a_terminal_the_shell_call_is_denied() {
     let s = RunSuite::new();
     let workdir = s.project.to_str().unwrap().to_owned();
     let out = s.run(&["--mode", "accept", "--workdir", &workdir, "please run it"]);
-    // The model continues after one denial, so the turn may still complete.
+    // The refusal ends the turn `denied`: exit 4 (issue 25 items 7 and 8).
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    assert!(!s.file("out.txt").exists(), "{}", text(&out));
+    let err = stderr(&out);
     assert!(
-        matches!(out.status.code(), Some(0) | Some(4)),
+        err.contains("denied (no terminal to ask; use --yes or --mode)"),
         "{}",
         text(&out)
     );
-    assert!(!s.file("out.txt").exists(), "{}", text(&out));
+    assert!(!err.contains("denied automatically"), "{}", text(&out));
+}
+
+#[test]
+fn a_provider_set_only_on_the_client_names_the_restart() {
+    let s = RunSuite::new();
+    // The suite starts without a provider ...
+    let mut start = s.cmd(&["supervisor", "start"]);
+    start.env_remove("SNOWPEA_PROVIDER");
+    start.env_remove("ANTHROPIC_API_KEY");
+    start.env_remove("OPENAI_API_KEY");
+    let out = output(start.spawn().unwrap(), RUN_TIMEOUT);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // ... and `run` has SNOWPEA_PROVIDER set (RunSuite::cmd sets it).
+    let out = s.run(&["hello"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let err = stderr(&out);
-    assert!(err.contains("no terminal"), "{}", text(&out));
-    assert!(err.contains("denied"), "{}", text(&out));
+    assert!(err.contains("no usable model provider"), "{}", text(&out));
+    assert!(
+        err.contains("the running suite has no usable model provider"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        err.contains("snowpea supervisor stop && SNOWPEA_PROVIDER=fake:"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]

@@ -37,14 +37,15 @@ impl SessionService for SessionRpc {
         req: Request<pb::SessionCreateParams>,
     ) -> Result<Response<pb::SessionCreateResult>, Status> {
         let ctx = CallContext::of(&req);
-        let app = self.app.clone();
-        async move {
-            Ok(Response::new(
-                app.sessions.create(&ctx, req.into_inner()).await?,
-            ))
-        }
-        .instrument(span("session.create", &CallContext::default()))
-        .await
+        // The caller's context, so the span has its connection id (issue 13 §3).
+        let s = span("session.create", &ctx);
+        Ok(Response::new(
+            self.app
+                .sessions
+                .create(&ctx, req.into_inner())
+                .instrument(s)
+                .await?,
+        ))
     }
 
     async fn list(
