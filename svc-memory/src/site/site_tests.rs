@@ -3,9 +3,7 @@
 
 use prost_types::value::Kind;
 use snowpea_proto::memory::v1::site_put_params::Entry as PutEntry;
-use snowpea_proto::memory::v1::{
-    site_action, site_flow, site_recipe, SiteAction, SiteFlow, SiteRecipe,
-};
+use snowpea_proto::memory::v1::{site_action, site_recipe, SiteAction, SiteFlow, SiteRecipe};
 
 use super::*;
 use crate::error::Error;

@@ -10,9 +10,7 @@ use prost::Message;
 use prost_types::value::Kind;
 use regex::Regex;
 use snowpea_proto::memory::v1::site_put_params::Entry;
-use snowpea_proto::memory::v1::{
-    site_action, site_flow, site_recipe, SiteAction, SiteFlow, SiteRecipe,
-};
+use snowpea_proto::memory::v1::SiteAction;
 
 use super::pattern;
 use super::pii;

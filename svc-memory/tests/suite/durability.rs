@@ -1,8 +1,6 @@
 //! kill -9 right after acknowledged writes loses none of them.
 
-use snowpea_proto::memory::v1::{
-    self as pb, site_action, site_flow, site_recipe, SiteAction, SiteFlow, SiteRecipe,
-};
+use snowpea_proto::memory::v1::{self as pb, site_action, SiteAction};
 
 use super::harness::*;
 

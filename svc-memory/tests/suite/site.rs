@@ -2,8 +2,7 @@
 
 use prost_types::value::Kind;
 use snowpea_proto::memory::v1::{
-    self as pb, site_action, site_flow, site_put_params::Entry, site_recipe, SiteAction, SiteFlow,
-    SiteRecipe,
+    self as pb, site_action, site_put_params::Entry, site_recipe, SiteAction, SiteFlow, SiteRecipe,
 };
 
 use super::harness::*;
