@@ -26,6 +26,7 @@ use snowpea_proto::rpc::v1::{
     client_reply, outbound, service_bus_server::ServiceBus, BusAck, BusClientRequest,
     BusNotification, ClientReply, ConnectionInfo, ConnectionSet, Outbound, SubscribeRequest,
 };
+use snowpea_proto::typed::Notification;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
@@ -188,7 +189,16 @@ impl BusHub {
         Arc::new(Self::default())
     }
 
-    /// Publishes a notification. `targets` empty = every authenticated connection.
+    /// Publishes a typed notification (issue 13 §2): `params` is the generated params
+    /// message of the notification `N::METHOD`, encoded to the protocol's JSON by
+    /// [`Notification::to_params`]. `targets` empty = every authenticated connection.
+    pub fn publish<N: Notification>(&self, params: &N, targets: Vec<String>) {
+        self.notify_json(N::METHOD, params.to_params().to_string(), targets);
+    }
+
+    /// Publishes a notification built as JSON. `targets` empty = every authenticated
+    /// connection. Prefer [`BusHub::publish`]; this stays until the last JSON-built
+    /// notification (in svc-session) is typed.
     pub fn notify(&self, method: &str, params: &Value, targets: Vec<String>) {
         self.notify_json(method, params.to_string(), targets);
     }
@@ -483,6 +493,30 @@ mod tests {
         }
         assert_eq!(seen, vec![r#"{"n":1}"#, r#"{"n":2}"#, r#"{"n":3}"#]);
         assert!(hub.backlog.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn publish_sends_the_typed_params_as_protocol_json() {
+        let hub = BusHub::new();
+        let mut rx = hub.outbound.subscribe();
+        hub.publish(
+            &snowpea_proto::mcp::v1::McpChangedNotification {
+                name: "fs".into(),
+                state: "ready".into(),
+                tool_count: 3,
+                ..Default::default()
+            },
+            vec!["c1".into()],
+        );
+        let Some(outbound::Item::Notification(n)) = rx.try_recv().unwrap().item else {
+            panic!("notification")
+        };
+        assert_eq!(n.method, "mcp.changed");
+        assert_eq!(n.connection_ids, vec!["c1".to_string()]);
+        assert_eq!(
+            n.params_json,
+            r#"{"name":"fs","scope":"","state":"ready","toolCount":3}"#
+        );
     }
 
     #[tokio::test]

@@ -24,9 +24,11 @@ pub struct Row {
     pub description: String,
 }
 
-/// The message's fields in the spec's order: sorted by JSON name (byte order).
+/// The message's documented fields in the spec's order: sorted by JSON name (byte order).
+/// `wire_only` fields (sent, but not in the spec's tables) are left out.
 pub fn sorted_fields(m: &MessageDescriptor) -> Vec<FieldDescriptor> {
-    let mut fields: Vec<FieldDescriptor> = m.fields().collect();
+    let mut fields: Vec<FieldDescriptor> =
+        m.fields().filter(|f| !field_rules(f).wire_only).collect();
     fields.sort_by(|a, b| a.json_name().cmp(b.json_name()));
     fields
 }
