@@ -11,7 +11,7 @@ use snowpea_proto::memory::v1 as pb;
 
 use crate::error::{Error, Result};
 use crate::rpc::{blocking, limit};
-use crate::site::{self, auth, transcode};
+use crate::site::{self, auth};
 use crate::App;
 
 /// The `site.*` logic over the service state; one method per JSON-RPC method.
@@ -95,7 +95,7 @@ impl SiteApi {
         })
         .await?;
         Ok(pb::SiteMarkResult {
-            entry: Some(transcode(&entry)),
+            entry: Some(entry),
         })
     }
 
@@ -120,7 +120,7 @@ impl SiteApi {
         })
         .await?;
         Ok(pb::SiteMarkPartResult {
-            entry: Some(transcode(&entry)),
+            entry: Some(entry),
         })
     }
 
