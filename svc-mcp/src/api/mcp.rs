@@ -16,8 +16,8 @@ use indexmap::IndexMap;
 use snowpea_proto::mcp::v1::{
     mcp_add_result, mcp_catalog_result, mcp_list_result, mcp_test_result, McpAddParams,
     McpAddResult, McpCatalogResult, McpListParams, McpListResult, McpReloadParams, McpReloadResult,
-    McpRemoveParams, McpRemoveResult, McpServerDraft, McpTestParams, McpTestResult, McpUpdateParams,
-    McpUpdateResult,
+    McpRemoveParams, McpRemoveResult, McpServerDraft, McpTestParams, McpTestResult,
+    McpUpdateParams, McpUpdateResult,
 };
 
 use crate::config::{self, file::McpFile, Declared, Scope, ServerEntry, ToolsFilter};

@@ -94,9 +94,7 @@ impl SiteApi {
             site::mark(&app.store, &profile, &p.origin, &p.entry_id, &p.outcome)
         })
         .await?;
-        Ok(pb::SiteMarkResult {
-            entry: Some(entry),
-        })
+        Ok(pb::SiteMarkResult { entry: Some(entry) })
     }
 
     /// `site.markPart`.
@@ -119,9 +117,7 @@ impl SiteApi {
             )
         })
         .await?;
-        Ok(pb::SiteMarkPartResult {
-            entry: Some(entry),
-        })
+        Ok(pb::SiteMarkPartResult { entry: Some(entry) })
     }
 
     /// `site.delete`.
