@@ -20,6 +20,70 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Writes `impl Notification` for every message with the `notification` option and
+/// `impl SessionEventPayload` for every message with the `event_kind` option (the traits
+/// live in `src/typed.rs`), plus the tables [`NOTIFICATIONS`]/[`EVENT_KINDS`] the
+/// one-constructor-each test walks.
+fn typed_impls(descriptor: &[u8], out: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    use prost_reflect::DescriptorPool;
+    let pool = DescriptorPool::decode(descriptor)?;
+    let notification = pool
+        .get_extension_by_name("snowpea.rpc.v1.notification")
+        .ok_or("option snowpea.rpc.v1.notification is declared")?;
+    let event_kind = pool
+        .get_extension_by_name("snowpea.rpc.v1.event_kind")
+        .ok_or("option snowpea.rpc.v1.event_kind is declared")?;
+    let mut code = String::new();
+    let mut notifications = String::new();
+    let mut kinds = String::new();
+    for message in pool.all_messages() {
+        let options = message.options();
+        // Nested messages are never notifications or event payloads.
+        if message.parent_message().is_some() {
+            continue;
+        }
+        let path = format!(
+            "crate::snowpea::{}::{}",
+            message
+                .package_name()
+                .split('.')
+                .skip(1)
+                .collect::<Vec<_>>()
+                .join("::"),
+            message.name()
+        );
+        let full = message.full_name();
+        if options.has_extension(&notification) {
+            let method = options.get_extension(&notification);
+            let method = method.as_str().ok_or("notification option is a string")?;
+            code.push_str(&format!(
+                "impl crate::typed::Notification for {path} {{\n    const METHOD: &'static str = {method:?};\n    const MESSAGE: &'static str = {full:?};\n}}\n"
+            ));
+            notifications.push_str(&format!(
+                "    crate::typed::Constructor {{ name: {method:?}, message: {full:?}, encode_default: crate::typed::encode_default_notification::<{path}> }},\n"
+            ));
+        }
+        if options.has_extension(&event_kind) {
+            let kind = options.get_extension(&event_kind);
+            let kind = kind.as_str().ok_or("event_kind option is a string")?;
+            code.push_str(&format!(
+                "impl crate::typed::SessionEventPayload for {path} {{\n    const KIND: &'static str = {kind:?};\n    const MESSAGE: &'static str = {full:?};\n}}\n"
+            ));
+            kinds.push_str(&format!(
+                "    crate::typed::Constructor {{ name: {kind:?}, message: {full:?}, encode_default: crate::typed::encode_default_event::<{path}> }},\n"
+            ));
+        }
+    }
+    code.push_str(&format!(
+        "/// Every typed notification: method, params message, encoder of its default.\npub const NOTIFICATIONS: &[crate::typed::Constructor] = &[\n{notifications}];\n"
+    ));
+    code.push_str(&format!(
+        "/// Every typed `session.event` kind: kind, payload message, encoder of its default.\npub const EVENT_KINDS: &[crate::typed::Constructor] = &[\n{kinds}];\n"
+    ));
+    std::fs::write(out, code)?;
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
@@ -42,6 +106,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::write(
         out_dir.join("snowpea_descriptor.bin"),
         compiler.encode_file_descriptor_set(),
+    )?;
+
+    typed_impls(
+        &compiler.encode_file_descriptor_set(),
+        &out_dir.join("snowpea_typed.rs"),
     )?;
 
     // prost resolves field types across the whole set (imports included); well-known

@@ -6,9 +6,17 @@
 //! table of live client connections. Notifications published while no gateway is
 //! subscribed are dropped — what must not be lost (session events) is durable and
 //! clients recover it with `session.resume`.
+//!
+//! Each subscriber gets its own bounded queue of [`OUTBOUND_CAPACITY`] items (a tokio
+//! `mpsc` channel: it allocates in small blocks as items are queued and frees them as they
+//! are read, so an idle service holds no ring; a `broadcast` channel of the same capacity
+//! allocated all 65,536 slots up front, ≈ 7.8 MB resident per service — issue 14).
+//! Items beyond the capacity while a gateway is stalled are dropped with a warning, as
+//! before.
 
 use std::collections::HashMap;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,14 +26,93 @@ use snowpea_proto::rpc::v1::{
     client_reply, outbound, service_bus_server::ServiceBus, BusAck, BusClientRequest,
     BusNotification, ClientReply, ConnectionInfo, ConnectionSet, Outbound, SubscribeRequest,
 };
-use tokio::sync::{broadcast, oneshot};
-use tokio_stream::wrappers::BroadcastStream;
+use snowpea_proto::typed::Notification;
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status};
 
-/// Capacity of the outbound queue to the gateway (items beyond it while the gateway is
-/// stalled are dropped with a warning; clients resume from durable state).
-const OUTBOUND_CAPACITY: usize = 65_536;
+/// Capacity of each subscriber's outbound queue to the gateway, in items (items beyond it
+/// while the gateway is stalled are dropped with a warning; clients resume from durable
+/// state). Memory is used only for queued items.
+pub const OUTBOUND_CAPACITY: usize = 65_536;
+
+/// One subscribed gateway's queue.
+#[derive(Debug)]
+struct Subscriber {
+    tx: mpsc::Sender<Outbound>,
+    /// Items dropped since the last one that fit (for one warning per stall).
+    dropped: AtomicU64,
+}
+
+/// The subscribed gateways (usually one; two while a restarted gateway replaces the old).
+#[derive(Debug, Default)]
+struct Outbounds {
+    subscribers: Mutex<Vec<Subscriber>>,
+}
+
+impl Outbounds {
+    /// A new subscriber's receiving end.
+    fn subscribe(&self) -> mpsc::Receiver<Outbound> {
+        let (tx, rx) = mpsc::channel(OUTBOUND_CAPACITY);
+        self.subscribers
+            .lock()
+            .expect("subscribers lock")
+            .push(Subscriber {
+                tx,
+                dropped: AtomicU64::new(0),
+            });
+        rx
+    }
+
+    /// Queues `item` for every live subscriber; gives it back when there is none (as
+    /// `broadcast::Sender::send` did). A full queue drops the item for that subscriber.
+    fn send(&self, item: Outbound) -> Result<(), Outbound> {
+        let mut subs = self.subscribers.lock().expect("subscribers lock");
+        subs.retain(|s| !s.tx.is_closed());
+        let Some((last, rest)) = subs.split_last() else {
+            return Err(item);
+        };
+        for s in rest {
+            Self::offer(s, item.clone());
+        }
+        Self::offer(last, item);
+        Ok(())
+    }
+
+    fn offer(s: &Subscriber, item: Outbound) {
+        match s.tx.try_send(item) {
+            Ok(()) => {
+                let n = s.dropped.swap(0, Ordering::Relaxed);
+                if n > 0 {
+                    tracing::warn!(dropped = n, "gateway lagged; notifications dropped (clients resume from durable events)");
+                }
+            }
+            Err(TrySendError::Full(_)) => {
+                if s.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
+                    tracing::warn!(
+                        capacity = OUTBOUND_CAPACITY,
+                        "gateway lagging: outbound queue full, dropping notifications"
+                    );
+                }
+            }
+            // Gone since `retain`: the next send removes it.
+            Err(TrySendError::Closed(_)) => {}
+        }
+    }
+
+    /// Items queued and not yet read, per live subscriber.
+    fn queued(&self) -> Vec<usize> {
+        self.subscribers
+            .lock()
+            .expect("subscribers lock")
+            .iter()
+            .filter(|s| !s.tx.is_closed())
+            .map(|s| OUTBOUND_CAPACITY - s.tx.capacity())
+            .collect()
+    }
+}
 
 /// Why a server→client request got no result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -50,10 +137,23 @@ pub enum ConnectionEvent {
     Closed(String),
 }
 
+/// What a [`BusHub`] holds at one moment ([`BusHub::held`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Held {
+    /// Items queued and not yet read, one entry per live subscriber.
+    pub queued: Vec<usize>,
+    /// Notifications waiting for the next subscriber.
+    pub backlog: usize,
+    /// Server→client requests waiting for an answer.
+    pub pending: usize,
+    /// Live connections.
+    pub connections: usize,
+}
+
 /// Outbound side of a service: notifications, server→client requests, live connections.
 #[derive(Debug)]
 pub struct BusHub {
-    outbound: broadcast::Sender<Outbound>,
+    outbound: Outbounds,
     pending: Mutex<HashMap<String, oneshot::Sender<ClientReply>>>,
     connections: Mutex<HashMap<String, ConnectionInfo>>,
     conn_events: broadcast::Sender<ConnectionEvent>,
@@ -65,15 +165,18 @@ pub struct BusHub {
 }
 
 /// Notifications kept for the next subscriber while none is connected.
-const BACKLOG_CAPACITY: usize = 4096;
+pub const BACKLOG_CAPACITY: usize = 4096;
+
+/// Capacity of [`BusHub::connection_events`] (a `broadcast` ring, allocated up front).
+pub const CONNECTION_EVENTS_CAPACITY: usize = 1024;
 
 impl Default for BusHub {
     fn default() -> Self {
         BusHub {
-            outbound: broadcast::channel(OUTBOUND_CAPACITY).0,
+            outbound: Outbounds::default(),
             pending: Mutex::new(HashMap::new()),
             connections: Mutex::new(HashMap::new()),
-            conn_events: broadcast::channel(1024).0,
+            conn_events: broadcast::channel(CONNECTION_EVENTS_CAPACITY).0,
             capabilities: Mutex::new(Vec::new()),
             backlog: Mutex::new(std::collections::VecDeque::new()),
         }
@@ -86,7 +189,16 @@ impl BusHub {
         Arc::new(Self::default())
     }
 
-    /// Publishes a notification. `targets` empty = every authenticated connection.
+    /// Publishes a typed notification (issue 13 §2): `params` is the generated params
+    /// message of the notification `N::METHOD`, encoded to the protocol's JSON by
+    /// [`Notification::to_params`]. `targets` empty = every authenticated connection.
+    pub fn publish<N: Notification>(&self, params: &N, targets: Vec<String>) {
+        self.notify_json(N::METHOD, params.to_params().to_string(), targets);
+    }
+
+    /// Publishes a notification built as JSON. `targets` empty = every authenticated
+    /// connection. Prefer [`BusHub::publish`]; this stays until the last JSON-built
+    /// notification (in svc-session) is typed.
     pub fn notify(&self, method: &str, params: &Value, targets: Vec<String>) {
         self.notify_json(method, params.to_string(), targets);
     }
@@ -103,7 +215,7 @@ impl BusHub {
         // Hold the backlog lock while sending so a subscriber that takes the backlog sees
         // every item either there or on its receiver, never neither.
         let mut backlog = self.backlog.lock().expect("backlog lock");
-        if let Err(broadcast::error::SendError(item)) = self.outbound.send(item) {
+        if let Err(item) = self.outbound.send(item) {
             // No gateway is subscribed right now: keep it for the next one.
             if backlog.len() == BACKLOG_CAPACITY {
                 backlog.pop_front();
@@ -165,6 +277,18 @@ impl BusHub {
                     Err(RequestError::ConnectionGone)
                 }
             },
+        }
+    }
+
+    /// How much the hub holds right now, to check its bounds: items queued per subscriber
+    /// (each ≤ [`OUTBOUND_CAPACITY`]), the backlog (≤ [`BACKLOG_CAPACITY`]), pending
+    /// server→client requests, live connections.
+    pub fn held(&self) -> Held {
+        Held {
+            queued: self.outbound.queued(),
+            backlog: self.backlog.lock().expect("backlog lock").len(),
+            pending: self.pending.lock().expect("pending lock").len(),
+            connections: self.connections.lock().expect("connections lock").len(),
         }
     }
 
@@ -293,13 +417,7 @@ impl ServiceBus for BusService {
             (self.hub.outbound.subscribe(), std::mem::take(&mut *backlog))
         };
         let held = tokio_stream::iter(held.into_iter().map(Ok));
-        let stream = held.chain(BroadcastStream::new(receiver).filter_map(|item| match item {
-            Ok(o) => Some(Ok(o)),
-            Err(tokio_stream::wrappers::errors::BroadcastStreamRecvError::Lagged(n)) => {
-                tracing::warn!(dropped = n, "gateway lagged; notifications dropped (clients resume from durable events)");
-                None
-            }
-        }));
+        let stream = held.chain(ReceiverStream::new(receiver).map(Ok));
         // End the feed when the process drains, so shutdown is not held up by it.
         Ok(Response::new(Box::pin(futures::StreamExt::take_until(
             stream, draining,
@@ -377,6 +495,30 @@ mod tests {
         assert!(hub.backlog.lock().unwrap().is_empty());
     }
 
+    #[test]
+    fn publish_sends_the_typed_params_as_protocol_json() {
+        let hub = BusHub::new();
+        let mut rx = hub.outbound.subscribe();
+        hub.publish(
+            &snowpea_proto::mcp::v1::McpChangedNotification {
+                name: "fs".into(),
+                state: "ready".into(),
+                tool_count: 3,
+                ..Default::default()
+            },
+            vec!["c1".into()],
+        );
+        let Some(outbound::Item::Notification(n)) = rx.try_recv().unwrap().item else {
+            panic!("notification")
+        };
+        assert_eq!(n.method, "mcp.changed");
+        assert_eq!(n.connection_ids, vec!["c1".to_string()]);
+        assert_eq!(
+            n.params_json,
+            r#"{"name":"fs","scope":"","state":"ready","toolCount":3}"#
+        );
+    }
+
     #[tokio::test]
     async fn request_to_unknown_connection_fails_fast() {
         let hub = BusHub::new();
@@ -448,6 +590,71 @@ mod tests {
         assert!(
             hub.pending.lock().unwrap().is_empty(),
             "no leak of pending entries"
+        );
+    }
+
+    /// The regression guard of issue 14: what the hub holds is bounded by its configured
+    /// sizes, an idle hub holds nothing, and finished work leaves nothing behind.
+    #[tokio::test]
+    async fn the_hub_holds_no_more_than_its_configured_sizes() {
+        let hub = BusHub::new();
+        assert_eq!(hub.held(), Held::default(), "an idle hub holds nothing");
+        // No subscriber: the backlog keeps the newest BACKLOG_CAPACITY.
+        for n in 0..BACKLOG_CAPACITY + 10 {
+            hub.notify("job.event", &serde_json::json!({ "n": n }), vec![]);
+        }
+        assert_eq!(hub.held().backlog, BACKLOG_CAPACITY);
+        // A stalled subscriber: its queue stops at OUTBOUND_CAPACITY.
+        let svc = BusService::new(hub.clone());
+        let mut stream = svc
+            .subscribe(Request::new(SubscribeRequest {
+                gateway_id: "g".into(),
+            }))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(hub.held().backlog, 0, "the backlog went to the subscriber");
+        for n in 0..OUTBOUND_CAPACITY + 100 {
+            hub.notify_json("job.event", n.to_string(), vec![]);
+        }
+        assert_eq!(hub.held().queued, vec![OUTBOUND_CAPACITY]);
+        // Reading drains it; what was queued arrives in order.
+        for _ in 0..BACKLOG_CAPACITY {
+            stream.next().await.unwrap().unwrap();
+        }
+        for n in 0..OUTBOUND_CAPACITY {
+            let item = stream.next().await.unwrap().unwrap();
+            let Some(outbound::Item::Notification(got)) = item.item else {
+                panic!("notification")
+            };
+            assert_eq!(got.params_json, n.to_string());
+        }
+        assert_eq!(hub.held().queued, vec![0]);
+        // Finished requests leave no pending entry; a closed subscriber is forgotten.
+        hub.apply(ConnectionSet {
+            full: true,
+            connections: vec![conn("c1")],
+            closed: vec![],
+        });
+        for _ in 0..3 {
+            let r = hub
+                .request("c1", "m", &Value::Null, Duration::from_millis(1))
+                .await;
+            assert!(matches!(r, Err(RequestError::Timeout(_))));
+        }
+        hub.apply(ConnectionSet {
+            full: false,
+            connections: vec![],
+            closed: vec!["c1".into()],
+        });
+        drop(stream);
+        hub.notify_json("job.event", "0".into(), vec![]);
+        assert_eq!(
+            hub.held(),
+            Held {
+                backlog: 1,
+                ..Held::default()
+            }
         );
     }
 

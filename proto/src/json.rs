@@ -373,14 +373,33 @@ pub fn to_json(msg: &DynamicMessage) -> Json {
             continue;
         }
         let value = msg.get_field(&field);
-        out.insert(field.json_name().to_owned(), value_to_json(&field, &value));
+        out.insert(
+            field.json_name().to_owned(),
+            value_to_json(&field, &value, Style::Result),
+        );
     }
     Json::Object(out)
 }
 
-fn value_to_json(field: &FieldDescriptor, value: &Value) -> Json {
+/// Which writer a value belongs to: a result ([`to_json`]) or a typed notification/event
+/// payload ([`crate::typed::wire_json`]). They differ in doubles and nested messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    /// Doubles integral → integer ([`number`]); nested messages by [`to_json`].
+    Result,
+    /// Doubles as serde writes an `f64` (`100.0`); nested messages by `wire_json`.
+    Wire,
+}
+
+/// One field value as JSON in the given [`Style`].
+pub(crate) fn value_to_json(field: &FieldDescriptor, value: &Value, style: Style) -> Json {
     match value {
-        Value::List(items) => Json::Array(items.iter().map(|v| value_to_json(field, v)).collect()),
+        Value::List(items) => Json::Array(
+            items
+                .iter()
+                .map(|v| value_to_json(field, v, style))
+                .collect(),
+        ),
         Value::Map(map) => {
             let mut out = Map::new();
             let Kind::Message(entry) = field.kind() else {
@@ -396,7 +415,7 @@ fn value_to_json(field: &FieldDescriptor, value: &Value) -> Json {
                     MapKey::U32(i) => i.to_string(),
                     MapKey::U64(i) => i.to_string(),
                 };
-                out.insert(key, value_to_json(&vf, v));
+                out.insert(key, value_to_json(&vf, v, style));
             }
             Json::Object(out)
         }
@@ -405,8 +424,8 @@ fn value_to_json(field: &FieldDescriptor, value: &Value) -> Json {
         Value::I64(i) => Json::from(*i),
         Value::U32(i) => Json::from(*i),
         Value::U64(i) => Json::from(*i),
-        Value::F32(f) => number(f64::from(*f)),
-        Value::F64(f) => number(*f),
+        Value::F32(f) => double(f64::from(*f), style),
+        Value::F64(f) => double(*f, style),
         Value::String(s) => Json::String(s.clone()),
         Value::Bytes(b) => Json::String(String::from_utf8_lossy(b).into_owned()),
         Value::EnumNumber(n) => match field.kind() {
@@ -416,7 +435,18 @@ fn value_to_json(field: &FieldDescriptor, value: &Value) -> Json {
                 .unwrap_or(Json::from(*n)),
             _ => Json::from(*n),
         },
-        Value::Message(m) => to_json(m),
+        Value::Message(m) => match style {
+            Style::Result => to_json(m),
+            Style::Wire => crate::typed::wire_json(m),
+        },
+    }
+}
+
+fn double(f: f64, style: Style) -> Json {
+    match style {
+        Style::Result => number(f),
+        // serde's `f64` form; non-finite becomes null.
+        Style::Wire => Number::from_f64(f).map(Json::Number).unwrap_or(Json::Null),
     }
 }
 

@@ -12,6 +12,8 @@
 //! * [`json`]: JSON ⇄ protobuf mapping with validation that names the bad field;
 //! * [`codec`]: a tonic codec for dynamic messages, used by the generic gateway router;
 //! * [`error`]: the protocol error codes and their gRPC `Status` transport;
+//! * [`typed`]: the typed notification and `session.event` payload traits, one impl per
+//!   declared notification and event kind, and their JSON encoding;
 //! * [`wkt`]: `serde_json::Value` ⇄ `google.protobuf.Struct`/`Value` helpers;
 //! * [`gen`]: the `gen-protocol` renderers (`docs/protocol.md`, `docs/protocol.json`,
 //!   `sdk/src/protocol.ts`) and [`protocol_json`], served at `GET /protocol.json`.
@@ -22,6 +24,7 @@ pub mod gen;
 pub mod implemented;
 pub mod json;
 pub mod schema;
+pub mod typed;
 pub mod wkt;
 
 pub use gen::protocol_json;

@@ -110,6 +110,10 @@ pub mod opt {
     pub const FIELD_SINCE: &str = "snowpea.rpc.v1.field_since";
     /// Field: `T | null`.
     pub const NULLABLE: &str = "snowpea.rpc.v1.nullable";
+    /// Field: sent on the wire but not in the spec's tables (left out of the docs).
+    pub const WIRE_ONLY: &str = "snowpea.rpc.v1.wire_only";
+    /// Field: how a notification/event writes it when it holds no value.
+    pub const UNSET: &str = "snowpea.rpc.v1.unset";
     /// Message: notification name.
     pub const NOTIFICATION: &str = "snowpea.rpc.v1.notification";
     /// Message: session.event kind.
@@ -151,17 +155,20 @@ pub struct FieldRules {
     pub nullable: bool,
     /// Version that introduced the field.
     pub since: Option<String>,
+    /// Sent on the wire but not in the spec's tables (option `wire_only`).
+    pub wire_only: bool,
 }
 
 /// Reads the protocol options of a field.
 pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
-    static EXTS: LazyLock<[ExtensionDescriptor; 4]> = LazyLock::new(|| {
+    static EXTS: LazyLock<[ExtensionDescriptor; 5]> = LazyLock::new(|| {
         let p = descriptor_pool();
         [
             ext(p, opt::REQUIRED),
             ext(p, opt::VALUES),
             ext(p, opt::NULLABLE),
             ext(p, opt::FIELD_SINCE),
+            ext(p, opt::WIRE_ONLY),
         ]
     });
     let options = field.options();
@@ -182,6 +189,9 @@ pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
     }
     rules.nullable |= field.field_descriptor_proto().proto3_optional();
     rules.since = opt_string(&options, &EXTS[3]);
+    if options.has_extension(&EXTS[4]) {
+        rules.wire_only = options.get_extension(&EXTS[4]).as_bool().unwrap_or(false);
+    }
     rules
 }
 

@@ -7,6 +7,127 @@ export const PROTOCOL_VERSION = "1.25.0";
 /** WebSocket path of the JSON-RPC endpoint. */
 export const WS_PATH = "/ws";
 
+// ---- Domain types ----
+
+/** The definition of one MCP server as a client writes it (`mcp.update` patch; the same keys stand flat in `mcp.add` and `mcp.test` params). */
+export interface McpServerDraft {
+  /** Arguments, argv style; never a shell string. */
+  args?: string[] | null;
+  /** Executable for a stdio server. */
+  command?: string | null;
+  /** Working directory for a stdio server. */
+  cwd?: string | null;
+  /** Keep the entry but never start the server. */
+  disabled?: boolean | null;
+  /** Environment for the child process. */
+  env?: Record<string, string> | null;
+  /** HTTP headers sent with every request. */
+  headers?: Record<string, string> | null;
+  /** Permission tag for the server's tools; stored in settings. */
+  permission?: "read" | "write" | "exec" | "network" | "send" | "config" | "delegate" | "secret" | null;
+  /** Startup cap, in seconds. */
+  timeoutSec?: number | null;
+  /** Per-call cap, in seconds. */
+  toolTimeoutSec?: number | null;
+  /** Never register these tools of the server. */
+  toolsExclude?: string[] | null;
+  /** Register only these tools of the server. */
+  toolsInclude?: string[] | null;
+  /** Force a transport instead of inferring it. */
+  type?: "stdio" | "http" | "sse" | null;
+  /** Endpoint for an http or sse server. */
+  url?: string | null;
+}
+
+/** A named control on the page (an `actions` item of a site entry). */
+export interface SiteAction {
+  frames?: ({ origin: string; path: string; selector: string; })[] | null;
+  kind: "click" | "fill" | "select" | "toggle" | "submit";
+  locators: ({ by: "role" | "label" | "text" | "placeholder" | "testid" | "css"; name?: string | null; role?: string | null; value?: string | null; })[];
+  loginField?: boolean;
+  name: string;
+}
+
+/** One stored page entry of site memory (`site.get`, `site.mark`, `site.markPart`). */
+export interface SiteEntry {
+  actions?: SiteAction[];
+  createdAt: string;
+  entryId: string;
+  failureCount?: number;
+  fingerprint?: string | null;
+  flows?: SiteFlow[];
+  landmarks?: string[];
+  lastVerified: string;
+  origin: string;
+  pageType: string;
+  pitfalls?: string[];
+  recipes?: SiteRecipe[];
+  stale?: boolean;
+  successCount?: number;
+  summary?: string;
+  urlPattern: string;
+}
+
+/** A named sequence of steps (a `flows` item of a site entry). */
+export interface SiteFlow {
+  expect?: "page" | "update" | null;
+  name: string;
+  stats?: { lastRun?: string | null; missed?: number; ok?: number; } | null;
+  steps?: (string | { action?: string | null; intent?: string | null; verb: "fill" | "click" | "select" | "enter"; })[];
+}
+
+/** How to read a repeated item off the page (a `recipes` item of a site entry). */
+export interface SiteRecipe {
+  fields: ({ attr?: string | null; name: string; selector: string; })[];
+  intent?: string | null;
+  item: string;
+  name: string;
+  stale?: boolean;
+  stats?: { day?: number | null; hits?: number; misses?: number; } | null;
+}
+
+/** A scheduled job as `job.list` and `job.update` report it. */
+export interface Job {
+  /** How long a held run waits for its host before it is missed. */
+  catchUpWindowMinutes?: number;
+  /** Channel that receives the output. */
+  channel?: string | null;
+  /** 'rpc' for job.schedule, 'tool' for schedule_create or /schedule (1.23.0). */
+  createdVia?: "rpc" | "tool";
+  /** False once the job is cancelled or has run out. */
+  enabled?: boolean;
+  /** The fingerprint tool.invoke job carries; only the owner sees it. */
+  fingerprint?: string | null;
+  /** The newest occurrence when it is waiting for its host or was missed (addendum 12); null otherwise. */
+  held?: { scheduledAt: string; status: "waiting_for_host" | "missed"; } | null;
+  /** Job id. */
+  jobId: string;
+  /** How the spec repeats: a cron rule, a one-shot, or a fixed interval. */
+  kind?: "cron" | "once" | "interval";
+  /** UTC ISO-8601 time of the last firing, null before the first. */
+  lastRunAt?: string | null;
+  /** How the last run ended. */
+  lastStatus?: "ok" | "error" | "denied_by_timeout" | null;
+  /** The job's meta; only the owner connection sees it. */
+  meta?: Record<string, unknown> | null;
+  /** Permission mode for the run. */
+  mode?: "plan" | "accept" | "auto";
+  /** UTC ISO-8601 time of the next firing. */
+  nextRunAt?: string | null;
+  /** TUI/chat session that also receives every result. */
+  originSessionId?: string | null;
+  /** True for a job with meta: only its owner may change, run or delete it. */
+  owned?: boolean;
+  /** The owning browser clientId; only the owner sees it. */
+  ownerClientId?: string | null;
+  /** Schedule as given. */
+  spec: string;
+  /** Current job state. */
+  state?: "scheduled" | "running" | "cancelled";
+  /** Prompt run on each firing. */
+  task: string;
+}
+
 // ---- Methods ----
 
 /** Params of `agent.bindChannel` (client → server). Route a gateway channel to a named agent. */
@@ -577,7 +698,7 @@ export type JobListParams = Record<string, never>;
 /** Result of `job.list` (client → server). */
 export interface JobListResult {
   /** Known jobs. */
-  jobs?: ({ catchUpWindowMinutes?: number; channel?: string | null; createdVia?: "rpc" | "tool"; enabled?: boolean; fingerprint?: string | null; held?: { scheduledAt: string; status: "waiting_for_host" | "missed"; } | null; jobId: string; kind?: "cron" | "once" | "interval"; lastRunAt?: string | null; lastStatus?: "ok" | "error" | "denied_by_timeout" | null; meta?: Record<string, unknown> | null; mode?: "plan" | "accept" | "auto"; nextRunAt?: string | null; originSessionId?: string | null; owned?: boolean; ownerClientId?: string | null; spec: string; state?: "scheduled" | "running" | "cancelled"; task: string; })[];
+  jobs?: Job[];
 }
 
 /** Params of `job.nextRunForClient` (client → server). When a host should be awake for its routines (addendum 11). */
@@ -663,46 +784,7 @@ export interface JobUpdateParams {
 }
 
 /** Result of `job.update` (client → server). */
-export interface JobUpdateResult {
-  /** How long a held run waits for its host before it is missed. */
-  catchUpWindowMinutes?: number;
-  /** Channel that receives the output. */
-  channel?: string | null;
-  /** 'rpc' for job.schedule, 'tool' for schedule_create or /schedule (1.23.0). */
-  createdVia?: "rpc" | "tool";
-  /** False once the job is cancelled or has run out. */
-  enabled?: boolean;
-  /** The fingerprint tool.invoke job carries; only the owner sees it. */
-  fingerprint?: string | null;
-  /** The newest occurrence when it is waiting for its host or was missed (addendum 12); null otherwise. */
-  held?: { scheduledAt: string; status: "waiting_for_host" | "missed"; } | null;
-  /** Job id. */
-  jobId: string;
-  /** How the spec repeats: a cron rule, a one-shot, or a fixed interval. */
-  kind?: "cron" | "once" | "interval";
-  /** UTC ISO-8601 time of the last firing, null before the first. */
-  lastRunAt?: string | null;
-  /** How the last run ended. */
-  lastStatus?: "ok" | "error" | "denied_by_timeout" | null;
-  /** The job's meta; only the owner connection sees it. */
-  meta?: Record<string, unknown> | null;
-  /** Permission mode for the run. */
-  mode?: "plan" | "accept" | "auto";
-  /** UTC ISO-8601 time of the next firing. */
-  nextRunAt?: string | null;
-  /** TUI/chat session that also receives every result. */
-  originSessionId?: string | null;
-  /** True for a job with meta: only its owner may change, run or delete it. */
-  owned?: boolean;
-  /** The owning browser clientId; only the owner sees it. */
-  ownerClientId?: string | null;
-  /** Schedule as given. */
-  spec: string;
-  /** Current job state. */
-  state?: "scheduled" | "running" | "cancelled";
-  /** Prompt run on each firing. */
-  task: string;
-}
+export type JobUpdateResult = Job;
 
 /** Params of `llm.sample` (client → server). One tool-less model call for a session's browser host (1.14.0): no tools, no history, nothing written to the transcript except a usage event. The session's host only ('unauthorized' otherwise); 'unavailable' when no model can answer; with schema, 'invalid_output' when the answer does not validate. */
 export interface LlmSampleParams {
@@ -930,7 +1012,7 @@ export interface McpUpdateParams {
   /** Server name. */
   name: string;
   /** Keys to change; anything absent is kept. */
-  patch?: { args?: string[] | null; command?: string | null; cwd?: string | null; disabled?: boolean | null; env?: Record<string, string> | null; headers?: Record<string, string> | null; permission?: "read" | "write" | "exec" | "network" | "send" | "config" | "delegate" | "secret" | null; timeoutSec?: number | null; toolTimeoutSec?: number | null; toolsExclude?: string[] | null; toolsInclude?: string[] | null; type?: "stdio" | "http" | "sse" | null; url?: string | null; };
+  patch?: McpServerDraft;
   /** Which file to rewrite; omitted, the one that declares it. */
   scope?: "project" | "global" | null;
   /** Session whose workdir to use. */
@@ -1745,7 +1827,7 @@ export interface SiteGetParams {
 /** Result of `site.get` (client → server). */
 export interface SiteGetResult {
   /** Most specific urlPattern first; stale entries included, flagged. */
-  entries?: ({ actions?: ({ frames?: ({ origin: string; path: string; selector: string; })[] | null; kind: "click" | "fill" | "select" | "toggle" | "submit"; locators: ({ by: "role" | "label" | "text" | "placeholder" | "testid" | "css"; name?: string | null; role?: string | null; value?: string | null; })[]; loginField?: boolean; name: string; })[]; createdAt: string; entryId: string; failureCount?: number; fingerprint?: string | null; flows?: ({ expect?: "page" | "update" | null; name: string; stats?: { lastRun?: string | null; missed?: number; ok?: number; } | null; steps?: (string | { action?: string | null; intent?: string | null; verb: "fill" | "click" | "select" | "enter"; })[]; })[]; landmarks?: string[]; lastVerified: string; origin: string; pageType: string; pitfalls?: string[]; recipes?: ({ fields: ({ attr?: string | null; name: string; selector: string; })[]; intent?: string | null; item: string; name: string; stale?: boolean; stats?: { day?: number | null; hits?: number; misses?: number; } | null; })[]; stale?: boolean; successCount?: number; summary?: string; urlPattern: string; })[];
+  entries?: SiteEntry[];
 }
 
 /** Params of `site.list` (client → server). Site memory (1.9.0): one browser profile's remembered sites, by origin, for a settings UI. A browser client sees its own profile; any other owner client names one with hostToolsFrom. */
@@ -1783,7 +1865,7 @@ export interface SiteMarkParams {
 /** Result of `site.mark` (client → server). */
 export interface SiteMarkResult {
   /** The entry after the mark. */
-  entry: { actions?: ({ frames?: ({ origin: string; path: string; selector: string; })[] | null; kind: "click" | "fill" | "select" | "toggle" | "submit"; locators: ({ by: "role" | "label" | "text" | "placeholder" | "testid" | "css"; name?: string | null; role?: string | null; value?: string | null; })[]; loginField?: boolean; name: string; })[]; createdAt: string; entryId: string; failureCount?: number; fingerprint?: string | null; flows?: ({ expect?: "page" | "update" | null; name: string; stats?: { lastRun?: string | null; missed?: number; ok?: number; } | null; steps?: (string | { action?: string | null; intent?: string | null; verb: "fill" | "click" | "select" | "enter"; })[]; })[]; landmarks?: string[]; lastVerified: string; origin: string; pageType: string; pitfalls?: string[]; recipes?: ({ fields: ({ attr?: string | null; name: string; selector: string; })[]; intent?: string | null; item: string; name: string; stale?: boolean; stats?: { day?: number | null; hits?: number; misses?: number; } | null; })[]; stale?: boolean; successCount?: number; summary?: string; urlPattern: string; };
+  entry: SiteEntry;
 }
 
 /** Params of `site.markPart` (client → server). Site memory (1.15.0): count one use of a flow or recipe of an entry without a put. The entry's successCount, failureCount, stale and lastVerified are untouched, so this never counts as verification. 'not_found' for an unknown entry, flow or recipe. Browser host clients only. */
@@ -1803,13 +1885,13 @@ export interface SiteMarkPartParams {
 /** Result of `site.markPart` (client → server). */
 export interface SiteMarkPartResult {
   /** The entry after the count. */
-  entry: { actions?: ({ frames?: ({ origin: string; path: string; selector: string; })[] | null; kind: "click" | "fill" | "select" | "toggle" | "submit"; locators: ({ by: "role" | "label" | "text" | "placeholder" | "testid" | "css"; name?: string | null; role?: string | null; value?: string | null; })[]; loginField?: boolean; name: string; })[]; createdAt: string; entryId: string; failureCount?: number; fingerprint?: string | null; flows?: ({ expect?: "page" | "update" | null; name: string; stats?: { lastRun?: string | null; missed?: number; ok?: number; } | null; steps?: (string | { action?: string | null; intent?: string | null; verb: "fill" | "click" | "select" | "enter"; })[]; })[]; landmarks?: string[]; lastVerified: string; origin: string; pageType: string; pitfalls?: string[]; recipes?: ({ fields: ({ attr?: string | null; name: string; selector: string; })[]; intent?: string | null; item: string; name: string; stale?: boolean; stats?: { day?: number | null; hits?: number; misses?: number; } | null; })[]; stale?: boolean; successCount?: number; summary?: string; urlPattern: string; };
+  entry: SiteEntry;
 }
 
 /** Params of `site.put` (client → server). Site memory (1.9.0): upsert an entry by (origin, pageType). Core checks the schema, refuses XPath, values on login fields and strings that look like personal data or credentials, and enforces 24 KB per entry (16 KB before 1.15.0) and 30 entries per origin ('invalid_params' naming the field); past 1,000 origins the least recently verified origin is dropped. A put clears stale and counts as a success. Browser host clients only. */
 export interface SitePutParams {
   /** The entry; upserted by (origin, pageType). */
-  entry: { actions?: ({ frames?: ({ origin: string; path: string; selector: string; })[] | null; kind: "click" | "fill" | "select" | "toggle" | "submit"; locators: ({ by: "role" | "label" | "text" | "placeholder" | "testid" | "css"; name?: string | null; role?: string | null; value?: string | null; })[]; loginField?: boolean; name: string; })[]; fingerprint?: string | null; flows?: ({ expect?: "page" | "update" | null; name: string; stats?: { lastRun?: string | null; missed?: number; ok?: number; } | null; steps?: (string | { action?: string | null; intent?: string | null; verb: "fill" | "click" | "select" | "enter"; })[]; })[]; landmarks?: string[]; lastVerified?: string | null; pageType: string; pitfalls?: string[]; recipes?: ({ fields: ({ attr?: string | null; name: string; selector: string; })[]; intent?: string | null; item: string; name: string; stale?: boolean; stats?: { day?: number | null; hits?: number; misses?: number; } | null; })[]; summary?: string; urlPattern: string; };
+  entry: { actions?: SiteAction[]; fingerprint?: string | null; flows?: SiteFlow[]; landmarks?: string[]; lastVerified?: string | null; pageType: string; pitfalls?: string[]; recipes?: SiteRecipe[]; summary?: string; urlPattern: string; };
   /** Origin the entry belongs to. */
   origin: string;
 }

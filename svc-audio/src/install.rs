@@ -12,8 +12,10 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{json, Value};
-use snowpea_proto::audio::v1::{AudioInstallParams, AudioInstallResult};
+use serde_json::Value;
+use snowpea_proto::audio::v1::{
+    AudioInstallParams, AudioInstallProgressNotification, AudioInstallResult,
+};
 use tokio::sync::mpsc;
 
 use crate::child::{run, ChildSpec};
@@ -21,8 +23,6 @@ use crate::engines::{self, piper};
 use crate::error::{Error, Result};
 use crate::App;
 
-/// Notification method of the progress events.
-pub const PROGRESS: &str = "audio.install.progress";
 /// Lines of installer output kept for `log`.
 const LOG_LINES: usize = 40;
 /// Deadline of one installer step (venv creation, pip install, a voice download).
@@ -173,20 +173,18 @@ impl Progress<'_> {
                 self.log.pop_front();
             }
         }
-        let mut p = json!({
-            "engine": self.engine,
-            "voice": self.voice,
-            "stage": stage,
-            "step": self.step_of(stage),
-            "steps": self.steps,
-            "line": line,
-            "percent": percent,
-        });
-        if let Some((done, total)) = bytes {
-            p["bytesDone"] = json!(done);
-            p["bytesTotal"] = json!(total);
-        }
-        self.app.hub.notify(PROGRESS, &p, Vec::new());
+        let p = AudioInstallProgressNotification {
+            engine: self.engine.to_owned(),
+            voice: self.voice.clone(),
+            stage: stage.to_owned(),
+            step: self.step_of(stage),
+            steps: self.steps,
+            line: line.to_owned(),
+            percent,
+            bytes_done: bytes.map(|(done, _)| done as i64),
+            bytes_total: bytes.and_then(|(_, total)| total).map(|t| t as i64),
+        };
+        self.app.hub.publish(&p, Vec::new());
     }
 
     fn log(&self) -> String {

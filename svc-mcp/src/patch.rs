@@ -17,7 +17,7 @@
 use std::collections::{HashMap, HashSet};
 
 use indexmap::IndexMap;
-use snowpea_proto::mcp::v1::mcp_update_params::Patch;
+use snowpea_proto::mcp::v1::McpServerDraft as Patch;
 use tonic::metadata::MetadataMap;
 
 use crate::config::{ServerEntry, ToolsFilter};

@@ -1,11 +1,17 @@
-//! Benchmark of svc-memory directly over its unix socket (issue 4 "Benchmark"):
-//! `memory.write` throughput and `memory.search` latency (p50/p99) with 10k and 100k
-//! memories. Starts the real binary on a temp home.
+//! Benchmark of svc-memory directly over its unix socket (issue 4 "Benchmark", issue 14
+//! "Recall"): `memory.write` throughput and `memory.search` latency (p50/p99/max) with 10k,
+//! 100k (and, run once, 1M) memories. Starts the real binary on a temp home.
 //!
 //! `cargo bench -p snowpea-svc-memory --bench search` (sizes overridable:
-//! `-- 10000 100000`; `-- --narrow` for the worst-case 40-word vocabulary). Results go to `docs/PERFORMANCE.md` ("svc-memory").
+//! `-- 10000 100000 1000000`; `-- --narrow` for the worst-case 40-word vocabulary;
+//! `-- --server PATH` (repeatable) to compare other builds of `snowpea-svc-memory`, for
+//! example the previous commit's: the memories are written once, then every server answers
+//! the same queries on a copy of the same database, interleaved, `--rounds N` times;
+//! `--queries N` calls per query shape, default 500).
+//! Results go to `docs/PERFORMANCE.md` ("svc-memory").
 
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use snowpea_proto::memory::v1::memory_service_client::MemoryServiceClient;
@@ -95,26 +101,42 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1000.0
 }
 
-async fn run(n: usize, narrow: bool) {
-    let home = tempfile::tempdir().unwrap();
-    let socket = home.path().join("run/memory.sock");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_snowpea-svc-memory"))
+/// A started `snowpea-svc-memory` on `home`, SERVING.
+async fn start_server(bin: &Path, home: &Path) -> (Child, tonic::transport::Channel) {
+    let socket = home.join("run/memory.sock");
+    let child = Command::new(bin)
         .arg("--home")
-        .arg(home.path())
+        .arg(home)
         .arg("--socket")
         .arg(&socket)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    for _ in 0..400 {
+    for _ in 0..2400 {
         if snowpea_common::client::is_serving(&socket, "", Duration::from_millis(200)).await {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    let channel = snowpea_common::client::unix_channel(&socket);
+    (child, snowpea_common::client::unix_channel(&socket))
+}
 
+fn stop(mut child: Child) {
+    // SIGTERM-free stop is fine: every acknowledged write is committed.
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+async fn run(n: usize, narrow: bool, servers: &[PathBuf], rounds: usize) {
+    let home = tempfile::tempdir().unwrap();
+    let (child, channel) = start_server(&servers[0], home.path()).await;
     // Writes: 8 concurrent writers, each acknowledged after commit.
     let writers = 8;
     let start = Instant::now();
@@ -147,13 +169,41 @@ async fn run(n: usize, narrow: bool) {
         "Zipf vocabulary"
     };
     println!(
-        "n={n} ({shape}): write {:.0} memories/s ({writers} concurrent writers, {:.1} s)",
+        "n={n} ({shape}): write {:.0} memories/s ({writers} concurrent writers, {:.1} s; load {})",
         n as f64 / secs,
-        secs
+        secs,
+        load()
     );
+    stop(child);
+    // The database with its WAL (the server was killed: committed pages may be there).
+    let state: Vec<(std::ffi::OsString, Vec<u8>)> = std::fs::read_dir(home.path().join("state"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name(), std::fs::read(e.path()).unwrap())
+        })
+        .collect();
+    for round in 1..=rounds {
+        for bin in servers {
+            let copy = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(copy.path().join("state")).unwrap();
+            for (name, bytes) in &state {
+                std::fs::write(copy.path().join("state").join(name), bytes).unwrap();
+            }
+            let (child, channel) = start_server(bin, copy.path()).await;
+            println!("n={n} round {round}: {}", bin.display());
+            searches(n, shape, narrow, channel).await;
+            stop(child);
+        }
+    }
+}
 
-    // Searches: one client, sequential, three query shapes.
-    let mut c = MemoryServiceClient::new(channel.clone());
+/// Calls per query shape (`--queries N`).
+static QUERIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(500);
+
+/// One client, sequential, three query shapes, [`QUERIES`] calls each.
+async fn searches(n: usize, shape: &str, narrow: bool, channel: tonic::transport::Channel) {
+    let mut c = MemoryServiceClient::new(channel);
     let mut rng = Text::new(42, narrow);
     for (label, short) in [
         ("2-word query", 0),
@@ -161,7 +211,7 @@ async fn run(n: usize, narrow: bool) {
         ("short query (<3 chars)", 2),
     ] {
         let mut lat = Vec::new();
-        for i in 0..500 {
+        for i in 0..QUERIES.load(std::sync::atomic::Ordering::Relaxed) {
             let query = match short {
                 0 => {
                     let a = rng.word().to_owned();
@@ -184,26 +234,43 @@ async fn run(n: usize, narrow: bool) {
         }
         lat.sort();
         println!(
-            "n={n} ({shape}): search {label}: p50 {:.2} ms, p99 {:.2} ms",
+            "n={n} ({shape}): search {label}: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (load {})",
             pct(&lat, 0.5),
-            pct(&lat, 0.99)
+            pct(&lat, 0.99),
+            pct(&lat, 1.0),
+            load()
         );
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let narrow = args.iter().any(|a| a == "--narrow");
-    let sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    let mut servers: Vec<PathBuf> = Vec::new();
+    let mut rounds = 1;
+    let mut sizes: Vec<usize> = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--server" => servers.push(it.next().expect("--server PATH").into()),
+            "--rounds" => rounds = it.next().and_then(|r| r.parse().ok()).expect("--rounds N"),
+            "--queries" => {
+                let q = it.next().and_then(|r| r.parse().ok()).expect("--queries N");
+                QUERIES.store(q, std::sync::atomic::Ordering::Relaxed);
+            }
+            _ => sizes.extend(a.parse::<usize>().ok()),
+        }
+    }
+    if servers.is_empty() {
+        servers.push(env!("CARGO_BIN_EXE_snowpea-svc-memory").into());
+    }
     let sizes = if sizes.is_empty() {
         vec![10_000, 100_000]
     } else {
         sizes
     };
     for n in sizes {
-        run(n, narrow).await;
+        run(n, narrow, &servers, rounds).await;
     }
 }

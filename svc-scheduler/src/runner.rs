@@ -18,9 +18,11 @@ use serde_json::{json, Value};
 use snowpea_common::bus::ConnectionEvent;
 use snowpea_proto::session::v1::session_internal_service_client::SessionInternalServiceClient;
 use snowpea_proto::session::v1::{
-    DeleteSessionsReply, DeleteSessionsRequest, EmitEventRequest, RunUnattendedReply,
-    RunUnattendedRequest, RunUnattendedUpdate, ScheduledJobInfo, WatchRunRequest,
+    DeleteSessionsReply, DeleteSessionsRequest, EmitEventRequest, JobDoneEvent, JobFailedEvent,
+    RunUnattendedReply, RunUnattendedRequest, RunUnattendedUpdate, ScheduledJobInfo,
+    WatchRunRequest,
 };
+use snowpea_proto::typed::SessionEventPayload;
 use tonic::transport::Channel;
 
 use crate::config::MAX_HOST_WAIT_SEC;
@@ -408,12 +410,25 @@ impl Scheduler {
             );
         }
         if let Some(origin) = &job.origin_session_id {
-            let (ev, body) = if kind == "finished" {
-                ("job.done", text.clone())
+            let (ev, payload) = if kind == "finished" {
+                let e = JobDoneEvent {
+                    job_id: job_id.clone(),
+                    session_id: session_id.clone(),
+                    status: occ_status.to_string(),
+                    text: text.clone(),
+                    ..Default::default()
+                };
+                (JobDoneEvent::KIND, e.to_payload())
             } else {
-                ("job.failed", error.clone().unwrap_or(text.clone()))
+                let e = JobFailedEvent {
+                    job_id: job_id.clone(),
+                    session_id: session_id.clone(),
+                    status: occ_status.to_string(),
+                    text: error.clone().unwrap_or(text.clone()),
+                    ..Default::default()
+                };
+                (JobFailedEvent::KIND, e.to_payload())
             };
-            let payload = json!({ "jobId": job_id, "sessionId": session_id, "status": occ_status, "text": body });
             if let Err(e) = self.session.emit_event(origin, ev, payload).await {
                 tracing::warn!(job_id, origin, error = %e, "cannot put {ev} on the origin session");
             }

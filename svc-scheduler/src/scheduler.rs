@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use jiff::tz::TimeZone;
 use serde_json::{json, Value};
 use snowpea_common::bus::BusHub;
+use snowpea_proto::scheduler::v1::JobEventNotification;
 use tokio::sync::Notify;
 
 use crate::catchup;
@@ -126,11 +127,8 @@ impl Scheduler {
     /// Publishes `job.event` to every connection.
     pub fn job_event(&self, job: &JobRow, kind: &str, payload: Value) {
         tracing::info!(job_id = job.job_id, kind, "job.event");
-        self.bus.notify(
-            "job.event",
-            &json!({ "jobId": job.job_id, "kind": kind, "payload": payload }),
-            vec![],
-        );
+        self.bus
+            .publish(&job_event_params(job, kind, &payload), vec![]);
     }
 
     /// Publishes `job.event` `notify` to the owning browser's live connections only.
@@ -148,11 +146,8 @@ impl Scheduler {
         if targets.is_empty() {
             return;
         }
-        self.bus.notify(
-            "job.event",
-            &json!({ "jobId": job.job_id, "kind": "notify", "payload": payload }),
-            targets,
-        );
+        self.bus
+            .publish(&job_event_params(job, "notify", &payload), targets);
     }
 
     /// Handles every due job at the clock's now: claims and spawns the runs that fire,
@@ -510,6 +505,15 @@ pub fn schedule_of(job: &JobRow) -> anyhow::Result<(Schedule, TimeZone)> {
     let schedule = Schedule::from_normalized(kind, &job.normalized)?;
     let tz = TimeZone::get(&job.time_zone).unwrap_or(TimeZone::UTC);
     Ok((schedule, tz))
+}
+
+/// The `job.event` params of `job`: `kind` and its free-form `payload` (an object).
+fn job_event_params(job: &JobRow, kind: &str, payload: &Value) -> JobEventNotification {
+    JobEventNotification {
+        job_id: job.job_id.clone(),
+        kind: kind.to_owned(),
+        payload: Some(snowpea_proto::wkt::to_struct(payload)),
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 use snowpea_common::bus::BusHub;
+use snowpea_proto::typed::{Notification, SessionEventPayload};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::session::Session;
@@ -181,6 +182,22 @@ impl EventLog {
             .await
     }
 
+    /// Queues a typed event of `session` (issue 13 §2; see [`EventLog::event`]). Does not
+    /// wait.
+    pub fn event_to<E: SessionEventPayload>(&self, session: &Session, payload: &E) {
+        self.event(&session.id, payload, session.host_tools_from());
+    }
+
+    /// [`EventLog::event_to`], waiting until the event is committed (and published).
+    pub async fn event_to_committed<E: SessionEventPayload>(
+        &self,
+        session: &Session,
+        payload: &E,
+    ) -> anyhow::Result<SessionEvent> {
+        self.event_committed(&session.id, payload, session.host_tools_from())
+            .await
+    }
+
     fn send(&self, op: Op) {
         if self.tx.send(op).is_err() {
             tracing::error!("event writer is gone; operation dropped");
@@ -202,6 +219,29 @@ impl EventLog {
             host_tools_from,
             done: None,
         });
+    }
+
+    /// Queues a typed event (issue 13 §2): `payload` is the generated payload message of
+    /// the kind `E::KIND`, encoded by [`SessionEventPayload::to_payload`]. Committed, then
+    /// published, in emission order; does not wait.
+    pub fn event<E: SessionEventPayload>(
+        &self,
+        session_id: &str,
+        payload: &E,
+        host_tools_from: Option<String>,
+    ) {
+        self.emit(session_id, E::KIND, payload.to_payload(), host_tools_from);
+    }
+
+    /// [`EventLog::event`], waiting until the event is committed (and published).
+    pub async fn event_committed<E: SessionEventPayload>(
+        &self,
+        session_id: &str,
+        payload: &E,
+        host_tools_from: Option<String>,
+    ) -> anyhow::Result<SessionEvent> {
+        self.emit_committed(session_id, E::KIND, payload.to_payload(), host_tools_from)
+            .await
     }
 
     /// Queues an event and waits until it is committed (and published).
@@ -260,6 +300,12 @@ impl EventLog {
             method: method.to_owned(),
             params,
         });
+    }
+
+    /// Publishes a typed notification (issue 13 §2; `params` is the generated params
+    /// message of `N::METHOD`) once everything queued before it is committed.
+    pub fn publish<N: Notification>(&self, params: &N) {
+        self.notify(N::METHOD, params.to_params());
     }
 
     /// Waits until everything queued so far is committed and published.

@@ -24,20 +24,31 @@ pub struct Row {
     pub description: String,
 }
 
-/// The message's fields in the spec's order: sorted by JSON name (byte order).
+/// The message's documented fields in the spec's order: sorted by JSON name (byte order).
+/// `wire_only` fields (sent, but not in the spec's tables) are left out.
 pub fn sorted_fields(m: &MessageDescriptor) -> Vec<FieldDescriptor> {
-    let mut fields: Vec<FieldDescriptor> = m.fields().collect();
+    let mut fields: Vec<FieldDescriptor> =
+        m.fields().filter(|f| !field_rules(f).wire_only).collect();
     fields.sort_by(|a, b| a.json_name().cmp(b.json_name()));
     fields
 }
 
-/// The table rows of a params/result/notification/event message.
+/// The table rows of a params/result/notification/event message (nested messages inline).
 pub fn rows(schema: &Schema, m: &MessageDescriptor) -> Vec<Row> {
+    rows_named(schema, m, None)
+}
+
+/// Full proto name → TypeScript name of the messages rendered by name instead of inline
+/// (the SDK's named domain types, e.g. `snowpea.scheduler.v1.Job` → `Job`).
+pub type Names = std::collections::BTreeMap<String, String>;
+
+/// [`rows`], with the messages in `names` written by their name.
+pub fn rows_named(schema: &Schema, m: &MessageDescriptor, names: Option<&Names>) -> Vec<Row> {
     sorted_fields(m)
         .iter()
         .map(|f| Row {
             field: f.json_name().to_owned(),
-            ty: ts_type(schema, f),
+            ty: ts_type_in(schema, f, &mut Vec::new(), names),
             required: field_rules(f).required,
             description: one_line(&schema.field_doc(f)),
         })
@@ -46,10 +57,15 @@ pub fn rows(schema: &Schema, m: &MessageDescriptor) -> Vec<Row> {
 
 /// The TypeScript type of a field, `| null` included when the field is nullable.
 pub fn ts_type(schema: &Schema, f: &FieldDescriptor) -> String {
-    ts_type_in(schema, f, &mut Vec::new())
+    ts_type_in(schema, f, &mut Vec::new(), None)
 }
 
-fn ts_type_in(schema: &Schema, f: &FieldDescriptor, stack: &mut Vec<String>) -> String {
+fn ts_type_in(
+    schema: &Schema,
+    f: &FieldDescriptor,
+    stack: &mut Vec<String>,
+    names: Option<&Names>,
+) -> String {
     if let Some(verbatim) = schema.spec_type_of(f) {
         return verbatim;
     }
@@ -61,10 +77,10 @@ fn ts_type_in(schema: &Schema, f: &FieldDescriptor, stack: &mut Vec<String>) -> 
         let value = entry.map_entry_value_field();
         format!(
             "Record<string, {}>",
-            element_type(schema, &value, &field_rules(&value).values, stack)
+            element_type(schema, &value, &field_rules(&value).values, stack, names)
         )
     } else {
-        let elem = element_type(schema, f, &rules.values, stack);
+        let elem = element_type(schema, f, &rules.values, stack, names);
         if f.is_list() {
             array_of(&elem)
         } else {
@@ -102,6 +118,7 @@ fn element_type(
     f: &FieldDescriptor,
     values: &[String],
     stack: &mut Vec<String>,
+    names: Option<&Names>,
 ) -> String {
     match f.kind() {
         Kind::String if !values.is_empty() => string_union(values),
@@ -123,13 +140,21 @@ fn element_type(
             let names: Vec<String> = e.values().map(|v| v.name().to_owned()).collect();
             string_union(&names)
         }
-        Kind::Message(m) => message_type(schema, &m, stack),
+        Kind::Message(m) => match names.and_then(|n| n.get(m.full_name())) {
+            Some(name) => name.clone(),
+            None => message_type(schema, &m, stack, names),
+        },
     }
 }
 
 /// The inline type of a message: well-known types by their JSON shape, everything else as
 /// `{ a?: T; b: U; }` (recursively, fields sorted like the spec).
-fn message_type(schema: &Schema, m: &MessageDescriptor, stack: &mut Vec<String>) -> String {
+fn message_type(
+    schema: &Schema,
+    m: &MessageDescriptor,
+    stack: &mut Vec<String>,
+    names: Option<&Names>,
+) -> String {
     match m.full_name() {
         "google.protobuf.Struct" => return "Record<string, unknown>".to_owned(),
         "google.protobuf.Value" => return "unknown".to_owned(),
@@ -145,7 +170,7 @@ fn message_type(schema: &Schema, m: &MessageDescriptor, stack: &mut Vec<String>)
     let mut out = String::from("{ ");
     for f in sorted_fields(m) {
         let optional = if field_rules(&f).required { "" } else { "?" };
-        let ty = ts_type_in(schema, &f, stack);
+        let ty = ts_type_in(schema, &f, stack, names);
         out.push_str(&format!("{}{optional}: {ty}; ", f.json_name()));
     }
     out.push('}');

@@ -1,8 +1,11 @@
 //! `sdk/src/protocol.ts`: TypeScript bindings of the protocol.
 //!
-//! One exported interface per params/result (`SessionCreateParams`), notification
-//! (`ApprovalPendingNotification`) and session event payload (`MessageDeltaEvent`), with nested
-//! messages inlined as object types in the spec's notation ([`super::types`]); the maps
+//! One exported interface per named domain type (a top-level message that travels in
+//! params, results, notifications or events: `Job`, `SiteEntry`, `McpServerDraft`), per
+//! params/result (`SessionCreateParams`; an alias such as `JobUpdateResult = Job` when the
+//! result is a domain type), notification (`ApprovalPendingNotification`) and session event
+//! payload (`MessageDeltaEvent`). Fields of a domain type refer to it by name; other nested
+//! messages are inlined as object types in the spec's notation ([`super::types`]); the maps
 //! `MethodMap`, `ServerMethodMap`, `EventMap` and `SessionEventPayloadMap` tie wire names to
 //! them. Must compile with `tsc --strict`.
 
@@ -10,7 +13,7 @@ use std::fmt::Write as _;
 
 use prost_reflect::MessageDescriptor;
 
-use super::types::{own_doc, pascal, rows, Row};
+use super::types::{own_doc, pascal, rows_named, Names, Row};
 use crate::schema::{Direction, Schema};
 use crate::{PROTOCOL_VERSION, WS_PATH};
 
@@ -33,19 +36,40 @@ pub fn render(schema: &Schema) -> String {
         "/** WebSocket path of the JSON-RPC endpoint. */\nexport const WS_PATH = \"{WS_PATH}\";\n"
     );
 
+    let names = domain_types(schema);
+    let names = &names;
+    let _ = writeln!(out, "// ---- Domain types ----\n");
+    for (full, name) in names {
+        let m = crate::descriptor_pool()
+            .get_message_by_name(full)
+            .expect("domain types come from the pool");
+        let doc = own_doc(schema, &m).unwrap_or_else(|| format!("`{full}`."));
+        interface(&mut out, schema, names, name, &m, &doc, false);
+    }
+
     let _ = writeln!(out, "// ---- Methods ----\n");
     for m in schema.methods.values() {
         let base = pascal(&m.name);
         let dir = m.direction.arrow();
         let doc = format!("Params of `{}` ({dir}). {}", m.name, m.description);
-        interface(&mut out, schema, &format!("{base}Params"), &m.input(), &doc);
+        interface(
+            &mut out,
+            schema,
+            names,
+            &format!("{base}Params"),
+            &m.input(),
+            &doc,
+            true,
+        );
         let doc = format!("Result of `{}` ({dir}).", m.name);
         interface(
             &mut out,
             schema,
+            names,
             &format!("{base}Result"),
             &m.output(),
             &doc,
+            true,
         );
     }
 
@@ -55,7 +79,15 @@ pub fn render(schema: &Schema) -> String {
             Some(d) => format!("Params of the `{name}` notification. {d}"),
             None => format!("Params of the `{name}` notification."),
         };
-        interface(&mut out, schema, &notification_type(name), m, &doc);
+        interface(
+            &mut out,
+            schema,
+            names,
+            &notification_type(name),
+            m,
+            &doc,
+            true,
+        );
     }
 
     let _ = writeln!(out, "// ---- session.event payloads ----\n");
@@ -64,7 +96,7 @@ pub fn render(schema: &Schema) -> String {
             Some(d) => format!("Payload of the `{kind}` session event. {d}"),
             None => format!("Payload of the `{kind}` session event."),
         };
-        interface(&mut out, schema, &event_type(kind), m, &doc);
+        interface(&mut out, schema, names, &event_type(kind), m, &doc, true);
     }
 
     maps(&mut out, schema);
@@ -82,9 +114,77 @@ pub fn event_type(kind: &str) -> String {
     format!("{}Event", pascal(kind))
 }
 
-fn interface(out: &mut String, schema: &Schema, name: &str, m: &MessageDescriptor, doc: &str) {
+/// The named domain types: every top-level message of a protocol package that some field of
+/// a params, result, notification or event message (or of another domain type) refers to,
+/// or that is the params/result of a method whose wire name it does not carry. Keyed by
+/// full proto name; the TypeScript name is the message's own (unique across packages).
+pub fn domain_types(schema: &Schema) -> Names {
+    use prost_reflect::Kind;
+    let mut roots: Vec<MessageDescriptor> = Vec::new();
+    let mut own: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for m in schema.methods.values() {
+        let base = pascal(&m.name);
+        for (msg, suffix) in [(m.input(), "Params"), (m.output(), "Result")] {
+            if msg.name() == format!("{base}{suffix}") || msg.full_name().starts_with("google.") {
+                own.insert(msg.full_name().to_owned());
+            }
+            roots.push(msg);
+        }
+    }
+    for m in schema
+        .notifications
+        .values()
+        .chain(schema.event_kinds.values())
+    {
+        own.insert(m.full_name().to_owned());
+        roots.push(m.clone());
+    }
+    let mut names = Names::new();
+    let mut seen = std::collections::HashSet::new();
+    while let Some(m) = roots.pop() {
+        if !seen.insert(m.full_name().to_owned()) {
+            continue;
+        }
+        let top = m.parent_message().is_none();
+        if top && !own.contains(m.full_name()) && !m.full_name().starts_with("google.") {
+            let clash = names
+                .iter()
+                .find(|(full, name)| *name == m.name() && *full != m.full_name());
+            assert!(
+                clash.is_none(),
+                "two domain types are named {} ({} and {:?}); rename one",
+                m.name(),
+                m.full_name(),
+                clash
+            );
+            names.insert(m.full_name().to_owned(), m.name().to_owned());
+        }
+        for f in m.fields() {
+            if let Kind::Message(sub) = f.kind() {
+                roots.push(sub);
+            }
+        }
+    }
+    names
+}
+
+/// Writes `name` as an interface of `m`'s fields, or as an alias of `m`'s domain type when
+/// `alias_domain` and `m` is one.
+fn interface(
+    out: &mut String,
+    schema: &Schema,
+    names: &Names,
+    name: &str,
+    m: &MessageDescriptor,
+    doc: &str,
+    alias_domain: bool,
+) {
     jsdoc(out, "", doc);
-    let rows = rows(schema, m);
+    if let Some(domain) = names.get(m.full_name()).filter(|_| alias_domain) {
+        let _ = writeln!(out, "export type {name} = {domain};\n");
+        return;
+    }
+    let rows = rows_named(schema, m, Some(names));
     if rows.is_empty() {
         // "No params (send {})": an empty object, not TypeScript's anything-goes `{}`.
         let _ = writeln!(out, "export type {name} = Record<string, never>;\n");

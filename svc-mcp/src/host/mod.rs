@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use serde_json::json;
 use snowpea_common::bus::BusHub;
 use snowpea_common::home::Home;
+use snowpea_proto::mcp::v1::McpChangedNotification;
 
 use crate::config::{self, Declared, Scope};
 use crate::host::connect::SpawnContext;
@@ -51,7 +51,7 @@ struct Inner {
     roots: Mutex<RecentRoots>,
     /// The last `mcp.changed` of every server, so an identical one is not sent twice (a
     /// disabled server's stop and its replacement's first state are both `stopped`).
-    published: Arc<Mutex<std::collections::HashMap<ServerKey, serde_json::Value>>>,
+    published: Arc<Mutex<std::collections::HashMap<ServerKey, McpChangedNotification>>>,
     reconcile: tokio::sync::Mutex<Option<Vec<Option<SystemTime>>>>,
 }
 
@@ -258,27 +258,27 @@ impl Host {
         let hub = self.inner.hub.clone();
         let published = self.inner.published.clone();
         Arc::new(move |d: &Declared, s: &Status| {
-            let mut params = json!({
-                "name": d.name,
-                "scope": d.scope.as_str(),
-                "state": s.state.as_str(),
-                "toolCount": s.tools.len(),
-            });
-            if let Some(e) = &s.error {
-                params["error"] = json!(e);
-            }
+            let params = McpChangedNotification {
+                name: d.name.clone(),
+                scope: d.scope.as_str().to_owned(),
+                state: s.state.as_str().to_owned(),
+                tool_count: s.tools.len() as i64,
+                error: s.error.clone(),
+                removed: false,
+            };
             publish(&hub, &published, d, params);
         })
     }
 
     fn publish_removed(&self, d: &Declared) {
-        let params = json!({
-            "name": d.name,
-            "scope": d.scope.as_str(),
-            "state": "stopped",
-            "removed": true,
-            "toolCount": 0,
-        });
+        let params = McpChangedNotification {
+            name: d.name.clone(),
+            scope: d.scope.as_str().to_owned(),
+            state: "stopped".to_owned(),
+            removed: true,
+            tool_count: 0,
+            error: None,
+        };
         publish(&self.inner.hub, &self.inner.published, d, params);
     }
 
@@ -342,16 +342,16 @@ impl Host {
 /// that server.
 fn publish(
     hub: &BusHub,
-    published: &Mutex<std::collections::HashMap<ServerKey, serde_json::Value>>,
+    published: &Mutex<std::collections::HashMap<ServerKey, McpChangedNotification>>,
     d: &Declared,
-    params: serde_json::Value,
+    params: McpChangedNotification,
 ) {
     let key = (d.root.clone(), d.name.clone());
     let mut last = published.lock().expect("published lock");
     if last.get(&key) == Some(&params) {
         return;
     }
-    hub.notify("mcp.changed", &params, Vec::new());
+    hub.publish(&params, Vec::new());
     last.insert(key, params);
 }
 

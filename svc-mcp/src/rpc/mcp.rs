@@ -17,8 +17,8 @@ use snowpea_proto::mcp::v1::mcp_service_server::{McpService, McpServiceServer};
 use snowpea_proto::mcp::v1::{
     mcp_add_result, mcp_catalog_result, mcp_list_result, mcp_test_result, McpAddParams,
     McpAddResult, McpCatalogParams, McpCatalogResult, McpListParams, McpListResult,
-    McpReloadParams, McpReloadResult, McpRemoveParams, McpRemoveResult, McpTestParams,
-    McpTestResult, McpUpdateParams, McpUpdateResult,
+    McpReloadParams, McpReloadResult, McpRemoveParams, McpRemoveResult, McpServerDraft,
+    McpTestParams, McpTestResult, McpUpdateParams, McpUpdateResult,
 };
 use tonic::{Request, Response, Status};
 use tracing::Instrument;
@@ -72,23 +72,62 @@ fn tools_filter(include: Vec<String>, exclude: Vec<String>) -> Option<ToolsFilte
     (f != ToolsFilter::default()).then_some(f)
 }
 
-/// The draft fields shared by `mcp.add` and `mcp.test`, applied over `base`.
-#[allow(clippy::too_many_arguments)]
-fn apply_fields(
-    mut base: ServerEntry,
-    kind: Option<String>,
-    command: Option<String>,
-    args: Vec<String>,
-    env: std::collections::HashMap<String, String>,
-    cwd: Option<String>,
-    url: Option<String>,
-    headers: std::collections::HashMap<String, String>,
-    disabled: Option<bool>,
-    timeout_sec: Option<i64>,
-    tool_timeout_sec: Option<i64>,
-    include: Vec<String>,
-    exclude: Vec<String>,
-) -> ServerEntry {
+/// The server definition `mcp.add` params carry (the draft keys stand flat in them).
+fn add_draft(p: &McpAddParams) -> McpServerDraft {
+    McpServerDraft {
+        args: p.args.clone(),
+        command: p.command.clone(),
+        cwd: p.cwd.clone(),
+        disabled: p.disabled,
+        env: p.env.clone(),
+        headers: p.headers.clone(),
+        permission: p.permission.clone(),
+        timeout_sec: p.timeout_sec,
+        tool_timeout_sec: p.tool_timeout_sec,
+        tools_exclude: p.tools_exclude.clone(),
+        tools_include: p.tools_include.clone(),
+        r#type: p.r#type.clone(),
+        url: p.url.clone(),
+    }
+}
+
+/// The server definition `mcp.test` params carry (the draft keys stand flat in them).
+fn test_draft(p: &McpTestParams) -> McpServerDraft {
+    McpServerDraft {
+        args: p.args.clone(),
+        command: p.command.clone(),
+        cwd: p.cwd.clone(),
+        disabled: p.disabled,
+        env: p.env.clone(),
+        headers: p.headers.clone(),
+        permission: p.permission.clone(),
+        timeout_sec: p.timeout_sec,
+        tool_timeout_sec: p.tool_timeout_sec,
+        tools_exclude: p.tools_exclude.clone(),
+        tools_include: p.tools_include.clone(),
+        r#type: p.r#type.clone(),
+        url: p.url.clone(),
+    }
+}
+
+/// A draft (`mcp.add`, `mcp.test`) applied over `base`: every key it sets replaces the
+/// preset's. `permission` is not part of the entry (it is stored in settings).
+fn apply_draft(mut base: ServerEntry, draft: McpServerDraft) -> ServerEntry {
+    let McpServerDraft {
+        r#type: kind,
+        command,
+        args,
+        env,
+        cwd,
+        url,
+        headers,
+        disabled,
+        timeout_sec,
+        tool_timeout_sec,
+        tools_include: include,
+        tools_exclude: exclude,
+        permission: _,
+    } = draft;
     if kind.is_some() {
         base.kind = kind;
     }
@@ -295,21 +334,7 @@ impl McpRpc {
             }
             None => ServerEntry::default(),
         };
-        let entry = apply_fields(
-            base,
-            p.r#type,
-            p.command,
-            p.args,
-            p.env,
-            p.cwd,
-            p.url,
-            p.headers,
-            p.disabled,
-            p.timeout_sec,
-            p.tool_timeout_sec,
-            p.tools_include,
-            p.tools_exclude,
-        );
+        let entry = apply_draft(base, add_draft(&p));
         let findings = validate::validate(&p.name, &entry)?;
         let warnings = validate::enforce(findings, p.force)?;
         if scope == Scope::Project && !workdir.is_dir() {
@@ -626,21 +651,7 @@ impl McpRpc {
                     .clone()
                     .filter(|n| !n.is_empty())
                     .unwrap_or_else(|| "draft".into());
-                let entry = apply_fields(
-                    ServerEntry::default(),
-                    p.r#type,
-                    p.command,
-                    p.args,
-                    p.env,
-                    p.cwd,
-                    p.url,
-                    p.headers,
-                    p.disabled,
-                    p.timeout_sec,
-                    p.tool_timeout_sec,
-                    p.tools_include,
-                    p.tools_exclude,
-                );
+                let entry = apply_draft(ServerEntry::default(), test_draft(&p));
                 // A draft is run by this probe: its findings refuse it like mcp.add without force.
                 let findings = validate::validate(&name, &entry)?;
                 validate::enforce(findings, false)?;

@@ -484,7 +484,7 @@ async fn disabling_a_server_announces_stopped_once() {
         "disable",
         svc.mcp().update(snowpea_proto::mcp::v1::McpUpdateParams {
             name: "f".into(),
-            patch: Some(snowpea_proto::mcp::v1::mcp_update_params::Patch {
+            patch: Some(snowpea_proto::mcp::v1::McpServerDraft {
                 disabled: Some(true),
                 ..Default::default()
             }),

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use snowpea_proto::mcp::v1::{
-    mcp_update_params::Patch, McpCatalogParams, McpReloadParams, McpRemoveParams, McpTestParams,
+    McpCatalogParams, McpReloadParams, McpRemoveParams, McpServerDraft as Patch, McpTestParams,
     McpUpdateParams,
 };
 

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use snowpea_proto::mcp::v1::{
-    mcp_list_result::Server, mcp_update_params::Patch, ListToolsRequest, McpListParams,
-    McpRemoveParams, McpTestParams, McpUpdateParams,
+    mcp_list_result::Server, ListToolsRequest, McpListParams, McpRemoveParams,
+    McpServerDraft as Patch, McpTestParams, McpUpdateParams,
 };
 
 use super::*;

@@ -12,7 +12,7 @@ use tonic::{Request, Response, Status};
 
 use super::{blocking, limit, span};
 use crate::error::Error;
-use crate::site::{self, auth, transcode};
+use crate::site::{self, auth};
 use crate::App;
 
 /// The `snowpea.memory.v1.SiteService` server.
@@ -116,9 +116,7 @@ impl SiteService for SiteRpc {
             site::mark(&app.store, &profile, &p.origin, &p.entry_id, &p.outcome)
         })
         .await?;
-        Ok(Response::new(pb::SiteMarkResult {
-            entry: Some(transcode(&entry)),
-        }))
+        Ok(Response::new(pb::SiteMarkResult { entry: Some(entry) }))
     }
 
     async fn mark_part(
@@ -142,9 +140,7 @@ impl SiteService for SiteRpc {
             )
         })
         .await?;
-        Ok(Response::new(pb::SiteMarkPartResult {
-            entry: Some(transcode(&entry)),
-        }))
+        Ok(Response::new(pb::SiteMarkPartResult { entry: Some(entry) }))
     }
 
     async fn delete(

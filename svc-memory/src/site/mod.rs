@@ -3,10 +3,9 @@
 //! may store, [`pattern`] matches `urlPattern`s, [`auth`] decides the profile of a call;
 //! this file holds the operations, each one transaction.
 
-use prost::Message;
-use snowpea_proto::memory::v1::site_get_result::Entry;
 use snowpea_proto::memory::v1::site_list_result::Site;
 use snowpea_proto::memory::v1::site_put_params;
+use snowpea_proto::memory::v1::SiteEntry as Entry;
 
 use crate::error::{Error, Result};
 use crate::store::{sites, Store};
@@ -22,12 +21,6 @@ pub const MAX_ENTRIES_PER_ORIGIN: usize = 30;
 pub const MAX_ORIGINS: usize = 1000;
 /// Default and largest `site.list` page.
 pub const LIST_PAGE: (usize, usize) = (50, 500);
-
-/// Re-types a message into another with the same field numbers (the generated entry types
-/// of `site.get`, `site.mark` and `site.markPart` results are one shape).
-pub fn transcode<A: Message, B: Message + Default>(a: &A) -> B {
-    B::decode(a.encode_to_vec().as_slice()).unwrap_or_default()
-}
 
 /// The origin param, normalised; `invalid_params` naming `params.origin` otherwise.
 pub fn origin_param(origin: &str) -> Result<String> {
@@ -64,12 +57,12 @@ pub fn put(
             ..Default::default()
         });
         let entry = Entry {
-            actions: e.actions.iter().map(transcode).collect(),
+            actions: e.actions.clone(),
             created_at: prev.created_at,
             entry_id: prev.entry_id,
             failure_count: prev.failure_count,
             fingerprint: e.fingerprint.clone(),
-            flows: e.flows.iter().map(transcode).collect(),
+            flows: e.flows.clone(),
             landmarks: e.landmarks.clone(),
             // A put counts as a success: it verifies the entry (the caller may carry the
             // time it verified it).
@@ -77,7 +70,7 @@ pub fn put(
             origin: origin.clone(),
             page_type: e.page_type.clone(),
             pitfalls: e.pitfalls.clone(),
-            recipes: e.recipes.iter().map(transcode).collect(),
+            recipes: e.recipes.clone(),
             stale: false,
             success_count: prev.success_count + 1,
             summary: e.summary.clone(),

@@ -2,7 +2,8 @@
 //! mark/markPart counters, eviction, paging.
 
 use prost_types::value::Kind;
-use snowpea_proto::memory::v1::site_put_params::{entry, Entry as PutEntry};
+use snowpea_proto::memory::v1::site_put_params::Entry as PutEntry;
+use snowpea_proto::memory::v1::{site_action, site_recipe, SiteAction, SiteFlow, SiteRecipe};
 
 use super::*;
 use crate::error::Error;
@@ -13,8 +14,8 @@ fn store() -> (tempfile::TempDir, Store) {
     (t, s)
 }
 
-fn locator(by: &str, value: Option<&str>) -> entry::action::Locator {
-    entry::action::Locator {
+fn locator(by: &str, value: Option<&str>) -> site_action::Locator {
+    site_action::Locator {
         by: by.into(),
         name: Some("Search".into()),
         role: (by == "role").then(|| "textbox".into()),
@@ -28,13 +29,13 @@ fn good(page_type: &str, pattern: &str) -> PutEntry {
         url_pattern: pattern.into(),
         summary: "Product search results".into(),
         landmarks: vec!["header nav".into()],
-        actions: vec![entry::Action {
+        actions: vec![SiteAction {
             name: "search box".into(),
             kind: "fill".into(),
             locators: vec![locator("css", Some("input#q")), locator("role", None)],
             ..Default::default()
         }],
-        flows: vec![entry::Flow {
+        flows: vec![SiteFlow {
             name: "search".into(),
             steps: vec![
                 prost_types::Value {
@@ -46,10 +47,10 @@ fn good(page_type: &str, pattern: &str) -> PutEntry {
             ],
             ..Default::default()
         }],
-        recipes: vec![entry::Recipe {
+        recipes: vec![SiteRecipe {
             name: "results".into(),
             item: "li.result".into(),
-            fields: vec![entry::recipe::Field {
+            fields: vec![site_recipe::Field {
                 name: "title".into(),
                 selector: "h3".into(),
                 attr: None,
@@ -111,7 +112,7 @@ fn every_put_refusal_names_its_field() {
     e.actions[0].locators.clear();
     assert_eq!(refused(&s, e), "params.entry.actions[0].locators");
     let mut e = good("search", "/s");
-    e.actions[0].frames.push(entry::action::Frame {
+    e.actions[0].frames.push(site_action::Frame {
         origin: "https://pay.example".into(),
         path: "/".into(),
         selector: "/html/body/iframe".into(),

@@ -9,7 +9,8 @@ use std::sync::LazyLock;
 use prost::Message;
 use prost_types::value::Kind;
 use regex::Regex;
-use snowpea_proto::memory::v1::site_put_params::{entry, Entry};
+use snowpea_proto::memory::v1::site_put_params::Entry;
+use snowpea_proto::memory::v1::SiteAction;
 
 use super::pattern;
 use super::pii;
@@ -187,7 +188,7 @@ pub fn check_entry(e: &Entry) -> Result<()> {
     Ok(())
 }
 
-fn check_action<'a>(c: &mut Check<'a>, at: &str, a: &'a entry::Action) -> Result<()> {
+fn check_action<'a>(c: &mut Check<'a>, at: &str, a: &'a SiteAction) -> Result<()> {
     required(&format!("{at}.name"), &a.name)?;
     c.text(format!("{at}.name"), &a.name);
     one_of(&format!("{at}.kind"), &a.kind, KINDS)?;

@@ -1,5 +1,5 @@
 //! Ranked memories: rows of `memories` and their FTS5 index (trigram tokenizer, so partial
-//! words and non-Latin text match; bm25 ranking). Queries are split into words; words of
+//! words and non-Latin text match; bm25 ranking, computed top-k by [`super::rank`]). Queries are split into words; words of
 //! three or more characters become FTS5 phrases OR-ed together (bm25 rewards matching
 //! more of them). Words shorter than three characters cannot use a trigram index: a
 //! query made only of them takes the short-query path — a `LIKE` scan within the
@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use rusqlite::types::Value as Sql;
 use rusqlite::{params_from_iter, Connection, OptionalExtension, Transaction};
 
+use super::rank;
 use crate::error::Result;
 use crate::namespace::Namespace;
 
@@ -95,6 +96,8 @@ pub fn insert(tx: &Transaction<'_>, m: &NewMemory) -> Result<bool> {
 pub struct QueryPlan {
     /// FTS5 MATCH expression over the words of ≥ 3 characters, if any.
     pub fts: Option<String>,
+    /// The phrases of `fts`, unquoted, in order (what [`rank::top`] ranks by).
+    pub phrases: Vec<String>,
     /// Words looked up with `LIKE` (the short-query path).
     pub like: Vec<String>,
 }
@@ -145,7 +148,7 @@ pub fn plan_query(query: &str) -> QueryPlan {
             .filter(|w| w.chars().count() == 2 && !w.is_ascii())
             .collect()
     };
-    QueryPlan { fts, like }
+    QueryPlan { fts, phrases, like }
 }
 
 fn namespace_filter(namespaces: &[Namespace], col: &str, params: &mut Vec<Sql>) -> String {
@@ -202,23 +205,8 @@ pub fn search(
         return Ok(Vec::new());
     }
     let mut hits: Vec<Memory> = Vec::new();
-    if let Some(fts) = &plan.fts {
-        let mut params = vec![Sql::Text(fts.clone())];
-        let ns = namespace_filter(namespaces, "m.namespace", &mut params);
-        params.push(Sql::Integer(limit as i64));
-        let sql = format!(
-            "SELECT m.id, m.namespace, m.text, m.tags, m.created_at,
-                    -bm25(memories_fts, 1.0, 0.5, 0.8) AS score
-               FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
-              WHERE memories_fts MATCH ?1 AND {ns}
-              ORDER BY score DESC, m.created_ms DESC, m.rowid DESC
-              LIMIT ?{}",
-            params.len()
-        );
-        let mut stmt = conn.prepare_cached(&sql)?;
-        hits = stmt
-            .query_map(params_from_iter(params), row_memory)?
-            .collect::<rusqlite::Result<_>>()?;
+    if plan.fts.is_some() {
+        hits = rank::top(conn, namespaces, &plan.phrases, limit)?;
     }
     if !plan.like.is_empty() {
         let mut params: Vec<Sql> = plan

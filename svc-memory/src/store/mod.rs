@@ -15,6 +15,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::error::{Error, Result};
 
 pub mod memories;
+pub mod rank;
 pub mod sites;
 
 /// Schema migrations; migration `i` brings `user_version` to `i + 1`. Never edit a shipped

@@ -4,7 +4,7 @@
 
 use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension};
-use snowpea_proto::memory::v1::site_get_result::Entry;
+use snowpea_proto::memory::v1::SiteEntry as Entry;
 
 use crate::error::{Error, Result};
 

@@ -1,6 +1,6 @@
 //! kill -9 right after acknowledged writes loses none of them.
 
-use snowpea_proto::memory::v1::{self as pb, site_put_params::entry};
+use snowpea_proto::memory::v1::{self as pb, site_action, SiteAction};
 
 use super::harness::*;
 
@@ -18,10 +18,10 @@ async fn kill_9_after_acknowledged_writes_loses_nothing() {
         ids.push(call(m.write(p)).await.unwrap().id);
     }
     let mut s = svc.site();
-    let e = entry::Action {
+    let e = SiteAction {
         name: "go".into(),
         kind: "click".into(),
-        locators: vec![entry::action::Locator {
+        locators: vec![site_action::Locator {
             by: "text".into(),
             value: Some("Go".into()),
             ..Default::default()

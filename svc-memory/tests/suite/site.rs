@@ -1,7 +1,9 @@
 //! `site.*` over the socket, acting as browser and UI clients.
 
 use prost_types::value::Kind;
-use snowpea_proto::memory::v1::{self as pb, site_put_params::entry, site_put_params::Entry};
+use snowpea_proto::memory::v1::{
+    self as pb, site_action, site_put_params::Entry, site_recipe, SiteAction, SiteFlow, SiteRecipe,
+};
 
 use super::harness::*;
 
@@ -12,27 +14,27 @@ fn entry(page_type: &str, pattern: &str) -> Entry {
         page_type: page_type.into(),
         url_pattern: pattern.into(),
         summary: "search page".into(),
-        actions: vec![entry::Action {
+        actions: vec![SiteAction {
             name: "query".into(),
             kind: "fill".into(),
-            locators: vec![entry::action::Locator {
+            locators: vec![site_action::Locator {
                 by: "css".into(),
                 value: Some("input#q".into()),
                 ..Default::default()
             }],
             ..Default::default()
         }],
-        flows: vec![entry::Flow {
+        flows: vec![SiteFlow {
             name: "find".into(),
             steps: vec![prost_types::Value {
                 kind: Some(Kind::StringValue("type and press enter".into())),
             }],
             ..Default::default()
         }],
-        recipes: vec![entry::Recipe {
+        recipes: vec![SiteRecipe {
             name: "rows".into(),
             item: "li.row".into(),
-            fields: vec![entry::recipe::Field {
+            fields: vec![site_recipe::Field {
                 name: "title".into(),
                 selector: "h2".into(),
                 attr: None,
@@ -192,7 +194,7 @@ async fn put_refusals_and_limits_name_the_field() {
     );
     let mut e = entry("login", "/login");
     e.actions[0].login_field = true;
-    e.actions[0].locators = vec![entry::action::Locator {
+    e.actions[0].locators = vec![site_action::Locator {
         by: "label".into(),
         name: Some("Email".into()),
         value: Some("me".into()),

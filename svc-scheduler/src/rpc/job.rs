@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use serde_json::{json, Value};
 use snowpea_common::context::CallContext;
 use snowpea_common::home::Home;
-use snowpea_proto::scheduler::v1::job_list_result::{job::Held, Job};
+use snowpea_proto::scheduler::v1::job::Held;
 use snowpea_proto::scheduler::v1::job_service_server::{JobService, JobServiceServer};
 use snowpea_proto::scheduler::v1::*;
 use tonic::{Request, Response, Status};
@@ -394,7 +394,7 @@ impl JobApi {
     }
 
     /// `job.update`.
-    pub fn update(&self, caller: &Caller, p: JobUpdateParams) -> Result<JobUpdateResult, JobError> {
+    pub fn update(&self, caller: &Caller, p: JobUpdateParams) -> Result<Job, JobError> {
         let mut j = self.find(&p.job_id)?;
         check_may_change(caller, &j, "update")?;
         let now = self.sched.clock.now();
@@ -472,7 +472,7 @@ impl JobApi {
             "enabled": j.enabled, "spec": j.spec, "nextRunAt": j.next_run_ms.filter(|_| j.enabled).map(|ms| iso(ts(ms))),
         }));
         self.sched.wake();
-        Ok(update_result(self.view(caller, &j)?))
+        self.view(caller, &j)
     }
 
     /// `job.preview`.
@@ -518,34 +518,6 @@ impl JobApi {
         Ok(JobNextRunForClientResult {
             next_run_at: best.map(|ms| iso(ts(ms))),
         })
-    }
-}
-
-/// The same fields, as `job.update`'s result.
-fn update_result(j: Job) -> JobUpdateResult {
-    JobUpdateResult {
-        catch_up_window_minutes: j.catch_up_window_minutes,
-        channel: j.channel,
-        created_via: j.created_via,
-        enabled: j.enabled,
-        fingerprint: j.fingerprint,
-        held: j.held.map(|h| job_update_result::Held {
-            scheduled_at: h.scheduled_at,
-            status: h.status,
-        }),
-        job_id: j.job_id,
-        kind: j.kind,
-        last_run_at: j.last_run_at,
-        last_status: j.last_status,
-        meta: j.meta,
-        mode: j.mode,
-        next_run_at: j.next_run_at,
-        origin_session_id: j.origin_session_id,
-        owned: j.owned,
-        owner_client_id: j.owner_client_id,
-        spec: j.spec,
-        state: j.state,
-        task: j.task,
     }
 }
 
@@ -683,10 +655,7 @@ impl JobService for JobRpc {
         .await
     }
 
-    async fn update(
-        &self,
-        req: Request<JobUpdateParams>,
-    ) -> Result<Response<JobUpdateResult>, Status> {
+    async fn update(&self, req: Request<JobUpdateParams>) -> Result<Response<Job>, Status> {
         let ctx = CallContext::of(&req);
         let caller = Caller::Client(ctx.clone());
         let p = req.into_inner();

@@ -548,7 +548,13 @@ impl Sessions {
         session.update(|r| r.mode = mode.as_str().to_owned());
         self.save(&session);
         self.log
-            .emit_to_committed(&session, "mode.changed", json!({ "mode": mode.as_str() }))
+            .event_to_committed(
+                &session,
+                &pb::ModeChangedEvent {
+                    mode: mode.as_str().to_owned(),
+                    ..Default::default()
+                },
+            )
             .await?;
         self.changed(&session, "mode");
         Ok(mode)

@@ -1,0 +1,152 @@
+//! Typed notifications and `session.event` payloads (issue 13 §2).
+//!
+//! `build.rs` implements [`Notification`] for every message with the
+//! `snowpea.rpc.v1.notification` option and [`SessionEventPayload`] for every message with
+//! the `snowpea.rpc.v1.event_kind` option, so a notification or event is built as its
+//! generated prost message — a misspelt or missing field is a compile error — and encoded
+//! here to the protocol's JSON:
+//!
+//! * field names in camelCase (`json_name`), 64-bit integers as JSON numbers, doubles as
+//!   serde writes an `f64` (`12.5`, `100.0`), free-form `Struct`/`Value` fields as their JSON
+//!   with integral numbers as integers;
+//! * a field that holds no value follows its `snowpea.rpc.v1.unset` option
+//!   ([`Unset`]): by default a field with presence is left out and any other field is
+//!   written with its default; `UNSET_OMIT` leaves it out, `UNSET_NULL` writes `null`.
+//!
+//! [`NOTIFICATIONS`] and [`EVENT_KINDS`] list every implementation (one per declared
+//! notification and event kind); a test walks the descriptor against them.
+
+use std::sync::LazyLock;
+
+use prost_reflect::{DynamicMessage, ExtensionDescriptor, FieldDescriptor, ReflectMessage};
+use serde_json::{Map, Value as Json};
+
+use crate::descriptor_pool;
+use crate::json::{value_to_json, Style};
+
+/// The params of a server→client JSON-RPC notification (a message with the
+/// `snowpea.rpc.v1.notification` option). Implemented by `build.rs` for each one.
+pub trait Notification: prost::Message + Default {
+    /// JSON-RPC method, e.g. `job.event`.
+    const METHOD: &'static str;
+    /// Full proto name of the params message, e.g. `snowpea.scheduler.v1.JobEventNotification`.
+    const MESSAGE: &'static str;
+
+    /// The params object as the protocol writes it (see the module docs).
+    fn to_params(&self) -> Json {
+        encode(self, Self::MESSAGE)
+    }
+}
+
+/// The payload of a `session.event` kind (a message with the `snowpea.rpc.v1.event_kind`
+/// option). Implemented by `build.rs` for each one.
+pub trait SessionEventPayload: prost::Message + Default {
+    /// Event kind, e.g. `turn.done`.
+    const KIND: &'static str;
+    /// Full proto name of the payload message, e.g. `snowpea.session.v1.TurnDoneEvent`.
+    const MESSAGE: &'static str;
+
+    /// The payload object as the protocol writes it (see the module docs).
+    fn to_payload(&self) -> Json {
+        encode(self, Self::MESSAGE)
+    }
+}
+
+/// One typed notification or event kind, as listed in [`NOTIFICATIONS`] / [`EVENT_KINDS`].
+#[derive(Debug, Clone, Copy)]
+pub struct Constructor {
+    /// JSON-RPC method (notifications) or event kind (session events).
+    pub name: &'static str,
+    /// Full proto name of the message.
+    pub message: &'static str,
+    /// Encodes the message's default value through its trait implementation.
+    pub encode_default: fn() -> Json,
+}
+
+/// [`Notification::to_params`] of `N::default()` (for [`NOTIFICATIONS`]).
+pub fn encode_default_notification<N: Notification>() -> Json {
+    N::default().to_params()
+}
+
+/// [`SessionEventPayload::to_payload`] of `E::default()` (for [`EVENT_KINDS`]).
+pub fn encode_default_event<E: SessionEventPayload>() -> Json {
+    E::default().to_payload()
+}
+
+include!(concat!(env!("OUT_DIR"), "/snowpea_typed.rs"));
+
+/// How a field that holds no value is written (option `snowpea.rpc.v1.unset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unset {
+    /// With presence: left out; without: written with its default.
+    Default,
+    /// Left out.
+    Omit,
+    /// Written as `null`.
+    Null,
+}
+
+/// The `snowpea.rpc.v1.unset` rule of a field.
+pub fn unset_rule(field: &FieldDescriptor) -> Unset {
+    static EXT: LazyLock<Option<ExtensionDescriptor>> =
+        LazyLock::new(|| descriptor_pool().get_extension_by_name("snowpea.rpc.v1.unset"));
+    let Some(ext) = EXT.as_ref() else {
+        return Unset::Default;
+    };
+    let options = field.options();
+    if !options.has_extension(ext) {
+        return Unset::Default;
+    }
+    match options.get_extension(ext).as_enum_number() {
+        Some(1) => Unset::Omit,
+        Some(2) => Unset::Null,
+        _ => Unset::Default,
+    }
+}
+
+/// Encodes a generated prost message, whose proto full name is `message`, as the
+/// protocol's JSON (see the module docs).
+///
+/// # Panics
+/// When `message` is not in the embedded descriptor or does not describe `msg`: both come
+/// from the same `.proto` through `build.rs`, so this is a build defect, not input.
+pub fn encode<M: prost::Message>(msg: &M, message: &str) -> Json {
+    let desc = descriptor_pool()
+        .get_message_by_name(message)
+        .unwrap_or_else(|| panic!("{message} is in the embedded descriptor"));
+    let dynamic = DynamicMessage::decode(desc, msg.encode_to_vec().as_slice())
+        .unwrap_or_else(|e| panic!("{message} decodes from its own prost encoding: {e}"));
+    wire_json(&dynamic)
+}
+
+/// A dynamic message as notification/event JSON (see the module docs).
+pub fn wire_json(msg: &DynamicMessage) -> Json {
+    let desc = msg.descriptor();
+    if desc.full_name().starts_with("google.protobuf.") {
+        return crate::json::to_json(msg);
+    }
+    let mut out = Map::new();
+    for field in desc.fields() {
+        if !msg.has_field(&field) {
+            match unset_rule(&field) {
+                Unset::Omit => continue,
+                Unset::Null => {
+                    out.insert(field.json_name().to_owned(), Json::Null);
+                    continue;
+                }
+                Unset::Default if field.supports_presence() => continue,
+                Unset::Default => {}
+            }
+        }
+        let value = msg.get_field(&field);
+        out.insert(
+            field.json_name().to_owned(),
+            value_to_json(&field, &value, Style::Wire),
+        );
+    }
+    Json::Object(out)
+}
+
+#[cfg(test)]
+#[path = "typed_tests.rs"]
+mod tests;

@@ -1,0 +1,373 @@
+//! Top-k bm25 ranking of the FTS5 phrase matches of a query, computed here instead of by
+//! FTS5's `bm25()` (issue 14 "Recall").
+//!
+//! `bm25()` looks up the document frequency of every phrase by walking the phrase's whole
+//! doclist and then scores every matching row before `LIMIT` picks the best few, so a
+//! recall query with common words cost hundreds of milliseconds at 100k memories. This
+//! module computes the same formula (FTS5's, `fts5_aux.c`: k1 = 1.2, b = 0.75, column
+//! weights text 1.0 / tags 0.5 / title 0.8, idf = ln((N − n + 0.5)/(n + 0.5)) floored at
+//! 1e-6, document length in trigram tokens) with MaxScore early termination:
+//!
+//! - the table's row and token totals come from FTS5's own averages record, the document
+//!   frequency of each phrase from a small cache ([`doc_freq`]) that is checked against
+//!   the table on every use (so it is never stale, and is rebuilt from SQLite after a
+//!   restart: nothing durable lives outside SQLite);
+//! - phrases are fetched rarest first (FTS5 `MATCH` of one phrase, no `bm25()`), every
+//!   fetched row is scored over all phrases from its text;
+//! - once `limit` rows are scored and the `limit`-th score is above the most the
+//!   still-unfetched phrases could add to a row that has none of the fetched ones
+//!   (Σ idf·(k1 + 1)), no other row can enter the top `limit`: the answer is exact.
+//!
+//! One bound keeps a long or common-word query fast: at most [`MAX_SCORED`] rows are
+//! scored; a phrase whose matches would exceed what is left of it contributes its newest
+//! matches only, and later (more common) phrases add no rows, only their share of the
+//! score of rows already fetched. So the answer is the exact bm25 order
+//! (`ORDER BY -bm25(…) DESC, created_ms DESC, rowid DESC`, see the tests) whenever MaxScore
+//! proves the top `limit` within that many rows; otherwise it is the bm25 order of the
+//! rows that contain the query's rarest words.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{LazyLock, Mutex};
+
+use rusqlite::types::Value as Sql;
+use rusqlite::{params_from_iter, Connection, OptionalExtension};
+
+use super::memories::Memory;
+use crate::error::Result;
+use crate::namespace::Namespace;
+
+/// bm25 `k1`, as in FTS5.
+const K1: f64 = 1.2;
+/// bm25 `b`, as in FTS5.
+const B: f64 = 0.75;
+/// Column weights (text, tags, title), as the former `bm25(memories_fts, 1.0, 0.5, 0.8)`.
+const WEIGHTS: [f64; 3] = [1.0, 0.5, 0.8];
+/// Most rows one query scores (module docs).
+pub const MAX_SCORED: usize = 256;
+/// Most cached document frequencies (all databases of the process together).
+const DF_CACHE: usize = 8_192;
+
+/// The table's totals at one moment, from FTS5's averages record, plus the newest row
+/// (to tell an append-only change from any other).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Snapshot {
+    rows: i64,
+    tokens: i64,
+    max_rowid: i64,
+    max_id: String,
+}
+
+/// A cached document frequency and the snapshot it was counted at.
+#[derive(Debug, Clone)]
+struct Df {
+    n: i64,
+    at: Snapshot,
+}
+
+static DFS: LazyLock<Mutex<HashMap<(String, String), Df>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// A SQLite varint (big-endian 7-bit groups, the 9th byte whole), as FTS5 writes them.
+fn varint(b: &[u8]) -> Option<(u64, usize)> {
+    let mut v: u64 = 0;
+    for i in 0..9 {
+        let byte = *b.get(i)?;
+        if i == 8 {
+            return Some(((v << 8) | u64::from(byte), 9));
+        }
+        v = (v << 7) | u64::from(byte & 0x7f);
+        if byte & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+fn snapshot(conn: &Connection) -> Result<Snapshot> {
+    // FTS5_AVERAGES_ROWID = 1: varint row count, then one varint token total per column.
+    let block: Option<Vec<u8>> = conn
+        .query_row(
+            "SELECT block FROM memories_fts_data WHERE id = 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    let (mut rows, mut tokens) = (0i64, 0i64);
+    if let Some(b) = block {
+        let mut at = 0;
+        if let Some((n, len)) = varint(&b) {
+            rows = n as i64;
+            at += len;
+            while let Some((t, len)) = varint(&b[at..]) {
+                tokens += t as i64;
+                at += len;
+            }
+        }
+    }
+    let (max_rowid, max_id) = conn
+        .query_row(
+            "SELECT rowid, id FROM memories ORDER BY rowid DESC LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()?
+        .unwrap_or((0, String::new()));
+    Ok(Snapshot {
+        rows,
+        tokens,
+        max_rowid,
+        max_id,
+    })
+}
+
+fn quoted(phrase: &str) -> String {
+    format!("\"{}\"", phrase.replace('"', "\"\""))
+}
+
+fn count_matches(conn: &Connection, phrase: &str, after_rowid: i64) -> Result<i64> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1 AND rowid > ?2",
+    )?;
+    Ok(stmt.query_row(rusqlite::params![quoted(phrase), after_rowid], |r| r.get(0))?)
+}
+
+/// How many rows of the whole table (all namespaces, as FTS5's bm25 counts) contain
+/// `phrase`. Cached per database and phrase; a cached count is reused only when the table
+/// is unchanged since, or only grew (then the new rows are counted on top); any delete
+/// recounts.
+fn doc_freq(conn: &Connection, db: &str, now: &Snapshot, phrase: &str) -> Result<i64> {
+    let key = (db.to_owned(), phrase.to_owned());
+    let cached = DFS.lock().ok().and_then(|m| m.get(&key).cloned());
+    let n = match cached {
+        Some(d) if d.at == *now => return Ok(d.n),
+        Some(d) if appended_since(conn, &d.at, now)? => {
+            d.n + count_matches(conn, phrase, d.at.max_rowid)?
+        }
+        _ => count_matches(conn, phrase, i64::MIN)?,
+    };
+    if let Ok(mut m) = DFS.lock() {
+        if m.len() >= DF_CACHE {
+            m.clear();
+        }
+        m.insert(key, Df { n, at: now.clone() });
+    }
+    Ok(n)
+}
+
+/// True when every row of `then` is still there: the rows beyond its newest row account
+/// for all growth and that newest row is the same one (new rows only get a rowid above the
+/// largest one present, so a deleted old row shows in one of the two).
+fn appended_since(conn: &Connection, then: &Snapshot, now: &Snapshot) -> Result<bool> {
+    if now.max_rowid < then.max_rowid {
+        return Ok(false);
+    }
+    let newer: i64 = conn
+        .prepare_cached("SELECT count(*) FROM memories WHERE rowid > ?1")?
+        .query_row([then.max_rowid], |r| r.get(0))?;
+    if now.rows != then.rows + newer {
+        return Ok(false);
+    }
+    if then.max_rowid == 0 {
+        return Ok(true);
+    }
+    let id: Option<String> = conn
+        .prepare_cached("SELECT id FROM memories WHERE rowid = ?1")?
+        .query_row([then.max_rowid], |r| r.get(0))
+        .optional()?;
+    Ok(id.as_deref() == Some(then.max_id.as_str()))
+}
+
+/// Occurrences of `needle` in `hay`, overlapping ones included (a trigram phrase matches
+/// at every position).
+fn occurrences(hay: &str, needle: &str) -> u32 {
+    let mut n = 0;
+    let mut from = 0;
+    while let Some(i) = hay[from..].find(needle) {
+        n += 1;
+        let at = from + i;
+        from = at + hay[at..].chars().next().map_or(1, char::len_utf8);
+    }
+    n
+}
+
+/// Trigram tokens of a column: one per character position with two more after it.
+fn tokens(s: &str) -> usize {
+    s.chars().count().saturating_sub(2)
+}
+
+/// A fetched row and its score.
+struct Scored {
+    rowid: i64,
+    created_ms: i64,
+    score: f64,
+    memory: Memory,
+}
+
+/// The bm25 score of a row with columns `cols` (FTS5's formula and summation order).
+fn score(cols: [&str; 3], phrases: &[String], idf: &[f64], avgdl: f64) -> f64 {
+    let lower = cols.map(str::to_lowercase);
+    let d = cols.iter().map(|c| tokens(c)).sum::<usize>() as f64;
+    let mut s = 0.0;
+    for (p, idf) in phrases.iter().zip(idf) {
+        let mut freq = 0.0;
+        for (col, w) in lower.iter().zip(WEIGHTS) {
+            for _ in 0..occurrences(col, p) {
+                freq += w;
+            }
+        }
+        s += idf * ((freq * (K1 + 1.0)) / (freq + K1 * (1.0 - B + B * d / avgdl)));
+    }
+    s
+}
+
+/// The best `limit` memories of `namespaces` matching any of `phrases` (each ≥ 3
+/// characters, lowercase), best first: bm25 score, then newer, then later rowid.
+pub fn top(
+    conn: &Connection,
+    namespaces: &[Namespace],
+    phrases: &[String],
+    limit: usize,
+) -> Result<Vec<Memory>> {
+    top_scoring(conn, namespaces, phrases, limit, MAX_SCORED)
+}
+
+/// [`top`] scoring at most `max_scored` rows (`usize::MAX`: the exact bm25 order always).
+pub fn top_scoring(
+    conn: &Connection,
+    namespaces: &[Namespace],
+    phrases: &[String],
+    limit: usize,
+    max_scored: usize,
+) -> Result<Vec<Memory>> {
+    if phrases.is_empty() || namespaces.is_empty() || limit == 0 {
+        return Ok(Vec::new());
+    }
+    // One read transaction: totals, frequencies and rows from the same snapshot.
+    let tx = conn.unchecked_transaction()?;
+    let now = snapshot(&tx)?;
+    if now.rows == 0 {
+        return Ok(Vec::new());
+    }
+    let db = tx.path().unwrap_or("").to_owned();
+    let dfs = phrases
+        .iter()
+        .map(|p| doc_freq(&tx, &db, &now, p))
+        .collect::<Result<Vec<_>>>()?;
+    let n = now.rows as f64;
+    let idf: Vec<f64> = dfs
+        .iter()
+        .map(|&df| {
+            let v = ((n - df as f64 + 0.5) / (df as f64 + 0.5)).ln();
+            if v <= 0.0 {
+                1e-6
+            } else {
+                v
+            }
+        })
+        .collect();
+    let avgdl = now.tokens as f64 / n;
+    let mut order: Vec<usize> = (0..phrases.len()).filter(|&i| dfs[i] > 0).collect();
+    order.sort_by_key(|&i| (dfs[i], i));
+
+    let mut params = vec![Sql::Null];
+    let marks: Vec<String> = namespaces
+        .iter()
+        .map(|ns| {
+            params.push(Sql::Text(ns.key()));
+            format!("?{}", params.len())
+        })
+        .collect();
+    params.push(Sql::Null);
+    let sql = format!(
+        "SELECT m.rowid, m.id, m.namespace, m.text, m.tags, m.title, m.created_ms, m.created_at
+           FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
+          WHERE memories_fts MATCH ?1 AND m.namespace IN ({})
+          ORDER BY memories_fts.rowid DESC
+          LIMIT ?{}",
+        marks.join(", "),
+        params.len()
+    );
+    let mut stmt = tx.prepare_cached(&sql)?;
+    let mut seen: HashSet<i64> = HashSet::new();
+    let mut scored: Vec<Scored> = Vec::new();
+    let mut best: Vec<f64> = Vec::new(); // scores, descending, at most `limit`
+    for (k, &i) in order.iter().enumerate() {
+        let rest: f64 = order[k..].iter().map(|&j| idf[j] * (K1 + 1.0)).sum();
+        if best.len() >= limit && best[limit - 1] > rest {
+            break;
+        }
+        let budget = max_scored.saturating_sub(scored.len());
+        if budget == 0 {
+            break;
+        }
+        params[0] = Sql::Text(quoted(&phrases[i]));
+        let last = params.len() - 1;
+        params[last] = Sql::Integer(if dfs[i] as usize <= budget {
+            -1
+        } else {
+            budget as i64
+        });
+        let mut rows = stmt.query(params_from_iter(params.iter()))?;
+        while let Some(r) = rows.next()? {
+            let rowid: i64 = r.get(0)?;
+            if !seen.insert(rowid) {
+                continue;
+            }
+            let text: String = r.get(3)?;
+            let tags: String = r.get(4)?;
+            let title: String = r.get(5)?;
+            let s = score([&text, &tags, &title], phrases, &idf, avgdl);
+            let pos = best.partition_point(|&b| b >= s);
+            if pos < limit {
+                best.insert(pos, s);
+                best.truncate(limit);
+            }
+            scored.push(Scored {
+                rowid,
+                created_ms: r.get(6)?,
+                score: s,
+                memory: Memory {
+                    id: r.get(1)?,
+                    namespace: Namespace::from_key(&r.get::<_, String>(2)?),
+                    tags: tags
+                        .split('\n')
+                        .filter(|t| !t.is_empty())
+                        .map(str::to_owned)
+                        .collect(),
+                    text,
+                    created_at: r.get(7)?,
+                    score: s,
+                },
+            });
+        }
+    }
+    scored.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.created_ms.cmp(&a.created_ms))
+            .then(b.rowid.cmp(&a.rowid))
+    });
+    scored.truncate(limit);
+    Ok(scored.into_iter().map(|s| s.memory).collect())
+}
+
+#[cfg(test)]
+#[path = "rank_tests.rs"]
+mod oracle;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_and_occurrences() {
+        assert_eq!(varint(&[0x05]), Some((5, 1)));
+        assert_eq!(varint(&[0x81, 0x00]), Some((128, 2)));
+        assert_eq!(varint(&[0x81]), None);
+        assert_eq!(occurrences("aaaaa", "aaaa"), 2);
+        assert_eq!(occurrences("회의 회의실", "회의"), 2);
+        assert_eq!(occurrences("abc", "abcd"), 0);
+        assert_eq!(tokens("ab"), 0);
+        assert_eq!(tokens("데이터베이스"), 4);
+    }
+}

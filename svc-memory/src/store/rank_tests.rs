@@ -1,0 +1,164 @@
+//! [`super::top`] against FTS5's own `bm25()` (the query svc-memory ran before): same
+//! hits, same order, same scores, also after appends and deletes (the frequency cache).
+
+use rusqlite::types::Value as Sql;
+use rusqlite::{params_from_iter, Connection};
+
+use super::*;
+use crate::store::memories::{delete_id, insert, plan_query, NewMemory};
+use crate::store::Store;
+
+/// The former ranking query: FTS5 `bm25()` over every match.
+fn fts5_bm25(conn: &Connection, ns: &[Namespace], fts: &str, limit: usize) -> Vec<(String, f64)> {
+    let mut params = vec![Sql::Text(fts.to_owned())];
+    let marks: Vec<String> = ns
+        .iter()
+        .map(|n| {
+            params.push(Sql::Text(n.key()));
+            format!("?{}", params.len())
+        })
+        .collect();
+    params.push(Sql::Integer(limit as i64));
+    let sql = format!(
+        "SELECT m.id, -bm25(memories_fts, 1.0, 0.5, 0.8) AS score
+           FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
+          WHERE memories_fts MATCH ?1 AND m.namespace IN ({})
+          ORDER BY score DESC, m.created_ms DESC, m.rowid DESC
+          LIMIT ?{}",
+        marks.join(", "),
+        params.len()
+    );
+    let mut stmt = conn.prepare(&sql).unwrap();
+    stmt.query_map(params_from_iter(params), |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// A word with a skewed frequency: low indexes are common, high ones rare.
+    fn word<'a>(&mut self, vocab: &'a [String]) -> &'a str {
+        let a = (self.next() % vocab.len() as u64) as usize;
+        let b = (self.next() % vocab.len() as u64) as usize;
+        let c = (self.next() % vocab.len() as u64) as usize;
+        &vocab[a.min(b).min(c)]
+    }
+}
+
+fn vocab(rng: &mut Rng) -> Vec<String> {
+    let hangul = [
+        "데이터베이스",
+        "마이그레이션",
+        "회의실",
+        "배포일정",
+        "서버장애",
+    ];
+    (0..300)
+        .map(|i| {
+            if i % 37 == 5 {
+                return hangul[i % hangul.len()].to_owned();
+            }
+            let len = 3 + (rng.next() % 6) as usize;
+            (0..len)
+                .map(|_| (b'a' + (rng.next() % 12) as u8) as char)
+                .collect()
+        })
+        .collect()
+}
+
+fn compare(s: &Store, rng: &mut Rng, words: &[String], spaces: &[Namespace]) -> usize {
+    let mut exact = 0;
+    for q in 0..150usize {
+        let n = 1 + (rng.next() % 12) as usize;
+        let query: Vec<&str> = (0..n).map(|_| rng.word(words)).collect();
+        let mut query = query.join(" ");
+        if q.is_multiple_of(10) {
+            query = query.to_uppercase();
+        }
+        let plan = plan_query(&query);
+        let Some(fts) = plan.fts.as_deref() else {
+            continue;
+        };
+        let ns = &spaces[q % spaces.len()..=q % spaces.len()];
+        let limit = [1, 8, 10, 30][q % 4];
+        let want = s.read(|c| Ok(fts5_bm25(c, ns, fts, limit))).unwrap();
+        let got = s
+            .read(|c| top_scoring(c, ns, &plan.phrases, limit, usize::MAX))
+            .unwrap();
+        let got: Vec<(String, f64)> = got.into_iter().map(|m| (m.id, m.score)).collect();
+        assert_eq!(
+            got.iter().map(|g| &g.0).collect::<Vec<_>>(),
+            want.iter().map(|w| &w.0).collect::<Vec<_>>(),
+            "query {query:?} limit {limit}"
+        );
+        for (g, w) in got.iter().zip(&want) {
+            assert!(
+                (g.1 - w.1).abs() <= 1e-9 * w.1.abs().max(1.0),
+                "{g:?} {w:?}"
+            );
+        }
+        exact += 1;
+    }
+    exact
+}
+
+#[test]
+fn same_hits_order_and_scores_as_fts5_bm25() {
+    let t = tempfile::tempdir().unwrap();
+    let s = Store::open(&t.path().join("memory.db")).unwrap();
+    let mut rng = Rng(7);
+    let words = vocab(&mut rng);
+    let spaces = [
+        Namespace::Default,
+        Namespace::Project("/p".into()),
+        Namespace::Agent("a".into()),
+    ];
+    let mut ids = Vec::new();
+    let add = |s: &Store, rng: &mut Rng, i: i64| {
+        let n = 3 + (rng.next() % 14) as usize;
+        let text: Vec<&str> = (0..n).map(|_| rng.word(&words)).collect();
+        let tags: Vec<String> = (0..rng.next() % 3)
+            .map(|_| rng.word(&words).to_owned())
+            .collect();
+        let title = if rng.next().is_multiple_of(4) {
+            rng.word(&words).to_owned()
+        } else {
+            String::new()
+        };
+        let m = NewMemory {
+            id: snowpea_common::ids::new_id("mem"),
+            namespace: spaces[(rng.next() % 3) as usize].key(),
+            text: text.join(if i % 5 == 0 { ", " } else { " " }),
+            tags,
+            title,
+            // Some equal times: the tie-breaks matter too.
+            created_ms: i / 3,
+            created_at: format!("t{i}"),
+            ..Default::default()
+        };
+        s.write(|tx| insert(tx, &m)).unwrap();
+        m.id
+    };
+    for i in 0..1500 {
+        ids.push(add(&s, &mut rng, i));
+    }
+    assert!(compare(&s, &mut rng, &words, &spaces) > 100);
+    // Appends: cached frequencies are topped up.
+    for i in 1500..1600 {
+        ids.push(add(&s, &mut rng, i));
+    }
+    compare(&s, &mut rng, &words, &spaces);
+    // Deletes, including the newest row, then a reused rowid: frequencies are recounted.
+    for id in ids.iter().step_by(7).chain(ids.last()) {
+        s.write(|tx| delete_id(tx, id)).unwrap();
+    }
+    add(&s, &mut rng, 1600);
+    compare(&s, &mut rng, &words, &spaces);
+}
