@@ -55,7 +55,7 @@ pub enum Target {
     Service(Arc<Service>),
     /// Owned by a service this suite does not run (answers `not_implemented`).
     NotRunning(String),
-    /// Owned by a running service but not in `snowpea_proto::implemented::IMPLEMENTED`:
+    /// A request owned by a running service but not in `snowpea_proto::implemented::IMPLEMENTED`:
     /// answered `not_implemented` without forwarding, whatever the params.
     NotImplemented,
 }
@@ -91,7 +91,13 @@ impl Routes {
             } else {
                 match services.get(&spec.owner) {
                     None => Target::NotRunning(spec.owner.clone()),
-                    Some(_) if !is_implemented(name) => Target::NotImplemented,
+                    // A client notification is never answered, so it is always forwarded
+                    // (a service that lacks it drops it).
+                    Some(_)
+                        if spec.direction == Direction::ClientToServer && !is_implemented(name) =>
+                    {
+                        Target::NotImplemented
+                    }
                     Some(s) => Target::Service(s),
                 }
             };
