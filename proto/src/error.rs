@@ -114,6 +114,9 @@ fn clip(mut s: String, max: usize) -> String {
     s
 }
 
+/// Message of [`RpcError::not_implemented_yet`].
+const NOT_IMPLEMENTED_YET: &str = "not implemented yet";
+
 impl RpcError {
     /// An error with a code and message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
@@ -144,6 +147,13 @@ impl RpcError {
     /// `unauthorized`.
     pub fn unauthorized(message: impl Into<String>) -> Self {
         RpcError::new(ErrorCode::Unauthorized, message)
+    }
+
+    /// `not_implemented` for a method the schema declares and this build does not implement
+    /// (not in [`crate::implemented::IMPLEMENTED`]): message "not implemented yet", no
+    /// details — the same error a service's plain gRPC `UNIMPLEMENTED` maps to.
+    pub fn not_implemented_yet() -> Self {
+        RpcError::new(ErrorCode::NotImplemented, NOT_IMPLEMENTED_YET)
     }
 
     /// Encodes the error as a gRPC status for the service→gateway hop.
@@ -212,7 +222,7 @@ impl RpcError {
             .and_then(|b| serde_json::from_slice(&b).ok());
         let message =
             if status.code() == Code::Unimplemented && status.metadata().get(CODE_KEY).is_none() {
-                "not implemented yet".to_owned()
+                NOT_IMPLEMENTED_YET.to_owned()
             } else {
                 status.message().to_owned()
             };

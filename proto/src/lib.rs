@@ -7,6 +7,8 @@
 //! * the embedded descriptor set ([`FILE_DESCRIPTOR_SET`], [`descriptor_pool`]) with the
 //!   custom options intact;
 //! * [`schema`]: the JSON-RPC method table read from the `json_method` options;
+//! * [`implemented`]: which of those methods this build implements (docs' status column and
+//!   the gateway's `not_implemented`);
 //! * [`json`]: JSON ⇄ protobuf mapping with validation that names the bad field;
 //! * [`codec`]: a tonic codec for dynamic messages, used by the generic gateway router;
 //! * [`error`]: the protocol error codes and their gRPC `Status` transport;
@@ -19,6 +21,7 @@
 pub mod codec;
 pub mod error;
 pub mod gen;
+pub mod implemented;
 pub mod json;
 pub mod schema;
 pub mod typed;

@@ -4,6 +4,7 @@ mod crash;
 mod docs;
 mod grpcurl;
 mod handshake;
+mod implemented;
 mod jsonrpc;
 mod lifecycle;
 mod mcp;

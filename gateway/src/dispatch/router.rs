@@ -146,6 +146,10 @@ impl Dispatcher {
                 format!("no such method: {}", truncate(method, 64)),
             ));
         };
+        // A method the declaration leaves out is not implemented whatever its params.
+        if matches!(route.target, Target::NotImplemented) {
+            return Err(RpcError::not_implemented_yet());
+        }
         let msg = to_message(&route.spec.input(), &params, "params")?;
         match (&route.target, peer) {
             (Target::System(SystemMethod::Hello), _) => {
@@ -176,6 +180,7 @@ impl Dispatcher {
                 format!("{method} is not implemented: service {owner} is not part of this suite"),
             )
             .with_details(json!({ "service": owner }))),
+            (Target::NotImplemented, _) => Err(RpcError::not_implemented_yet()),
             (Target::Service(svc), Some(peer)) => {
                 let cleared = cleared_paths(&route.spec.input(), &params);
                 let metadata = forward::call_metadata(&peer, &cleared, request_id);

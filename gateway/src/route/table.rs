@@ -1,13 +1,16 @@
 //! The route table (DESIGN.md §4): every client-callable method of the schema is routed
 //! by its owner — `system` to the gateway itself, a service of the suite to its socket,
-//! any other service to `not_implemented`. Built once at start-up from
-//! `snowpea_proto::schema::schema()`; which methods answer `not_implemented` is decided
-//! here, in [`Routes::build`] and [`SystemMethod::from_name`].
+//! any other service to `not_implemented`, and so is a method the declaration
+//! `snowpea_proto::implemented::IMPLEMENTED` (the docs' status column) leaves out. Built once
+//! at start-up from `snowpea_proto::schema::schema()`; which methods answer `not_implemented`
+//! is decided here, in [`Routes::build`] and [`SystemMethod::from_name`] (which agrees with
+//! the declaration, see the tests).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use http::uri::PathAndQuery;
+use snowpea_proto::implemented::is_implemented;
 use snowpea_proto::schema::{schema, Direction, MethodSpec};
 
 use crate::upstream::services::{Service, Services};
@@ -52,6 +55,9 @@ pub enum Target {
     Service(Arc<Service>),
     /// Owned by a service this suite does not run (answers `not_implemented`).
     NotRunning(String),
+    /// A request owned by a running service but not in `snowpea_proto::implemented::IMPLEMENTED`:
+    /// answered `not_implemented` without forwarding, whatever the params.
+    NotImplemented,
 }
 
 /// One routable method.
@@ -84,8 +90,15 @@ impl Routes {
                 Target::System(SystemMethod::from_name(name))
             } else {
                 match services.get(&spec.owner) {
-                    Some(s) => Target::Service(s),
                     None => Target::NotRunning(spec.owner.clone()),
+                    // A client notification is never answered, so it is always forwarded
+                    // (a service that lacks it drops it).
+                    Some(_)
+                        if spec.direction == Direction::ClientToServer && !is_implemented(name) =>
+                    {
+                        Target::NotImplemented
+                    }
+                    Some(s) => Target::Service(s),
                 }
             };
             let Ok(path) =
@@ -102,5 +115,22 @@ impl Routes {
     /// The route of a method.
     pub fn get(&self, method: &str) -> Option<&Route> {
         self.map.get(method)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use snowpea_proto::implemented::is_implemented;
+    use snowpea_proto::schema::schema;
+
+    use super::SystemMethod;
+
+    /// The gateway answers exactly the `system.*` methods the declaration lists.
+    #[test]
+    fn system_methods_agree_with_the_declaration() {
+        for name in schema().methods.keys().filter(|n| n.starts_with("system.")) {
+            let answered = SystemMethod::from_name(name) != SystemMethod::NotImplemented;
+            assert_eq!(answered, is_implemented(name), "{name}");
+        }
     }
 }

@@ -4,13 +4,17 @@
 //! Messages are closed objects (`additionalProperties: false`, like the gateway's validation);
 //! string unions are `enum`; `T | null` adds `"null"` to `type`; integers are `integer`;
 //! `Struct` is `{"type": "object"}`, `Value` is `{}`, maps use `additionalProperties`. Object
-//! keys are sorted at every level so the file is byte-stable.
+//! keys are sorted at every level so the file is byte-stable. Each method carries
+//! `implemented` from [`crate::implemented`] (the declaration the gateway answers
+//! `not_implemented` from); `capabilities` is the protocol's whole list, of which system.hello
+//! advertises the subset the running daemon implements.
 
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::{json, Map, Value};
 
 use super::types::{first_sentence, one_line, own_doc, sorted_fields};
 use super::TRANSPORT;
+use crate::implemented::is_implemented;
 use crate::schema::{field_rules, Direction, Schema};
 use crate::{PROTOCOL_VERSION, WS_PATH};
 
@@ -26,6 +30,7 @@ pub fn render(schema: &Schema) -> Value {
             entry.insert("since".into(), json!(since));
         }
         entry.insert("owner".into(), json!(m.owner));
+        entry.insert("implemented".into(), json!(is_implemented(&m.name)));
         entry.insert("params".into(), message_schema(schema, &m.input(), true));
         entry.insert("result".into(), message_schema(schema, &m.output(), true));
         methods.insert(m.name.clone(), Value::Object(entry));

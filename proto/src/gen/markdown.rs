@@ -1,5 +1,6 @@
 //! `docs/protocol.md`: the human protocol reference, with the same sections and tables as the
-//! spec (`snowpea-protocol-1.25.0.md`): Transport, Handshake, capabilities, Method index,
+//! spec (`snowpea-protocol-1.25.0.md`): Transport, Handshake, capabilities, Method index (plus
+//! a status column from [`crate::implemented`]),
 //! Methods (Params/Result tables), Notifications, session.event kinds and Error codes.
 //!
 //! Tables are GitHub pipe tables: `|` inside a cell is written `\|` and types are code spans.
@@ -11,6 +12,7 @@ use prost_reflect::MessageDescriptor;
 
 use super::types::{one_line, own_doc, rows, Row};
 use super::{TransportSurface, EVENT_KINDS_INTRO, HANDSHAKE_INTRO, TRANSPORT};
+use crate::implemented::is_implemented;
 use crate::schema::{Direction, Schema};
 use crate::PROTOCOL_VERSION;
 
@@ -23,6 +25,19 @@ does not exist (method_not_found), so a client can feature-detect an older daemo
 missing session, job, memory, content or other entity is -32004 (not_found, mcp_not_found); \
 -32602 invalid params; -32603 internal; -32000 everything else. Before protocol 1.7.0 a missing \
 entity also answered -32601.";
+
+/// Text above the capability list: the list is the protocol's, the daemon advertises a subset.
+const CAPABILITIES_INTRO: &str = "Server capabilities the protocol defines. The system.hello \
+result advertises only the subset the running daemon implements (the services of its suite \
+report theirs); a client feature-detects by that list, not by this one.";
+/// Text under "Method index": what the status column means.
+const METHOD_STATUS_INTRO: &str = "The status column says whether this build implements the \
+method (`snowpea_proto::implemented::IMPLEMENTED`, the same declaration the gateway answers \
+from): a method marked not yet answers the error not_implemented.";
+/// Status cell of an implemented method.
+pub const IMPLEMENTED_STATUS: &str = "implemented";
+/// Status cell of a method that answers `not_implemented`.
+pub const NOT_YET_STATUS: &str = "not yet";
 
 /// Renders the whole `docs/protocol.md`.
 pub fn render(schema: &Schema) -> String {
@@ -83,10 +98,7 @@ fn transport(out: &mut String) {
 fn handshake(out: &mut String, schema: &Schema) {
     let _ = writeln!(out, "## Handshake\n\n{HANDSHAKE_INTRO}\n");
     let _ = writeln!(out, "```json\n{}\n```\n", super::hello_example());
-    let _ = writeln!(
-        out,
-        "Server capabilities advertised in the system.hello result:\n"
-    );
+    let _ = writeln!(out, "{CAPABILITIES_INTRO}\n");
     for cap in &schema.capabilities {
         let _ = writeln!(out, "- {cap}");
     }
@@ -94,16 +106,31 @@ fn handshake(out: &mut String, schema: &Schema) {
 }
 
 fn method_index(out: &mut String, schema: &Schema) {
-    let _ = writeln!(out, "## Method index\n");
-    table_header(out, &["method", "direction", "summary"]);
+    let _ = writeln!(out, "## Method index\n\n{METHOD_STATUS_INTRO}\n");
+    table_header(out, &["method", "direction", "status", "summary"]);
     for m in schema.methods.values() {
         // The spec's index repeats the whole description as the summary.
         table_row(
             out,
-            &[&m.name, m.direction.arrow(), &one_line(&m.description)],
+            &[
+                &m.name,
+                m.direction.arrow(),
+                status(&m.name),
+                &one_line(&m.description),
+            ],
         );
     }
     out.push('\n');
+}
+
+/// The method index's status cell of `method`: [`IMPLEMENTED_STATUS`] or [`NOT_YET_STATUS`],
+/// from [`is_implemented`] — the declaration the gateway answers `not_implemented` from.
+pub fn status(method: &str) -> &'static str {
+    if is_implemented(method) {
+        IMPLEMENTED_STATUS
+    } else {
+        NOT_YET_STATUS
+    }
 }
 
 fn methods(out: &mut String, schema: &Schema) {

@@ -217,3 +217,45 @@ fn table_rows_round_trip() {
         ["a", "\"x\" | null", "no", "one | two"]
     );
 }
+
+/// The method index's status column is rendered from [`crate::implemented::is_implemented`],
+/// the declaration the gateway answers `not_implemented` from: one row per schema method,
+/// each `implemented` exactly when the declaration says so.
+#[test]
+fn method_index_status_column_is_the_implemented_declaration() {
+    use crate::implemented::{is_implemented, IMPLEMENTED};
+    let md = render(schema());
+    let mut in_index = false;
+    let mut statuses = BTreeMap::new();
+    for line in md.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            in_index = h == "Method index";
+        } else if in_index && line.starts_with('|') && !line.starts_with("|---") {
+            let cells = parse_table_row(line);
+            if cells[0] == "method" {
+                assert_eq!(cells[2], "status", "header: {line}");
+                continue;
+            }
+            statuses.insert(cells[0].clone(), cells[2].clone());
+        }
+    }
+    assert_eq!(statuses.len(), schema().methods.len(), "one row per method");
+    for (name, status) in &statuses {
+        let want = if is_implemented(name) {
+            super::IMPLEMENTED_STATUS
+        } else {
+            super::NOT_YET_STATUS
+        };
+        assert_eq!(status, want, "{name}");
+    }
+    let implemented = statuses
+        .values()
+        .filter(|s| *s == super::IMPLEMENTED_STATUS)
+        .count();
+    assert_eq!(
+        implemented,
+        IMPLEMENTED.len(),
+        "every declared method has a row"
+    );
+    assert!(statuses.values().any(|s| s == super::NOT_YET_STATUS));
+}
