@@ -5,6 +5,7 @@ mod docs;
 mod grpcurl;
 mod handshake;
 mod implemented;
+mod info;
 mod jsonrpc;
 mod lifecycle;
 mod mcp;
