@@ -6,9 +6,7 @@ use snowpea_common::context::CallContext;
 use snowpea_proto::session::v1 as pb;
 use snowpea_proto::session::v1::approval_service_server::{ApprovalService, ApprovalServiceServer};
 use tonic::{Request, Response, Status};
-use tracing::Instrument;
 
-use super::span;
 use crate::app::App;
 
 /// The `snowpea.session.v1.ApprovalService` server.
@@ -35,15 +33,12 @@ impl ApprovalService for ApprovalRpc {
         &self,
         req: Request<pb::ApprovalListParams>,
     ) -> Result<Response<pb::ApprovalListResult>, Status> {
-        let s = span("approval.list", &CallContext::of(&req));
         let session_id = req
             .get_ref()
             .session_id
             .as_deref()
             .filter(|s| !s.is_empty());
-        Ok(Response::new(
-            self.app.approvals.list(session_id).instrument(s).await?,
-        ))
+        Ok(Response::new(self.app.approvals.list(session_id).await?))
     }
 
     async fn respond(
@@ -51,7 +46,6 @@ impl ApprovalService for ApprovalRpc {
         req: Request<pb::ApprovalRespondParams>,
     ) -> Result<Response<pb::ApprovalRespondResult>, Status> {
         let ctx = CallContext::of(&req);
-        let _g = span("approval.respond", &ctx).entered();
         self.app.approvals.respond(&ctx, req.into_inner())?;
         Ok(Response::new(pb::ApprovalRespondResult { ok: true }))
     }

@@ -7,9 +7,7 @@ use snowpea_common::context::CallContext;
 use snowpea_proto::session::v1 as pb;
 use snowpea_proto::session::v1::session_service_server::{SessionService, SessionServiceServer};
 use tonic::{Request, Response, Status};
-use tracing::Instrument;
 
-use super::span;
 use crate::app::App;
 
 /// The `snowpea.session.v1.SessionService` server.
@@ -37,14 +35,8 @@ impl SessionService for SessionRpc {
         req: Request<pb::SessionCreateParams>,
     ) -> Result<Response<pb::SessionCreateResult>, Status> {
         let ctx = CallContext::of(&req);
-        // The caller's context, so the span has its connection id (issue 13 §3).
-        let s = span("session.create", &ctx);
         Ok(Response::new(
-            self.app
-                .sessions
-                .create(&ctx, req.into_inner())
-                .instrument(s)
-                .await?,
+            self.app.sessions.create(&ctx, req.into_inner()).await?,
         ))
     }
 
@@ -52,13 +44,8 @@ impl SessionService for SessionRpc {
         &self,
         req: Request<pb::SessionListParams>,
     ) -> Result<Response<pb::SessionListResult>, Status> {
-        let s = span("session.list", &CallContext::of(&req));
         Ok(Response::new(
-            self.app
-                .sessions
-                .list(req.into_inner())
-                .instrument(s)
-                .await?,
+            self.app.sessions.list(req.into_inner()).await?,
         ))
     }
 
@@ -66,9 +53,8 @@ impl SessionService for SessionRpc {
         &self,
         req: Request<pb::SessionCloseParams>,
     ) -> Result<Response<pb::SessionCloseResult>, Status> {
-        let s = span("session.close", &CallContext::of(&req));
         let p = req.into_inner();
-        self.app.sessions.close(&p.session_id).instrument(s).await?;
+        self.app.sessions.close(&p.session_id).await?;
         Ok(Response::new(pb::SessionCloseResult { ok: true }))
     }
 
@@ -77,13 +63,7 @@ impl SessionService for SessionRpc {
         req: Request<pb::SessionPromptParams>,
     ) -> Result<Response<pb::SessionPromptResult>, Status> {
         let ctx = CallContext::of(&req);
-        let s = span("session.prompt", &ctx);
-        let turn_id = self
-            .app
-            .turns
-            .prompt(&ctx, req.into_inner())
-            .instrument(s)
-            .await?;
+        let turn_id = self.app.turns.prompt(&ctx, req.into_inner()).await?;
         Ok(Response::new(pb::SessionPromptResult { turn_id }))
     }
 
@@ -91,7 +71,6 @@ impl SessionService for SessionRpc {
         &self,
         req: Request<pb::SessionInterruptParams>,
     ) -> Result<Response<pb::SessionInterruptResult>, Status> {
-        let _g = span("session.interrupt", &CallContext::of(&req)).entered();
         self.app.turns.interrupt(&req.get_ref().session_id)?;
         Ok(Response::new(pb::SessionInterruptResult { ok: true }))
     }
@@ -100,13 +79,8 @@ impl SessionService for SessionRpc {
         &self,
         req: Request<pb::SessionResumeParams>,
     ) -> Result<Response<pb::SessionResumeResult>, Status> {
-        let s = span("session.resume", &CallContext::of(&req));
         Ok(Response::new(
-            self.app
-                .sessions
-                .resume(req.into_inner())
-                .instrument(s)
-                .await?,
+            self.app.sessions.resume(req.into_inner()).await?,
         ))
     }
 
@@ -114,13 +88,8 @@ impl SessionService for SessionRpc {
         &self,
         req: Request<pb::SessionRenameParams>,
     ) -> Result<Response<pb::SessionRenameResult>, Status> {
-        let s = span("session.rename", &CallContext::of(&req));
         let p = req.into_inner();
-        self.app
-            .sessions
-            .rename(&p.session_id, &p.title)
-            .instrument(s)
-            .await?;
+        self.app.sessions.rename(&p.session_id, &p.title).await?;
         Ok(Response::new(pb::SessionRenameResult { ok: true }))
     }
 
@@ -128,14 +97,8 @@ impl SessionService for SessionRpc {
         &self,
         req: Request<pb::SessionSetModeParams>,
     ) -> Result<Response<pb::SessionSetModeResult>, Status> {
-        let s = span("session.setMode", &CallContext::of(&req));
         let p = req.into_inner();
-        let mode = self
-            .app
-            .sessions
-            .set_mode(&p.session_id, &p.mode)
-            .instrument(s)
-            .await?;
+        let mode = self.app.sessions.set_mode(&p.session_id, &p.mode).await?;
         Ok(Response::new(pb::SessionSetModeResult {
             mode: mode.as_str().to_owned(),
         }))
@@ -146,13 +109,8 @@ impl SessionService for SessionRpc {
         req: Request<pb::SessionAttachParams>,
     ) -> Result<Response<pb::SessionAttachResult>, Status> {
         let ctx = CallContext::of(&req);
-        let s = span("session.attach", &ctx);
         Ok(Response::new(
-            self.app
-                .sessions
-                .attach(&ctx, req.into_inner())
-                .instrument(s)
-                .await?,
+            self.app.sessions.attach(&ctx, req.into_inner()).await?,
         ))
     }
 }

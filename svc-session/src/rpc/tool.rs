@@ -2,13 +2,10 @@
 
 use std::sync::Arc;
 
-use snowpea_common::context::CallContext;
 use snowpea_proto::session::v1 as pb;
 use snowpea_proto::session::v1::tool_service_server::{ToolService, ToolServiceServer};
 use tonic::{Request, Response, Status};
-use tracing::Instrument;
 
-use super::span;
 use crate::app::App;
 
 /// The `snowpea.session.v1.ToolService` server.
@@ -35,9 +32,6 @@ impl ToolService for ToolRpc {
         &self,
         req: Request<pb::ToolListParams>,
     ) -> Result<Response<pb::ToolListResult>, Status> {
-        let s = span("tool.list", &CallContext::of(&req));
-        Ok(Response::new(
-            self.app.tools.list(req.into_inner()).instrument(s).await?,
-        ))
+        Ok(Response::new(self.app.tools.list(req.into_inner()).await?))
     }
 }
