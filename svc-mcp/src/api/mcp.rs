@@ -67,42 +67,37 @@ fn tools_filter(include: Vec<String>, exclude: Vec<String>) -> Option<ToolsFilte
     (f != ToolsFilter::default()).then_some(f)
 }
 
-/// The server definition `mcp.add` params carry (the draft keys stand flat in them).
-fn add_draft(p: &McpAddParams) -> McpServerDraft {
-    McpServerDraft {
-        args: p.args.clone(),
-        command: p.command.clone(),
-        cwd: p.cwd.clone(),
-        disabled: p.disabled,
-        env: p.env.clone(),
-        headers: p.headers.clone(),
-        permission: p.permission.clone(),
-        timeout_sec: p.timeout_sec,
-        tool_timeout_sec: p.tool_timeout_sec,
-        tools_exclude: p.tools_exclude.clone(),
-        tools_include: p.tools_include.clone(),
-        r#type: p.r#type.clone(),
-        url: p.url.clone(),
-    }
+/// The server definition that flat params (`mcp.add`, `mcp.test`: the draft keys stand
+/// flat in them) carry, as one [`McpServerDraft`].
+macro_rules! flat_draft {
+    ($p:expr) => {{
+        let p = $p;
+        McpServerDraft {
+            args: p.args.clone(),
+            command: p.command.clone(),
+            cwd: p.cwd.clone(),
+            disabled: p.disabled,
+            env: p.env.clone(),
+            headers: p.headers.clone(),
+            permission: p.permission.clone(),
+            timeout_sec: p.timeout_sec,
+            tool_timeout_sec: p.tool_timeout_sec,
+            tools_exclude: p.tools_exclude.clone(),
+            tools_include: p.tools_include.clone(),
+            r#type: p.r#type.clone(),
+            url: p.url.clone(),
+        }
+    }};
 }
 
-/// The server definition `mcp.test` params carry (the draft keys stand flat in them).
+/// The server definition `mcp.add` params carry.
+fn add_draft(p: &McpAddParams) -> McpServerDraft {
+    flat_draft!(p)
+}
+
+/// The server definition `mcp.test` params carry.
 fn test_draft(p: &McpTestParams) -> McpServerDraft {
-    McpServerDraft {
-        args: p.args.clone(),
-        command: p.command.clone(),
-        cwd: p.cwd.clone(),
-        disabled: p.disabled,
-        env: p.env.clone(),
-        headers: p.headers.clone(),
-        permission: p.permission.clone(),
-        timeout_sec: p.timeout_sec,
-        tool_timeout_sec: p.tool_timeout_sec,
-        tools_exclude: p.tools_exclude.clone(),
-        tools_include: p.tools_include.clone(),
-        r#type: p.r#type.clone(),
-        url: p.url.clone(),
-    }
+    flat_draft!(p)
 }
 
 /// A draft (`mcp.add`, `mcp.test`) applied over `base`: every key it sets replaces the
