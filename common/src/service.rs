@@ -74,14 +74,23 @@ pub fn draining() -> &'static tokio_util::sync::CancellationToken {
     TOKEN.get_or_init(tokio_util::sync::CancellationToken::new)
 }
 
-/// Resolves when the process receives SIGTERM or SIGINT.
-pub async fn termination_signal() {
+/// Installs SIGTERM and SIGINT handlers at once and returns a future that resolves when
+/// the process receives either.
+///
+/// The handlers are in place when this returns, not at the future's first poll: a signal
+/// that arrives between binding a socket and the first poll (a busy 2-core machine can
+/// leave a spawned task unpolled for a long time) then drains the process instead of
+/// killing it with the default disposition — which would drop WebSockets without their
+/// 1001 close frame and calls in flight. Must be called inside a Tokio runtime.
+pub fn termination_signal() -> impl Future<Output = ()> + Send + 'static {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("install SIGTERM handler");
     let mut int = signal(SignalKind::interrupt()).expect("install SIGINT handler");
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM received, draining"),
-        _ = int.recv() => tracing::info!("SIGINT received, draining"),
+    async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM received, draining"),
+            _ = int.recv() => tracing::info!("SIGINT received, draining"),
+        }
     }
 }
 
@@ -148,6 +157,8 @@ pub async fn serve(
         UnixListener::bind(socket).with_context(|| format!("bind {}", socket.display()))?;
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
 
+    // Before anything can reach the socket, so an early SIGTERM still drains.
+    let signal = termination_signal();
     let routes = with_health_and_reflection(routes, services).await?;
     tracing::info!(service = name, socket = %socket.display(), version = crate::VERSION, "serving");
 
@@ -159,7 +170,7 @@ pub async fn serve(
         .serve_with_incoming_shutdown(UnixListenerStream::new(listener), async move {
             tokio::select! {
                 _ = shutdown => {},
-                _ = termination_signal() => {},
+                _ = signal => {},
             }
             draining().cancel();
             let _ = drain_tx.send(());

@@ -65,10 +65,13 @@ async fn upgrade(
 /// Serves until SIGTERM/SIGINT or `gw.shutdown`, then drains with deadlines.
 pub async fn serve(gw: Arc<Gateway>, listener: tokio::net::TcpListener) -> anyhow::Result<()> {
     {
+        // Installed now, not when the spawned task is first polled: a SIGTERM right after
+        // the first connection must still close it with 1001.
+        let signal = snowpea_common::service::termination_signal();
         let gw = gw.clone();
         tokio::spawn(async move {
             tokio::select! {
-                _ = snowpea_common::service::termination_signal() => {},
+                _ = signal => {},
                 _ = gw.shutdown.cancelled() => {},
             }
             gw.shutdown.cancel();
