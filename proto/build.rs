@@ -20,9 +20,10 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Writes `impl Notification` for every message with the `notification` option and
-/// `impl SessionEventPayload` for every message with the `event_kind` option (the traits
-/// live in `src/typed.rs`), plus the tables [`NOTIFICATIONS`]/[`EVENT_KINDS`] the
+/// Writes `impl Notification` for every message with the `notification` option,
+/// `impl SessionEventPayload` for every message with the `event_kind` option and
+/// `impl ServerRequest` for the params of every server→client rpc (the traits live in
+/// `src/typed.rs`), plus the tables [`NOTIFICATIONS`]/[`EVENT_KINDS`] the
 /// one-constructor-each test walks.
 fn typed_impls(descriptor: &[u8], out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     use prost_reflect::DescriptorPool;
@@ -71,6 +72,43 @@ fn typed_impls(descriptor: &[u8], out: &Path) -> Result<(), Box<dyn std::error::
             ));
             kinds.push_str(&format!(
                 "    crate::typed::Constructor {{ name: {kind:?}, message: {full:?}, encode_default: crate::typed::encode_default_event::<{path}> }},\n"
+            ));
+        }
+    }
+    // Server→client requests: the input message of every SERVER_TO_CLIENT rpc.
+    let json_method = pool
+        .get_extension_by_name("snowpea.rpc.v1.json_method")
+        .ok_or("option snowpea.rpc.v1.json_method is declared")?;
+    let direction = pool
+        .get_extension_by_name("snowpea.rpc.v1.direction")
+        .ok_or("option snowpea.rpc.v1.direction is declared")?;
+    for service in pool.services() {
+        for method in service.methods() {
+            let options = method.options();
+            if !options.has_extension(&json_method)
+                || options.get_extension(&direction).as_enum_number() != Some(2)
+            {
+                continue;
+            }
+            let name = options.get_extension(&json_method);
+            let name = name.as_str().ok_or("json_method option is a string")?;
+            let input = method.input();
+            if input.parent_message().is_some() {
+                continue;
+            }
+            let path = format!(
+                "crate::snowpea::{}::{}",
+                input
+                    .package_name()
+                    .split('.')
+                    .skip(1)
+                    .collect::<Vec<_>>()
+                    .join("::"),
+                input.name()
+            );
+            let full = input.full_name();
+            code.push_str(&format!(
+                "impl crate::typed::ServerRequest for {path} {{\n    const METHOD: &'static str = {name:?};\n    const MESSAGE: &'static str = {full:?};\n}}\n"
             ));
         }
     }

@@ -27,7 +27,7 @@ use snowpea_proto::rpc::v1::{
     client_reply, outbound, service_bus_server::ServiceBus, BusAck, BusClientRequest,
     BusNotification, ClientReply, ConnectionInfo, ConnectionSet, Outbound, SubscribeRequest,
 };
-use snowpea_proto::typed::Notification;
+use snowpea_proto::typed::{FreeForm, Notification, ServerRequest};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_stream::wrappers::ReceiverStream;
@@ -197,14 +197,14 @@ impl BusHub {
         self.notify_json(N::METHOD, params.to_params().to_string(), targets);
     }
 
-    /// Publishes a notification built as JSON. `targets` empty = every authenticated
-    /// connection. Prefer [`BusHub::publish`]; this stays until the last JSON-built
-    /// notification (in svc-session) is typed.
-    pub fn notify(&self, method: &str, params: &Value, targets: Vec<String>) {
-        self.notify_json(method, params.to_string(), targets);
+    /// [`BusHub::publish`] with the free-form fields of `free` written verbatim
+    /// ([`snowpea_proto::typed::encode_with`]).
+    pub fn publish_with<N: Notification>(&self, params: &N, free: FreeForm<'_>, targets: Vec<String>) {
+        self.notify_json(N::METHOD, params.to_params_with(free).to_string(), targets);
     }
 
-    /// Publishes a notification whose params are already JSON text.
+    /// Publishes a notification whose params are already JSON text, encoded from its typed
+    /// params message (svc-session's event writer, which encodes when it queues).
     pub fn notify_json(&self, method: &str, params_json: String, targets: Vec<String>) {
         let item = Outbound {
             item: Some(outbound::Item::Notification(BusNotification {
@@ -225,10 +225,23 @@ impl BusHub {
         }
     }
 
-    /// Sends a server→client request to one connection and waits for its answer.
-    /// Returns the JSON-RPC result, or why there is none. A connection that is not
-    /// live fails at once with [`RequestError::ConnectionGone`].
-    pub async fn request(
+    /// Sends a typed server→client request (`params` is the generated params message of
+    /// `R::METHOD`, its free-form fields in `free` written verbatim) to one connection and
+    /// waits for its answer. Returns the JSON-RPC result, or why there is none. A
+    /// connection that is not live fails at once with [`RequestError::ConnectionGone`].
+    pub async fn request<R: ServerRequest>(
+        &self,
+        connection_id: &str,
+        params: &R,
+        free: FreeForm<'_>,
+        timeout: Duration,
+    ) -> Result<Value, RequestError> {
+        let params = params.to_request_params(free);
+        self.request_json(connection_id, R::METHOD, &params, timeout)
+            .await
+    }
+
+    async fn request_json(
         &self,
         connection_id: &str,
         method: &str,
@@ -476,8 +489,8 @@ mod tests {
     #[tokio::test]
     async fn notifications_published_before_a_subscriber_are_replayed_to_it() {
         let hub = BusHub::new();
-        hub.notify("job.event", &serde_json::json!({"n": 1}), vec![]);
-        hub.notify("job.event", &serde_json::json!({"n": 2}), vec![]);
+        hub.notify_json("job.event", r#"{"n":1}"#.into(), vec![]);
+        hub.notify_json("job.event", r#"{"n":2}"#.into(), vec![]);
         let svc = BusService::new(hub.clone());
         let mut stream = svc
             .subscribe(Request::new(SubscribeRequest {
@@ -486,7 +499,7 @@ mod tests {
             .await
             .unwrap()
             .into_inner();
-        hub.notify("job.event", &serde_json::json!({"n": 3}), vec![]);
+        hub.notify_json("job.event", r#"{"n":3}"#.into(), vec![]);
         let mut seen = Vec::new();
         for _ in 0..3 {
             let item = tokio::time::timeout(Duration::from_secs(5), stream.next())
@@ -531,7 +544,7 @@ mod tests {
     async fn request_to_unknown_connection_fails_fast() {
         let hub = BusHub::new();
         let r = hub
-            .request(
+            .request_json(
                 "nope",
                 "approval.request",
                 &Value::Null,
@@ -552,7 +565,7 @@ mod tests {
         let mut rx = hub.outbound.subscribe();
         let h2 = hub.clone();
         let task = tokio::spawn(async move {
-            h2.request(
+            h2.request_json(
                 "c1",
                 "approval.request",
                 &serde_json::json!({"x": 1}),
@@ -592,7 +605,7 @@ mod tests {
         });
         let _rx = hub.outbound.subscribe();
         let r = hub
-            .request("c1", "m", &Value::Null, Duration::from_millis(20))
+            .request_json("c1", "m", &Value::Null, Duration::from_millis(20))
             .await;
         assert!(matches!(r, Err(RequestError::Timeout(_))));
         assert!(
@@ -609,7 +622,7 @@ mod tests {
         assert_eq!(hub.held(), Held::default(), "an idle hub holds nothing");
         // No subscriber: the backlog keeps the newest BACKLOG_CAPACITY.
         for n in 0..BACKLOG_CAPACITY + 10 {
-            hub.notify("job.event", &serde_json::json!({ "n": n }), vec![]);
+            hub.notify_json("job.event", format!(r#"{{"n":{n}}}"#), vec![]);
         }
         assert_eq!(hub.held().backlog, BACKLOG_CAPACITY);
         // A stalled subscriber: its queue stops at OUTBOUND_CAPACITY.
@@ -646,7 +659,7 @@ mod tests {
         });
         for _ in 0..3 {
             let r = hub
-                .request("c1", "m", &Value::Null, Duration::from_millis(1))
+                .request_json("c1", "m", &Value::Null, Duration::from_millis(1))
                 .await;
             assert!(matches!(r, Err(RequestError::Timeout(_))));
         }

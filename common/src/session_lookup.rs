@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use snowpea_proto::session::v1::session_list_result::Session;
+use snowpea_proto::session::v1::SessionSummary;
 use snowpea_proto::session::v1::session_service_client::SessionServiceClient;
 use snowpea_proto::session::v1::SessionListParams;
 use tonic::transport::Channel;
@@ -41,7 +41,7 @@ impl SessionLookup {
     }
 
     /// The row of `session_id` (closed and unhosted sessions included).
-    pub async fn session(&self, session_id: &str) -> Result<Session, LookupError> {
+    pub async fn session(&self, session_id: &str) -> Result<SessionSummary, LookupError> {
         let mut client = SessionServiceClient::new(self.channel.clone());
         let req = SessionListParams {
             include_closed: true,

@@ -13,6 +13,11 @@
 //!   ([`Unset`]): by default a field with presence is left out and any other field is
 //!   written with its default; `UNSET_OMIT` leaves it out, `UNSET_NULL` writes `null`.
 //!
+//! A free-form field (`Struct`/`Value`, e.g. a tool call's `args`) whose value the daemon
+//! already holds as JSON is written verbatim with the `*_with` encoders ([`FreeForm`]): a
+//! `Struct` keeps numbers as `f64`, so integers beyond 2^53 and `2.0` would not survive a
+//! round trip through it.
+//!
 //! [`NOTIFICATIONS`] and [`EVENT_KINDS`] list every implementation (one per declared
 //! notification and event kind); a test walks the descriptor against them.
 
@@ -36,6 +41,26 @@ pub trait Notification: prost::Message + Default {
     fn to_params(&self) -> Json {
         encode(self, Self::MESSAGE)
     }
+
+    /// [`Notification::to_params`] with the free-form fields of `free` written verbatim.
+    fn to_params_with(&self, free: FreeForm<'_>) -> Json {
+        encode_with(self, Self::MESSAGE, free)
+    }
+}
+
+/// The params of a server→client JSON-RPC request (the input of an rpc with direction
+/// `SERVER_TO_CLIENT`, e.g. `approval.request`). Implemented by `build.rs` for each one.
+pub trait ServerRequest: prost::Message + Default {
+    /// JSON-RPC method, e.g. `approval.request`.
+    const METHOD: &'static str;
+    /// Full proto name of the params message, e.g. `snowpea.session.v1.ApprovalRequest`.
+    const MESSAGE: &'static str;
+
+    /// The params object as the protocol writes it (see the module docs), with the
+    /// free-form fields of `free` written verbatim.
+    fn to_request_params(&self, free: FreeForm<'_>) -> Json {
+        encode_with(self, Self::MESSAGE, free)
+    }
 }
 
 /// The payload of a `session.event` kind (a message with the `snowpea.rpc.v1.event_kind`
@@ -50,7 +75,18 @@ pub trait SessionEventPayload: prost::Message + Default {
     fn to_payload(&self) -> Json {
         encode(self, Self::MESSAGE)
     }
+
+    /// [`SessionEventPayload::to_payload`] with the free-form fields of `free` written
+    /// verbatim.
+    fn to_payload_with(&self, free: FreeForm<'_>) -> Json {
+        encode_with(self, Self::MESSAGE, free)
+    }
 }
+
+/// Free-form fields written verbatim: `(pointer, value)` pairs, the pointer naming the
+/// field by its JSON names from the message's root, e.g. `/args` or `/request/args`. Each
+/// must name a `google.protobuf.Struct`/`Value`/`ListValue` field (see [`encode_with`]).
+pub type FreeForm<'a> = &'a [(&'static str, Json)];
 
 /// One typed notification or event kind, as listed in [`NOTIFICATIONS`] / [`EVENT_KINDS`].
 #[derive(Debug, Clone, Copy)]
@@ -117,6 +153,56 @@ pub fn encode<M: prost::Message>(msg: &M, message: &str) -> Json {
     let dynamic = DynamicMessage::decode(desc, msg.encode_to_vec().as_slice())
         .unwrap_or_else(|e| panic!("{message} decodes from its own prost encoding: {e}"));
     wire_json(&dynamic)
+}
+
+/// [`encode`], then each free-form field of `free` set to its JSON verbatim (see
+/// [`FreeForm`]; a message field on the way that was left out is written as an object).
+///
+/// # Panics
+/// When a pointer of `free` does not name a free-form field of `message` through singular
+/// message fields: the pointers are literals of the calling code, so this is a defect of
+/// that code, caught by its tests.
+pub fn encode_with<M: prost::Message>(msg: &M, message: &str, free: FreeForm<'_>) -> Json {
+    let mut out = encode(msg, message);
+    let root = descriptor_pool()
+        .get_message_by_name(message)
+        .unwrap_or_else(|| panic!("{message} is in the embedded descriptor"));
+    for (pointer, value) in free {
+        let mut desc = root.clone();
+        let mut at = &mut out;
+        let segments: Vec<&str> = pointer.trim_start_matches('/').split('/').collect();
+        for (i, segment) in segments.iter().enumerate() {
+            let field = desc
+                .get_field_by_json_name(segment)
+                .unwrap_or_else(|| panic!("{message} has no field {segment:?} ({pointer})"));
+            let prost_reflect::Kind::Message(m) = field.kind() else {
+                panic!("{message}{pointer}: {segment:?} is not a message field");
+            };
+            assert!(
+                !field.is_list() && !field.is_map(),
+                "{message}{pointer}: {segment:?} is a list or map"
+            );
+            let obj = at
+                .as_object_mut()
+                .unwrap_or_else(|| panic!("{message}{pointer}: parent of {segment:?} is an object"));
+            if i + 1 == segments.len() {
+                assert!(
+                    matches!(
+                        m.full_name(),
+                        "google.protobuf.Struct" | "google.protobuf.Value" | "google.protobuf.ListValue"
+                    ),
+                    "{message}{pointer} is not a free-form field"
+                );
+                obj.insert(field.json_name().to_owned(), value.clone());
+                break;
+            }
+            at = obj
+                .entry(field.json_name().to_owned())
+                .or_insert_with(|| Json::Object(Map::new()));
+            desc = m;
+        }
+    }
+    out
 }
 
 /// A dynamic message as notification/event JSON (see the module docs).

@@ -128,6 +128,86 @@ export interface Job {
   task: string;
 }
 
+/** A tool call waiting for a person's decision: the params of `approval.request`, the rows of `approval.list` and the request of `approval.pending`. */
+export interface ApprovalRequest {
+  /** Arguments it wants to use. */
+  args?: Record<string, unknown>;
+  /** Why this is asked whatever the mode (1.24.0): 'agent-switch' for a call in the rest of a turn session.setAgent {guardTurn} guarded. Such an answer is never remembered. */
+  guard?: string | null;
+  /** Extra warning shown with the prompt, e.g. "modifies snowpea configuration". */
+  note?: string;
+  /** Id to answer with approval.respond. */
+  requestId: string;
+  /** Risk hint for the UI. */
+  risk?: string;
+  /** Scope the UI should preselect. */
+  scopeHint?: "once" | "session" | "project" | "always" | "site";
+  /** Session whose turn is blocked. */
+  sessionId: string;
+  /** Origin (scheme://host) a 'site' scope would store the answer for (1.6.0). */
+  site?: string | null;
+  /** Seconds before the request auto-denies. */
+  timeoutSec?: number;
+  /** Tool the model wants to run. */
+  tool: string;
+}
+
+/** Questions the agent puts to a person: the params of `question.request`, the rows of `question.list` and the request of `question.pending`. */
+export interface QuestionRequest {
+  /** The questions, in the order they were asked. */
+  questions?: ({ allowOther?: boolean; header?: string; multi?: boolean; options?: ({ description?: string; label: string; preview?: string; })[]; question: string; secret?: boolean; })[];
+  /** Id to answer with question.respond. */
+  requestId: string;
+  /** Session whose turn is blocked. */
+  sessionId: string;
+  /** Seconds before the batch gives up. */
+  timeoutSec?: number;
+}
+
+/** One event of a session's stream: the `session.resume` events and, with `hostToolsFrom`, the params of the `session.event` notification. */
+export interface SessionEvent {
+  /** Event kind; see sessionEventKinds for the payload schema. */
+  kind: string;
+  /** Kind-specific body. */
+  payload?: Record<string, unknown>;
+  /** Monotonic per-session sequence number. */
+  seq: number;
+  /** Session the event belongs to. */
+  sessionId: string;
+  /** UTC ISO-8601 timestamp. */
+  ts: string;
+}
+
+/** One session as `session.list` reports it. */
+export interface SessionSummary {
+  agent?: string | null;
+  browserProvider?: "host" | "local" | null;
+  contextUsed?: number;
+  contextWindow?: number | null;
+  createdAt: string;
+  effort?: "low" | "medium" | "high" | "max" | null;
+  hostToolsFrom?: string | null;
+  jobId?: string | null;
+  kind?: "chat" | "scheduled" | "subagent" | "agent";
+  lastActivityAt?: string | null;
+  lastPrompt?: string | null;
+  mode: "plan" | "accept" | "auto";
+  model?: string | null;
+  originSurface?: string | null;
+  parentSessionId?: string | null;
+  pendingApprovals?: number;
+  pendingQuestions?: number;
+  provider?: string | null;
+  running?: boolean;
+  seq?: number;
+  sessionId: string;
+  status?: "idle" | "running" | "awaiting_approval" | "awaiting_question" | "error";
+  title?: string | null;
+  turnStartedAt?: string | null;
+  workdir: string;
+  workspaceDir?: string | null;
+}
+
 // ---- Methods ----
 
 /** Params of `agent.bindChannel` (client → server). Route a gateway channel to a named agent. */
@@ -246,32 +326,11 @@ export interface ApprovalListParams {
 /** Result of `approval.list` (client → server). */
 export interface ApprovalListResult {
   /** Approvals still pending. */
-  requests?: ({ args?: Record<string, unknown>; guard?: string | null; note?: string; requestId: string; risk?: string; scopeHint?: "once" | "session" | "project" | "always" | "site"; sessionId: string; site?: string | null; timeoutSec?: number; tool: string; })[];
+  requests?: ApprovalRequest[];
 }
 
 /** Params of `approval.request` (server → client). Ask the client to approve a tool call. */
-export interface ApprovalRequestParams {
-  /** Arguments it wants to use. */
-  args?: Record<string, unknown>;
-  /** Why this is asked whatever the mode (1.24.0): 'agent-switch' for a call in the rest of a turn session.setAgent {guardTurn} guarded. Such an answer is never remembered. */
-  guard?: string | null;
-  /** Extra warning shown with the prompt, e.g. "modifies snowpea configuration". */
-  note?: string;
-  /** Id to answer with approval.respond. */
-  requestId: string;
-  /** Risk hint for the UI. */
-  risk?: string;
-  /** Scope the UI should preselect. */
-  scopeHint?: "once" | "session" | "project" | "always" | "site";
-  /** Session whose turn is blocked. */
-  sessionId: string;
-  /** Origin (scheme://host) a 'site' scope would store the answer for (1.6.0). */
-  site?: string | null;
-  /** Seconds before the request auto-denies. */
-  timeoutSec?: number;
-  /** Tool the model wants to run. */
-  tool: string;
-}
+export type ApprovalRequestParams = ApprovalRequest;
 
 /** Result of `approval.request` (server → client). */
 export interface ApprovalRequestResult {
@@ -1283,20 +1342,11 @@ export interface QuestionListParams {
 /** Result of `question.list` (client → server). */
 export interface QuestionListResult {
   /** Questions still waiting for an answer. */
-  requests?: ({ questions?: ({ allowOther?: boolean; header?: string; multi?: boolean; options?: ({ description?: string; label: string; preview?: string; })[]; question: string; secret?: boolean; })[]; requestId: string; sessionId: string; timeoutSec?: number; })[];
+  requests?: QuestionRequest[];
 }
 
 /** Params of `question.request` (server → client). Ask the client to put a question to the human. */
-export interface QuestionRequestParams {
-  /** The questions, in the order they were asked. */
-  questions?: ({ allowOther?: boolean; header?: string; multi?: boolean; options?: ({ description?: string; label: string; preview?: string; })[]; question: string; secret?: boolean; })[];
-  /** Id to answer with question.respond. */
-  requestId: string;
-  /** Session whose turn is blocked. */
-  sessionId: string;
-  /** Seconds before the batch gives up. */
-  timeoutSec?: number;
-}
+export type QuestionRequestParams = QuestionRequest;
 
 /** Result of `question.request` (server → client). */
 export interface QuestionRequestResult {
@@ -1502,7 +1552,7 @@ export interface SessionListParams {
 /** Result of `session.list` (client → server). */
 export interface SessionListResult {
   /** Every live session. */
-  sessions?: ({ agent?: string | null; browserProvider?: "host" | "local" | null; contextUsed?: number; contextWindow?: number | null; createdAt: string; effort?: "low" | "medium" | "high" | "max" | null; hostToolsFrom?: string | null; jobId?: string | null; kind?: "chat" | "scheduled" | "subagent" | "agent"; lastActivityAt?: string | null; lastPrompt?: string | null; mode: "plan" | "accept" | "auto"; model?: string | null; originSurface?: string | null; parentSessionId?: string | null; pendingApprovals?: number; pendingQuestions?: number; provider?: string | null; running?: boolean; seq?: number; sessionId: string; status?: "idle" | "running" | "awaiting_approval" | "awaiting_question" | "error"; title?: string | null; turnStartedAt?: string | null; workdir: string; workspaceDir?: string | null; })[];
+  sessions?: SessionSummary[];
 }
 
 /** Params of `session.notice` (client → server). Queue a [system] line for the model's next call. */
@@ -1568,7 +1618,7 @@ export interface SessionResumeResult {
   /** Reasoning effort pinned on the session. */
   effort?: string | null;
   /** Missed events in seq order. */
-  events?: ({ kind: string; payload?: Record<string, unknown>; seq: number; sessionId: string; ts: string; })[];
+  events?: SessionEvent[];
   /** The session's permission mode as restored, so a surface that resumes adopts it instead of keeping the mode it launched with. */
   mode?: "plan" | "accept" | "auto" | null;
   /** Model id in use. */
@@ -2415,7 +2465,7 @@ export interface ApprovalPendingNotification {
   /** The session's owning client (addendum 8). A browser profile shows only its own cards and those with null. */
   hostToolsFrom?: string | null;
   /** The request now in the shared queue. */
-  request: { args?: Record<string, unknown>; guard?: string | null; note?: string; requestId: string; risk?: string; scopeHint?: "once" | "session" | "project" | "always" | "site"; sessionId: string; site?: string | null; timeoutSec?: number; tool: string; };
+  request: ApprovalRequest;
 }
 
 /** Params of the `approval.resolved` notification. */
@@ -2519,7 +2569,7 @@ export interface QuestionPendingNotification {
   /** The session's owning client (addendum 8). A browser profile shows only its own cards and those with null. */
   hostToolsFrom?: string | null;
   /** The question now in the shared queue. */
-  request: { questions?: ({ allowOther?: boolean; header?: string; multi?: boolean; options?: ({ description?: string; label: string; preview?: string; })[]; question: string; secret?: boolean; })[]; requestId: string; sessionId: string; timeoutSec?: number; };
+  request: QuestionRequest;
 }
 
 /** Params of the `question.resolved` notification. */

@@ -53,7 +53,11 @@ impl SessionRunner for Instant0 {
     async fn delete_sessions(&self, _: Vec<String>) -> Result<DeleteSessionsReply, SessionError> {
         Ok(DeleteSessionsReply::default())
     }
-    async fn emit_event(&self, _: &str, _: &str, _: Value) -> Result<(), SessionError> {
+    async fn emit_event(
+        &self,
+        _: &str,
+        _: snowpea_svc_scheduler::runner::OriginEvent,
+    ) -> Result<(), SessionError> {
         Ok(())
     }
 }

@@ -76,13 +76,19 @@ pub trait SessionRunner: Send + Sync + std::fmt::Debug + 'static {
         &self,
         session_ids: Vec<String>,
     ) -> Result<DeleteSessionsReply, SessionError>;
-    /// Appends an event (`job.done` / `job.failed`) to a session.
-    async fn emit_event(
-        &self,
-        session_id: &str,
-        kind: &str,
-        payload: Value,
-    ) -> Result<(), SessionError>;
+    /// Appends a typed event (`job.done` / `job.failed`) to a session.
+    async fn emit_event(&self, session_id: &str, event: OriginEvent) -> Result<(), SessionError>;
+}
+
+/// An event svc-scheduler puts on a job's origin session (`EmitEventRequest.event`).
+pub type OriginEvent = snowpea_proto::session::v1::emit_event_request::Event;
+
+/// The kind and payload of `event` as its `session.event` carries them.
+pub fn origin_event_json(event: &OriginEvent) -> (&'static str, Value) {
+    match event {
+        OriginEvent::JobDone(e) => (JobDoneEvent::KIND, e.to_payload()),
+        OriginEvent::JobFailed(e) => (JobFailedEvent::KIND, e.to_payload()),
+    }
 }
 
 /// How much longer than `scheduler.runTimeoutSec` a run waits for svc-session's answer: it
@@ -178,17 +184,11 @@ impl SessionRunner for GrpcSessionRunner {
         }
     }
 
-    async fn emit_event(
-        &self,
-        session_id: &str,
-        kind: &str,
-        payload: Value,
-    ) -> Result<(), SessionError> {
+    async fn emit_event(&self, session_id: &str, event: OriginEvent) -> Result<(), SessionError> {
         let mut client = self.client.clone();
         let call = client.emit_event(EmitEventRequest {
             session_id: session_id.to_owned(),
-            kind: kind.to_owned(),
-            payload: Some(snowpea_proto::wkt::to_struct(&payload)),
+            event: Some(event),
         });
         match tokio::time::timeout(EMIT_TIMEOUT, call).await {
             Ok(r) => r.map(|_| ()).map_err(Into::into),
@@ -449,7 +449,7 @@ impl Scheduler {
             );
         }
         if let Some(origin) = &job.origin_session_id {
-            let (ev, payload) = if kind == "finished" {
+            let (ev, event) = if kind == "finished" {
                 let e = JobDoneEvent {
                     job_id: job_id.clone(),
                     session_id: session_id.clone(),
@@ -457,7 +457,7 @@ impl Scheduler {
                     text: text.clone(),
                     ..Default::default()
                 };
-                (JobDoneEvent::KIND, e.to_payload())
+                (JobDoneEvent::KIND, OriginEvent::JobDone(e))
             } else {
                 let e = JobFailedEvent {
                     job_id: job_id.clone(),
@@ -466,9 +466,9 @@ impl Scheduler {
                     text: error.clone().unwrap_or(text.clone()),
                     ..Default::default()
                 };
-                (JobFailedEvent::KIND, e.to_payload())
+                (JobFailedEvent::KIND, OriginEvent::JobFailed(e))
             };
-            if let Err(e) = self.session.emit_event(origin, ev, payload).await {
+            if let Err(e) = self.session.emit_event(origin, event).await {
                 tracing::warn!(job_id, origin, error = %e, "cannot put {ev} on the origin session");
             }
         }

@@ -123,9 +123,9 @@ impl SessionRunner for Fake {
     async fn emit_event(
         &self,
         session_id: &str,
-        kind: &str,
-        payload: Value,
+        event: crate::runner::OriginEvent,
     ) -> Result<(), SessionError> {
+        let (kind, payload) = crate::runner::origin_event_json(&event);
         self.events
             .lock()
             .unwrap()

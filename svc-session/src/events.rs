@@ -14,15 +14,23 @@
 //! (the `turns` rows follow the `turn.*` events) and answers the reads of them
 //! ([`EventLog::after`], [`EventLog::last_seq`], [`EventLog::of_kinds`]) on the read
 //! connection's thread.
+//!
+//! Every event and notification is typed (issue 13 §2): an event is queued as its generated
+//! payload message ([`SessionEventPayload`], e.g. `pb::TurnDoneEvent`) and a notification as
+//! its generated params message ([`Notification`]), so a misspelt or missing field is a
+//! compile error; the `session.event` envelope is a `pb::SessionEventNotification`. Only
+//! fields the schema declares free-form (a tool call's `args`, a result's `meta`) are
+//! handed over as JSON ([`FreeForm`]).
 
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use rusqlite::Connection;
-use serde_json::{json, Value};
+use serde_json::Value;
 use snowpea_common::bus::BusHub;
-use snowpea_proto::typed::{Notification, SessionEventPayload};
+use snowpea_proto::session::v1 as pb;
+use snowpea_proto::typed::{FreeForm, Notification, SessionEventPayload};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::session::Session;
@@ -31,7 +39,8 @@ use crate::store::{self, Store};
 /// Most operations committed in one transaction.
 const MAX_BATCH: usize = 4096;
 
-/// One event of a session's stream (`session.event`).
+/// One event of a session's stream as the log holds it: a `pb::SessionEvent` whose payload
+/// is kept as the JSON it was written as (a `Struct` would turn its numbers into `f64`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionEvent {
     /// Session the event belongs to.
@@ -47,22 +56,35 @@ pub struct SessionEvent {
 }
 
 impl SessionEvent {
-    /// The event as the protocol writes it (`session.resume` events and the
-    /// `session.event` notification without `hostToolsFrom`).
-    pub fn to_json(&self) -> Value {
-        json!({
-            "sessionId": self.session_id,
-            "seq": self.seq,
-            "kind": self.kind,
-            "payload": self.payload,
-            "ts": self.ts,
-        })
+    /// The event as `session.resume` returns it.
+    pub fn to_proto(&self) -> pb::SessionEvent {
+        pb::SessionEvent {
+            kind: self.kind.clone(),
+            payload: Some(snowpea_proto::wkt::to_struct(&self.payload)),
+            seq: self.seq,
+            session_id: self.session_id.clone(),
+            ts: self.ts.clone(),
+        }
+    }
+
+    /// The params of its `session.event` notification (the payload verbatim).
+    pub fn notification(&self, host_tools_from: Option<String>) -> Value {
+        pb::SessionEventNotification {
+            host_tools_from,
+            kind: self.kind.clone(),
+            payload: None,
+            seq: self.seq,
+            session_id: self.session_id.clone(),
+            ts: self.ts.clone(),
+        }
+        .to_params_with(&[("/payload", self.payload.clone())])
     }
 
     /// From a stored row (an unreadable payload becomes `{}`).
     pub fn from_row(row: store::events::EventRow) -> Self {
         SessionEvent {
-            payload: serde_json::from_str(&row.payload).unwrap_or_else(|_| json!({})),
+            payload: serde_json::from_str(&row.payload)
+                .unwrap_or_else(|_| Value::Object(Default::default())),
             session_id: row.session_id,
             seq: row.seq,
             kind: row.kind,
@@ -77,7 +99,7 @@ pub type WriteFn = Box<dyn FnOnce(&Connection) -> rusqlite::Result<()> + Send>;
 enum Op {
     Event {
         session_id: String,
-        kind: String,
+        kind: &'static str,
         payload: Value,
         host_tools_from: Option<String>,
         done: Option<oneshot::Sender<Result<SessionEvent, String>>>,
@@ -87,7 +109,7 @@ enum Op {
         done: Option<oneshot::Sender<Result<(), String>>>,
     },
     Notify {
-        method: String,
+        method: &'static str,
         params: Value,
     },
 }
@@ -166,26 +188,22 @@ impl EventLog {
             .collect())
     }
 
-    /// Queues an event of `session` (published with its `hostToolsFrom`). Does not wait.
-    pub fn emit_to(&self, session: &Session, kind: &str, payload: Value) {
-        self.emit(&session.id, kind, payload, session.host_tools_from());
+    /// Queues a typed event of `session` (published with its `hostToolsFrom`): `payload` is
+    /// the generated payload message of the kind `E::KIND`. Committed, then published, in
+    /// emission order; does not wait.
+    pub fn event_to<E: SessionEventPayload>(&self, session: &Session, payload: &E) {
+        self.event(&session.id, session.host_tools_from(), payload, &[]);
     }
 
-    /// Queues an event of `session` and waits until it is committed (and published).
-    pub async fn emit_to_committed(
+    /// [`EventLog::event_to`] with the free-form fields of `free` written verbatim (e.g.
+    /// `("/args", call.arguments)`).
+    pub fn event_to_with<E: SessionEventPayload>(
         &self,
         session: &Session,
-        kind: &str,
-        payload: Value,
-    ) -> anyhow::Result<SessionEvent> {
-        self.emit_committed(&session.id, kind, payload, session.host_tools_from())
-            .await
-    }
-
-    /// Queues a typed event of `session` (issue 13 §2; see [`EventLog::event`]). Does not
-    /// wait.
-    pub fn event_to<E: SessionEventPayload>(&self, session: &Session, payload: &E) {
-        self.event(&session.id, payload, session.host_tools_from());
+        payload: &E,
+        free: FreeForm<'_>,
+    ) {
+        self.event(&session.id, session.host_tools_from(), payload, free);
     }
 
     /// [`EventLog::event_to`], waiting until the event is committed (and published).
@@ -194,7 +212,7 @@ impl EventLog {
         session: &Session,
         payload: &E,
     ) -> anyhow::Result<SessionEvent> {
-        self.event_committed(&session.id, payload, session.host_tools_from())
+        self.event_committed(&session.id, session.host_tools_from(), payload)
             .await
     }
 
@@ -204,59 +222,38 @@ impl EventLog {
         }
     }
 
-    /// Queues an event; it is committed, then published, in emission order. Does not wait.
-    pub fn emit(
+    /// Queues a typed event of the session `session_id` (for callers without its
+    /// [`Session`]: recovery, background work), published with `host_tools_from`; the
+    /// free-form fields of `free` are written verbatim. Does not wait.
+    pub fn event<E: SessionEventPayload>(
         &self,
         session_id: &str,
-        kind: &str,
-        payload: Value,
         host_tools_from: Option<String>,
+        payload: &E,
+        free: FreeForm<'_>,
     ) {
         self.send(Op::Event {
             session_id: session_id.to_owned(),
-            kind: kind.to_owned(),
-            payload,
+            kind: E::KIND,
+            payload: payload.to_payload_with(free),
             host_tools_from,
             done: None,
         });
     }
 
-    /// Queues a typed event (issue 13 §2): `payload` is the generated payload message of
-    /// the kind `E::KIND`, encoded by [`SessionEventPayload::to_payload`]. Committed, then
-    /// published, in emission order; does not wait.
-    pub fn event<E: SessionEventPayload>(
-        &self,
-        session_id: &str,
-        payload: &E,
-        host_tools_from: Option<String>,
-    ) {
-        self.emit(session_id, E::KIND, payload.to_payload(), host_tools_from);
-    }
-
-    /// [`EventLog::event`], waiting until the event is committed (and published).
+    /// [`EventLog::event`] (without free-form fields), waiting until the event is
+    /// committed (and published).
     pub async fn event_committed<E: SessionEventPayload>(
         &self,
         session_id: &str,
+        host_tools_from: Option<String>,
         payload: &E,
-        host_tools_from: Option<String>,
-    ) -> anyhow::Result<SessionEvent> {
-        self.emit_committed(session_id, E::KIND, payload.to_payload(), host_tools_from)
-            .await
-    }
-
-    /// Queues an event and waits until it is committed (and published).
-    pub async fn emit_committed(
-        &self,
-        session_id: &str,
-        kind: &str,
-        payload: Value,
-        host_tools_from: Option<String>,
     ) -> anyhow::Result<SessionEvent> {
         let (done, rx) = oneshot::channel();
         self.send(Op::Event {
             session_id: session_id.to_owned(),
-            kind: kind.to_owned(),
-            payload,
+            kind: E::KIND,
+            payload: payload.to_payload(),
             host_tools_from,
             done: Some(done),
         });
@@ -294,18 +291,19 @@ impl EventLog {
         });
     }
 
-    /// Publishes a notification once everything queued before it is committed.
-    pub fn notify(&self, method: &str, params: Value) {
-        self.send(Op::Notify {
-            method: method.to_owned(),
-            params,
-        });
+    /// Publishes a typed notification (`params` is the generated params message of
+    /// `N::METHOD`) once everything queued before it is committed.
+    pub fn publish<N: Notification>(&self, params: &N) {
+        self.publish_with(params, &[]);
     }
 
-    /// Publishes a typed notification (issue 13 §2; `params` is the generated params
-    /// message of `N::METHOD`) once everything queued before it is committed.
-    pub fn publish<N: Notification>(&self, params: &N) {
-        self.notify(N::METHOD, params.to_params());
+    /// [`EventLog::publish`] with the free-form fields of `free` written verbatim (e.g.
+    /// `("/request/args", args)`).
+    pub fn publish_with<N: Notification>(&self, params: &N, free: FreeForm<'_>) {
+        self.send(Op::Notify {
+            method: N::METHOD,
+            params: params.to_params_with(free),
+        });
     }
 
     /// Waits until everything queued so far is committed and published.
@@ -328,7 +326,7 @@ enum Outcome {
         Result<(), String>,
         Option<oneshot::Sender<Result<(), String>>>,
     ),
-    Notify(String, Value),
+    Notify(&'static str, Value),
 }
 
 fn writer(mut conn: Connection, mut rx: mpsc::UnboundedReceiver<Op>, hub: Arc<BusHub>) {
@@ -369,7 +367,7 @@ fn write_batch(
                 payload,
                 host_tools_from,
                 done,
-            } => match insert_event(&tx, seqs, &session_id, &kind, payload) {
+            } => match insert_event(&tx, seqs, &session_id, kind, payload) {
                 Ok(event) => outcomes.push(Outcome::Event(event, host_tools_from, done)),
                 Err(e) => {
                     tracing::error!(error = %e, session_id, kind, "event not written");
@@ -413,9 +411,12 @@ fn write_batch(
     for o in outcomes {
         match o {
             Outcome::Event(event, host_tools_from, done) => {
-                let mut params = event.to_json();
-                params["hostToolsFrom"] = host_tools_from.map(Value::String).unwrap_or(Value::Null);
-                hub.notify_json("session.event", params.to_string(), vec![]);
+                let params = event.notification(host_tools_from);
+                hub.notify_json(
+                    pb::SessionEventNotification::METHOD,
+                    params.to_string(),
+                    vec![],
+                );
                 if let Some(done) = done {
                     let _ = done.send(Ok(event));
                 }
@@ -430,7 +431,7 @@ fn write_batch(
                     let _ = done.send(result);
                 }
             }
-            Outcome::Notify(method, params) => hub.notify(&method, &params, vec![]),
+            Outcome::Notify(method, params) => hub.notify_json(method, params.to_string(), vec![]),
         }
     }
 }

@@ -56,11 +56,14 @@ async fn group_commit_writes_thousands_of_events_in_order() {
     let log = EventLog::start(&path, hub, crate::store::Store::open(&path).unwrap()).unwrap();
     let started = std::time::Instant::now();
     for i in 0..5000 {
-        log.emit(
+        log.event(
             "s_1",
-            "message.delta",
-            json!({"text": format!("d{i}")}),
             None,
+            &pb::MessageDeltaEvent {
+                text: format!("d{i}"),
+                ..Default::default()
+            },
+            &[],
         );
     }
     tokio::time::timeout(Duration::from_secs(30), log.flush())

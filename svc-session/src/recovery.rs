@@ -9,8 +9,8 @@
 //!
 //! Everything is committed before [`App::open`](crate::app::App::open) returns.
 
-use serde_json::{json, Value};
 use snowpea_common::time::now_iso;
+use snowpea_proto::session::v1 as pb;
 
 use crate::error::Result;
 use crate::events::EventLog;
@@ -28,18 +28,23 @@ pub(crate) async fn recover(store: &Store, log: &EventLog, sessions: &Registry) 
             .flatten()
             .and_then(|r| r.host_tools_from);
         if turn.state == "queued" {
-            log.emit(
+            log.event(
                 &turn.session_id,
-                "turn.dequeued",
-                json!({ "turnId": turn.turn_id, "reason": "dropped", "queued": 0 }),
                 host.clone(),
+                &pb::TurnDequeuedEvent {
+                    turn_id: turn.turn_id.clone(),
+                    reason: "dropped".into(),
+                    queued: 0,
+                    ..Default::default()
+                },
+                &[],
             );
         }
-        log.emit(
+        log.event(
             &turn.session_id,
-            "turn.done",
-            json!({ "turnId": turn.turn_id, "reason": "interrupted", "synthetic": true }),
             host,
+            &synthetic_turn_done(&turn.turn_id),
+            &[],
         );
         tracing::warn!(session_id = %turn.session_id, turn_id = %turn.turn_id, state = %turn.state, "closed a turn a crash left open");
     }
@@ -51,17 +56,23 @@ pub(crate) async fn recover(store: &Store, log: &EventLog, sessions: &Registry) 
         log.write_later(move |c| {
             store::approvals::resolve(c, &rid, "deny", "interrupted", &now_iso())
         });
-        log.notify(
-            "approval.resolved",
-            json!({ "requestId": request_id, "decision": "deny", "by": "interrupted" }),
-        );
+        log.publish(&pb::ApprovalResolvedNotification {
+            request_id,
+            decision: "deny".into(),
+            by: "interrupted".into(),
+        });
     }
     Ok(log.flush().await?)
 }
 
-/// The payload of a synthetic `turn.done` (for tests and tools that look for it).
-pub fn synthetic_turn_done(turn_id: &str) -> Value {
-    json!({ "turnId": turn_id, "reason": "interrupted", "synthetic": true })
+/// The synthetic `turn.done` that closes the turn `turn_id` a crash left open.
+pub fn synthetic_turn_done(turn_id: &str) -> pb::TurnDoneEvent {
+    pb::TurnDoneEvent {
+        turn_id: turn_id.to_owned(),
+        reason: "interrupted".into(),
+        synthetic: true,
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]

@@ -12,29 +12,48 @@ async fn a_turn_left_open_by_a_crash_gets_a_synthetic_turn_done() {
     let sid = h.create("accept").await;
     // What a crash mid-turn leaves behind: a started turn, a queued one, a pending approval.
     let log = &h.app.events;
-    log.emit(
+    log.event(
         &sid,
-        "turn.queued",
-        json!({"turnId": "t_q", "position": 1, "queued": 1}),
         None,
+        &pb::TurnQueuedEvent {
+            turn_id: "t_q".into(),
+            position: 1,
+            queued: 1,
+            ..Default::default()
+        },
+        &[],
     );
-    log.emit(
+    log.event(
         &sid,
-        "turn.started",
-        json!({"turnId": "t_1", "prompt": "x", "queued": false}),
         None,
+        &pb::TurnStartedEvent {
+            turn_id: "t_1".into(),
+            prompt: Some("x".into()),
+            queued: false,
+            ..Default::default()
+        },
+        &[],
     );
-    log.emit(
+    log.event(
         &sid,
-        "message.user",
-        json!({"turnId": "t_1", "text": "x"}),
         None,
+        &pb::MessageUserEvent {
+            turn_id: "t_1".into(),
+            text: "x".into(),
+            ..Default::default()
+        },
+        &[],
     );
-    log.emit(
+    log.event(
         &sid,
-        "tool.call",
-        json!({"turnId": "t_1", "callId": "c1", "name": "shell", "args": {"command": "sleep 30"}}),
         None,
+        &pb::ToolCallEvent {
+            turn_id: "t_1".into(),
+            call_id: "c1".into(),
+            name: "shell".into(),
+            ..Default::default()
+        },
+        &[("/args", json!({"command": "sleep 30"}))],
     );
     let s2 = sid.clone();
     log.write(move |c| store::approvals::insert(c, "ap_1", &s2, "t_1", "{}", "now"))

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use snowpea_common::bus::RequestError;
+use snowpea_proto::session::v1::{ApprovalRequest, QuestionRequest};
 
 use super::client::Client;
 use super::fake::FakeService;
@@ -29,9 +30,9 @@ async fn notifications_fan_out_to_authenticated_connections() {
     let mut stranger = gw.connect().await;
     let a_id = conn_id(&mut a).await;
 
-    fake.hub.notify(
+    fake.hub.notify_json(
         "sessions.changed",
-        &json!({"reason": "created", "n": 3}),
+        json!({"reason": "created", "n": 3}).to_string(),
         vec![],
     );
     for c in [&mut a, &mut b] {
@@ -41,7 +42,7 @@ async fn notifications_fan_out_to_authenticated_connections() {
     }
     // Targeted: only A.
     fake.hub
-        .notify("approval.pending", &json!({"x": 1}), vec![a_id]);
+        .notify_json("approval.pending", json!({"x": 1}).to_string(), vec![a_id]);
     assert_eq!(a.next_named("approval.pending").await["params"]["x"], 1);
     b.assert_quiet().await;
     // Never to a connection that has not said hello.
@@ -64,13 +65,12 @@ async fn server_to_client_requests_are_answered_through_reply() {
     let hub = fake.hub.clone();
     let cid = id.clone();
     let asked = tokio::spawn(async move {
-        hub.request(
-            &cid,
-            "approval.request",
-            &json!({"tool": "shell"}),
-            Duration::from_secs(10),
-        )
-        .await
+        let params = ApprovalRequest {
+            tool: "shell".into(),
+            ..Default::default()
+        };
+        hub.request(&cid, &params, &[], Duration::from_secs(10))
+            .await
     });
     let req = c.next_named("approval.request").await;
     assert_eq!(req["params"]["tool"], "shell");
@@ -87,8 +87,13 @@ async fn server_to_client_requests_are_answered_through_reply() {
     // An error answer travels back too.
     let hub = fake.hub.clone();
     let asked = tokio::spawn(async move {
-        hub.request(&id, "question.request", &json!({}), Duration::from_secs(10))
-            .await
+        hub.request(
+            &id,
+            &QuestionRequest::default(),
+            &[],
+            Duration::from_secs(10),
+        )
+        .await
     });
     let req = c.next_named("question.request").await;
     c.send(&json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32000, "message": "declined"}}))
@@ -116,8 +121,8 @@ async fn a_client_that_disconnects_answers_connection_gone() {
     let asked = tokio::spawn(async move {
         hub.request(
             &cid,
-            "approval.request",
-            &json!({}),
+            &ApprovalRequest::default(),
+            &[],
             Duration::from_secs(30),
         )
         .await
@@ -166,7 +171,7 @@ async fn a_restarted_service_relearns_connections_and_delivers_again() {
     )
     .await;
     fake.hub
-        .notify("sessions.changed", &json!({"after": "restart"}), vec![]);
+        .notify_json("sessions.changed", json!({"after": "restart"}).to_string(), vec![]);
     assert_eq!(
         c.next_named("sessions.changed").await["params"]["after"],
         "restart"
@@ -196,7 +201,7 @@ async fn a_client_that_cannot_keep_up_is_closed_with_a_reason() {
     loop {
         for _ in 0..200 {
             fake.hub
-                .notify("session.event", &payload, vec![slow_id.clone()]);
+                .notify_json("session.event", payload.to_string(), vec![slow_id.clone()]);
         }
         let info = observer.ok("system.info", json!({})).await;
         if info["counters"]["queueOverflows"].as_u64() >= Some(1) {

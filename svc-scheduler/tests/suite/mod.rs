@@ -155,7 +155,10 @@ impl SessionInternalService for FakeSession {
         req: tonic::Request<EmitEventRequest>,
     ) -> Result<tonic::Response<EmitEventReply>, tonic::Status> {
         let r = req.into_inner();
-        self.events.lock().unwrap().push((r.session_id, r.kind));
+        let kind = snowpea_svc_scheduler::runner::origin_event_json(&r.event.expect("an event"))
+            .0
+            .to_owned();
+        self.events.lock().unwrap().push((r.session_id, kind));
         Ok(tonic::Response::new(EmitEventReply { seq: 1 }))
     }
 }

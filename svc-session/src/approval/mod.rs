@@ -23,6 +23,7 @@ use snowpea_common::bus::RequestError;
 use snowpea_common::context::CallContext;
 use snowpea_common::time::now_iso;
 use snowpea_proto::session::v1 as pb;
+use snowpea_proto::typed::ServerRequest;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -93,7 +94,8 @@ type ClientAnswer<'a> =
 
 struct Pending {
     session_id: String,
-    request: Value,
+    /// The request as `approval.list` reports it (its `args` as a `Struct`).
+    request: pb::ApprovalRequest,
     answer: oneshot::Sender<Resolution>,
 }
 
@@ -187,23 +189,27 @@ impl Approvals {
         let timeout = self.approval_timeout(session);
         let request_id = snowpea_common::ids::new_id("ap");
         let timeout_sec = timeout.as_secs_f64().ceil() as i64;
-        let request = json!({
-            "sessionId": session.id,
-            "requestId": request_id,
-            "tool": ask.tool,
-            "args": ask.args,
-            "note": ask.note,
-            "risk": ask.risk,
-            "scopeHint": "once",
-            "timeoutSec": timeout_sec,
-        });
+        let request = pb::ApprovalRequest {
+            session_id: session.id.clone(),
+            request_id: request_id.clone(),
+            tool: ask.tool.to_owned(),
+            note: ask.note.clone(),
+            risk: ask.risk.to_owned(),
+            scope_hint: "once".into(),
+            timeout_sec,
+            ..Default::default()
+        };
+        // The arguments travel verbatim (free-form); `approval.list` answers them as a Struct.
+        let args = ask.args.clone();
         let (answer, mut answered) = oneshot::channel();
         {
             let (sid, tid, rid, text) = (
                 session.id.clone(),
                 ask.turn_id.to_owned(),
                 request_id.clone(),
-                request.to_string(),
+                request
+                    .to_request_params(&[("/args", args.clone())])
+                    .to_string(),
             );
             self.log.write_later(move |c| {
                 store::approvals::insert(c, &rid, &sid, &tid, &text, &now_iso())
@@ -213,13 +219,19 @@ impl Approvals {
             request_id.clone(),
             Pending {
                 session_id: session.id.clone(),
-                request: request.clone(),
+                request: pb::ApprovalRequest {
+                    args: Some(snowpea_proto::wkt::to_struct(&args)),
+                    ..request.clone()
+                },
                 answer,
             },
         );
-        self.log.notify(
-            "approval.pending",
-            json!({ "request": request, "hostToolsFrom": session.host_tools_from() }),
+        self.log.publish_with(
+            &pb::ApprovalPendingNotification {
+                host_tools_from: session.host_tools_from(),
+                request: Some(request.clone()),
+            },
+            &[("/request/args", args.clone())],
         );
         self.changed(session, "approval");
         // The events before this ask (the tool.call it is about) reach clients first.
@@ -240,9 +252,10 @@ impl Approvals {
                 Some(o) if inflight.as_ref().is_some_and(|(t, _)| *t == o) => {}
                 Some(o) if failed_on.as_deref() != Some(o.as_str()) => {
                     let remaining = deadline.saturating_duration_since(Instant::now());
-                    let (hub, conn, params) = (self.hub.clone(), o.clone(), request.clone());
+                    let (hub, conn, params, args) =
+                        (self.hub.clone(), o.clone(), request.clone(), args.clone());
                     let fut = async move {
-                        hub.request(&conn, "approval.request", &params, remaining)
+                        hub.request(&conn, &params, &[("/args", args)], remaining)
                             .await
                     };
                     inflight = Some((o, Box::pin(fut)));
@@ -296,10 +309,11 @@ impl Approvals {
             self.log
                 .write_later(move |c| store::approvals::resolve(c, &rid, decision, by, &now_iso()));
         }
-        self.log.notify(
-            "approval.resolved",
-            json!({ "requestId": request_id, "decision": decision, "by": resolution.by }),
-        );
+        self.log.publish(&pb::ApprovalResolvedNotification {
+            request_id: request_id.clone(),
+            decision: decision.to_owned(),
+            by: resolution.by.to_owned(),
+        });
         self.changed(session, "approval");
         resolution
     }
@@ -350,27 +364,12 @@ impl Approvals {
             }
         }
         let pending = self.lock();
-        let mut requests: Vec<&Value> = pending
+        let mut requests: Vec<pb::ApprovalRequest> = pending
             .values()
             .filter(|p| session_id.is_none_or(|s| p.session_id == s))
-            .map(|p| &p.request)
+            .map(|p| p.request.clone())
             .collect();
-        requests.sort_by(|a, b| a["requestId"].as_str().cmp(&b["requestId"].as_str()));
-        let requests = requests
-            .into_iter()
-            .map(|r| pb::approval_list_result::Request {
-                args: Some(snowpea_proto::wkt::to_struct(&r["args"])),
-                guard: None,
-                note: r["note"].as_str().unwrap_or_default().to_owned(),
-                request_id: r["requestId"].as_str().unwrap_or_default().to_owned(),
-                risk: r["risk"].as_str().unwrap_or_default().to_owned(),
-                scope_hint: r["scopeHint"].as_str().unwrap_or("once").to_owned(),
-                session_id: r["sessionId"].as_str().unwrap_or_default().to_owned(),
-                site: None,
-                timeout_sec: r["timeoutSec"].as_i64().unwrap_or_default(),
-                tool: r["tool"].as_str().unwrap_or_default().to_owned(),
-            })
-            .collect();
+        requests.sort_by(|a, b| a.request_id.cmp(&b.request_id));
         Ok(pb::ApprovalListResult { requests })
     }
 }

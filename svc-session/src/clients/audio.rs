@@ -6,10 +6,11 @@
 
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use snowpea_common::home::Home;
 use snowpea_proto::audio::v1::audio_service_client::AudioServiceClient;
 use snowpea_proto::audio::v1::AudioSpeakParams;
+use snowpea_proto::session::v1 as pb;
 
 use crate::events::EventLog;
 
@@ -29,7 +30,11 @@ pub fn auto_speak_on(home: &Home) -> bool {
 /// Speaks `text` (the reply of a turn of `session_id`) through svc-audio when autoSpeak
 /// is on, and returns the `audio.spoken` payload; `None` when autoSpeak is off, the reply
 /// is empty, or speaking failed (logged).
-pub async fn speak_reply(home: &Home, session_id: &str, text: &str) -> Option<Value> {
+pub async fn speak_reply(
+    home: &Home,
+    session_id: &str,
+    text: &str,
+) -> Option<pb::AudioSpokenEvent> {
     if text.trim().is_empty() || !auto_speak_on(home) {
         return None;
     }
@@ -55,14 +60,15 @@ pub async fn speak_reply(home: &Home, session_id: &str, text: &str) -> Option<Va
         }
         Ok(Ok(r)) => r.into_inner(),
     };
-    Some(json!({
-        "path": spoken.path,
-        "mime": spoken.mime,
-        "provider": spoken.provider,
-        "voice": spoken.voice,
-        "played": spoken.played,
-        "utterance": "reply",
-    }))
+    Some(pb::AudioSpokenEvent {
+        path: spoken.path,
+        mime: spoken.mime,
+        provider: spoken.provider,
+        voice: spoken.voice,
+        played: spoken.played,
+        utterance: "reply".into(),
+        ..Default::default()
+    })
 }
 
 /// Speaks the reply in the background and emits `audio.spoken` on the session when it
@@ -79,7 +85,7 @@ pub fn spawn_speak_reply(
     }
     tokio::spawn(async move {
         if let Some(payload) = speak_reply(&home, &session_id, &text).await {
-            log.emit(&session_id, "audio.spoken", payload, host_tools_from);
+            log.event(&session_id, host_tools_from, &payload, &[]);
         }
     });
 }

@@ -50,7 +50,7 @@ async fn run(h: &Harness, req: pb::RunUnattendedRequest) -> (String, pb::RunUnat
     both_updates(stream).await
 }
 
-async fn list(h: &Harness, kinds: &[&str]) -> Vec<pb::session_list_result::Session> {
+async fn list(h: &Harness, kinds: &[&str]) -> Vec<pb::SessionSummary> {
     h.app
         .sessions
         .list(pb::SessionListParams {

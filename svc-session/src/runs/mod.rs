@@ -309,17 +309,16 @@ impl Runs {
         Ok(pb::DeleteSessionsReply { deleted, skipped })
     }
 
-    /// `EmitEvent`: appends a durable event (e.g. `job.done`) to a live session.
+    /// `EmitEvent`: appends a durable typed event (`job.done`, `job.failed`) to a live
+    /// session.
     pub async fn emit_event(&self, p: pb::EmitEventRequest) -> Result<pb::EmitEventReply> {
+        use pb::emit_event_request::Event;
         let session = self.sessions.get(&p.session_id)?;
-        let payload = p
-            .payload
-            .map(|s| snowpea_proto::wkt::from_struct(&s))
-            .unwrap_or(Value::Object(Default::default()));
-        let e = self
-            .log
-            .emit_to_committed(&session, &p.kind, payload)
-            .await?;
+        let e = match p.event {
+            Some(Event::JobDone(e)) => self.log.event_to_committed(&session, &e).await?,
+            Some(Event::JobFailed(e)) => self.log.event_to_committed(&session, &e).await?,
+            None => return Err(Error::invalid("event", "is required")),
+        };
         Ok(pb::EmitEventReply { seq: e.seq })
     }
 }

@@ -272,16 +272,14 @@ pub(crate) fn notify_changed(
     } else {
         status(session, pending_approvals)
     };
-    log.notify(
-        "sessions.changed",
-        json!({
-            "sessionId": session.id,
-            "reason": reason,
-            "status": status,
-            "title": row.title,
-            "hostToolsFrom": row.host_tools_from,
-        }),
-    );
+    log.publish(&pb::SessionsChangedNotification {
+        session_id: session.id.clone(),
+        reason: reason.to_owned(),
+        status: Some(status.to_owned()),
+        title: row.title.clone(),
+        host_tools_from: row.host_tools_from.clone(),
+        ..Default::default()
+    });
 }
 
 /// The `session.*` component: creates, lists, closes, renames, re-modes, attaches and
@@ -470,7 +468,7 @@ impl Sessions {
                 }
                 _ => (false, None, "idle".to_owned()),
             };
-            out.push(pb::session_list_result::Session {
+            out.push(pb::SessionSummary {
                 context_used: row.context_used,
                 context_window: row.context_window,
                 created_at: row.created_at.clone(),
@@ -614,13 +612,7 @@ impl Sessions {
             .after(id, after)
             .await?
             .into_iter()
-            .map(|e| pb::session_resume_result::Event {
-                kind: e.kind,
-                payload: Some(snowpea_proto::wkt::to_struct(&e.payload)),
-                seq: e.seq,
-                session_id: e.session_id,
-                ts: e.ts,
-            })
+            .map(|e| e.to_proto())
             .collect();
         Ok(pb::SessionResumeResult {
             delegation: false,

@@ -12,7 +12,8 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::Value;
+use snowpea_proto::session::v1 as pb;
 
 use super::{history, system_prompt, TurnEnd, TurnStart, Turns};
 use crate::provider::{ChatMessage, ModelRequest, Provider, ProviderError, StreamEvent, ToolCall};
@@ -109,24 +110,36 @@ impl Turns {
                 Vec::new()
             }
         };
-        self.emit(
+        self.event(
             session,
-            "turn.started",
-            json!({ "turnId": t.turn_id, "prompt": t.text, "queued": t.queued, "initiator": "user" }),
+            &pb::TurnStartedEvent {
+                turn_id: t.turn_id.clone(),
+                prompt: Some(t.text.clone()),
+                queued: t.queued,
+                initiator: "user".into(),
+                ..Default::default()
+            },
         );
-        self.emit(
+        self.event(
             session,
-            "message.user",
-            json!({ "turnId": t.turn_id, "text": t.text, "attachments": [], "refs": [], "steered": false }),
+            &pb::MessageUserEvent {
+                turn_id: t.turn_id.clone(),
+                text: t.text.clone(),
+                ..Default::default()
+            },
         );
         messages.push(ChatMessage::user(t.text.clone()));
         let mut acc = TurnAccount::default();
         let end = self.agent_loop(session, t, &mut messages, &mut acc).await;
 
-        self.emit(
+        self.event(
             session,
-            "message.done",
-            json!({ "turnId": t.turn_id, "text": acc.text, "role": "assistant" }),
+            &pb::MessageDoneEvent {
+                turn_id: t.turn_id.clone(),
+                text: acc.text.clone(),
+                role: "assistant".into(),
+                ..Default::default()
+            },
         );
         let (used, estimated) = acc
             .context_used
@@ -135,18 +148,18 @@ impl Turns {
             let p = used as f64 * 100.0 / w as f64;
             (p * 10.0).round() / 10.0
         });
-        self.emit(
+        self.event(
             session,
-            "context",
-            json!({
-                "turnId": t.turn_id,
-                "used": used,
-                "window": acc.window,
-                "percent": percent,
-                "estimated": estimated,
-                "model": acc.model,
-                "provider": acc.provider,
-            }),
+            &pb::ContextEvent {
+                turn_id: t.turn_id.clone(),
+                used: used as i64,
+                window: acc.window.map(|w| w as i64),
+                percent,
+                estimated,
+                model: acc.model.clone(),
+                provider: acc.provider.clone(),
+                ..Default::default()
+            },
         );
         session.update(|r| {
             r.context_used = used as i64;
@@ -155,10 +168,13 @@ impl Turns {
         self.sessions.save(session);
         if let Err(e) = self
             .log
-            .emit_to_committed(
+            .event_to_committed(
                 session,
-                "turn.done",
-                json!({ "turnId": t.turn_id, "reason": end.as_str() }),
+                &pb::TurnDoneEvent {
+                    turn_id: t.turn_id.clone(),
+                    reason: end.as_str().to_owned(),
+                    ..Default::default()
+                },
             )
             .await
         {
@@ -178,10 +194,14 @@ impl Turns {
     }
 
     fn error_event(&self, session: &Session, turn_id: &str, code: &str, message: &str) {
-        self.emit(
+        self.event(
             session,
-            "error",
-            json!({ "turnId": turn_id, "code": code, "message": message }),
+            &pb::ErrorEvent {
+                turn_id: turn_id.to_owned(),
+                code: code.to_owned(),
+                message: message.to_owned(),
+                ..Default::default()
+            },
         );
     }
 
@@ -341,20 +361,27 @@ impl Turns {
                     if d.is_empty() {
                         continue;
                     }
-                    self.emit(
+                    self.event(
                         session,
-                        "message.delta",
-                        json!({ "turnId": t.turn_id, "text": d }),
+                        &pb::MessageDeltaEvent {
+                            turn_id: t.turn_id.clone(),
+                            text: d.clone(),
+                            ..Default::default()
+                        },
                     );
                     text.push_str(&d);
                     acc.text.push_str(&d);
                 }
                 Ok(Some(Ok(StreamEvent::ReasoningDelta(d)))) => {
                     reasoning_chars += d.chars().count();
-                    self.emit(
+                    self.event(
                         session,
-                        "message.reasoning",
-                        json!({ "turnId": t.turn_id, "text": d, "chars": reasoning_chars }),
+                        &pb::MessageReasoningEvent {
+                            turn_id: t.turn_id.clone(),
+                            text: d,
+                            chars: reasoning_chars as i64,
+                            ..Default::default()
+                        },
                     );
                 }
                 Ok(Some(Ok(StreamEvent::ToolCall(c)))) => calls.push(c),
@@ -380,17 +407,17 @@ impl Turns {
             }
         };
         acc.context_used = Some((input + output, estimated));
-        self.emit(
+        self.event(
             session,
-            "usage",
-            json!({
-                "turnId": t.turn_id,
-                "inputTokens": input,
-                "outputTokens": output,
-                "cachedInputTokens": (cached > 0).then_some(cached),
-                "model": acc.model,
-                "provider": acc.provider,
-            }),
+            &pb::UsageEvent {
+                turn_id: t.turn_id.clone(),
+                input_tokens: input as i64,
+                output_tokens: output as i64,
+                cached_input_tokens: (cached > 0).then_some(cached as i64),
+                model: acc.model.clone(),
+                provider: acc.provider.clone(),
+                ..Default::default()
+            },
         );
         Call::Done { text, calls }
     }

@@ -10,10 +10,10 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use snowpea_common::context::CallContext;
 use snowpea_common::time::now_iso;
 use snowpea_proto::session::v1 as pb;
+use snowpea_proto::typed::SessionEventPayload;
 use tokio_util::sync::CancellationToken;
 
 use snowpea_common::home::Home;
@@ -156,9 +156,9 @@ impl Turns {
         }
     }
 
-    /// Queues a session event (committed, then published).
-    fn emit(&self, session: &Session, kind: &str, payload: serde_json::Value) {
-        self.log.emit_to(session, kind, payload);
+    /// Queues a typed session event (committed, then published).
+    fn event<E: SessionEventPayload>(&self, session: &Session, payload: &E) {
+        self.log.event_to(session, payload);
     }
 
     /// `session.prompt`: starts a turn now, or queues it behind the running one
@@ -211,10 +211,14 @@ impl Turns {
                 });
                 let n = st.queue.len();
                 // Emitted under the lock so it is ordered before the turn's dequeue.
-                self.emit(
+                self.event(
                     &session,
-                    "turn.queued",
-                    json!({ "turnId": turn_id, "position": n, "queued": n }),
+                    &pb::TurnQueuedEvent {
+                        turn_id: turn_id.clone(),
+                        position: n as i64,
+                        queued: n as i64,
+                        ..Default::default()
+                    },
                 );
                 None
             }
@@ -244,10 +248,14 @@ impl Turns {
                             cancel: cancel.clone(),
                             started_at: now_iso(),
                         });
-                        self.emit(
+                        self.event(
                             &session,
-                            "turn.dequeued",
-                            json!({ "turnId": q.turn_id, "reason": "started", "queued": st.queue.len() }),
+                            &pb::TurnDequeuedEvent {
+                                turn_id: q.turn_id.clone(),
+                                reason: "started".into(),
+                                queued: st.queue.len() as i64,
+                                ..Default::default()
+                            },
                         );
                         Some(TurnStart {
                             turn_id: q.turn_id,
@@ -296,15 +304,22 @@ pub(crate) fn stop_turns(log: &EventLog, session: &Session, drop_queue: bool) {
     if drop_queue {
         while let Some(q) = st.queue.pop_front() {
             let left = st.queue.len();
-            log.emit_to(
+            log.event_to(
                 session,
-                "turn.dequeued",
-                json!({ "turnId": q.turn_id, "reason": "dropped", "queued": left }),
+                &pb::TurnDequeuedEvent {
+                    turn_id: q.turn_id.clone(),
+                    reason: "dropped".into(),
+                    queued: left as i64,
+                    ..Default::default()
+                },
             );
-            log.emit_to(
+            log.event_to(
                 session,
-                "turn.done",
-                json!({ "turnId": q.turn_id, "reason": "interrupted" }),
+                &pb::TurnDoneEvent {
+                    turn_id: q.turn_id,
+                    reason: "interrupted".into(),
+                    ..Default::default()
+                },
             );
         }
     }

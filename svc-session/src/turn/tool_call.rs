@@ -11,7 +11,8 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::Value;
+use snowpea_proto::session::v1 as pb;
 use tokio::sync::mpsc;
 
 use super::agent::TurnAccount;
@@ -44,21 +45,21 @@ impl Turns {
         output: &str,
         meta: Value,
     ) -> Outcome {
-        let mut payload = json!({
-            "turnId": t.turn_id,
-            "callId": call.id,
-            "name": call.name,
-            "ok": ok,
-            "output": output,
-        });
-        if !ok {
-            payload["error"] = Value::String(output.to_owned());
-        }
         let images = crate::clients::mcp::images_of(&meta);
-        if !meta.is_null() {
-            payload["meta"] = meta;
+        let result = pb::ToolResultEvent {
+            turn_id: t.turn_id.clone(),
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            ok,
+            output: output.to_owned(),
+            error: (!ok).then(|| output.to_owned()),
+            ..Default::default()
+        };
+        if meta.is_null() {
+            self.log.event_to(session, &result);
+        } else {
+            self.log.event_to_with(session, &result, &[("/meta", meta)]);
         }
-        self.emit(session, "tool.result", payload);
         Outcome {
             content: output.to_owned(),
             images,
@@ -77,10 +78,15 @@ impl Turns {
         message: String,
     ) -> Outcome {
         let outcome = self.tool_result(session, t, call, false, &message, Value::Null);
-        self.emit(
+        self.event(
             session,
-            "error",
-            json!({ "turnId": t.turn_id, "callId": call.id, "code": code, "message": message }),
+            &pb::ErrorEvent {
+                turn_id: t.turn_id.clone(),
+                call_id: Some(call.id.clone()),
+                code: code.to_owned(),
+                message,
+                ..Default::default()
+            },
         );
         outcome
     }
@@ -106,10 +112,15 @@ impl Turns {
         call: &ToolCall,
         acc: &mut TurnAccount,
     ) -> Outcome {
-        self.emit(
+        self.log.event_to_with(
             session,
-            "tool.call",
-            json!({ "turnId": t.turn_id, "callId": call.id, "name": call.name, "args": call.arguments }),
+            &pb::ToolCallEvent {
+                turn_id: t.turn_id.clone(),
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                ..Default::default()
+            },
+            &[("/args", call.arguments.clone())],
         );
         let mut found = self
             .tools
@@ -270,12 +281,18 @@ impl Turns {
             mode: session.mode().as_str().to_owned(),
         };
         let mut run = tool.run(call.arguments.clone(), ctx);
-        let mut seq = 0u64;
+        let mut seq = 0i64;
         let mut emit_chunk = |chunk: String| {
-            self.emit(
+            self.event(
                 session,
-                "tool.progress",
-                json!({ "turnId": t.turn_id, "callId": call.id, "name": call.name, "chunk": chunk, "seq": seq }),
+                &pb::ToolProgressEvent {
+                    turn_id: t.turn_id.clone(),
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    chunk,
+                    seq,
+                    ..Default::default()
+                },
             );
             seq += 1;
         };
@@ -296,18 +313,18 @@ impl Turns {
             return self.interrupted(session, t, call);
         };
         if let Some(diff) = &out.diff {
-            self.emit(
+            self.event(
                 session,
-                "diff",
-                json!({
-                    "turnId": t.turn_id,
-                    "callId": call.id,
-                    "path": diff.path,
-                    "patch": diff.diff,
-                    "added": diff.added,
-                    "removed": diff.removed,
-                    "created": diff.created,
-                }),
+                &pb::DiffEvent {
+                    turn_id: t.turn_id.clone(),
+                    call_id: call.id.clone(),
+                    path: diff.path.clone(),
+                    patch: diff.diff.clone(),
+                    added: diff.added as i64,
+                    removed: diff.removed as i64,
+                    created: diff.created,
+                    ..Default::default()
+                },
             );
         }
         self.tool_result(session, t, call, out.ok, &out.content, out.meta)
