@@ -165,3 +165,139 @@ async fn a_turn_of_5000_deltas_is_durable_and_complete() {
     assert_eq!(stored, last, "everything published is stored");
     eprintln!("5000-delta turn, prompt to turn.done published: {elapsed:?}");
 }
+
+/// Validates `json` against the descriptor message `message`, unknown fields rejected
+/// (the gateway's own params walker, so `wire_only` fields count as declared).
+fn check_against(message: &str, json: &Value, what: &str) {
+    let desc = snowpea_proto::descriptor_pool()
+        .get_message_by_name(message)
+        .unwrap_or_else(|| panic!("{message} is in the descriptor"));
+    if let Err(e) = snowpea_proto::json::to_message(&desc, json, what) {
+        panic!("{what} is not a {message}: {e}\n{json}");
+    }
+}
+
+/// Issue 13 §2: every payload svc-session emits is built from its generated message. A
+/// scripted turn in each mode walks every emit path of a turn (text, reasoning, usage, a
+/// written file with its diff, an approved shell with progress, a refused call, the closing
+/// events, a mode change, a close); each `session.event` envelope and payload, each other
+/// notification and each server→client request must validate against its descriptor
+/// message with unknown fields rejected, so a payload built by hand (an extra or misspelt
+/// field) fails here.
+#[tokio::test]
+async fn every_emitted_payload_validates_against_its_schema_message() {
+    use futures::StreamExt;
+    use snowpea_proto::typed::{EVENT_KINDS, NOTIFICATIONS};
+    let mut items = Vec::new();
+    for mode in ["accept", "plan"] {
+        // Scripted steps are used once: one harness per mode.
+        let mut h = Harness::new(json!({
+            "steps": [
+                {"match": "make", "reasoning": "A file, then a command.", "text": "Writing it.",
+                 "tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "hi\n"}}]},
+                {"after_tool": "write_file",
+                 "tool_calls": [{"name": "shell", "arguments": {"command": "echo hello", "big": 9007199254740993_u64}}]},
+                {"after_tool": "shell", "text": "All done."}
+            ]
+        }))
+        .await;
+        h.connect("c1", Some("cli")).await;
+        let sid = h.create(mode).await;
+        let tid = h.prompt(&sid, "make things").await;
+        // A refusal in plan mode: a failed tool.result and an error event with its callId.
+        let decision = if mode == "plan" { "deny" } else { "allow" };
+        h.until_done(&tid, |item| {
+            items.push(item.clone());
+            match item {
+                Item::Request(r) if r.method == "approval.request" => {
+                    Some((r.request_id.clone(), json!({ "decision": decision })))
+                }
+                _ => None,
+            }
+        })
+        .await;
+        let other = if mode == "plan" { "accept" } else { "plan" };
+        h.app
+            .sessions
+            .set_mode(&sid, other)
+            .await
+            .expect("session.setMode");
+        h.app.sessions.close(&sid).await.expect("session.close");
+        h.app.flush().await.unwrap();
+        // What the mode change and the close published after the turn (flushed, so
+        // already queued on the feed: the short wait only ends the drain).
+        while let Ok(Some(Ok(item))) =
+            tokio::time::timeout(Duration::from_millis(500), h.feed.next()).await
+        {
+            if let Some(snowpea_proto::rpc::v1::outbound::Item::Notification(n)) = item.item {
+                items.push(Item::Note(
+                    n.method,
+                    serde_json::from_str(&n.params_json).unwrap(),
+                ));
+            }
+        }
+    }
+
+    let mut seen = std::collections::BTreeSet::new();
+    for item in &items {
+        match item {
+            Item::Note(method, params) if method == "session.event" => {
+                check_against(
+                    "snowpea.session.v1.SessionEventNotification",
+                    params,
+                    "session.event",
+                );
+                let kind = params["kind"].as_str().unwrap();
+                let ctor = EVENT_KINDS
+                    .iter()
+                    .find(|c| c.name == kind)
+                    .unwrap_or_else(|| panic!("{kind} is a declared event kind"));
+                check_against(ctor.message, &params["payload"], kind);
+                seen.insert(kind.to_owned());
+            }
+            Item::Note(method, params) => {
+                let ctor = NOTIFICATIONS
+                    .iter()
+                    .find(|c| c.name == method)
+                    .unwrap_or_else(|| panic!("{method} is a declared notification"));
+                check_against(ctor.message, params, method);
+                seen.insert(method.clone());
+            }
+            Item::Request(r) => {
+                let m = snowpea_proto::schema::schema()
+                    .method(&r.method)
+                    .unwrap_or_else(|| panic!("{} is a declared method", r.method));
+                let params: Value = serde_json::from_str(&r.params_json).unwrap();
+                check_against(m.input().full_name(), &params, &r.method);
+                // Free-form fields travel verbatim (no f64 round trip).
+                assert_eq!(params["args"]["big"], json!(9007199254740993_u64));
+                seen.insert(r.method.clone());
+            }
+        }
+    }
+    for want in [
+        "turn.started",
+        "message.user",
+        "message.reasoning",
+        "message.delta",
+        "usage",
+        "tool.call",
+        "tool.progress",
+        "tool.result",
+        "diff",
+        "error",
+        "message.done",
+        "context",
+        "turn.done",
+        "mode.changed",
+        "sessions.changed",
+        "approval.pending",
+        "approval.resolved",
+        "approval.request",
+    ] {
+        assert!(
+            seen.contains(want),
+            "the scenario covers {want} (saw {seen:?})"
+        );
+    }
+}
