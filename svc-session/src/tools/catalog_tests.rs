@@ -11,7 +11,7 @@ use snowpea_proto::session::v1 as pb;
 use crate::clients::mcp::fake::{self, FakeMcp, Script};
 use crate::permissions::{decide, matrix, risk, Mode, Verdict};
 use crate::testkit::Harness;
-use crate::tools::{Permission, Tool as _};
+use crate::tools::Permission;
 
 /// Valid arguments for each built-in tool, so its plan can be made; a built-in missing
 /// here fails the walk (add it when adding a tool).
@@ -130,7 +130,10 @@ async fn every_tool_is_listed_planned_and_checked_with_its_one_permission_tag() 
     // The case of the issue: listed as `read`, refused in plan mode as needing `send`.
     let create = listed.iter().find(|t| t.name == "schedule_create").unwrap();
     assert_eq!(create.permission_tag, "send");
-    assert_eq!(matrix(Mode::Plan, tag(&create.permission_tag)), Verdict::Deny);
+    assert_eq!(
+        matrix(Mode::Plan, tag(&create.permission_tag)),
+        Verdict::Deny
+    );
     // The global settings' tags (and the `network` default) reach the listing.
     let tags: Vec<_> = ["mcp__x__run", "mcp__y__put", "mcp__z__get"]
         .iter()
