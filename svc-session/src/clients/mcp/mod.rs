@@ -596,16 +596,18 @@ impl std::fmt::Debug for McpTool {
     }
 }
 
-impl McpTool {
-    /// The server's permission tag.
-    pub fn permission(&self) -> Permission {
-        self.permission
-    }
-}
-
 impl Tool for McpTool {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn permission(&self) -> Permission {
+        // The server's tag from the global settings (`permission_of`).
+        self.permission
+    }
+
+    fn category(&self) -> &'static str {
+        "mcp"
     }
 
     fn spec(&self) -> ToolSpec {
@@ -625,7 +627,7 @@ impl Tool for McpTool {
             args::object(a)?;
         }
         Ok(ToolPlan {
-            permission: self.permission,
+            permission: Tool::permission(self),
             outside_workdir: vec![],
             summary: format!(
                 "mcp {}/{}: {}",
