@@ -199,7 +199,12 @@ impl BusHub {
 
     /// [`BusHub::publish`] with the free-form fields of `free` written verbatim
     /// ([`snowpea_proto::typed::encode_with`]).
-    pub fn publish_with<N: Notification>(&self, params: &N, free: FreeForm<'_>, targets: Vec<String>) {
+    pub fn publish_with<N: Notification>(
+        &self,
+        params: &N,
+        free: FreeForm<'_>,
+        targets: Vec<String>,
+    ) {
         self.notify_json(N::METHOD, params.to_params_with(free).to_string(), targets);
     }
 

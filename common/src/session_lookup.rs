@@ -6,9 +6,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use snowpea_proto::session::v1::SessionSummary;
 use snowpea_proto::session::v1::session_service_client::SessionServiceClient;
 use snowpea_proto::session::v1::SessionListParams;
+use snowpea_proto::session::v1::SessionSummary;
 use tonic::transport::Channel;
 
 /// Deadline of one lookup.

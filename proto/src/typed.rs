@@ -182,14 +182,16 @@ pub fn encode_with<M: prost::Message>(msg: &M, message: &str, free: FreeForm<'_>
                 !field.is_list() && !field.is_map(),
                 "{message}{pointer}: {segment:?} is a list or map"
             );
-            let obj = at
-                .as_object_mut()
-                .unwrap_or_else(|| panic!("{message}{pointer}: parent of {segment:?} is an object"));
+            let obj = at.as_object_mut().unwrap_or_else(|| {
+                panic!("{message}{pointer}: parent of {segment:?} is an object")
+            });
             if i + 1 == segments.len() {
                 assert!(
                     matches!(
                         m.full_name(),
-                        "google.protobuf.Struct" | "google.protobuf.Value" | "google.protobuf.ListValue"
+                        "google.protobuf.Struct"
+                            | "google.protobuf.Value"
+                            | "google.protobuf.ListValue"
                     ),
                     "{message}{pointer} is not a free-form field"
                 );

@@ -170,8 +170,11 @@ async fn a_restarted_service_relearns_connections_and_delivers_again() {
         || async { fake.hub.is_live(&id).then_some(()) },
     )
     .await;
-    fake.hub
-        .notify_json("sessions.changed", json!({"after": "restart"}).to_string(), vec![]);
+    fake.hub.notify_json(
+        "sessions.changed",
+        json!({"after": "restart"}).to_string(),
+        vec![],
+    );
     assert_eq!(
         c.next_named("sessions.changed").await["params"]["after"],
         "restart"

@@ -24,9 +24,9 @@ use snowpea_proto::rpc::v1::{
     BusAck, CallStatsReply, CallStatsRequest, CapabilitiesReply, CapabilitiesRequest, ClientReply,
     ConnectionSet, MethodCallStats, SubscribeRequest,
 };
-use snowpea_proto::session::v1::SessionSummary as Session;
 use snowpea_proto::session::v1::session_service_server::{SessionService, SessionServiceServer};
 use snowpea_proto::session::v1::tool_service_server::{ToolService, ToolServiceServer};
+use snowpea_proto::session::v1::SessionSummary as Session;
 use snowpea_proto::session::v1::{
     SessionCloseParams, SessionCloseResult, SessionListParams, SessionListResult,
     SessionRenameParams, SessionRenameResult, ToolProgressParams,
