@@ -280,31 +280,57 @@ export interface SessionEvent {
 
 /** One session as `session.list` reports it. */
 export interface SessionSummary {
+  /** Named agent whose persona the session loaded. */
   agent?: string | null;
+  /** A browser session's browser: 'host' (Snowpea browser only) or 'local' (core's own browser); null for non-browser sessions. */
   browserProvider?: "host" | "local" | null;
+  /** Tokens the current prompt occupies. */
   contextUsed?: number;
+  /** Context window of the model in tokens; null when unknown. */
   contextWindow?: number | null;
+  /** UTC ISO-8601 time the session was created. */
   createdAt: string;
+  /** Reasoning effort pinned on the session; null follows the settings. */
   effort?: "low" | "medium" | "high" | "max" | null;
+  /** The session's owning client (addendum 8); null for unhosted sessions. */
   hostToolsFrom?: string | null;
+  /** The job whose run opened the session (kind 'scheduled'). */
   jobId?: string | null;
+  /** What opened the session: session.create ('chat'), a scheduled job's run, a subagent or an agent. */
   kind?: "chat" | "scheduled" | "subagent" | "agent";
+  /** UTC ISO-8601 time of the session's last prompt or turn end. */
   lastActivityAt?: string | null;
+  /** The last prompt it was given. */
   lastPrompt?: string | null;
+  /** Its permission mode. */
   mode: "plan" | "accept" | "auto";
+  /** Model id in use. */
   model?: string | null;
+  /** Surface that owns approvals for this session (TUI, gateway, ...). */
   originSurface?: string | null;
+  /** Session that spawned this one (subagents). */
   parentSessionId?: string | null;
+  /** Approvals still waiting for a decision. */
   pendingApprovals?: number;
+  /** Questions still waiting for an answer. */
   pendingQuestions?: number;
+  /** Chat provider vendor in use. */
   provider?: string | null;
+  /** True while a turn runs. */
   running?: boolean;
+  /** Last seq of its event stream. */
   seq?: number;
+  /** Session id. */
   sessionId: string;
+  /** Where the session is: idle, running a turn, waiting for an approval or an answer, or failed. */
   status?: "idle" | "running" | "awaiting_approval" | "awaiting_question" | "error";
+  /** Its title, when it has one. */
   title?: string | null;
+  /** UTC ISO-8601 time the running turn started; null when idle. */
   turnStartedAt?: string | null;
+  /** Absolute path the session operates in. */
   workdir: string;
+  /** Session workspace with tmp/ and artifacts/ (1.7.0). */
   workspaceDir?: string | null;
 }
 
