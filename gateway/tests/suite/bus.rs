@@ -253,7 +253,7 @@ async fn a_client_paused_past_the_gateway_letting_go_still_gets_the_close_frame(
     loop {
         for _ in 0..32 {
             fake.hub
-                .notify("session.event", &payload, vec![slow_id.clone()]);
+                .notify_json("session.event", payload.to_string(), vec![slow_id.clone()]);
         }
         let info = observer.ok("system.info", json!({})).await;
         if info["counters"]["queueOverflows"].as_u64() >= Some(1) {
