@@ -344,6 +344,14 @@ impl Tool for ReadFile {
         "read_file"
     }
 
+    fn permission(&self) -> Permission {
+        Permission::Read
+    }
+
+    fn category(&self) -> &'static str {
+        "files"
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().into(),
@@ -367,7 +375,7 @@ impl Tool for ReadFile {
     fn plan(&self, args: &Value, workdir: &Path) -> Result<ToolPlan, String> {
         args::optional_u64(args, "offset")?;
         args::optional_u64(args, "limit")?;
-        plan_path(args, workdir, "path", None, Permission::Read, self.name()).map(|(plan, _)| plan)
+        plan_path(args, workdir, "path", None, self.permission(), self.name()).map(|(plan, _)| plan)
     }
 
     fn run(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
@@ -380,7 +388,7 @@ impl Tool for ReadFile {
                     &ctx.workdir,
                     "path",
                     None,
-                    Permission::Read,
+                    ReadFile.permission(),
                     "read_file",
                 )?;
                 Ok::<_, String>((resolved, offset, limit))
@@ -404,6 +412,14 @@ impl Tool for WriteFile {
         "write_file"
     }
 
+    fn permission(&self) -> Permission {
+        Permission::Write
+    }
+
+    fn category(&self) -> &'static str {
+        "files"
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().into(),
@@ -425,7 +441,7 @@ impl Tool for WriteFile {
 
     fn plan(&self, args: &Value, workdir: &Path) -> Result<ToolPlan, String> {
         args::required_str(args, "content")?;
-        plan_path(args, workdir, "path", None, Permission::Write, self.name()).map(|(plan, _)| plan)
+        plan_path(args, workdir, "path", None, self.permission(), self.name()).map(|(plan, _)| plan)
     }
 
     fn run(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
@@ -439,7 +455,7 @@ impl Tool for WriteFile {
                 &ctx.workdir,
                 "path",
                 None,
-                Permission::Write,
+                WriteFile.permission(),
                 "write_file",
             ) {
                 Ok((_, r)) => r,
@@ -556,6 +572,14 @@ impl Tool for EditFile {
         "edit_file"
     }
 
+    fn permission(&self) -> Permission {
+        Permission::Write
+    }
+
+    fn category(&self) -> &'static str {
+        "files"
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().into(),
@@ -578,7 +602,7 @@ impl Tool for EditFile {
     }
 
     fn plan(&self, args: &Value, workdir: &Path) -> Result<ToolPlan, String> {
-        let (plan, _) = plan_path(args, workdir, "path", None, Permission::Write, self.name())?;
+        let (plan, _) = plan_path(args, workdir, "path", None, self.permission(), self.name())?;
         Self::parse(args)?;
         Ok(plan)
     }
@@ -590,7 +614,7 @@ impl Tool for EditFile {
                 &ctx.workdir,
                 "path",
                 None,
-                Permission::Write,
+                EditFile.permission(),
                 "edit_file",
             ) {
                 Ok((_, r)) => r,
@@ -680,6 +704,14 @@ impl Tool for ListDir {
         "list_dir"
     }
 
+    fn permission(&self) -> Permission {
+        Permission::Read
+    }
+
+    fn category(&self) -> &'static str {
+        "files"
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().into(),
@@ -704,7 +736,7 @@ impl Tool for ListDir {
             workdir,
             "path",
             Some("."),
-            Permission::Read,
+            self.permission(),
             self.name(),
         )
         .map(|(plan, _)| plan)
@@ -717,7 +749,7 @@ impl Tool for ListDir {
                 &ctx.workdir,
                 "path",
                 Some("."),
-                Permission::Read,
+                ListDir.permission(),
                 "list_dir",
             ) {
                 Ok((_, resolved)) => Self::list(&resolved, ctx.output_cap.max(64)),
