@@ -396,6 +396,8 @@ impl BusService {
     /// The tonic server wrapper, ready for `Routes::add_service`.
     pub fn into_server(self) -> snowpea_proto::rpc::v1::service_bus_server::ServiceBusServer<Self> {
         snowpea_proto::rpc::v1::service_bus_server::ServiceBusServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

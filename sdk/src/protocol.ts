@@ -128,6 +128,176 @@ export interface Job {
   task: string;
 }
 
+/** One choice of a `setup.catalog` list (an LLM vendor, search or browser provider, tool category, speech engine or chat gateway). */
+export interface CatalogItem {
+  /** For stt/tts: usable on this machine; for tools: the category's on/off state. */
+  active?: boolean;
+  /** The choice the profile's defaults pick. */
+  default?: boolean;
+  /** Model used when none is chosen (vendors, speech engines). */
+  defaultModel?: string;
+  /** Where the default model comes from. */
+  defaultModelSource?: string;
+  /** One-line description for the wizard. */
+  description?: string;
+  /** Catalog id. */
+  id: string;
+  /** How to install the choice; null when there is nothing to install. */
+  installHint?: string | null;
+  /** Can be installed from the setup wizard (see installHint). */
+  installable?: boolean;
+  /** Key of the choice. */
+  key: string;
+  /** Display name. */
+  label: string;
+  /** Shown as the recommended choice. */
+  recommended?: boolean;
+  /** Free-form tags for the wizard's filters. */
+  tags?: string[];
+  /** The choice's tier in the wizard. */
+  tier: string;
+}
+
+/** A restore checkpoint as `checkpoint.list` and the `checkpoint.updated` event report it: the manifest of the files a turn (or a restore) changed, with their before and after blobs. */
+export interface Checkpoint {
+  /** UTC ISO-8601 time the checkpoint was created. */
+  createdAt: string;
+  /** The files it holds. */
+  files?: ({ afterSha?: string | null; beforeSha?: string | null; path: string; restorable?: boolean; size?: number; skipped?: "too_large" | "excluded" | "unreadable" | null; source: "tool" | "shell"; status: "modified" | "created" | "deleted"; })[];
+  /** Checkpoint id. */
+  id: string;
+  /** 'turn' for a turn's checkpoint, 'restore' for the undo checkpoint of a restore. */
+  kind: "turn" | "restore";
+  /** Prompt of the turn. */
+  prompt?: string;
+  /** Session the checkpoint belongs to. */
+  sessionId: string;
+  /** Turn the checkpoint was taken before; null for a restore. */
+  turnId?: string | null;
+  /** Workdir the paths are relative to. */
+  workdir: string;
+}
+
+/** A path `checkpoint.restore` (and the `checkpoint.restored` event) did not restore, and why. */
+export interface CheckpointSkip {
+  /** Path relative to the workdir. */
+  path: string;
+  /** Why it was skipped. */
+  reason: "changed_since" | "not_restorable" | "missing_blob" | "excluded";
+}
+
+/** A slash command as `command.list` and the `commands.changed` notification report it. */
+export interface Command {
+  /** JSON Schema of the command's arguments. */
+  argsSchema?: Record<string, unknown>;
+  /** Command name without the leading slash. */
+  name: string;
+  /** Where the command comes from. */
+  source?: string;
+  /** One-line summary. */
+  summary: string;
+}
+
+/** A rich content block of a tool result: text inline, or an image as base64 data or as a contentRef to fetch with session.toolContent. Travels in tool.invoke's result, the `tool.result` event and session.toolContent's result. */
+export interface ContentBlock {
+  /** Reference to fetch the block's data with session.toolContent; null when inline. */
+  contentRef?: string | null;
+  /** Base64 data of an image block. */
+  data?: string | null;
+  /** Media type of an image block, e.g. image/png. */
+  mediaType?: string | null;
+  /** Text of a text block. */
+  text?: string | null;
+  /** Block type. */
+  type: "text" | "image";
+}
+
+/** A file the user attached in a session, with the path of the original bytes the agent may use: as `session.attachments` lists it and tool.invoke hands it to a host (1.23.0). */
+export interface SessionAttachment {
+  /** True when the file was attached by its path instead of its bytes. */
+  byPath?: boolean;
+  /** Message the file was attached to; null when none. */
+  messageId?: string | null;
+  /** MIME type. */
+  mime: string;
+  /** File name. */
+  name: string;
+  /** Path of the original bytes. */
+  path: string;
+  /** Size in bytes. */
+  size: number;
+}
+
+/** One item of `setup.status`: a step of the setup wizard. */
+export interface SetupItem {
+  /** Whether setup.applyDefaults filled the item in; null when it has no default. */
+  defaultApplied?: boolean | null;
+  /** The item is done. */
+  done: boolean;
+  /** Item id. */
+  id: string;
+  /** Display title. */
+  title: string;
+}
+
+/** Result of `setup.status` (also the `status` of `setup.applyDefaults`): what setup still needs. */
+export interface SetupStatus {
+  /** Vendors with credentials or a local endpoint. */
+  configuredProviders?: string[];
+  /** True when this home already has a configured provider from an earlier setup. */
+  existingInstall?: boolean;
+  /** Items with a usable default. */
+  optional?: SetupItem[];
+  /** Items that must be done before first use. */
+  required?: SetupItem[];
+}
+
+/** A skill as `skill.list` (installed) and `skill.search` (available) report it: a skill, agent, command or plugin. */
+export interface Skill {
+  /** Registry download count. */
+  downloads?: number;
+  /** Registry id. */
+  id?: string;
+  /** What to pass to skill.install as source. */
+  installSpec?: string;
+  /** True when it is installed. */
+  installed?: boolean;
+  /** What it is. */
+  kind?: "skill" | "agent" | "command" | "plugin";
+  /** Skill name. */
+  name: string;
+  /** Registry rating. */
+  rating?: number;
+  /** Where it comes from. */
+  source?: string;
+  /** One-line summary. */
+  summary?: string;
+}
+
+/** A team guide as `team.guide.get`, `team.guide.list` and `team.guide.set` report it: a team's persona and routing rules, read from the project or the global home. */
+export interface TeamGuide {
+  /** One-line summary. */
+  description?: string;
+  /** File the guide was read from; null when it has none. */
+  path?: string | null;
+  /** Persona body. */
+  persona?: string;
+  /** Routing rules. */
+  routing?: ({ agent: string; known?: boolean; when: string; })[];
+  /** Where the guide lives: the project or the global home. */
+  source: "project" | "global";
+  /** Team name, or 'default'. */
+  team: string;
+}
+
+/** Tokens a model call (or a run of calls) used, as `llm.sample` and the `subagent.*` events report them. */
+export interface TokenUsage {
+  /** Prompt tokens. */
+  inputTokens?: number;
+  /** Completion tokens. */
+  outputTokens?: number;
+}
+
 // ---- Methods ----
 
 /** Params of `agent.bindChannel` (client → server). Route a gateway channel to a named agent. */
@@ -533,7 +703,7 @@ export interface CheckpointListParams {
 /** Result of `checkpoint.list` (client → server). */
 export interface CheckpointListResult {
   /** Checkpoints, newest first. */
-  checkpoints?: ({ createdAt: string; files?: ({ afterSha?: string | null; beforeSha?: string | null; path: string; restorable?: boolean; size?: number; skipped?: "too_large" | "excluded" | "unreadable" | null; source: "tool" | "shell"; status: "modified" | "created" | "deleted"; })[]; id: string; kind: "turn" | "restore"; prompt?: string; sessionId: string; turnId?: string | null; workdir: string; })[];
+  checkpoints?: Checkpoint[];
 }
 
 /** Params of `checkpoint.restore` (client → server). Restore files to their before-turn state, optionally through later turns. */
@@ -559,7 +729,7 @@ export interface CheckpointRestoreResult {
   /** Paths restored. */
   restored?: string[];
   /** Paths that were not restored and why. */
-  skipped?: ({ path: string; reason: "changed_since" | "not_restorable" | "missing_blob" | "excluded"; })[];
+  skipped?: CheckpointSkip[];
 }
 
 /** Params of `command.list` (client → server). List the slash commands available to a session. */
@@ -571,7 +741,7 @@ export interface CommandListParams {
 /** Result of `command.list` (client → server). */
 export interface CommandListResult {
   /** Available slash commands. */
-  commands?: ({ argsSchema?: Record<string, unknown>; name: string; source?: string; summary: string; })[];
+  commands?: Command[];
 }
 
 /** Params of `command.run` (client → server). Run a slash command; the only execution path for them. */
@@ -815,7 +985,7 @@ export interface LlmSampleResult {
   /** The answer, when no schema was given. */
   text?: string | null;
   /** Tokens the call used. */
-  usage: { inputTokens?: number; outputTokens?: number; };
+  usage: TokenUsage;
 }
 
 /** Params of `lsp.catalog` (client → server). List every registered language server, regardless of whether it has started. */
@@ -1361,7 +1531,7 @@ export interface SessionAttachmentsParams {
 /** Result of `session.attachments` (client → server). */
 export interface SessionAttachmentsResult {
   /** This session's attachments, oldest first. */
-  attachments?: ({ byPath?: boolean; messageId?: string | null; mime: string; name: string; path: string; size: number; })[];
+  attachments?: SessionAttachment[];
 }
 
 /** Params of `session.close` (client → server). Close a session and release its resources. */
@@ -1710,7 +1880,7 @@ export interface SessionToolContentResult {
   /** The call. */
   callId: string;
   /** The content blocks, images with their bytes. */
-  content?: ({ contentRef?: string | null; data?: string | null; mediaType?: string | null; text?: string | null; type: "text" | "image"; })[];
+  content?: ContentBlock[];
 }
 
 /** Params of `settings.get` (client → server). Read global or project settings, with secrets masked. */
@@ -1756,7 +1926,7 @@ export interface SetupApplyDefaultsResult {
   /** Profile keys left alone because settings.json already holds a value. */
   skipped?: string[];
   /** setup.status after applying. */
-  status: { configuredProviders?: string[]; existingInstall?: boolean; optional?: ({ defaultApplied?: boolean | null; done: boolean; id: string; title: string; })[]; required?: ({ defaultApplied?: boolean | null; done: boolean; id: string; title: string; })[]; };
+  status: SetupStatus;
 }
 
 /** Params of `setup.catalog` (client → server). The setup wizard's vendor, search, browser, tools and gateway catalogs. */
@@ -1765,19 +1935,19 @@ export type SetupCatalogParams = Record<string, never>;
 /** Result of `setup.catalog` (client → server). */
 export interface SetupCatalogResult {
   /** Browser-control providers. */
-  browser?: ({ active?: boolean; default?: boolean; defaultModel?: string; defaultModelSource?: string; description?: string; id: string; installHint?: string | null; installable?: boolean; key: string; label: string; recommended?: boolean; tags?: string[]; tier: string; })[];
+  browser?: CatalogItem[];
   /** Chat gateways (telegram, discord, slack), all off. */
-  gateway?: ({ active?: boolean; default?: boolean; defaultModel?: string; defaultModelSource?: string; description?: string; id: string; installHint?: string | null; installable?: boolean; key: string; label: string; recommended?: boolean; tags?: string[]; tier: string; })[];
+  gateway?: CatalogItem[];
   /** Web-search providers, ddgs first. */
-  search?: ({ active?: boolean; default?: boolean; defaultModel?: string; defaultModelSource?: string; description?: string; id: string; installHint?: string | null; installable?: boolean; key: string; label: string; recommended?: boolean; tags?: string[]; tier: string; })[];
+  search?: CatalogItem[];
   /** Speech-to-text choices; active reflects what is usable on this machine. */
-  stt?: ({ active?: boolean; default?: boolean; defaultModel?: string; defaultModelSource?: string; description?: string; id: string; installHint?: string | null; installable?: boolean; key: string; label: string; recommended?: boolean; tags?: string[]; tier: string; })[];
+  stt?: CatalogItem[];
   /** Tool categories and their default on/off state. */
-  tools?: ({ active?: boolean; default?: boolean; defaultModel?: string; defaultModelSource?: string; description?: string; id: string; installHint?: string | null; installable?: boolean; key: string; label: string; recommended?: boolean; tags?: string[]; tier: string; })[];
+  tools?: CatalogItem[];
   /** Text-to-speech choices; active reflects what is usable on this machine. */
-  tts?: ({ active?: boolean; default?: boolean; defaultModel?: string; defaultModelSource?: string; description?: string; id: string; installHint?: string | null; installable?: boolean; key: string; label: string; recommended?: boolean; tags?: string[]; tier: string; })[];
+  tts?: CatalogItem[];
   /** LLM vendors. */
-  vendors?: ({ active?: boolean; default?: boolean; defaultModel?: string; defaultModelSource?: string; description?: string; id: string; installHint?: string | null; installable?: boolean; key: string; label: string; recommended?: boolean; tags?: string[]; tier: string; })[];
+  vendors?: CatalogItem[];
 }
 
 /** Params of `setup.status` (client → server). What setup still needs; for the browser profile only a tested provider is required. */
@@ -1787,16 +1957,7 @@ export interface SetupStatusParams {
 }
 
 /** Result of `setup.status` (client → server). */
-export interface SetupStatusResult {
-  /** Vendors with credentials or a local endpoint. */
-  configuredProviders?: string[];
-  /** True when this home already has a configured provider from an earlier setup. */
-  existingInstall?: boolean;
-  /** Items with a usable default. */
-  optional?: ({ defaultApplied?: boolean | null; done: boolean; id: string; title: string; })[];
-  /** Items that must be done before first use. */
-  required?: ({ defaultApplied?: boolean | null; done: boolean; id: string; title: string; })[];
-}
+export type SetupStatusResult = SetupStatus;
 
 /** Params of `site.delete` (client → server). Site memory (1.9.0): delete one entry, or every entry of an origin, in one browser profile. Same callers as site.list. */
 export interface SiteDeleteParams {
@@ -1954,7 +2115,7 @@ export type SkillListParams = Record<string, never>;
 /** Result of `skill.list` (client → server). */
 export interface SkillListResult {
   /** Installed skills. */
-  skills?: ({ downloads?: number; id?: string; installSpec?: string; installed?: boolean; kind?: "skill" | "agent" | "command" | "plugin"; name: string; rating?: number; source?: string; summary?: string; })[];
+  skills?: Skill[];
 }
 
 /** Params of `skill.read` (client → server). Read a skill's SKILL.md. */
@@ -2007,7 +2168,7 @@ export interface SkillSearchResult {
   /** Hubs the registry has deliberately switched off (not failures). Clients should mention them quietly, never as an outage. */
   notIncluded?: ({ label: string; reason?: string; })[];
   /** Matching skills. */
-  skills?: ({ downloads?: number; id?: string; installSpec?: string; installed?: boolean; kind?: "skill" | "agent" | "command" | "plugin"; name: string; rating?: number; source?: string; summary?: string; })[];
+  skills?: Skill[];
   /** Sources that could not be reached, as ': <reason>'. Empty skills with a non-empty list means offline, not no match. */
   unavailable?: string[];
 }
@@ -2199,7 +2360,7 @@ export interface TeamGuideGetResult {
   /** Team name the guide lookup used. */
   effectiveTeam: string;
   /** The guide, if one exists. */
-  guide?: { description?: string; path?: string | null; persona?: string; routing?: ({ agent: string; known?: boolean; when: string; })[]; source: "project" | "global"; team: string; } | null;
+  guide?: TeamGuide | null;
 }
 
 /** Params of `team.guide.list` (client → server). List every team guide visible in a project. */
@@ -2213,7 +2374,7 @@ export interface TeamGuideListParams {
 /** Result of `team.guide.list` (client → server). */
 export interface TeamGuideListResult {
   /** Every visible guide. */
-  guides?: ({ description?: string; path?: string | null; persona?: string; routing?: ({ agent: string; known?: boolean; when: string; })[]; source: "project" | "global"; team: string; })[];
+  guides?: TeamGuide[];
 }
 
 /** Params of `team.guide.set` (client → server). Write a team guide to the project or global home. */
@@ -2237,7 +2398,7 @@ export interface TeamGuideSetParams {
 /** Result of `team.guide.set` (client → server). */
 export interface TeamGuideSetResult {
   /** The guide that was written. */
-  guide: { description?: string; path?: string | null; persona?: string; routing?: ({ agent: string; known?: boolean; when: string; })[]; source: "project" | "global"; team: string; };
+  guide: TeamGuide;
 }
 
 /** Params of `team.start` (client → server). Split a task across parallel workers. */
@@ -2283,7 +2444,7 @@ export interface ToolInvokeParams {
   /** Arguments from the model. */
   args?: Record<string, unknown>;
   /** Files the user attached in the root conversation (1.23.0), as session.attachments lists them: the paths a host may hand to a page upload. */
-  attachments?: ({ byPath?: boolean; messageId?: string | null; mime: string; name: string; path: string; size: number; })[];
+  attachments?: SessionAttachment[];
   /** Id of the tool call; tool.progress refers to it. */
   callId: string;
   /** 'agent-switch' while session.setAgent {guardTurn} guards this session or one it was delegated from (1.25.0): a host asks before its own acting tools, whatever tag they were registered with. */
@@ -2313,7 +2474,7 @@ export interface ToolInvokeParams {
 /** Result of `tool.invoke` (server → client). */
 export interface ToolInvokeResult {
   /** Rich result blocks. Images reach vision models as image input; text blocks are appended to output. */
-  content?: ({ contentRef?: string | null; data?: string | null; mediaType?: string | null; text?: string | null; type: "text" | "image"; })[] | null;
+  content?: ContentBlock[] | null;
   /** Error text when ok is false. */
   error?: string | null;
   /** Extra facts. meta.sensitive=true keeps the output out of the session store ([redacted]), memory and compaction summaries. */
@@ -2453,7 +2614,7 @@ export interface AudioInstallProgressNotification {
 /** Params of the `commands.changed` notification. */
 export interface CommandsChangedNotification {
   /** The command table as it stands now. */
-  commands?: ({ argsSchema?: Record<string, unknown>; name: string; source?: string; summary: string; })[];
+  commands?: Command[];
   /** Why the table changed. */
   reason?: string;
 }
@@ -2635,13 +2796,13 @@ export interface CheckpointRestoredEvent {
   /** Paths restored. */
   restored?: string[];
   /** Paths skipped and their reasons. */
-  skipped?: ({ path: string; reason: "changed_since" | "not_restorable" | "missing_blob" | "excluded"; })[];
+  skipped?: CheckpointSkip[];
 }
 
 /** Payload of the `checkpoint.updated` session event. */
 export interface CheckpointUpdatedEvent {
   /** The whole checkpoint manifest so far. */
-  checkpoint: { createdAt: string; files?: ({ afterSha?: string | null; beforeSha?: string | null; path: string; restorable?: boolean; size?: number; skipped?: "too_large" | "excluded" | "unreadable" | null; source: "tool" | "shell"; status: "modified" | "created" | "deleted"; })[]; id: string; kind: "turn" | "restore"; prompt?: string; sessionId: string; turnId?: string | null; workdir: string; };
+  checkpoint: Checkpoint;
   kind?: "checkpoint.updated";
 }
 
@@ -2891,7 +3052,7 @@ export interface SubagentDoneEvent {
   /** One-line label for the delegation, written by the delegating model in the user's language; empty when it wrote none. */
   title?: string;
   /** Tokens the subagent consumed. */
-  usage?: { inputTokens?: number; outputTokens?: number; };
+  usage?: TokenUsage;
 }
 
 /** Payload of the `subagent.spawn` session event. */
@@ -2929,7 +3090,7 @@ export interface SubagentUpdateEvent {
   /** One-line label for the delegation, written by the delegating model in the user's language; empty when it wrote none. */
   title?: string;
   /** Tokens the subagent has used so far, cumulative; sent with every update so a surface can show a long delegation is still moving. */
-  usage?: { inputTokens?: number; outputTokens?: number; } | null;
+  usage?: TokenUsage | null;
 }
 
 /** Payload of the `team.task.update` session event. */
@@ -2989,7 +3150,7 @@ export interface ToolResultEvent {
   /** Id of the matching tool.call. */
   callId: string;
   /** A host tool's content blocks: text inline, images as contentRef (session.toolContent). Absent for sensitive results (1.7.0). */
-  content?: ({ contentRef?: string | null; data?: string | null; mediaType?: string | null; text?: string | null; type: "text" | "image"; })[] | null;
+  content?: ContentBlock[] | null;
   /** Failure detail when ok is false. */
   error?: string | null;
   kind?: "tool.result";

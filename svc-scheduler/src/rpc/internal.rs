@@ -32,7 +32,8 @@ impl InternalRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> SchedulerInternalServiceServer<Self> {
         SchedulerInternalServiceServer::new(self)
-            .max_decoding_message_size(super::job::MAX_REQUEST_BYTES)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

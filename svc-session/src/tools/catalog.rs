@@ -31,20 +31,6 @@ impl std::fmt::Debug for Tools {
     }
 }
 
-/// Permission tag and category of a built-in tool, as `tool.list` reports them (the
-/// tag a call gets is decided per call by `Tool::plan`; these are the usual ones).
-pub fn listed_tag(name: &str) -> (&'static str, &'static str) {
-    match name {
-        "read_file" | "list_dir" => ("read", "files"),
-        "write_file" | "edit_file" => ("write", "files"),
-        "glob" | "grep" => ("read", "search"),
-        "shell" => ("exec", "shell"),
-        "save_memory" => ("write", "memory"),
-        "search_memory" => ("read", "memory"),
-        _ => ("read", "builtin"),
-    }
-}
-
 impl Tools {
     /// The tools of `home`: built-ins (commands they start carry the orphan `mark`), the
     /// memory tools and the schedule tools; sessions looked up in `sessions`; what their
@@ -108,9 +94,9 @@ impl Tools {
             .iter()
             .map(|t| {
                 let spec = t.spec();
-                let (tag, category) = listed_tag(t.name());
+                let tag = t.permission().as_str();
                 pb::tool_list_result::Tool {
-                    category: category.into(),
+                    category: t.category().into(),
                     deferred: false,
                     description: spec.description,
                     name: spec.name,
@@ -127,7 +113,7 @@ impl Tools {
                 let spec = t.spec();
                 let tag = t.permission().as_str();
                 pb::tool_list_result::Tool {
-                    category: "mcp".into(),
+                    category: t.category().into(),
                     deferred: false,
                     description: spec.description,
                     name: spec.name,
@@ -143,3 +129,7 @@ impl Tools {
         Ok(pb::ToolListResult { tools })
     }
 }
+
+#[cfg(test)]
+#[path = "catalog_tests.rs"]
+mod tests;

@@ -352,6 +352,14 @@ impl Tool for ReadFile {
         "read_file"
     }
 
+    fn permission(&self) -> Permission {
+        Permission::Read
+    }
+
+    fn category(&self) -> &'static str {
+        "files"
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().into(),
@@ -375,7 +383,7 @@ impl Tool for ReadFile {
     fn plan(&self, args: &Value, workdir: &Path) -> Result<ToolPlan, String> {
         args::optional_u64(args, "offset")?;
         args::optional_u64(args, "limit")?;
-        plan_path(args, workdir, "path", None, Permission::Read, self.name()).map(|(plan, _)| plan)
+        plan_path(args, workdir, "path", None, self.permission(), self.name()).map(|(plan, _)| plan)
     }
 
     fn run(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
@@ -388,7 +396,7 @@ impl Tool for ReadFile {
                     &ctx.workdir,
                     "path",
                     None,
-                    Permission::Read,
+                    ReadFile.permission(),
                     "read_file",
                 )?;
                 Ok::<_, String>((resolved, offset, limit))
@@ -412,6 +420,14 @@ impl Tool for WriteFile {
         "write_file"
     }
 
+    fn permission(&self) -> Permission {
+        Permission::Write
+    }
+
+    fn category(&self) -> &'static str {
+        "files"
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().into(),
@@ -433,7 +449,7 @@ impl Tool for WriteFile {
 
     fn plan(&self, args: &Value, workdir: &Path) -> Result<ToolPlan, String> {
         args::required_str(args, "content")?;
-        plan_path(args, workdir, "path", None, Permission::Write, self.name()).map(|(plan, _)| plan)
+        plan_path(args, workdir, "path", None, self.permission(), self.name()).map(|(plan, _)| plan)
     }
 
     fn writes(&self, args: &Value, workdir: &Path) -> Writes {
@@ -451,7 +467,7 @@ impl Tool for WriteFile {
                 &ctx.workdir,
                 "path",
                 None,
-                Permission::Write,
+                WriteFile.permission(),
                 "write_file",
             ) {
                 Ok((_, r)) => r,
@@ -568,6 +584,14 @@ impl Tool for EditFile {
         "edit_file"
     }
 
+    fn permission(&self) -> Permission {
+        Permission::Write
+    }
+
+    fn category(&self) -> &'static str {
+        "files"
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().into(),
@@ -590,7 +614,7 @@ impl Tool for EditFile {
     }
 
     fn plan(&self, args: &Value, workdir: &Path) -> Result<ToolPlan, String> {
-        let (plan, _) = plan_path(args, workdir, "path", None, Permission::Write, self.name())?;
+        let (plan, _) = plan_path(args, workdir, "path", None, self.permission(), self.name())?;
         Self::parse(args)?;
         Ok(plan)
     }
@@ -606,7 +630,7 @@ impl Tool for EditFile {
                 &ctx.workdir,
                 "path",
                 None,
-                Permission::Write,
+                EditFile.permission(),
                 "edit_file",
             ) {
                 Ok((_, r)) => r,
@@ -696,6 +720,14 @@ impl Tool for ListDir {
         "list_dir"
     }
 
+    fn permission(&self) -> Permission {
+        Permission::Read
+    }
+
+    fn category(&self) -> &'static str {
+        "files"
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().into(),
@@ -720,7 +752,7 @@ impl Tool for ListDir {
             workdir,
             "path",
             Some("."),
-            Permission::Read,
+            self.permission(),
             self.name(),
         )
         .map(|(plan, _)| plan)
@@ -733,7 +765,7 @@ impl Tool for ListDir {
                 &ctx.workdir,
                 "path",
                 Some("."),
-                Permission::Read,
+                ListDir.permission(),
                 "list_dir",
             ) {
                 Ok((_, resolved)) => Self::list(&resolved, ctx.output_cap.max(64)),

@@ -48,6 +48,14 @@ impl Tool for SaveMemory {
         "save_memory"
     }
 
+    fn permission(&self) -> Permission {
+        Permission::Write
+    }
+
+    fn category(&self) -> &'static str {
+        "memory"
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().into(),
@@ -73,7 +81,7 @@ impl Tool for SaveMemory {
         }
         tags_arg(a)?;
         Ok(ToolPlan {
-            permission: Permission::Write,
+            permission: self.permission(),
             outside_workdir: vec![],
             summary: format!("save_memory: {}", args::one_line(text, 60)),
         })
@@ -118,6 +126,14 @@ impl Tool for SearchMemory {
         "search_memory"
     }
 
+    fn permission(&self) -> Permission {
+        Permission::Read
+    }
+
+    fn category(&self) -> &'static str {
+        "memory"
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().into(),
@@ -144,7 +160,7 @@ impl Tool for SearchMemory {
         }
         args::optional_u64(a, "limit")?;
         Ok(ToolPlan {
-            permission: Permission::Read,
+            permission: self.permission(),
             outside_workdir: vec![],
             summary: format!("search_memory: {}", args::one_line(q, 60)),
         })

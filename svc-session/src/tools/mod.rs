@@ -149,7 +149,16 @@ pub trait Tool: Send + Sync {
     fn name(&self) -> &'static str;
     /// Description and JSON Schema offered to the model.
     fn spec(&self) -> ToolSpec;
-    /// Validates `args` and says what the call would do. `Err` is an argument error,
+    /// The tool's permission tag: its one declaration (issue 24 §4), which `tool.list`
+    /// reports, every [`ToolPlan`] of [`Tool::plan`] carries, and so the mode matrix
+    /// ([`crate::permissions::decide`]) and approvals (`approval.request.risk`, the
+    /// allowlist key) use.
+    fn permission(&self) -> Permission;
+    /// The category `tool.list` reports (`files`, `search`, `shell`, `memory`, `mcp`,
+    /// `builtin`).
+    fn category(&self) -> &'static str;
+    /// Validates `args` and says what the call would do (its plan's `permission` is
+    /// [`Tool::permission`]). `Err` is an argument error,
     /// reported to the model as a failed `tool.result` without asking anyone.
     fn plan(&self, args: &Value, workdir: &Path) -> Result<ToolPlan, String>;
     /// Runs the call. Never panics on bad input; failures are `ToolOutput { ok: false }`.

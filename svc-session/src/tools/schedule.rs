@@ -86,6 +86,15 @@ impl Tool for ScheduleTool {
         }
     }
 
+    fn permission(&self) -> Permission {
+        // All three arrange for work to run later on the user's behalf (module doc).
+        Permission::Send
+    }
+
+    fn category(&self) -> &'static str {
+        "builtin"
+    }
+
     fn spec(&self) -> ToolSpec {
         let (description, parameters) = match self.which {
             Which::Create => (
@@ -139,7 +148,7 @@ impl Tool for ScheduleTool {
             Which::Cancel => format!("schedule_cancel {}", str_arg(a, "jobId")?),
         };
         Ok(ToolPlan {
-            permission: Permission::Send,
+            permission: self.permission(),
             outside_workdir: vec![],
             summary,
         })

@@ -179,6 +179,14 @@ impl Tool for Glob {
         "glob"
     }
 
+    fn permission(&self) -> Permission {
+        Permission::Read
+    }
+
+    fn category(&self) -> &'static str {
+        "search"
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().into(),
@@ -204,7 +212,7 @@ impl Tool for Glob {
         let pattern = args::required_str(args, "pattern")?;
         PathGlob::new(pattern)?;
         Ok(ToolPlan {
-            permission: Permission::Read,
+            permission: self.permission(),
             outside_workdir: vec![],
             summary: format!("glob {}", args::one_line(pattern, 200)),
         })
@@ -313,6 +321,14 @@ impl Tool for Grep {
         "grep"
     }
 
+    fn permission(&self) -> Permission {
+        Permission::Read
+    }
+
+    fn category(&self) -> &'static str {
+        "search"
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().into(),
@@ -347,7 +363,7 @@ impl Tool for Grep {
             summary.push_str(&format!(" in {}", args::one_line(glob, 100)));
         }
         Ok(ToolPlan {
-            permission: Permission::Read,
+            permission: self.permission(),
             outside_workdir: vec![],
             summary,
         })

@@ -85,6 +85,14 @@ impl Tool for Shell {
         "shell"
     }
 
+    fn permission(&self) -> Permission {
+        Permission::Exec
+    }
+
+    fn category(&self) -> &'static str {
+        "shell"
+    }
+
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: self.name().into(),
@@ -124,7 +132,7 @@ impl Tool for Shell {
             ));
         }
         Ok(ToolPlan {
-            permission: Permission::Exec,
+            permission: self.permission(),
             outside_workdir: if parsed.cwd.outside_workdir {
                 vec![parsed.cwd.path.clone()]
             } else {
