@@ -52,7 +52,7 @@ async fn idle(h: &Harness, sid: &str) {
     assert!(session.turns().running.is_none(), "session idle");
 }
 
-async fn list(h: &Harness, sid: &str) -> Vec<pb::checkpoint_list_result::Checkpoint> {
+async fn list(h: &Harness, sid: &str) -> Vec<pb::Checkpoint> {
     h.app
         .checkpoints
         .list(pb::CheckpointListParams {
@@ -82,10 +82,7 @@ fn skipped(r: &pb::CheckpointRestoreResult) -> Vec<(String, String)> {
         .collect()
 }
 
-fn file<'a>(
-    c: &'a pb::checkpoint_list_result::Checkpoint,
-    path: &str,
-) -> &'a pb::checkpoint_list_result::checkpoint::File {
+fn file<'a>(c: &'a pb::Checkpoint, path: &str) -> &'a pb::checkpoint::File {
     c.files
         .iter()
         .find(|f| f.path == path)
@@ -561,7 +558,7 @@ async fn delete_removes_one_or_all_and_deleting_the_session_removes_its_store() 
     };
     assert!(h.app.checkpoints.delete(del(Some(&t1))).await.unwrap().ok);
     let ids: Vec<_> = list(&h, &sid).await.into_iter().map(|c| c.id).collect();
-    assert_eq!(ids, [t2.clone()]);
+    assert_eq!(ids, [t2]);
     assert!(
         h.app
             .checkpoints

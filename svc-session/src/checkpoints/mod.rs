@@ -426,7 +426,7 @@ impl Checkpoints {
             return Ok(pb::CheckpointListResult::default());
         }
         Ok(pb::CheckpointListResult {
-            checkpoints: rows.iter().rev().map(wire::list_item).collect(),
+            checkpoints: rows.iter().rev().map(wire::manifest).collect(),
         })
     }
 
