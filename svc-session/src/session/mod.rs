@@ -20,6 +20,7 @@ use snowpea_proto::session::v1 as pb;
 use tokio::sync::watch;
 
 use crate::approval::Approvals;
+use crate::checkpoints::Checkpoints;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::permissions::Mode;
@@ -291,6 +292,7 @@ pub struct Sessions {
     hub: Arc<BusHub>,
     registry: Registry,
     approvals: Arc<Approvals>,
+    checkpoints: Arc<Checkpoints>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -300,7 +302,8 @@ impl std::fmt::Debug for Sessions {
 }
 
 impl Sessions {
-    /// The component over `registry`, writing through `log`, counting `approvals`.
+    /// The component over `registry`, writing through `log`, counting `approvals`; a
+    /// deleted session's checkpoints go with it ([`Checkpoints::delete_session`]).
     pub fn new(
         home: Home,
         store: Store,
@@ -308,6 +311,7 @@ impl Sessions {
         hub: Arc<BusHub>,
         registry: Registry,
         approvals: Arc<Approvals>,
+        checkpoints: Arc<Checkpoints>,
     ) -> Self {
         Sessions {
             home,
@@ -316,6 +320,7 @@ impl Sessions {
             hub,
             registry,
             approvals,
+            checkpoints,
         }
     }
 
@@ -626,7 +631,7 @@ impl Sessions {
     }
 
     /// `DeleteSessions` (svc-scheduler, issue 5): closes and deletes the saved session `id`
-    /// with its events, turns and workspace. Returns false when there is no such session.
+    /// with its events, turns, workspace and checkpoints. Returns false when there is no such session.
     pub async fn delete(&self, id: &str) -> Result<bool> {
         if self.get(id).is_ok() {
             self.close(id).await?;
@@ -646,6 +651,7 @@ impl Sessions {
         if !row.workspace_dir.is_empty() {
             let _ = std::fs::remove_dir_all(&row.workspace_dir);
         }
+        self.checkpoints.delete_session(id).await?;
         Ok(true)
     }
 }
