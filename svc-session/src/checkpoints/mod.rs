@@ -555,9 +555,9 @@ impl Checkpoints {
             }
             None => {
                 self.log
-                    .event(&p.session_id, &wire::updated_event(&undo), None);
+                    .event(&p.session_id, None, &wire::updated_event(&undo), &[]);
                 self.log
-                    .event(&p.session_id, &wire::restored_event(&result), None);
+                    .event(&p.session_id, None, &wire::restored_event(&result), &[]);
             }
         }
         self.log.flush().await?;
