@@ -404,9 +404,6 @@ impl BusService {
 /// The Subscribe stream type.
 pub type OutboundStream = Pin<Box<dyn Stream<Item = Result<Outbound, Status>> + Send>>;
 
-/// Fully qualified name of the bus service (for health and reflection).
-pub const BUS_SERVICE_NAME: &str = "snowpea.rpc.v1.ServiceBus";
-
 #[tonic::async_trait]
 impl ServiceBus for BusService {
     async fn subscribe(

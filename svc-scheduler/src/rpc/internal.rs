@@ -14,9 +14,6 @@ use crate::error::JobError;
 use crate::ownership::Caller;
 use crate::spec::iso;
 
-/// Fully qualified name of the service (health, reflection).
-pub const SERVICE_NAME: &str = "snowpea.scheduler.v1.SchedulerInternalService";
-
 /// The gRPC service.
 #[derive(Debug, Clone)]
 pub struct InternalRpc {

@@ -24,9 +24,6 @@ use crate::scheduler::{schedule_of, RunNow, Scheduler};
 use crate::spec::{self, iso, Kind};
 use crate::store::JobRow;
 
-/// Fully qualified name of the service (health, reflection).
-pub const SERVICE_NAME: &str = "snowpea.scheduler.v1.JobService";
-
 const MODES: [&str; 3] = ["plan", "accept", "auto"];
 
 /// A new job, as `job.schedule` or `schedule_create` asks for it.

@@ -13,9 +13,6 @@ use tonic::{Request, Response, Status};
 use crate::app::App;
 use crate::runs::RunStream;
 
-/// Fully qualified name of the service (for health and reflection).
-pub const SERVICE_NAME: &str = "snowpea.session.v1.SessionInternalService";
-
 /// The gRPC service.
 #[derive(Debug, Clone)]
 pub struct InternalRpc {

@@ -8,10 +8,3 @@ pub mod approval;
 pub mod internal;
 pub mod session;
 pub mod tool;
-
-/// Fully qualified names of the services (for health and reflection).
-pub const SERVICE_NAMES: &[&str] = &[
-    "snowpea.session.v1.SessionService",
-    "snowpea.session.v1.ApprovalService",
-    "snowpea.session.v1.ToolService",
-];
