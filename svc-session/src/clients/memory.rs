@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use snowpea_proto::error::RpcError;
-use snowpea_proto::memory::v1::memory_search_result::Hit;
+use snowpea_proto::memory::v1::MemoryHit;
 use snowpea_proto::memory::v1::memory_service_client::MemoryServiceClient;
 use snowpea_proto::memory::v1::{MemorySearchParams, MemoryWriteParams};
 use tonic::transport::Channel;
@@ -131,7 +131,7 @@ impl MemoryClient {
         namespace: &str,
         query: &str,
         limit: usize,
-    ) -> Result<Vec<Hit>, MemoryError> {
+    ) -> Result<Vec<MemoryHit>, MemoryError> {
         let mut c = MemoryServiceClient::new(self.channel.clone());
         let p = MemorySearchParams {
             limit: limit as i64,
@@ -148,7 +148,7 @@ impl MemoryClient {
         namespaces: &[String],
         query: &str,
         limit: usize,
-    ) -> Result<Vec<Hit>, MemoryError> {
+    ) -> Result<Vec<MemoryHit>, MemoryError> {
         let results =
             futures::future::join_all(namespaces.iter().map(|ns| self.search(ns, query, limit)))
                 .await;
