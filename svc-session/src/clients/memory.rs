@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use snowpea_proto::error::RpcError;
-use snowpea_proto::memory::v1::MemoryHit;
 use snowpea_proto::memory::v1::memory_service_client::MemoryServiceClient;
+use snowpea_proto::memory::v1::MemoryHit;
 use snowpea_proto::memory::v1::{MemorySearchParams, MemoryWriteParams};
 use tonic::transport::Channel;
 
