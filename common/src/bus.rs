@@ -396,14 +396,13 @@ impl BusService {
     /// The tonic server wrapper, ready for `Routes::add_service`.
     pub fn into_server(self) -> snowpea_proto::rpc::v1::service_bus_server::ServiceBusServer<Self> {
         snowpea_proto::rpc::v1::service_bus_server::ServiceBusServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 
 /// The Subscribe stream type.
 pub type OutboundStream = Pin<Box<dyn Stream<Item = Result<Outbound, Status>> + Send>>;
-
-/// Fully qualified name of the bus service (for health and reflection).
-pub const BUS_SERVICE_NAME: &str = "snowpea.rpc.v1.ServiceBus";
 
 #[tonic::async_trait]
 impl ServiceBus for BusService {

@@ -94,6 +94,54 @@ pub fn termination_signal() -> impl Future<Output = ()> + Send + 'static {
     }
 }
 
+/// The gRPC services one process serves. Each [`Services::add_service`] both routes a generated
+/// server and records its fully qualified name (`NamedService::NAME`, e.g.
+/// `snowpea.session.v1.SessionService`), which [`serve`] hands to health and reflection —
+/// so the list of services lives only in the `add_service` calls (issue 13 §5), never in a
+/// hand-kept name list beside them.
+#[derive(Default)]
+pub struct Services {
+    routes: Routes,
+    names: Vec<&'static str>,
+}
+
+impl Services {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one generated tonic server (`XServer::new(impl)`).
+    pub fn add_service<S>(mut self, svc: S) -> Self
+    where
+        S: tower::Service<
+                http::Request<tonic::body::Body>,
+                Response = http::Response<tonic::body::Body>,
+                Error = std::convert::Infallible,
+            > + tonic::server::NamedService
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: Send + 'static,
+    {
+        self.names.push(S::NAME);
+        self.routes = self.routes.add_service(svc);
+        self
+    }
+
+    /// The fully qualified names of the added services, in the order added.
+    pub fn names(&self) -> &[&'static str] {
+        &self.names
+    }
+
+    /// The routes with `grpc.health.v1` and reflection added for every service (see
+    /// [`with_health_and_reflection`]).
+    pub async fn into_routes(self) -> anyhow::Result<Routes> {
+        with_health_and_reflection(self.routes, &self.names).await
+    }
+}
+
 /// Adds `grpc.health.v1` (reporting SERVING for each of `services` and for the overall
 /// status `""`) and server reflection v1 + v1alpha (listing `services` and the health
 /// service) to `routes`, so `grpcurl -unix` can list, describe and call them.
@@ -134,18 +182,16 @@ pub async fn with_health_and_reflection(
     Ok(routes)
 }
 
-/// Serves `routes` on the unix socket with health and reflection until `shutdown`
+/// Serves `services` on the unix socket with health and reflection until `shutdown`
 /// resolves (or SIGTERM/SIGINT), then drains for at most 5 s. Every call passes through
 /// [`crate::calls::CallLayer`] (its span, timing and counters), so handlers open no spans.
 ///
-/// `services` are the fully qualified gRPC service names in `routes` (e.g.
-/// `snowpea.session.v1.SessionService`); each is reported SERVING on `grpc.health.v1`,
-/// as is the overall status `""`, and listed by reflection.
+/// Each service is reported SERVING on `grpc.health.v1`, as is the overall status `""`,
+/// and listed by reflection.
 pub async fn serve(
     name: &str,
     socket: &std::path::Path,
-    services: &[&str],
-    routes: Routes,
+    services: Services,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     if let Some(dir) = socket.parent() {
@@ -159,7 +205,7 @@ pub async fn serve(
 
     // Before anything can reach the socket, so an early SIGTERM still drains.
     let signal = termination_signal();
-    let routes = with_health_and_reflection(routes, services).await?;
+    let routes = services.into_routes().await?;
     tracing::info!(service = name, socket = %socket.display(), version = crate::VERSION, "serving");
 
     let (drain_tx, drain_rx) = tokio::sync::oneshot::channel::<()>();
@@ -195,7 +241,8 @@ mod tests {
     use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
     use snowpea_proto::rpc::v1::CallStatsRequest;
 
-    use crate::bus::{BusHub, BusService, BUS_SERVICE_NAME};
+    use super::Services;
+    use crate::bus::{BusHub, BusService};
 
     /// `serve` installs the call layer: every call is counted and `CallStats` reports it,
     /// an unimplemented rpc under its outcome code.
@@ -203,11 +250,16 @@ mod tests {
     async fn every_call_through_serve_is_counted_by_the_call_layer() {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("t.sock");
-        let routes = tonic::service::Routes::new(BusService::new(BusHub::new()).into_server());
+        let services = Services::new().add_service(BusService::new(BusHub::new()).into_server());
+        assert_eq!(
+            services.names(),
+            ["snowpea.rpc.v1.ServiceBus"],
+            "names come from the servers"
+        );
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let sock = socket.clone();
         let server = tokio::spawn(async move {
-            super::serve("test", &sock, &[BUS_SERVICE_NAME], routes, async {
+            super::serve("test", &sock, services, async {
                 let _ = stop_rx.await;
             })
             .await

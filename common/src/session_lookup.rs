@@ -42,7 +42,9 @@ impl SessionLookup {
 
     /// The row of `session_id` (closed and unhosted sessions included).
     pub async fn session(&self, session_id: &str) -> Result<Session, LookupError> {
-        let mut client = SessionServiceClient::new(self.channel.clone());
+        let mut client = SessionServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_REQUEST);
         let req = SessionListParams {
             include_closed: true,
             include_unhosted: true,

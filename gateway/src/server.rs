@@ -4,7 +4,6 @@
 //! down", and return within a few seconds.
 
 use std::future::IntoFuture;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,10 +12,10 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::serve::ListenerExt;
 use axum::Router;
 
 use crate::gateway::Gateway;
+use crate::wire::socket::{self, PeerSocket};
 use crate::ws::lifecycle;
 use crate::{http, origin};
 
@@ -42,7 +41,7 @@ pub fn app(gw: Arc<Gateway>) -> Router {
 
 async fn upgrade(
     State(gw): State<Arc<Gateway>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(peer): ConnectInfo<PeerSocket>,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
@@ -79,17 +78,11 @@ pub async fn serve(gw: Arc<Gateway>, listener: tokio::net::TcpListener) -> anyho
     }
     let stop = gw.shutdown.clone();
     let close_gw = gw.clone();
-    // Events go out as many small frames: without TCP_NODELAY, Nagle's algorithm holds
-    // them back until the client's delayed ACK (~40 ms), so a turn's events arrive in a late
-    // burst instead of as they happen.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-    });
+    // TCP_NODELAY, and TCP_NOTSENT_LOWAT to keep room for a close frame (`wire/socket.rs`).
+    let listener = socket::Tapped(listener);
     let server = axum::serve(
         listener,
-        app(gw.clone()).into_make_service_with_connect_info::<SocketAddr>(),
+        app(gw.clone()).into_make_service_with_connect_info::<PeerSocket>(),
     )
     .with_graceful_shutdown(async move {
         stop.cancelled().await;

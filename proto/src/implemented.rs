@@ -20,6 +20,10 @@ pub const IMPLEMENTED: &[&str] = &[
     "audio.speak",
     "audio.transcribe",
     "audio.voices",
+    "checkpoint.delete",
+    "checkpoint.diff",
+    "checkpoint.list",
+    "checkpoint.restore",
     "job.cancel",
     "job.delete",
     "job.list",
@@ -98,7 +102,8 @@ mod tests {
     #[test]
     fn lookup_agrees_with_the_list() {
         assert!(is_implemented("session.create"));
-        assert!(!is_implemented("checkpoint.list"));
+        assert!(is_implemented("checkpoint.list"));
+        assert!(!is_implemented("lsp.status"));
         assert!(!is_implemented("no.such.method"));
     }
 }

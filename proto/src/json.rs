@@ -46,14 +46,45 @@ pub fn to_message(
     json: &Json,
     path: &str,
 ) -> Result<DynamicMessage, ParamError> {
-    match json {
-        Json::Null => object_to_message(desc, &Map::new(), path),
-        Json::Object(map) => object_to_message(desc, map, path),
-        other => Err(ParamError::new(
-            path,
-            format!("expected an object, got {}", type_name(other)),
-        )),
+    let msg = match json {
+        Json::Null => object_to_message(desc, &Map::new(), path)?,
+        Json::Object(map) => object_to_message(desc, map, path)?,
+        other => {
+            return Err(ParamError::new(
+                path,
+                format!("expected an object, got {}", type_name(other)),
+            ))
+        }
+    };
+    check_encoded_size(&msg, path)?;
+    Ok(msg)
+}
+
+/// Refuses a message that encodes larger than [`crate::limits::GRPC_REQUEST`] (what every
+/// service decodes), naming its largest field: a request the gateway accepts either reaches
+/// its service or is refused here (issue 24 §2).
+fn check_encoded_size(msg: &DynamicMessage, path: &str) -> Result<(), ParamError> {
+    use prost::Message as _;
+    let max = crate::limits::GRPC_REQUEST;
+    if msg.encoded_len() <= max {
+        return Ok(());
     }
+    let biggest = msg
+        .fields()
+        .map(|(field, value)| {
+            let mut one = DynamicMessage::new(msg.descriptor());
+            one.set_field(&field, value.clone());
+            (one.encoded_len(), field.json_name().to_owned())
+        })
+        .max();
+    let field = match biggest {
+        Some((_, name)) => format!("{path}.{name}"),
+        None => path.to_owned(),
+    };
+    Err(ParamError::new(
+        &field,
+        format!("at most {max} bytes once encoded"),
+    ))
 }
 
 fn type_name(v: &Json) -> &'static str {
@@ -180,6 +211,12 @@ fn single_value(
             let Json::String(s) = value else {
                 return Err(wrong("a string"));
             };
+            if s.len() > crate::limits::STRING_PARAM {
+                return Err(ParamError::new(
+                    path,
+                    format!("at most {} bytes", crate::limits::STRING_PARAM),
+                ));
+            }
             if !allowed.is_empty() && !allowed.iter().any(|a| a == s) {
                 return Err(ParamError::new(
                     path,

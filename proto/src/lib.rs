@@ -10,6 +10,7 @@
 //! * [`implemented`]: which of those methods this build implements (docs' status column and
 //!   the gateway's `not_implemented`);
 //! * [`json`]: JSON ⇄ protobuf mapping with validation that names the bad field;
+//! * [`limits`]: the message limits of every hop;
 //! * [`codec`]: a tonic codec for dynamic messages, used by the generic gateway router;
 //! * [`error`]: the protocol error codes and their gRPC `Status` transport;
 //! * [`typed`]: the typed notification and `session.event` payload traits, one impl per
@@ -23,6 +24,7 @@ pub mod error;
 pub mod gen;
 pub mod implemented;
 pub mod json;
+pub mod limits;
 pub mod schema;
 pub mod typed;
 pub mod wkt;

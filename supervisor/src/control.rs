@@ -120,12 +120,10 @@ pub async fn serve(
     tx: mpsc::UnboundedSender<ControlRequest>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let routes = tonic::service::Routes::new(SupervisorServer::new(ControlService::new(tx)));
-    let routes = snowpea_common::service::with_health_and_reflection(
-        routes,
-        &["snowpea.supervisor.v1.Supervisor"],
-    )
-    .await?;
+    let routes = snowpea_common::service::Services::new()
+        .add_service(SupervisorServer::new(ControlService::new(tx)))
+        .into_routes()
+        .await?;
     tonic::transport::Server::builder()
         .add_routes(routes)
         .serve_with_incoming_shutdown(UnixListenerStream::new(listener), shutdown)

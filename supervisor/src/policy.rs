@@ -120,6 +120,8 @@ pub struct RestartPolicy {
     /// Times of recent crashes (the intensity window).
     crashes: VecDeque<Instant>,
     restarts: u64,
+    /// The delay of the restart scheduled by the last crash.
+    scheduled: Option<Duration>,
     running_since: Option<Instant>,
     /// A manual restart is waiting for the current instance to exit.
     restart_pending: bool,
@@ -134,6 +136,7 @@ impl RestartPolicy {
             state: ProcState::Stopped,
             crashes: VecDeque::new(),
             restarts: 0,
+            scheduled: None,
             running_since: None,
             restart_pending: false,
         }
@@ -152,6 +155,28 @@ impl RestartPolicy {
     /// The backoff the next crash would get.
     pub fn next_backoff(&self) -> Duration {
         self.next_backoff
+    }
+
+    /// The backoff to report (issue 24 §5): while [`ProcState::Backoff`], the delay of the
+    /// scheduled restart; otherwise the one the next crash would get.
+    pub fn current_backoff(&self) -> Duration {
+        match (self.state, self.scheduled) {
+            (ProcState::Backoff, Some(d)) => d,
+            _ => self.next_backoff,
+        }
+    }
+
+    /// Crashes counted in the restart-intensity window at `now`.
+    pub fn restarts_in_window(&self, now: Instant) -> usize {
+        self.crashes
+            .iter()
+            .filter(|t| now.saturating_duration_since(**t) < self.config.intensity_window)
+            .count()
+    }
+
+    /// The restart-intensity limit (crashes tolerated within the window).
+    pub fn max_restarts(&self) -> usize {
+        self.config.max_restarts
     }
 
     /// Applies `event` at time `now` and returns the action to perform, if any.
@@ -249,6 +274,7 @@ impl RestartPolicy {
             return Some(Action::GiveUp);
         }
         let delay = self.next_backoff;
+        self.scheduled = Some(delay);
         self.next_backoff = (delay * 2).min(self.config.max_backoff);
         self.state = ProcState::Backoff;
         Some(Action::ScheduleRestart(delay))

@@ -237,3 +237,32 @@ fn state_names_match_the_proto() {
         ["starting", "running", "backoff", "failed", "stopping", "stopped"]
     );
 }
+
+#[test]
+fn status_reports_the_scheduled_backoff_and_the_crashes_in_the_window() {
+    // Issue 24 §5: what `snowpea supervisor status` and `system.info` show.
+    let t0 = Instant::now();
+    let mut p = running(t0);
+    assert_eq!(p.current_backoff(), ms(100), "the next crash's backoff");
+    assert_eq!(p.restarts_in_window(t0), 0);
+    let mut now = t0;
+    for _ in 0..3 {
+        now += ms(10);
+        crash_and_recover(&mut p, now);
+    }
+    assert_eq!(p.restarts_in_window(now), 3);
+    let Some(Action::ScheduleRestart(d)) = p.handle(Event::Exited, now + ms(1)) else {
+        panic!("expected a scheduled restart");
+    };
+    assert_eq!(p.state(), ProcState::Backoff);
+    assert_eq!(d, ms(800));
+    assert_eq!(
+        p.current_backoff(),
+        d,
+        "while backing off: the scheduled delay"
+    );
+    assert_eq!(p.restarts_in_window(now + ms(1)), 4);
+    assert_eq!(p.max_restarts(), 5);
+    // The window slides: a minute later none of them counts any more.
+    assert_eq!(p.restarts_in_window(now + Duration::from_secs(61)), 0);
+}

@@ -641,6 +641,7 @@ impl Supervisor {
     }
 
     fn status(&self) -> StatusReply {
+        let now = Instant::now();
         StatusReply {
             pid: i64::from(std::process::id()),
             home: self.home.root().display().to_string(),
@@ -665,6 +666,10 @@ impl Supervisor {
                     },
                     log: p.log.display().to_string(),
                     last_exit: p.last_exit.clone(),
+                    backoff_ms: i64::try_from(p.policy.current_backoff().as_millis())
+                        .unwrap_or(i64::MAX),
+                    restarts_in_window: p.policy.restarts_in_window(now) as i64,
+                    max_restarts_in_window: p.policy.max_restarts() as i64,
                 })
                 .collect(),
         }

@@ -6,11 +6,10 @@
 
 use std::process::ExitCode;
 
-use snowpea_common::bus::{BusHub, BusService, BUS_SERVICE_NAME};
-use snowpea_common::service::{serve, ServiceArgs};
-use snowpea_svc_audio::rpc::{audio::AudioRpc, SERVICE_NAMES};
+use snowpea_common::bus::{BusHub, BusService};
+use snowpea_common::service::{serve, ServiceArgs, Services};
+use snowpea_svc_audio::rpc::audio::AudioRpc;
 use snowpea_svc_audio::App;
-use tonic::service::Routes;
 
 fn main() -> ExitCode {
     let args = ServiceArgs::parse("audio");
@@ -38,16 +37,8 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
             app.state().await;
         });
     }
-    let routes = Routes::new(AudioRpc::new(app).into_server())
+    let services = Services::new()
+        .add_service(AudioRpc::new(app).into_server())
         .add_service(BusService::new(hub).into_server());
-    let mut names = SERVICE_NAMES.to_vec();
-    names.push(BUS_SERVICE_NAME);
-    serve(
-        "audio",
-        &args.socket,
-        &names,
-        routes,
-        std::future::pending(),
-    )
-    .await
+    serve("audio", &args.socket, services, std::future::pending()).await
 }

@@ -9,11 +9,10 @@
 
 use std::process::ExitCode;
 
-use snowpea_common::bus::{BusHub, BusService, BUS_SERVICE_NAME};
-use snowpea_common::service::{serve, ServiceArgs};
+use snowpea_common::bus::{BusHub, BusService};
+use snowpea_common::service::{serve, ServiceArgs, Services};
 use snowpea_svc_mcp::host::{guard, Host};
-use snowpea_svc_mcp::rpc::{internal::InternalRpc, mcp::McpRpc, App, SERVICE_NAMES};
-use tonic::service::Routes;
+use snowpea_svc_mcp::rpc::{internal::InternalRpc, mcp::McpRpc, App};
 
 fn main() -> ExitCode {
     if let Some(code) = guard::run_if_guard() {
@@ -60,12 +59,11 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         tokio::spawn(async move { host.start().await });
     }
     let app = App::new(host.clone());
-    let routes = Routes::new(McpRpc::new(app.clone()).into_server())
+    let services = Services::new()
+        .add_service(McpRpc::new(app.clone()).into_server())
         .add_service(InternalRpc::new(app).into_server())
         .add_service(BusService::new(hub).into_server());
-    let mut names = SERVICE_NAMES.to_vec();
-    names.push(BUS_SERVICE_NAME);
-    let served = serve("mcp", &args.socket, &names, routes, std::future::pending()).await;
+    let served = serve("mcp", &args.socket, services, std::future::pending()).await;
     host.shutdown().await;
     tracing::info!("every MCP server stopped");
     served

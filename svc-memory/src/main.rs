@@ -6,11 +6,10 @@
 
 use std::process::ExitCode;
 
-use snowpea_common::bus::{BusHub, BusService, BUS_SERVICE_NAME};
-use snowpea_common::service::{serve, ServiceArgs};
-use snowpea_svc_memory::rpc::{memory::MemoryRpc, site::SiteRpc, SERVICE_NAMES};
+use snowpea_common::bus::{BusHub, BusService};
+use snowpea_common::service::{serve, ServiceArgs, Services};
+use snowpea_svc_memory::rpc::{memory::MemoryRpc, site::SiteRpc};
 use snowpea_svc_memory::{App, CAPABILITIES};
-use tonic::service::Routes;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -30,17 +29,9 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
     let hub = BusHub::new();
     hub.set_capabilities(CAPABILITIES);
     let app = App::open(&args.home)?;
-    let routes = Routes::new(MemoryRpc::new(app.clone()).into_server())
+    let services = Services::new()
+        .add_service(MemoryRpc::new(app.clone()).into_server())
         .add_service(SiteRpc::new(app).into_server())
         .add_service(BusService::new(hub).into_server());
-    let mut names = SERVICE_NAMES.to_vec();
-    names.push(BUS_SERVICE_NAME);
-    serve(
-        "memory",
-        &args.socket,
-        &names,
-        routes,
-        std::future::pending(),
-    )
-    .await
+    serve("memory", &args.socket, services, std::future::pending()).await
 }

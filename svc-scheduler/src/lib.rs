@@ -24,7 +24,7 @@ pub mod tick;
 
 use std::sync::Arc;
 
-use snowpea_common::bus::{BusHub, BusService, BUS_SERVICE_NAME};
+use snowpea_common::bus::{BusHub, BusService};
 use snowpea_common::service::ServiceArgs;
 
 /// Env knob selecting the clock (see [`clock`]).
@@ -57,25 +57,17 @@ pub async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         sched: sched.clone(),
         home: args.home.clone(),
     };
-    let routes = tonic::service::Routes::new(rpc::job::JobRpc::new(api.clone()).into_server())
+    let services = snowpea_common::service::Services::new()
+        .add_service(rpc::job::JobRpc::new(api.clone()).into_server())
         .add_service(rpc::internal::InternalRpc::new(api).into_server())
         .add_service(BusService::new(bus).into_server());
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let tick = tokio::spawn(tick::run(sched, async {
         let _ = stop_rx.await;
     }));
-    let served = snowpea_common::service::serve(
-        "scheduler",
-        &args.socket,
-        &[
-            rpc::job::SERVICE_NAME,
-            rpc::internal::SERVICE_NAME,
-            BUS_SERVICE_NAME,
-        ],
-        routes,
-        std::future::pending(),
-    )
-    .await;
+    let served =
+        snowpea_common::service::serve("scheduler", &args.socket, services, std::future::pending())
+            .await;
     let _ = stop_tx.send(());
     let _ = tokio::time::timeout(std::time::Duration::from_secs(2), tick).await;
     served

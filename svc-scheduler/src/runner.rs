@@ -108,7 +108,9 @@ impl GrpcSessionRunner {
         GrpcSessionRunner {
             client: SessionInternalServiceClient::new(snowpea_common::client::unix_channel(
                 socket.clone(),
-            )),
+            ))
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_REQUEST),
             socket,
         }
     }

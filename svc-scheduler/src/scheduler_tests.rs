@@ -1198,15 +1198,6 @@ async fn occurrences_coalesced_into_a_catch_up_run_say_so() {
     assert!(r.job(&id).next_run_ms.is_some());
 }
 
-/// Waits until `f` holds.
-async fn until(mut f: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + T;
-    while !f() {
-        assert!(tokio::time::Instant::now() < deadline, "condition in time");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 #[tokio::test]
 async fn keep_runs_deletes_older_run_sessions_but_keeps_their_history() {
     let mut r = rig().await;
@@ -1221,7 +1212,10 @@ async fn keep_runs_deletes_older_run_sessions_but_keeps_their_history() {
         assert_eq!(r.tick(), 1);
         r.expect(&["started", "finished"]).await;
         if n == 3 {
-            until(|| r.fake.deleted.lock().unwrap().len() == 1).await;
+            snowpea_testkit::assert_eventually!(
+                within = T,
+                r.fake.deleted.lock().unwrap().len() == 1
+            );
         }
     }
     assert_eq!(*r.fake.deleted.lock().unwrap(), ["s_1"]);
@@ -1241,8 +1235,11 @@ async fn keep_runs_deletes_older_run_sessions_but_keeps_their_history() {
             .map(|o| (o.status, o.session_id))
             .collect()
     };
-    until(|| r.fake.asked.lock().unwrap().contains(&"s_2".to_string())).await;
-    until(|| sessions(&r)[0].1.is_none()).await;
+    snowpea_testkit::assert_eventually!(
+        within = T,
+        r.fake.asked.lock().unwrap().contains(&"s_2".to_string())
+    );
+    snowpea_testkit::assert_eventually!(within = T, sessions(&r)[0].1.is_none());
     assert_eq!(
         sessions(&r),
         [
@@ -1256,8 +1253,8 @@ async fn keep_runs_deletes_older_run_sessions_but_keeps_their_history() {
     r.advance(60);
     r.tick();
     r.expect(&["started", "finished"]).await;
-    until(|| r.fake.deleted.lock().unwrap().len() == 3).await;
-    until(|| sessions(&r)[2].1.is_none()).await;
+    snowpea_testkit::assert_eventually!(within = T, r.fake.deleted.lock().unwrap().len() == 3);
+    snowpea_testkit::assert_eventually!(within = T, sessions(&r)[2].1.is_none());
     let mut deleted = r.fake.deleted.lock().unwrap().clone();
     deleted.sort();
     assert_eq!(deleted, ["s_1", "s_2", "s_3"]);

@@ -10,6 +10,7 @@ use snowpea_common::bus::BusHub;
 use snowpea_common::home::Home;
 
 use crate::approval::Approvals;
+use crate::checkpoints::Checkpoints;
 use crate::events::EventLog;
 use crate::provider::Providers;
 use crate::runs::Runs;
@@ -71,6 +72,8 @@ pub struct App {
     pub approvals: Arc<Approvals>,
     /// `tool.list` and the tools turns call.
     pub tools: Arc<Tools>,
+    /// `checkpoint.*` (the `checkpoints`/`checkpoint_files` tables and the blob store).
+    pub checkpoints: Arc<Checkpoints>,
     /// Unattended runs for svc-scheduler (`SessionInternalService`).
     pub runs: Runs,
     hub: Arc<BusHub>,
@@ -98,7 +101,18 @@ impl App {
         // Commands a killed svc-session of this home left running die before anything starts.
         let mark = snowpea_common::orphans::mark("session", home.root());
         snowpea_common::orphans::reap(&mark);
-        let tools = Arc::new(Tools::open(&home, &mark, registry.clone()));
+        let checkpoints = Arc::new(Checkpoints::new(
+            home.clone(),
+            events.clone(),
+            store.clone(),
+            registry.clone(),
+        ));
+        let tools = Arc::new(Tools::open(
+            &home,
+            &mark,
+            registry.clone(),
+            checkpoints.clone(),
+        ));
         let approvals = Arc::new(Approvals::new(
             home.clone(),
             events.clone(),
@@ -112,6 +126,7 @@ impl App {
             hub.clone(),
             registry.clone(),
             approvals.clone(),
+            checkpoints.clone(),
         ));
         let limits = TurnLimits {
             max_tool_rounds: config.max_tool_rounds,
@@ -136,6 +151,7 @@ impl App {
             turns,
             approvals,
             tools,
+            checkpoints,
             runs,
             hub,
         }))

@@ -6,12 +6,13 @@
 //! origin connection), [`turn::Turns`] (prompt queue, interrupt, the agent loop),
 //! [`events::EventLog`] (seq assignment, group commit, publish; [`recovery`] repairs a
 //! crash), [`approval::Approvals`], [`tools::Tools`], [`provider::Providers`],
-//! [`runs::Runs`] (svc-scheduler's unattended runs). [`rpc`] holds the gRPC trait impls
+//! [`checkpoints::Checkpoints`] (per-turn workdir checkpoints), [`runs::Runs`] (svc-scheduler's unattended runs). [`rpc`] holds the gRPC trait impls
 //! that delegate to them; [`clients`] the clients of other services; [`store`] the SQL;
 //! [`permissions`] the mode matrix; [`error`] the one wire mapping.
 
 pub mod app;
 pub mod approval;
+pub mod checkpoints;
 pub mod clients;
 pub mod error;
 pub mod events;
@@ -28,7 +29,7 @@ pub mod turn;
 pub use app::{App, AppConfig};
 
 /// Capabilities this service really implements (`system.hello`).
-pub const CAPABILITIES: &[&str] = &["sessions", "approvals", "tools"];
+pub const CAPABILITIES: &[&str] = &["sessions", "approvals", "tools", "checkpoints"];
 
 #[cfg(test)]
 pub(crate) mod testkit;

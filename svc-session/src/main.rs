@@ -1,17 +1,16 @@
 //! `snowpea-svc-session --home DIR --socket PATH`: serves `snowpea.session.v1`
-//! (SessionService, ApprovalService, ToolService) and the internal bus on a unix socket,
+//! (SessionService, ApprovalService, ToolService, CheckpointService) and the internal bus on a unix socket,
 //! with `grpc.health.v1` and reflection. Logs to stderr. Exit codes: 0 after
 //! SIGTERM/SIGINT, 1 on a start-up failure, 2 on bad arguments.
 
 use std::process::ExitCode;
 
-use snowpea_common::bus::{BusHub, BusService, BUS_SERVICE_NAME};
-use snowpea_common::service::{serve, ServiceArgs};
+use snowpea_common::bus::{BusHub, BusService};
+use snowpea_common::service::{serve, ServiceArgs, Services};
 use snowpea_svc_session::rpc::{
-    approval::ApprovalRpc, session::SessionRpc, tool::ToolRpc, SERVICE_NAMES,
+    approval::ApprovalRpc, checkpoint::CheckpointRpc, session::SessionRpc, tool::ToolRpc,
 };
 use snowpea_svc_session::{App, AppConfig, CAPABILITIES};
-use tonic::service::Routes;
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -31,24 +30,16 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
     let hub = BusHub::new();
     hub.set_capabilities(CAPABILITIES);
     let app = App::open(AppConfig::new(args.home.clone()), hub.clone()).await?;
-    let routes = Routes::new(SessionRpc::new(app.clone()).into_server())
+    let services = Services::new()
+        .add_service(SessionRpc::new(app.clone()).into_server())
         .add_service(ApprovalRpc::new(app.clone()).into_server())
         .add_service(ToolRpc::new(app.clone()).into_server())
+        .add_service(CheckpointRpc::new(app.clone()).into_server())
         .add_service(
             snowpea_svc_session::rpc::internal::InternalRpc::new(app.clone()).into_server(),
         )
         .add_service(BusService::new(hub).into_server());
-    let mut names = SERVICE_NAMES.to_vec();
-    names.push(BUS_SERVICE_NAME);
-    names.push(snowpea_svc_session::rpc::internal::SERVICE_NAME);
-    serve(
-        "session",
-        &args.socket,
-        &names,
-        routes,
-        std::future::pending(),
-    )
-    .await?;
+    serve("session", &args.socket, services, std::future::pending()).await?;
     app.flush().await?;
     Ok(())
 }

@@ -116,15 +116,12 @@ async fn a_turn_left_open_by_a_crash_gets_a_synthetic_turn_done() {
         )
         .await
         .unwrap();
-    let mut waited = 0;
-    loop {
-        app3.flush().await.unwrap();
-        let open = crate::testkit::read(&h.home, store::turns::open);
-        if open.iter().all(|t| t.turn_id != tid) {
-            break;
-        }
-        waited += 1;
-        assert!(waited < 200, "turn did not finish");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    snowpea_testkit::assert_eventually!(
+        {
+            app3.flush().await.unwrap();
+            let open = crate::testkit::read(&h.home, store::turns::open);
+            open.iter().all(|t| t.turn_id != tid)
+        },
+        "turn {tid} finished"
+    );
 }

@@ -6,7 +6,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -23,8 +22,8 @@ use tonic::Request;
 
 use crate::app::{App, AppConfig};
 
-/// Default wait for anything in tests.
-pub const WAIT: Duration = Duration::from_secs(20);
+/// Default wait for anything in tests: the one test kit's bound.
+pub use snowpea_testkit::WAIT;
 
 /// One item seen on the bus.
 #[derive(Debug, Clone)]
@@ -172,9 +171,8 @@ impl Harness {
 
     /// The next bus item, or panics after `WAIT`.
     pub async fn next(&mut self) -> Item {
-        let item = tokio::time::timeout(WAIT, self.feed.next())
+        let item = snowpea_testkit::within(WAIT, "the next bus item", self.feed.next())
             .await
-            .expect("bus item within the wait")
             .expect("feed open")
             .expect("feed item");
         match item.item.expect("item") {

@@ -20,6 +20,7 @@ pub struct ServiceProcess {
     socket: PathBuf,
     log: PathBuf,
     env: Vec<(String, String)>,
+    env_removed: Vec<String>,
     current_dir: Option<PathBuf>,
     child: Option<Child>,
 }
@@ -37,6 +38,7 @@ impl ServiceProcess {
             log: home.join(format!("{name}.log")),
             home,
             env: vec![("SNOWPEA_LOG".into(), "info".into())],
+            env_removed: Vec::new(),
             current_dir: None,
             child: None,
         }
@@ -46,7 +48,17 @@ impl ServiceProcess {
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         let key = key.into();
         self.env.retain(|(k, _)| *k != key);
+        self.env_removed.retain(|k| *k != key);
         self.env.push((key, value.into()));
+        self
+    }
+
+    /// Removes an inherited environment variable from the child (e.g. a developer's real
+    /// API key, so a test never reaches a real provider).
+    pub fn env_remove(mut self, key: impl Into<String>) -> Self {
+        let key = key.into();
+        self.env.retain(|(k, _)| *k != key);
+        self.env_removed.push(key);
         self
     }
 
@@ -96,6 +108,9 @@ impl ServiceProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log);
+        for k in &self.env_removed {
+            cmd.env_remove(k);
+        }
         if let Some(d) = &self.current_dir {
             cmd.current_dir(d);
         }

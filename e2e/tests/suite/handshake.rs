@@ -35,9 +35,10 @@ async fn bad_token_is_unauthorized_and_good_token_works() {
         .as_array()
         .expect("capabilities");
     assert!(caps.iter().any(|c| c == "sessions"), "{r}");
+    assert!(caps.iter().any(|c| c == "checkpoints"), "issue 20: {r}");
     // Only what running services implement: never the spec's whole list.
     assert!(
-        !caps.iter().any(|c| c == "checkpoints" || c == "lsp"),
+        !caps.iter().any(|c| c == "lsp"),
         "not implemented here: {r}"
     );
 }

@@ -4,12 +4,22 @@
 //! every running service's per-method call counters from `ServiceBus.CallStats`, as
 //! `calls.<service>.<method>.count`, `.errors`, `.error.<code>`, `.p50Us` and `.p99Us`.
 //! A service that is down, slow or without CallStats is left out.
+//!
+//! It also names the supervised processes that are restarting or gave up (issue 24 §5),
+//! from the supervisor's `Status` (same deadline; left out without a supervisor): for each
+//! process in `backoff`, `supervisor.<name>.backoffMs` (the delay before its restart) and
+//! `supervisor.<name>.restartsInWindow` (crashes in the restart-intensity window); for one
+//! that is `failed`, `supervisor.<name>.failed` = 1 and the same window count — so a client
+//! sees why a call answered `unavailable`.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
+use snowpea_common::client::unix_channel;
 use snowpea_common::home::Home;
 use snowpea_proto::rpc::v1::CallStatsReply;
+use snowpea_proto::supervisor::v1::supervisor_client::SupervisorClient;
+use snowpea_proto::supervisor::v1::{StatusReply, StatusRequest};
 use snowpea_proto::system::v1::SystemInfoResult;
 use snowpea_proto::PROTOCOL_VERSION;
 
@@ -49,10 +59,17 @@ pub async fn info(daemon: &Daemon, counters: &Counters, services: &Services) -> 
             bus::call_stats(svc, CALL_STATS_DEADLINE).await,
         )
     });
-    for (service, reply) in futures::future::join_all(asked).await {
+    let (stats, supervisor) = tokio::join!(
+        futures::future::join_all(asked),
+        supervisor_status(&daemon.home)
+    );
+    for (service, reply) in stats {
         if let Some(reply) = reply {
             add_call_counters(&mut all, service, &reply);
         }
+    }
+    if let Some(status) = supervisor {
+        add_restart_counters(&mut all, &status);
     }
     SystemInfoResult {
         counters: all,
@@ -65,6 +82,32 @@ pub async fn info(daemon: &Daemon, counters: &Counters, services: &Services) -> 
         restart_required: false,
         started_at,
         version: snowpea_common::VERSION.to_owned(),
+    }
+}
+
+/// The supervisor's `Status`, or `None` when none answers within the deadline.
+async fn supervisor_status(home: &Home) -> Option<StatusReply> {
+    let mut client = SupervisorClient::new(unix_channel(home.supervisor_socket()));
+    match tokio::time::timeout(CALL_STATS_DEADLINE, client.status(StatusRequest {})).await {
+        Ok(Ok(reply)) => Some(reply.into_inner()),
+        _ => None,
+    }
+}
+
+/// Adds `supervisor.<name>.*` for every process that is backing off or failed.
+fn add_restart_counters(all: &mut HashMap<String, i64>, status: &StatusReply) {
+    for p in &status.processes {
+        let key = |what: &str| format!("supervisor.{}.{what}", p.name);
+        match p.state.as_str() {
+            "backoff" => {
+                all.insert(key("backoffMs"), p.backoff_ms);
+            }
+            "failed" => {
+                all.insert(key("failed"), 1);
+            }
+            _ => continue,
+        }
+        all.insert(key("restartsInWindow"), p.restarts_in_window);
     }
 }
 
@@ -100,8 +143,41 @@ mod tests {
     use std::collections::HashMap;
 
     use snowpea_proto::rpc::v1::{CallStatsReply, MethodCallStats};
+    use snowpea_proto::supervisor::v1::{ProcessStatus, StatusReply};
 
-    use super::add_call_counters;
+    use super::{add_call_counters, add_restart_counters};
+
+    #[test]
+    fn processes_backing_off_or_failed_are_named() {
+        let process = |name: &str, state: &str, backoff_ms, in_window| ProcessStatus {
+            name: name.into(),
+            state: state.into(),
+            backoff_ms,
+            restarts_in_window: in_window,
+            max_restarts_in_window: 5,
+            ..Default::default()
+        };
+        let status = StatusReply {
+            processes: vec![
+                process("session", "backoff", 3200, 4),
+                process("audio", "failed", 30_000, 6),
+                process("memory", "running", 100, 1),
+            ],
+            ..Default::default()
+        };
+        let mut all = HashMap::new();
+        add_restart_counters(&mut all, &status);
+        let want: HashMap<String, i64> = [
+            ("supervisor.session.backoffMs", 3200),
+            ("supervisor.session.restartsInWindow", 4),
+            ("supervisor.audio.failed", 1),
+            ("supervisor.audio.restartsInWindow", 6),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        assert_eq!(all, want);
+    }
 
     #[test]
     fn call_counters_are_named_by_service_and_method() {

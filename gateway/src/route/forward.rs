@@ -110,11 +110,11 @@ async fn once(
     metadata: &MetadataMap,
     timeout: Duration,
 ) -> Result<Value, Failure> {
-    // Results may exceed tonic's 4 MiB default (a long session.resume); requests are already
-    // capped by the WebSocket's 16 MiB message limit.
+    // Results may exceed tonic's 4 MiB default (a long session.resume): the limits of every
+    // hop come from one place; a request over GRPC_REQUEST was refused before (`forward`).
     let mut grpc = tonic::client::Grpc::new(svc.channel.clone())
-        .max_decoding_message_size(64 << 20)
-        .max_encoding_message_size(64 << 20);
+        .max_decoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
+        .max_encoding_message_size(snowpea_proto::limits::GRPC_REQUEST);
     let attempt = async {
         grpc.ready()
             .await

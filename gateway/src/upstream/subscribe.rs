@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
 use snowpea_proto::rpc::v1::{outbound, BusClientRequest, BusNotification, SubscribeRequest};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -62,7 +61,7 @@ impl Subscriber {
         let mut backoff = MIN_BACKOFF;
         let mut reported_down = false;
         loop {
-            let mut client = ServiceBusClient::new(svc.channel.clone());
+            let mut client = super::bus::client(&svc);
             let request = SubscribeRequest {
                 gateway_id: self.gateway_id.clone(),
             };

@@ -31,8 +31,8 @@ impl Limits {
             outbound_queue: env_u64("SNOWPEA_GATEWAY_QUEUE")
                 .map(|n| n.clamp(1, 1 << 20) as usize)
                 .unwrap_or(8192),
-            max_message: 16 << 20,
-            max_frame: 16 << 20,
+            max_message: snowpea_proto::limits::WS_MESSAGE,
+            max_frame: snowpea_proto::limits::WS_MESSAGE,
             unavailable_wait: Duration::from_millis(
                 env_u64("SNOWPEA_UNAVAILABLE_WAIT_MS").unwrap_or(5_000),
             ),

@@ -7,3 +7,4 @@ pub mod counters;
 pub mod jsonrpc;
 pub mod limits;
 pub mod registry;
+pub mod socket;

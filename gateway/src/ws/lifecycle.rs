@@ -3,7 +3,6 @@
 //! services it is gone and answer its unanswered server→client requests with
 //! `connection_gone`.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,6 +17,7 @@ use crate::gateway::Gateway;
 use crate::upstream::presence::Change;
 use crate::wire::connection::Connection;
 use crate::wire::counters::bump;
+use crate::wire::socket::PeerSocket;
 
 /// WebSocket close code: message too big (RFC 6455 §7.4.1).
 const CLOSE_TOO_BIG: u16 = 1009;
@@ -27,11 +27,11 @@ const CLOSE_PROTOCOL: u16 = 1002;
 const CLOSE_INVALID_DATA: u16 = 1007;
 
 /// Serves one upgraded WebSocket until it ends.
-pub async fn run(gw: Arc<Gateway>, socket: WebSocket, peer_addr: SocketAddr) {
+pub async fn run(gw: Arc<Gateway>, socket: WebSocket, peer: PeerSocket) {
     let id = snowpea_common::ids::new_id("c");
     let span = tracing::info_span!("conn", conn = %id);
     async move {
-        tracing::debug!(%peer_addr, "connected");
+        tracing::debug!(peer_addr = %peer.addr, "connected");
         let (tx, rx) = mpsc::channel(gw.limits.outbound_queue);
         let conn = Arc::new(Connection::new(id, tx, gw.limits.max_in_flight));
         gw.connections.insert(conn.clone());
@@ -39,7 +39,7 @@ pub async fn run(gw: Arc<Gateway>, socket: WebSocket, peer_addr: SocketAddr) {
         bump(&gw.counters.connections);
 
         let (sink, stream) = socket.split();
-        let writer = tokio::spawn(outbound::write_loop(sink, rx, conn.close_receiver()));
+        let writer = tokio::spawn(outbound::write_loop(sink, rx, conn.close_receiver(), peer));
         read_loop(&gw, &conn, stream).await;
 
         conn.stop();
@@ -47,9 +47,6 @@ pub async fn run(gw: Arc<Gateway>, socket: WebSocket, peer_addr: SocketAddr) {
             was_authenticated.then(|| gw.presence.announce(Change::Closed(conn.id.clone())))
         });
         gw.connections.remove(&conn.id);
-        gw.counters
-            .connections
-            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         if conn.overflowed() {
             bump(&gw.counters.queue_overflows);
         }
@@ -65,6 +62,10 @@ pub async fn run(gw: Arc<Gateway>, socket: WebSocket, peer_addr: SocketAddr) {
         {
             tracing::debug!("writer did not finish in time");
         }
+        // Counted until the socket is let go (its close frame handed to the kernel).
+        gw.counters
+            .connections
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         tracing::debug!("disconnected");
     }
     .instrument(span)

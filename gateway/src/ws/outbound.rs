@@ -1,7 +1,9 @@
 //! The writer half of a connection: drains the bounded outbound queue into the socket
 //! (coalescing whatever is queued into one flush) until the close switch flips, then
-//! sends the close frame — with a deadline, since a client that stopped reading may
-//! never take it.
+//! sends the close frame ahead of whatever is still queued (that backlog is dropped; the
+//! client recovers it with `session.resume`). The socket's send buffer was kept with room
+//! for it (`wire/socket.rs`), so the close frame reaches a client that stopped reading
+//! whenever it reads again; the wait for it is bounded, then the socket is dropped.
 
 use std::time::Duration;
 
@@ -11,6 +13,7 @@ use futures::SinkExt;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::wire::connection::{CloseState, Frame};
+use crate::wire::socket::PeerSocket;
 
 /// Frames written before one flush.
 const COALESCE: usize = 64;
@@ -22,6 +25,7 @@ pub async fn write_loop(
     mut sink: SplitSink<WebSocket, Message>,
     mut rx: mpsc::Receiver<Frame>,
     mut close: watch::Receiver<CloseState>,
+    socket: PeerSocket,
 ) {
     let mut sent: Vec<oneshot::Sender<()>> = Vec::new();
     let end = loop {
@@ -57,6 +61,8 @@ pub async fn write_loop(
         }
     };
     if let CloseState::Close { code, reason } = end {
+        drop(rx);
+        socket.make_room_for_close();
         let frame = CloseFrame {
             code,
             reason: reason.into(),

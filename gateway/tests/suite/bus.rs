@@ -219,3 +219,64 @@ async fn a_client_that_cannot_keep_up_is_closed_with_a_reason() {
     );
     assert!(frame.reason.contains("session.resume"));
 }
+
+#[tokio::test]
+async fn a_client_paused_past_the_gateway_letting_go_still_gets_the_close_frame() {
+    // Issue 24 §3: the slow client reads nothing until the gateway has closed it AND let the
+    // socket go (the bounded wait is over); the close frame with its reason must still be
+    // waiting behind the frames the kernel already holds — not a bare EOF.
+    let home = TestHome::new();
+    let mut fake = FakeService::start(&home.home);
+    let gw = GatewayProc::start(
+        &home,
+        Opts {
+            env: vec![("SNOWPEA_GATEWAY_QUEUE", "64".into())],
+            ..Default::default()
+        },
+    );
+    fake.wait_subscribed(1).await;
+    let mut slow = gw.authed().await;
+    let slow_id = conn_id(&mut slow).await;
+    let mut observer = gw.authed().await;
+    let payload = json!({"chunk": "x".repeat(16 * 1024)});
+    // Small bursts (half the queue) with a round trip between them, so the queue overflows
+    // only once the socket buffers are full — a client paused for long, not a burst.
+    let deadline = tokio::time::Instant::now() + T;
+    loop {
+        for _ in 0..32 {
+            fake.hub
+                .notify("session.event", &payload, vec![slow_id.clone()]);
+        }
+        let info = observer.ok("system.info", json!({})).await;
+        if info["counters"]["queueOverflows"].as_u64() >= Some(1) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no overflow: {info}"
+        );
+    }
+    // The gateway counts a connection until it has let its socket go.
+    let deadline = tokio::time::Instant::now() + T;
+    loop {
+        let info = observer.ok("system.info", json!({})).await;
+        if info["counters"]["connections"] == 1 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the gateway still holds the slow socket: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let frame = slow
+        .expect_close()
+        .await
+        .expect("a close frame with a reason");
+    assert_eq!(u16::from(frame.code), 1008);
+    assert!(
+        frame.reason.contains("outbound queue full") && frame.reason.contains("session.resume"),
+        "{}",
+        frame.reason
+    );
+}

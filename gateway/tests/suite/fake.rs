@@ -6,6 +6,8 @@
 //!   and `title` its clientId (proves the call context arrives as metadata);
 //! * `session.rename` fails `not_found` with details;
 //! * `session.close` waits `<n>` ms when the session id is `slow-<n>` (out-of-order replies);
+//! * `session.resume` answers [`RESUME_EVENTS`] events (a result far above tonic's 4 MiB
+//!   default: big results travel, issue 24 §2);
 //! * everything else is the generated default: gRPC Unimplemented;
 //! * `ServiceBus.CallStats` reports the list/rename calls it answered ([`FakeService::calls`]
 //!   also keeps the request id each carried).
@@ -29,7 +31,8 @@ use snowpea_proto::session::v1::session_service_server::{SessionService, Session
 use snowpea_proto::session::v1::tool_service_server::{ToolService, ToolServiceServer};
 use snowpea_proto::session::v1::{
     SessionCloseParams, SessionCloseResult, SessionListParams, SessionListResult,
-    SessionRenameParams, SessionRenameResult, ToolProgressParams,
+    SessionRenameParams, SessionRenameResult, SessionResumeParams, SessionResumeResult,
+    ToolProgressParams,
 };
 use tokio::sync::watch;
 use tokio_stream::wrappers::UnixListenerStream;
@@ -71,6 +74,9 @@ fn record<T>(
         elapsed: started.elapsed(),
     });
 }
+
+/// Events of every `session.resume` answer.
+pub const RESUME_EVENTS: usize = 100_000;
 
 struct FakeSession {
     calls: Calls,
@@ -125,6 +131,28 @@ impl SessionService for FakeSession {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
         Ok(Response::new(SessionCloseResult { ok: true }))
+    }
+
+    async fn resume(
+        &self,
+        req: Request<SessionResumeParams>,
+    ) -> Result<Response<SessionResumeResult>, Status> {
+        let id = req.into_inner().session_id;
+        let events = (0..RESUME_EVENTS)
+            .map(
+                |seq| snowpea_proto::session::v1::session_resume_result::Event {
+                    kind: "message.delta".into(),
+                    seq: seq as i64 + 1,
+                    session_id: id.clone(),
+                    ts: "2026-01-01T00:00:00.000Z".into(),
+                    ..Default::default()
+                },
+            )
+            .collect();
+        Ok(Response::new(SessionResumeResult {
+            events,
+            ..Default::default()
+        }))
     }
 }
 
@@ -245,9 +273,13 @@ impl FakeService {
             calls: calls.clone(),
         };
         let server = tonic::transport::Server::builder()
-            .add_service(SessionServiceServer::new(FakeSession {
-                calls: calls.clone(),
-            }))
+            .add_service(
+                SessionServiceServer::new(FakeSession {
+                    calls: calls.clone(),
+                })
+                .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+                .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE),
+            )
             .add_service(ToolServiceServer::new(Tools {
                 progress: progress.clone(),
             }))

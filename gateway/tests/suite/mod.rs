@@ -13,3 +13,4 @@ mod jsonrpc;
 mod latency;
 mod layers;
 mod lifecycle;
+mod sizes;

@@ -1,4 +1,6 @@
-//! `snowpea supervisor status [--home DIR] [--json]`: one row per supervised process.
+//! `snowpea supervisor status [--home DIR] [--json]`: one row per supervised process, with
+//! its restarts, the crashes counted in the restart-intensity window and its current backoff
+//! (issue 24 §5).
 //! Exit code 3 when the suite is not running, 4 when it runs but a process is `failed`.
 
 use std::path::PathBuf;
@@ -57,6 +59,12 @@ pub struct ProcessJson {
     pub log: String,
     /// How the previous instance ended.
     pub last_exit: Option<String>,
+    /// While `backoff`: the delay before the restart (ms); else the next crash's delay.
+    pub backoff_ms: i64,
+    /// Crashes counted in the restart-intensity window (60 s).
+    pub restarts_in_window: i64,
+    /// Crashes tolerated in the window before the process is marked `failed`.
+    pub max_restarts_in_window: i64,
 }
 
 impl From<StatusReply> for StatusJson {
@@ -78,6 +86,9 @@ impl From<StatusReply> for StatusJson {
                     socket: p.socket,
                     log: p.log,
                     last_exit: p.last_exit,
+                    backoff_ms: p.backoff_ms,
+                    restarts_in_window: p.restarts_in_window,
+                    max_restarts_in_window: p.max_restarts_in_window,
                 })
                 .collect(),
         }
@@ -134,8 +145,8 @@ pub fn table(st: &StatusReply) -> String {
         st.started_at
     );
     out.push_str(&format!(
-        "{:<12} {:>8}  {:<9} {:>8}  {:>10}  {}\n",
-        "PROCESS", "PID", "STATE", "RESTARTS", "UPTIME", "LAST EXIT"
+        "{:<12} {:>8}  {:<9} {:>8}  {:>9}  {:>8}  {:>10}  {}\n",
+        "PROCESS", "PID", "STATE", "RESTARTS", "IN WINDOW", "BACKOFF", "UPTIME", "LAST EXIT"
     ));
     for p in &st.processes {
         let pid = if p.pid == 0 {
@@ -144,16 +155,27 @@ pub fn table(st: &StatusReply) -> String {
             p.pid.to_string()
         };
         out.push_str(&format!(
-            "{:<12} {:>8}  {:<9} {:>8}  {:>10}  {}\n",
+            "{:<12} {:>8}  {:<9} {:>8}  {:>9}  {:>8}  {:>10}  {}\n",
             p.name,
             pid,
             p.state,
             p.restarts,
+            format!("{}/{}", p.restarts_in_window, p.max_restarts_in_window),
+            backoff(p.backoff_ms),
             uptime(p.uptime_sec),
             p.last_exit.as_deref().unwrap_or("-")
         ));
     }
     out
+}
+
+/// The backoff column: `100ms`, `3.2s`.
+fn backoff(ms: i64) -> String {
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    }
 }
 
 /// `1h02m`, `3m04s`, `12s`, or `-` when not running.
@@ -177,5 +199,11 @@ mod tests {
         assert_eq!(super::uptime(12.7), "12s");
         assert_eq!(super::uptime(184.0), "3m04s");
         assert_eq!(super::uptime(3720.0), "1h02m");
+    }
+
+    #[test]
+    fn backoff_is_compact() {
+        assert_eq!(super::backoff(100), "100ms");
+        assert_eq!(super::backoff(3200), "3.2s");
     }
 }

@@ -58,8 +58,7 @@ fn fake_process_entry() {
             snowpea_common::service::serve(
                 &role,
                 &socket,
-                &[],
-                tonic::service::Routes::default(),
+                snowpea_common::service::Services::new(),
                 std::future::pending(),
             )
             .await

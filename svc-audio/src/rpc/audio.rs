@@ -33,6 +33,8 @@ impl AudioRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> AudioServiceServer<Self> {
         AudioServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

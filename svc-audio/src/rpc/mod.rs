@@ -3,6 +3,3 @@
 //! `snowpea_common::service::serve`.
 
 pub mod audio;
-
-/// Fully qualified names of the services (for health and reflection).
-pub const SERVICE_NAMES: &[&str] = &["snowpea.audio.v1.AudioService"];

@@ -42,9 +42,6 @@ impl McpApi {
     }
 }
 
-/// Largest request decoded (issue 6): above every cap of [`crate::validate`].
-pub const MAX_REQUEST_BYTES: usize = 64 << 20;
-
 fn opt_vec(v: Vec<String>) -> Option<Vec<String>> {
     (!v.is_empty()).then_some(v)
 }

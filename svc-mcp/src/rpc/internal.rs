@@ -30,6 +30,8 @@ impl InternalRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> McpInternalServiceServer<Self> {
         McpInternalServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

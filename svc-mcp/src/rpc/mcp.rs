@@ -11,7 +11,7 @@ use snowpea_proto::mcp::v1::{
 };
 use tonic::{Request, Response, Status};
 
-use crate::api::mcp::{McpApi, MAX_REQUEST_BYTES};
+use crate::api::mcp::McpApi;
 use crate::error::Error;
 use crate::rpc::App;
 
@@ -29,11 +29,13 @@ impl McpRpc {
         }
     }
 
-    /// The tonic server wrapper, decoding requests up to [`MAX_REQUEST_BYTES`] so that an
+    /// The tonic server wrapper, decoding requests up to [`snowpea_proto::limits::GRPC_REQUEST`] so that an
     /// oversized field reaches the handler and is refused by name (`mcp_invalid`), not by
     /// the transport as `internal`.
     pub fn into_server(self) -> McpServiceServer<Self> {
-        McpServiceServer::new(self).max_decoding_message_size(MAX_REQUEST_BYTES)
+        McpServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

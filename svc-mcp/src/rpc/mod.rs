@@ -12,12 +12,6 @@ use crate::sessions::SessionLookup;
 pub mod internal;
 pub mod mcp;
 
-/// Fully qualified names of the services (for health and reflection).
-pub const SERVICE_NAMES: &[&str] = &[
-    "snowpea.mcp.v1.McpService",
-    "snowpea.mcp.v1.McpInternalService",
-];
-
 /// State shared by the services.
 #[derive(Debug)]
 pub struct App {

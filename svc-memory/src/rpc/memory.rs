@@ -28,6 +28,8 @@ impl MemoryRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> MemoryServiceServer<Self> {
         MemoryServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

@@ -9,12 +9,6 @@ use crate::error::{Error, Result};
 pub mod memory;
 pub mod site;
 
-/// Fully qualified names of the services (for health and reflection).
-pub const SERVICE_NAMES: &[&str] = &[
-    "snowpea.memory.v1.MemoryService",
-    "snowpea.memory.v1.SiteService",
-];
-
 /// Runs blocking database work off the async threads (`snowpea_common::db::blocking`, in the
 /// call's span, bounded wait); `what` is the JSON-RPC method.
 pub(crate) async fn blocking<T: Send + 'static>(

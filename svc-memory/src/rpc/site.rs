@@ -29,6 +29,8 @@ impl SiteRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> SiteServiceServer<Self> {
         SiteServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

@@ -14,9 +14,6 @@ use crate::error::JobError;
 use crate::ownership::Caller;
 use crate::spec::iso;
 
-/// Fully qualified name of the service (health, reflection).
-pub const SERVICE_NAME: &str = "snowpea.scheduler.v1.SchedulerInternalService";
-
 /// The gRPC service.
 #[derive(Debug, Clone)]
 pub struct InternalRpc {
@@ -32,7 +29,8 @@ impl InternalRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> SchedulerInternalServiceServer<Self> {
         SchedulerInternalServiceServer::new(self)
-            .max_decoding_message_size(super::job::MAX_REQUEST_BYTES)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

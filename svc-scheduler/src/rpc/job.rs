@@ -24,9 +24,6 @@ use crate::scheduler::{schedule_of, RunNow, Scheduler};
 use crate::spec::{self, iso, Kind};
 use crate::store::JobRow;
 
-/// Fully qualified name of the service (health, reflection).
-pub const SERVICE_NAME: &str = "snowpea.scheduler.v1.JobService";
-
 const MODES: [&str; 3] = ["plan", "accept", "auto"];
 
 /// A new job, as `job.schedule` or `schedule_create` asks for it.
@@ -89,10 +86,6 @@ pub const MAX_SPEC_CHARS: usize = 512;
 pub const MAX_TASK_CHARS: usize = 32_768;
 /// Longest `jobId` a job can have, characters (ids are `job_` + 32 hex digits).
 pub const MAX_JOB_ID_CHARS: usize = 128;
-/// Largest request `JobService` decodes: the gateway's WebSocket message limit (16 MiB) plus
-/// room for the envelope, so an oversized `task` reaches the handler and is `invalid_params`
-/// naming it rather than a transport error.
-pub const MAX_REQUEST_BYTES: usize = 17 << 20;
 
 /// Refuses a text param longer than `max` characters (`field` as in the params).
 fn check_len(field: &'static str, value: &str, max: usize) -> Result<(), JobError> {
@@ -557,9 +550,12 @@ impl JobRpc {
         JobRpc { api }
     }
 
-    /// The tonic server wrapper (decoding requests up to [`MAX_REQUEST_BYTES`]).
+    /// The tonic server wrapper (decoding requests up to [`snowpea_proto::limits::GRPC_REQUEST`], so an oversized
+    /// `task` reaches the handler and is `invalid_params` naming it).
     pub fn into_server(self) -> JobServiceServer<Self> {
-        JobServiceServer::new(self).max_decoding_message_size(MAX_REQUEST_BYTES)
+        JobServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

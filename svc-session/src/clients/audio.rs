@@ -34,7 +34,9 @@ pub async fn speak_reply(home: &Home, session_id: &str, text: &str) -> Option<Va
         return None;
     }
     let mut client =
-        AudioServiceClient::new(snowpea_common::client::unix_channel(home.socket("audio")));
+        AudioServiceClient::new(snowpea_common::client::unix_channel(home.socket("audio")))
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_REQUEST);
     let req = AudioSpeakParams {
         text: text.to_owned(),
         session_id: Some(session_id.to_owned()),

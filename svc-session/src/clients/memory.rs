@@ -116,7 +116,9 @@ impl MemoryClient {
         text: &str,
         tags: Vec<String>,
     ) -> Result<String, MemoryError> {
-        let mut c = MemoryServiceClient::new(self.channel.clone());
+        let mut c = MemoryServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_REQUEST);
         let p = MemoryWriteParams {
             namespace: Some(namespace.to_owned()),
             tags,
@@ -132,7 +134,9 @@ impl MemoryClient {
         query: &str,
         limit: usize,
     ) -> Result<Vec<MemoryHit>, MemoryError> {
-        let mut c = MemoryServiceClient::new(self.channel.clone());
+        let mut c = MemoryServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_REQUEST);
         let p = MemorySearchParams {
             limit: limit as i64,
             namespace: Some(namespace.to_owned()),

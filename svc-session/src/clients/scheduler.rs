@@ -19,4 +19,6 @@ pub fn connect(home: &Home) -> SchedulerClient {
     SchedulerInternalServiceClient::new(snowpea_common::client::unix_channel(
         home.socket("scheduler"),
     ))
+    .max_decoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
+    .max_encoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
 }

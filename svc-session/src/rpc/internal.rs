@@ -13,9 +13,6 @@ use tonic::{Request, Response, Status};
 use crate::app::App;
 use crate::runs::RunStream;
 
-/// Fully qualified name of the service (for health and reflection).
-pub const SERVICE_NAME: &str = "snowpea.session.v1.SessionInternalService";
-
 /// The gRPC service.
 #[derive(Debug, Clone)]
 pub struct InternalRpc {
@@ -31,6 +28,8 @@ impl InternalRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> SessionInternalServiceServer<Self> {
         SessionInternalServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

@@ -1,17 +1,11 @@
 //! gRPC implementations of the `snowpea.session.v1` services this process serves, one
 //! file per service: [`session`] (`SessionService`), [`approval`] (`ApprovalService`),
-//! [`tool`] (`ToolService`). Methods not implemented here answer the generated default
+//! [`tool`] (`ToolService`), [`checkpoint`] (`CheckpointService`). Methods not implemented here answer the generated default
 //! (`UNIMPLEMENTED` → `not_implemented` at the gateway). Spans, timing and outcome
 //! codes come from the shared call layer in `snowpea_common::calls` (installed by `serve`).
 
 pub mod approval;
+pub mod checkpoint;
 pub mod internal;
 pub mod session;
 pub mod tool;
-
-/// Fully qualified names of the services (for health and reflection).
-pub const SERVICE_NAMES: &[&str] = &[
-    "snowpea.session.v1.SessionService",
-    "snowpea.session.v1.ApprovalService",
-    "snowpea.session.v1.ToolService",
-];

@@ -25,6 +25,8 @@ impl SessionRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> SessionServiceServer<Self> {
         SessionServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

@@ -20,6 +20,7 @@ use snowpea_proto::session::v1 as pb;
 use tokio::sync::watch;
 
 use crate::approval::Approvals;
+use crate::checkpoints::Checkpoints;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::permissions::Mode;
@@ -293,6 +294,7 @@ pub struct Sessions {
     hub: Arc<BusHub>,
     registry: Registry,
     approvals: Arc<Approvals>,
+    checkpoints: Arc<Checkpoints>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -302,7 +304,8 @@ impl std::fmt::Debug for Sessions {
 }
 
 impl Sessions {
-    /// The component over `registry`, writing through `log`, counting `approvals`.
+    /// The component over `registry`, writing through `log`, counting `approvals`; a
+    /// deleted session's checkpoints go with it ([`Checkpoints::delete_session`]).
     pub fn new(
         home: Home,
         store: Store,
@@ -310,6 +313,7 @@ impl Sessions {
         hub: Arc<BusHub>,
         registry: Registry,
         approvals: Arc<Approvals>,
+        checkpoints: Arc<Checkpoints>,
     ) -> Self {
         Sessions {
             home,
@@ -318,6 +322,7 @@ impl Sessions {
             hub,
             registry,
             approvals,
+            checkpoints,
         }
     }
 
@@ -634,7 +639,7 @@ impl Sessions {
     }
 
     /// `DeleteSessions` (svc-scheduler, issue 5): closes and deletes the saved session `id`
-    /// with its events, turns and workspace. Returns false when there is no such session.
+    /// with its events, turns, workspace and checkpoints. Returns false when there is no such session.
     pub async fn delete(&self, id: &str) -> Result<bool> {
         if self.get(id).is_ok() {
             self.close(id).await?;
@@ -654,6 +659,7 @@ impl Sessions {
         if !row.workspace_dir.is_empty() {
             let _ = std::fs::remove_dir_all(&row.workspace_dir);
         }
+        self.checkpoints.delete_session(id).await?;
         Ok(true)
     }
 }

@@ -6,7 +6,8 @@
 //! [`Store`] with its own read connection for queries (WAL lets reads run beside the
 //! writer and see exactly what was committed). Which component owns which table:
 //! `sessions` — [`crate::session::Sessions`]; `events` and `turns` —
-//! [`crate::events::EventLog`]; `approvals` — [`crate::approval::Approvals`].
+//! [`crate::events::EventLog`]; `approvals` — [`crate::approval::Approvals`]; `checkpoints` and
+//! `checkpoint_files` — [`crate::checkpoints::Checkpoints`].
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -16,6 +17,7 @@ use rusqlite::Connection;
 use crate::error::Result;
 
 pub mod approvals;
+pub mod checkpoints;
 pub mod events;
 pub mod sessions;
 pub mod turns;
@@ -79,6 +81,38 @@ ALTER TABLE sessions ADD COLUMN kind TEXT NOT NULL DEFAULT 'chat';
 ALTER TABLE sessions ADD COLUMN agent TEXT;
 ALTER TABLE sessions ADD COLUMN job_id TEXT;
 ALTER TABLE sessions ADD COLUMN approval_timeout_sec INTEGER;
+"#,
+    // 3: per-turn checkpoints of the workdir (issue 20): one row per manifest (`ord` orders a
+    // session's checkpoints oldest first) and one per file entry; the blobs live on disk
+    // under `$SNOWPEA_HOME/checkpoints/<sessionId>/objects/`.
+    r#"
+CREATE TABLE checkpoints (
+    ord INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    turn_id TEXT,
+    workdir TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    prompt TEXT NOT NULL DEFAULT '',
+    kind TEXT NOT NULL,
+    UNIQUE (session_id, id)
+);
+CREATE TABLE checkpoint_files (
+    session_id TEXT NOT NULL,
+    checkpoint_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    pos INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    before_sha TEXT,
+    after_sha TEXT,
+    size INTEGER NOT NULL DEFAULT 0,
+    source TEXT NOT NULL,
+    restorable INTEGER NOT NULL,
+    skipped TEXT,
+    mode INTEGER,
+    pending INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (session_id, checkpoint_id, path)
+) WITHOUT ROWID;
 "#,
 ];
 

@@ -10,6 +10,7 @@ use snowpea_common::home::Home;
 use snowpea_proto::session::v1 as pb;
 
 use super::Tool;
+use crate::checkpoints::Checkpoints;
 use crate::clients::mcp::McpClient;
 use crate::error::Result;
 use crate::session::Registry;
@@ -19,6 +20,7 @@ pub struct Tools {
     home: Home,
     sessions: Registry,
     builtin: Vec<Arc<dyn Tool>>,
+    checkpoints: Arc<Checkpoints>,
 }
 
 impl std::fmt::Debug for Tools {
@@ -31,8 +33,14 @@ impl std::fmt::Debug for Tools {
 
 impl Tools {
     /// The tools of `home`: built-ins (commands they start carry the orphan `mark`), the
-    /// memory tools and the schedule tools; sessions looked up in `sessions`.
-    pub fn open(home: &Home, mark: &str, sessions: Registry) -> Self {
+    /// memory tools and the schedule tools; sessions looked up in `sessions`; what their
+    /// calls change is captured by `checkpoints`.
+    pub fn open(
+        home: &Home,
+        mark: &str,
+        sessions: Registry,
+        checkpoints: Arc<Checkpoints>,
+    ) -> Self {
         let mut builtin = super::builtin(mark);
         builtin.extend(super::memory::for_home(home));
         builtin.extend(super::schedule::for_home(home));
@@ -40,7 +48,13 @@ impl Tools {
             home: home.clone(),
             sessions,
             builtin,
+            checkpoints,
         }
+    }
+
+    /// The checkpoints of what tool calls change (issue 20).
+    pub fn checkpoints(&self) -> &Checkpoints {
+        &self.checkpoints
     }
 
     /// The tools every session has (everything but MCP tools).

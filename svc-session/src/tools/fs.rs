@@ -12,7 +12,7 @@ use similar::{ChangeTag, TextDiff};
 
 use super::args::{self, floor_char_boundary};
 use super::paths::{self, ResolvedPath};
-use super::{run_blocking, FileDiff, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+use super::{run_blocking, FileDiff, Permission, Tool, ToolContext, ToolOutput, ToolPlan, Writes};
 use crate::provider::ToolSpec;
 
 /// Bytes looked at to decide whether a file is binary (a NUL byte in them means binary).
@@ -48,6 +48,14 @@ fn plan_path(
         summary: format!("{tool} {}", args::one_line(&resolved.display, 200)),
     };
     Ok((plan, resolved))
+}
+
+/// The file named by the `path` argument, resolved as the tool will write it.
+fn writes_path(args: &Value, workdir: &Path) -> Writes {
+    match args::required_str(args, "path").map(|raw| paths::resolve(workdir, raw)) {
+        Ok(Ok(resolved)) => Writes::Files(vec![resolved.path]),
+        _ => Writes::Nothing,
+    }
 }
 
 /// True when the bytes look binary (contain a NUL byte).
@@ -444,6 +452,10 @@ impl Tool for WriteFile {
         plan_path(args, workdir, "path", None, self.permission(), self.name()).map(|(plan, _)| plan)
     }
 
+    fn writes(&self, args: &Value, workdir: &Path) -> Writes {
+        writes_path(args, workdir)
+    }
+
     fn run(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         Box::pin(run_blocking(move || {
             let content = match args::required_str(&args, "content") {
@@ -605,6 +617,10 @@ impl Tool for EditFile {
         let (plan, _) = plan_path(args, workdir, "path", None, self.permission(), self.name())?;
         Self::parse(args)?;
         Ok(plan)
+    }
+
+    fn writes(&self, args: &Value, workdir: &Path) -> Writes {
+        writes_path(args, workdir)
     }
 
     fn run(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {

@@ -132,6 +132,17 @@ pub struct ToolContext {
     pub mode: String,
 }
 
+/// Which files a call may change, for its checkpoint (issue 20), decided before it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Writes {
+    /// The call changes no files.
+    Nothing,
+    /// Exactly these files (absolute, resolved as the tool will touch them).
+    Files(Vec<PathBuf>),
+    /// Anything in the workdir (a shell command): found by comparing the tree before and after.
+    Workdir,
+}
+
 /// A built-in tool.
 pub trait Tool: Send + Sync {
     /// Tool name (API).
@@ -152,6 +163,11 @@ pub trait Tool: Send + Sync {
     fn plan(&self, args: &Value, workdir: &Path) -> Result<ToolPlan, String>;
     /// Runs the call. Never panics on bad input; failures are `ToolOutput { ok: false }`.
     fn run(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput>;
+    /// The files the call would change (their before-state is checkpointed first). The
+    /// default is none; every built-in tool that changes files overrides it.
+    fn writes(&self, _args: &Value, _workdir: &Path) -> Writes {
+        Writes::Nothing
+    }
 }
 
 /// The built-in tools, in the order they are offered to the model; the processes they

@@ -142,6 +142,10 @@ impl Tool for Shell {
         })
     }
 
+    fn writes(&self, _args: &Value, _workdir: &Path) -> super::Writes {
+        super::Writes::Workdir
+    }
+
     fn run(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let mark = self.mark.clone();
         Box::pin(async move {

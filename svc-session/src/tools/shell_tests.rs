@@ -37,14 +37,16 @@ fn process_gone(pid: i32) -> bool {
     }
 }
 
+/// Whether `pid` is gone within the test kit's bound.
 async fn wait_gone(pid: i32) -> bool {
-    for _ in 0..100 {
-        if process_gone(pid) {
-            return true;
+    let deadline = std::time::Instant::now() + snowpea_testkit::WAIT;
+    while !process_gone(pid) {
+        if std::time::Instant::now() >= deadline {
+            return false;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        snowpea_testkit::pause().await;
     }
-    false
+    true
 }
 
 #[test]
@@ -307,13 +309,20 @@ async fn dropping_the_future_kills_the_group() {
     let (_d, wd) = setup();
     let pidfile = wd.join("pid");
     let (ctx, _rx) = test_context(&wd, 10_000);
-    let fut = Shell::default().run(json!({"command": "echo $$ > pid; sleep 30"}), ctx);
-    let _ = tokio::time::timeout(Duration::from_millis(500), fut).await;
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let mut fut =
+        Box::pin(Shell::default().run(json!({"command": "echo $$ > pid; sleep 30"}), ctx));
+    // Poll the call until the shell has written its pid (a loaded machine may take a
+    // while), then drop it.
+    let pid: i32 = tokio::select! {
+        out = &mut fut => panic!("the call ended before it was dropped: {out:?}"),
+        pid = snowpea_testkit::eventually(snowpea_testkit::WAIT, "the shell wrote its pid", || async {
+            std::fs::read_to_string(&pidfile)
+                .ok()
+                .filter(|s| s.ends_with('\n'))
+                .and_then(|s| s.trim().parse().ok())
+        }) => pid,
+    };
+    drop(fut);
     assert!(
         wait_gone(pid).await,
         "shell {pid} outlived its dropped call"

@@ -260,6 +260,12 @@ impl Turns {
             return self.interrupted(session, t, call);
         }
 
+        let writes = tool.writes(&call.arguments, &workdir);
+        let capture = self
+            .tools
+            .checkpoints()
+            .before_call(session, &t.turn_id, &t.text, writes)
+            .await;
         let (progress, mut chunks) = mpsc::unbounded_channel();
         let ctx = ToolContext {
             workdir,
@@ -291,6 +297,12 @@ impl Turns {
         drop(run);
         while let Ok(chunk) = chunks.try_recv() {
             emit_chunk(chunk);
+        }
+        if let Some(capture) = capture {
+            self.tools
+                .checkpoints()
+                .after_call(session, &t.turn_id, &t.text, capture)
+                .await;
         }
         let Some(out) = output else {
             return self.interrupted(session, t, call);

@@ -3,136 +3,80 @@
 //! connection metadata. Covers a full turn, kill -9 during a turn (synthetic `turn.done`
 //! after the restart) and kill -9 while idle (sessions listed, resume works).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
 use serde_json::{json, Value};
-use snowpea_common::client::{is_serving, unix_channel};
+use snowpea_common::client::is_serving;
 use snowpea_common::context::CallContext;
 use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
 use snowpea_proto::rpc::v1::{outbound, ConnectionInfo, ConnectionSet, Outbound, SubscribeRequest};
 use snowpea_proto::session::v1 as pb;
 use snowpea_proto::session::v1::session_service_client::SessionServiceClient;
+use snowpea_testkit::{within, ServiceProcess, WAIT};
 use tonic::Streaming;
 
-const WAIT: Duration = Duration::from_secs(20);
-
-struct Svc {
-    child: Child,
-    home: PathBuf,
-    socket: PathBuf,
-    script: PathBuf,
-}
+/// svc-session from the one test kit's [`ServiceProcess`], with the scripted provider.
+struct Svc(ServiceProcess);
 
 impl Svc {
-    async fn start(home: &Path, script: &Path) -> Svc {
-        let socket = home.join("run").join("session.sock");
+    async fn start(home: &std::path::Path, script: &std::path::Path) -> Svc {
         std::fs::create_dir_all(home).unwrap();
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(home.join("svc.log"))
-            .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_snowpea-svc-session"))
-            .arg("--home")
-            .arg(home)
-            .arg("--socket")
-            .arg(&socket)
+        let svc = ServiceProcess::new("session", env!("CARGO_BIN_EXE_snowpea-svc-session"), home)
             .env("SNOWPEA_PROVIDER", format!("fake:{}", script.display()))
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let mut svc = Svc {
-            child,
-            home: home.to_owned(),
-            socket,
-            script: script.to_owned(),
-        };
-        let deadline = std::time::Instant::now() + WAIT;
-        while !is_serving(
-            &svc.socket,
-            "snowpea.session.v1.SessionService",
-            Duration::from_millis(500),
-        )
-        .await
-        {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "service not SERVING; log:\n{}",
-                svc.log()
-            );
-            if let Ok(Some(status)) = svc.child.try_wait() {
-                panic!("service exited with {status}; log:\n{}", svc.log());
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            .start()
+            .await;
         for name in [
+            "snowpea.session.v1.SessionService",
             "snowpea.session.v1.ApprovalService",
             "snowpea.session.v1.ToolService",
             "snowpea.rpc.v1.ServiceBus",
         ] {
             assert!(
-                is_serving(&svc.socket, name, Duration::from_secs(2)).await,
+                is_serving(svc.socket(), name, std::time::Duration::from_secs(2)).await,
                 "{name}"
             );
         }
-        svc
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.home.join("svc.log")).unwrap_or_default()
-    }
-
-    fn kill9(&mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
+        Svc(svc)
     }
 
     async fn restart(&mut self) {
-        self.kill9();
-        let fresh = Svc::start(&self.home, &self.script).await;
-        // The old process is already reaped; dropping its handle is harmless.
-        drop(std::mem::replace(self, fresh));
+        self.0.restart().await;
     }
 
     fn sessions(&self) -> SessionServiceClient<tonic::transport::Channel> {
-        SessionServiceClient::new(unix_channel(&self.socket))
+        SessionServiceClient::new(self.0.channel())
     }
 
     /// Subscribes like the gateway and announces connection `c1`.
     async fn gateway(&self) -> Streaming<Outbound> {
-        let mut bus = ServiceBusClient::new(unix_channel(&self.socket));
-        let feed = bus
-            .subscribe(SubscribeRequest {
+        let mut bus = ServiceBusClient::new(self.0.channel());
+        let feed = within(
+            WAIT,
+            "Subscribe",
+            bus.subscribe(SubscribeRequest {
                 gateway_id: "test".into(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
-        bus.sync_connections(ConnectionSet {
-            full: true,
-            connections: vec![ConnectionInfo {
-                connection_id: "c1".into(),
-                client_id: Some("cli".into()),
-                client_version: "t".into(),
-                ..Default::default()
-            }],
-            closed: vec![],
-        })
+            }),
+        )
+        .await
+        .unwrap()
+        .into_inner();
+        within(
+            WAIT,
+            "SyncConnections",
+            bus.sync_connections(ConnectionSet {
+                full: true,
+                connections: vec![ConnectionInfo {
+                    connection_id: "c1".into(),
+                    client_id: Some("cli".into()),
+                    client_version: "t".into(),
+                    ..Default::default()
+                }],
+                closed: vec![],
+            }),
+        )
         .await
         .unwrap();
         feed
-    }
-}
-
-impl Drop for Svc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -151,9 +95,8 @@ fn with_ctx<T>(msg: T) -> tonic::Request<T> {
 async fn events_until(feed: &mut Streaming<Outbound>, kind: &str, turn_id: &str) -> Vec<Value> {
     let mut out = Vec::new();
     loop {
-        let item = tokio::time::timeout(WAIT, feed.message())
+        let item = within(WAIT, "the next bus message", feed.message())
             .await
-            .expect("event within the wait")
             .unwrap()
             .unwrap();
         if let Some(outbound::Item::Notification(n)) = item.item {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 use snowpea_sdk::{Client, Error};
 
-use super::fake_server::{eventually, within, FakeServer};
+use super::fake_server::{within, FakeServer};
 
 #[tokio::test]
 async fn concurrent_calls_match_out_of_order_answers() {
@@ -90,7 +90,11 @@ async fn client_notifications_reach_the_server() {
     within(client.notify("client.note", json!({ "n": 7 })))
         .await
         .expect("notify");
-    eventually("note arrives", || !server.notes().is_empty()).await;
+    snowpea_testkit::assert_eventually!(
+        within = super::fake_server::T,
+        !server.notes().is_empty(),
+        "note arrives"
+    );
     assert_eq!(
         server.notes()[0],
         json!({ "method": "client.note", "params": { "n": 7 } })

@@ -20,22 +20,13 @@ use tokio_tungstenite::tungstenite::Message;
 
 pub const TOKEN: &str = "secret-token";
 
-/// Awaits `fut` for at most 10 s; a test that waits longer has failed.
-pub async fn within<F: Future>(fut: F) -> F::Output {
-    tokio::time::timeout(Duration::from_secs(10), fut)
-        .await
-        .expect("timed out after 10 s")
-}
+/// The bound of every wait of these tests.
+pub const T: Duration = Duration::from_secs(10);
 
-/// Polls `cond` every 10 ms for at most 5 s.
-pub async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    for _ in 0..500 {
-        if cond() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("condition never became true: {what}");
+/// Awaits `fut` for at most [`T`] (the test kit's `within`); a test that waits longer has
+/// failed.
+pub async fn within<F: Future>(fut: F) -> F::Output {
+    snowpea_testkit::within(T, "a step of the test", fut).await
 }
 
 /// Fast reconnects for tests.

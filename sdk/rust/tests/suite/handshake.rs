@@ -29,7 +29,11 @@ async fn bad_token_is_unauthorized_and_leaves_nothing_running() {
     assert_eq!(err.code_str(), Some("unauthorized"), "{err:?}");
     assert!(matches!(err, Error::Rpc(ref e) if e.code == -32000));
     // No task retries in the background: the server sees no further connection.
-    super::fake_server::eventually("connection released", || server.live() == 0).await;
+    snowpea_testkit::assert_eventually!(
+        within = super::fake_server::T,
+        server.live() == 0,
+        "connection released"
+    );
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     assert_eq!(server.accepted(), 1);
 }

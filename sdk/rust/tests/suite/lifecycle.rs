@@ -6,7 +6,7 @@ use serde_json::json;
 use snowpea_sdk::{Client, ConnectionState, Error};
 use tokio::sync::broadcast;
 
-use super::fake_server::{eventually, fast_reconnect, within, FakeServer};
+use super::fake_server::{fast_reconnect, within, FakeServer};
 
 #[tokio::test]
 async fn close_stops_the_connection_and_releases_everyone() {
@@ -32,7 +32,11 @@ async fn close_stops_the_connection_and_releases_everyone() {
         within(events.next(Duration::from_secs(5))).await,
         Err(Error::Closed)
     ));
-    eventually("server sees the close", || server.live() == 0).await;
+    snowpea_testkit::assert_eventually!(
+        within = super::fake_server::T,
+        server.live() == 0,
+        "server sees the close"
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(server.accepted(), 1, "no reconnect after close");
     within(client.close()).await; // idempotent
@@ -48,7 +52,11 @@ async fn dropping_the_client_stops_the_connection() {
     .expect("connect");
     let mut raw = client.subscribe();
     drop(client);
-    eventually("server sees the drop", || server.live() == 0).await;
+    snowpea_testkit::assert_eventually!(
+        within = super::fake_server::T,
+        server.live() == 0,
+        "server sees the drop"
+    );
     assert!(matches!(
         within(raw.recv()).await,
         Err(broadcast::error::RecvError::Closed)

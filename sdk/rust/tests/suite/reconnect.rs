@@ -7,7 +7,7 @@ use serde_json::json;
 use snowpea_sdk::{Client, ConnectionState, Error, Notification};
 use tokio::sync::broadcast;
 
-use super::fake_server::{eventually, fast_reconnect, within, FakeServer};
+use super::fake_server::{fast_reconnect, within, FakeServer};
 
 /// Reads `session.event` seqs of `session_id` from a raw subscription until `last`, then
 /// checks that nothing else arrives for a moment.
@@ -55,10 +55,11 @@ async fn reconnect_resumes_every_event_exactly_once_in_order() {
     // Drop the socket; more events happen while the client cannot get back in.
     server.pause(true);
     server.kill_all();
-    eventually("client notices", || {
-        client.connection_state() == ConnectionState::Reconnecting
-    })
-    .await;
+    snowpea_testkit::assert_eventually!(
+        within = super::fake_server::T,
+        { client.connection_state() == ConnectionState::Reconnecting },
+        "client notices"
+    );
     server.emit(&sid, 5);
     // A call made now waits for the reconnect.
     let waiting = {
@@ -152,7 +153,11 @@ async fn call_in_flight_fails_closed_and_the_next_one_works() {
     let client = within(Client::connect(opts)).await.expect("connect");
     let in_flight = client.call("never", json!({}));
     let kill = async {
-        eventually("connected", || server.live() == 1).await;
+        snowpea_testkit::assert_eventually!(
+            within = super::fake_server::T,
+            server.live() == 1,
+            "connected"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
         server.kill_all();
     };
@@ -174,10 +179,11 @@ async fn without_reconnect_a_drop_closes_the_client() {
         .expect("connect");
     let mut raw = client.subscribe();
     server.kill_all();
-    eventually("closed", || {
-        client.connection_state() == ConnectionState::Closed
-    })
-    .await;
+    snowpea_testkit::assert_eventually!(
+        within = super::fake_server::T,
+        { client.connection_state() == ConnectionState::Closed },
+        "closed"
+    );
     let err = within(client.call("echo", json!(1)))
         .await
         .expect_err("closed");
@@ -198,9 +204,10 @@ async fn reconnect_gives_up_after_max_attempts() {
         .expect("connect");
     server.pause(true);
     server.kill_all();
-    eventually("gave up", || {
-        client.connection_state() == ConnectionState::Closed
-    })
-    .await;
+    snowpea_testkit::assert_eventually!(
+        within = super::fake_server::T,
+        { client.connection_state() == ConnectionState::Closed },
+        "gave up"
+    );
     assert_eq!(server.accepted(), 4);
 }

@@ -146,7 +146,9 @@ impl McpClient {
     /// keeps its `(server, tool)`, which calls and `tool.list` use — the name is never parsed
     /// back.
     pub async fn list(&self, workdir: &Path) -> Result<Listing, Unreachable> {
-        let mut client = McpInternalServiceClient::new(self.channel.clone());
+        let mut client = McpInternalServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_REQUEST);
         let req = ListToolsRequest {
             workdir: workdir.display().to_string(),
             wait_ms: 0,
@@ -217,7 +219,9 @@ impl McpClient {
         call_id: &str,
         tool_timeout: Duration,
     ) -> ToolOutput {
-        let mut client = McpInternalServiceClient::new(self.channel.clone());
+        let mut client = McpInternalServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_REQUEST);
         let req = CallToolRequest {
             workdir: workdir.display().to_string(),
             server: server.to_owned(),

@@ -1,0 +1,663 @@
+//! Service-level tests of the checkpoint component: capture through real turns (scripted
+//! provider, temp workdirs with and without git) and every restore rule.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde_json::{json, Value};
+use snowpea_proto::session::v1 as pb;
+
+use crate::error::Error;
+use crate::testkit::{of_kind, Harness};
+use crate::tools::Writes;
+
+fn write(path: &Path, text: &str, mode: u32) {
+    if let Some(p) = path.parent() {
+        std::fs::create_dir_all(p).unwrap();
+    }
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+fn read(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+async fn turn(h: &mut Harness, sid: &str, text: &str) -> (String, Vec<Value>) {
+    let tid = h.prompt(sid, text).await;
+    let ev = h.until_done(&tid, |_| None).await;
+    idle(h, sid).await;
+    (tid, ev)
+}
+
+/// Waits until the session's driver has marked it idle (just after `turn.done`).
+async fn idle(h: &Harness, sid: &str) {
+    let session = h.app.sessions.get(sid).unwrap();
+    crate::turn::wait_idle(&session, crate::testkit::WAIT).await;
+    assert!(session.turns().running.is_none(), "session idle");
+}
+
+async fn list(h: &Harness, sid: &str) -> Vec<pb::Checkpoint> {
+    h.app
+        .checkpoints
+        .list(pb::CheckpointListParams {
+            session_id: sid.into(),
+        })
+        .await
+        .unwrap()
+        .checkpoints
+}
+
+fn params(sid: &str, id: &str) -> pb::CheckpointRestoreParams {
+    pb::CheckpointRestoreParams {
+        session_id: sid.into(),
+        id: id.into(),
+        ..Default::default()
+    }
+}
+
+async fn restore(h: &Harness, p: pb::CheckpointRestoreParams) -> pb::CheckpointRestoreResult {
+    h.app.checkpoints.restore(p).await.unwrap()
+}
+
+fn skipped(r: &pb::CheckpointRestoreResult) -> Vec<(String, String)> {
+    r.skipped
+        .iter()
+        .map(|s| (s.path.clone(), s.reason.clone()))
+        .collect()
+}
+
+fn file<'a>(c: &'a pb::Checkpoint, path: &str) -> &'a pb::checkpoint::File {
+    c.files
+        .iter()
+        .find(|f| f.path == path)
+        .unwrap_or_else(|| panic!("{path} in {c:?}"))
+}
+
+fn invalid_field(e: Error) -> String {
+    match e {
+        Error::InvalidParams { field, .. } => field,
+        other => panic!("expected invalid_params, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_turn_that_edits_creates_and_deletes_is_restored_exactly_and_the_restore_undone() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "change things", "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "a.txt", "content": "changed\n"}},
+                {"name": "write_file", "arguments": {"path": "new/c.txt", "content": "new\n"}},
+                {"name": "edit_file", "arguments": {"path": "b.txt", "old": "bee", "new": "bzz"}},
+                {"name": "shell", "arguments": {"command": "rm b.txt"}}
+            ]},
+            {"after_tool": "shell", "text": "Done."}
+        ]
+    }))
+    .await;
+    let wd = h.workdir.clone();
+    write(&wd.join("a.txt"), "one\n", 0o755);
+    write(&wd.join("b.txt"), "bee\n", 0o600);
+    let sid = h.create("auto").await;
+    let (tid, ev) = turn(&mut h, &sid, "change things").await;
+    assert_eq!(read(&wd.join("a.txt")).as_deref(), Some("changed\n"));
+    assert!(!wd.join("b.txt").exists());
+    let updated = of_kind(&ev, "checkpoint.updated");
+    assert!(!updated.is_empty(), "checkpoint.updated emitted");
+    assert_eq!(updated.last().unwrap()["payload"]["checkpoint"]["id"], tid);
+
+    let cps = list(&h, &sid).await;
+    assert_eq!(cps.len(), 1);
+    let c = &cps[0];
+    assert_eq!((c.id.as_str(), c.kind.as_str()), (tid.as_str(), "turn"));
+    assert_eq!(c.turn_id.as_deref(), Some(tid.as_str()));
+    assert_eq!(c.prompt, "change things");
+    let paths: Vec<_> = c.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["a.txt", "new/c.txt", "b.txt"]);
+    assert_eq!(file(c, "a.txt").status, "modified");
+    assert_eq!(file(c, "new/c.txt").status, "created");
+    assert_eq!(file(c, "b.txt").status, "deleted");
+    assert!(c.files.iter().all(|f| f.restorable && f.source == "tool"));
+    assert!(file(c, "new/c.txt").before_sha.is_none());
+    assert!(file(c, "b.txt").after_sha.is_none());
+
+    let d = h
+        .app
+        .checkpoints
+        .diff(pb::CheckpointDiffParams {
+            session_id: sid.clone(),
+            id: tid.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let a = d.files.iter().find(|f| f.path == "a.txt").unwrap();
+    assert!(
+        a.patch.contains("-changed") && a.patch.contains("+one"),
+        "{}",
+        a.patch
+    );
+    assert!(a.restorable && !a.changed_since && !a.binary);
+
+    let r = restore(&h, params(&sid, &tid)).await;
+    assert_eq!(r.restored, ["a.txt", "new/c.txt", "b.txt"]);
+    assert!(r.skipped.is_empty());
+    let undo = r.checkpoint_id.clone().expect("undo checkpoint");
+    assert!(undo.starts_with("r-") && undo.len() == 14, "{undo}");
+    assert_eq!(read(&wd.join("a.txt")).as_deref(), Some("one\n"));
+    assert_eq!(mode(&wd.join("a.txt")), 0o755);
+    assert_eq!(read(&wd.join("b.txt")).as_deref(), Some("bee\n"));
+    assert_eq!(mode(&wd.join("b.txt")), 0o600);
+    assert!(!wd.join("new/c.txt").exists());
+    h.app.flush().await.unwrap();
+    let restored = h
+        .app
+        .events
+        .of_kinds(&sid, &["checkpoint.restored"])
+        .await
+        .unwrap();
+    assert_eq!(restored.len(), 1);
+    assert_eq!(restored[0].1["checkpointId"], undo);
+
+    let cps = list(&h, &sid).await;
+    assert_eq!(cps.len(), 2);
+    assert_eq!(
+        (cps[0].id.as_str(), cps[0].kind.as_str()),
+        (undo.as_str(), "restore")
+    );
+    // Restoring the restore puts the turn's result back.
+    let r2 = restore(&h, params(&sid, &undo)).await;
+    assert_eq!(r2.restored.len(), 3, "{r2:?}");
+    assert_eq!(read(&wd.join("a.txt")).as_deref(), Some("changed\n"));
+    assert_eq!(mode(&wd.join("a.txt")), 0o755);
+    assert_eq!(read(&wd.join("new/c.txt")).as_deref(), Some("new\n"));
+    assert!(!wd.join("b.txt").exists());
+}
+
+#[tokio::test]
+async fn through_spans_later_turns_and_a_user_edit_blocks_restore_without_force() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "turn one", "tool_calls": [{"name": "write_file", "arguments": {"path": "f.txt", "content": "1\n"}}]},
+            {"match": "turn two", "tool_calls": [{"name": "write_file", "arguments": {"path": "f.txt", "content": "2\n"}}]},
+            {"match": "turn three", "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "f.txt", "content": "3\n"}},
+                {"name": "write_file", "arguments": {"path": "g.txt", "content": "g\n"}}
+            ]}
+        ],
+        "default": {"text": "ok"}
+    }))
+    .await;
+    let wd = h.workdir.clone();
+    let sid = h.create("accept").await;
+    let (t1, _) = turn(&mut h, &sid, "turn one").await;
+    let (t2, _) = turn(&mut h, &sid, "turn two").await;
+    let (_t3, _) = turn(&mut h, &sid, "turn three").await;
+    let ids: Vec<_> = list(&h, &sid).await.into_iter().map(|c| c.id).collect();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(ids[2], t1, "newest first");
+
+    // Turn two alone: turn three changed f.txt after it.
+    let r = restore(&h, params(&sid, &t2)).await;
+    assert_eq!(
+        skipped(&r),
+        [("f.txt".to_string(), "changed_since".to_string())]
+    );
+    assert_eq!(r.checkpoint_id, None);
+    assert_eq!(read(&wd.join("f.txt")).as_deref(), Some("3\n"));
+
+    let mut p = params(&sid, &t2);
+    p.through = true;
+    let d = h
+        .app
+        .checkpoints
+        .diff(pb::CheckpointDiffParams {
+            session_id: sid.clone(),
+            id: t2.clone(),
+            through: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(d.files.len(), 2);
+    assert!(d.files.iter().all(|f| !f.changed_since && f.restorable));
+    let r = restore(&h, p).await;
+    assert_eq!(r.restored, ["f.txt", "g.txt"]);
+    assert_eq!(read(&wd.join("f.txt")).as_deref(), Some("1\n"));
+    assert!(!wd.join("g.txt").exists());
+
+    // A user edit after turn one blocks its restore unless forced.
+    std::fs::write(wd.join("f.txt"), "user\n").unwrap();
+    let r = restore(&h, params(&sid, &t1)).await;
+    assert_eq!(
+        skipped(&r),
+        [("f.txt".to_string(), "changed_since".to_string())]
+    );
+    let mut dry = params(&sid, &t1);
+    dry.force = true;
+    dry.dry_run = true;
+    let before = list(&h, &sid).await.len();
+    let r = restore(&h, dry).await;
+    assert_eq!(
+        (r.restored.clone(), r.checkpoint_id.clone()),
+        (vec!["f.txt".to_string()], None)
+    );
+    assert_eq!(
+        read(&wd.join("f.txt")).as_deref(),
+        Some("user\n"),
+        "dryRun writes nothing"
+    );
+    assert_eq!(
+        list(&h, &sid).await.len(),
+        before,
+        "dryRun writes no checkpoint"
+    );
+    let mut forced = params(&sid, &t1);
+    forced.force = true;
+    let r = restore(&h, forced).await;
+    assert_eq!(r.restored, ["f.txt"]);
+    assert!(!wd.join("f.txt").exists(), "turn one created it");
+    h.app.flush().await.unwrap();
+    let restored = h
+        .app
+        .events
+        .of_kinds(&sid, &["checkpoint.restored"])
+        .await
+        .unwrap();
+    assert_eq!(
+        restored.len(),
+        2,
+        "one event per real restore, none for dryRun or no-op"
+    );
+}
+
+#[tokio::test]
+async fn shell_changes_in_git_restore_clean_files_from_head_and_refuse_dirty_ones() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "sed them", "tool_calls": [{"name": "shell", "arguments": {
+                "command": "sed -i 's/clean/CLEAN/' t.txt && sed -i 's/dirty/DIRTY/' d.txt && echo new > n.txt && rm gone.txt"
+            }}]},
+            {"after_tool": "shell", "text": "Done."}
+        ]
+    }))
+    .await;
+    let wd = h.workdir.clone();
+    write(&wd.join("t.txt"), "clean\n", 0o644);
+    write(&wd.join("d.txt"), "base\n", 0o644);
+    write(&wd.join("gone.txt"), "keep me\n", 0o755);
+    git(&wd, &["init", "-q"]);
+    git(&wd, &["add", "."]);
+    git(&wd, &["commit", "-q", "-m", "init"]);
+    std::fs::write(wd.join("d.txt"), "dirty\n").unwrap();
+    let sid = h.create("auto").await;
+    let (tid, _) = turn(&mut h, &sid, "sed them").await;
+    assert_eq!(read(&wd.join("t.txt")).as_deref(), Some("CLEAN\n"));
+    let cps = list(&h, &sid).await;
+    assert_eq!(cps.len(), 1, "{cps:?}");
+    let c = &cps[0];
+    assert!(c.files.iter().all(|f| f.source == "shell"));
+    assert!(file(c, "t.txt").restorable);
+    assert!(!file(c, "d.txt").restorable);
+    assert_eq!(file(c, "n.txt").status, "created");
+    assert_eq!(file(c, "gone.txt").status, "deleted");
+    let r = restore(&h, params(&sid, &tid)).await;
+    assert_eq!(
+        skipped(&r),
+        [("d.txt".to_string(), "not_restorable".to_string())]
+    );
+    let mut got = r.restored.clone();
+    got.sort();
+    assert_eq!(got, ["gone.txt", "n.txt", "t.txt"]);
+    assert_eq!(read(&wd.join("t.txt")).as_deref(), Some("clean\n"));
+    assert_eq!(read(&wd.join("gone.txt")).as_deref(), Some("keep me\n"));
+    assert_eq!(mode(&wd.join("gone.txt")), 0o755);
+    assert!(!wd.join("n.txt").exists());
+    assert_eq!(
+        read(&wd.join("d.txt")).as_deref(),
+        Some("DIRTY\n"),
+        "never a wrong restore"
+    );
+}
+
+#[tokio::test]
+async fn shell_changes_outside_git_are_found_by_the_scan() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "touch", "tool_calls": [{"name": "shell", "arguments": {
+                "command": "echo x >> old.txt && echo made > made.txt && mkdir -p node_modules && echo m > node_modules/m.js"
+            }}]},
+            {"after_tool": "shell", "text": "Done."}
+        ]
+    }))
+    .await;
+    let wd = h.workdir.clone();
+    write(&wd.join("old.txt"), "old\n", 0o644);
+    let sid = h.create("auto").await;
+    let (tid, _) = turn(&mut h, &sid, "touch").await;
+    let c = &list(&h, &sid).await[0];
+    let paths: Vec<_> = c.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        ["made.txt", "old.txt"],
+        "excluded directories are not scanned"
+    );
+    assert!(file(c, "made.txt").restorable);
+    assert!(!file(c, "old.txt").restorable);
+    let r = restore(&h, params(&sid, &tid)).await;
+    assert_eq!(r.restored, ["made.txt"]);
+    assert_eq!(
+        skipped(&r),
+        [("old.txt".to_string(), "not_restorable".to_string())]
+    );
+    assert!(!wd.join("made.txt").exists());
+}
+
+#[tokio::test]
+async fn too_large_and_excluded_files_are_recorded_but_not_restored() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "big", "tool_calls": [
+                {"name": "edit_file", "arguments": {"path": "big.txt", "old": "MARK", "new": "DONE"}},
+                {"name": "write_file", "arguments": {"path": "dist/x.js", "content": "x"}},
+                {"name": "write_file", "arguments": {"path": "small.txt", "content": "s"}}
+            ]},
+            {"after_tool": "write_file", "text": "Done."}
+        ]
+    }))
+    .await;
+    let wd = h.workdir.clone();
+    let mut big = "a".repeat(6 << 20);
+    big.push_str("\nMARK\n");
+    write(&wd.join("big.txt"), &big, 0o644);
+    let sid = h.create("accept").await;
+    let (tid, _) = turn(&mut h, &sid, "big").await;
+    let c = &list(&h, &sid).await[0];
+    assert_eq!(file(c, "big.txt").skipped.as_deref(), Some("too_large"));
+    assert!(!file(c, "big.txt").restorable);
+    assert_eq!(file(c, "dist/x.js").skipped.as_deref(), Some("excluded"));
+    let r = restore(&h, params(&sid, &tid)).await;
+    assert_eq!(r.restored, ["small.txt"]);
+    assert_eq!(
+        skipped(&r),
+        [
+            ("big.txt".to_string(), "not_restorable".to_string()),
+            ("dist/x.js".to_string(), "excluded".to_string())
+        ]
+    );
+    assert!(read(&wd.join("big.txt")).unwrap().ends_with("DONE\n"));
+    assert!(wd.join("dist/x.js").exists());
+}
+
+#[tokio::test]
+async fn checkpoints_beyond_max_turns_are_pruned_oldest_first_with_their_blobs() {
+    let mut h = Harness::with_settings(
+        json!({
+            "steps": [
+                {"match": "w1", "tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "1"}}]},
+                {"match": "w2", "tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "2"}}]},
+                {"match": "w3", "tool_calls": [{"name": "write_file", "arguments": {"path": "c.txt", "content": "3"}}]}
+            ],
+            "default": {"text": "ok"}
+        }),
+        json!({"checkpoints": {"maxTurns": 2}}),
+    )
+    .await;
+    let wd = h.workdir.clone();
+    write(&wd.join("a.txt"), "only in turn one\n", 0o644);
+    let sid = h.create("accept").await;
+    let (t1, _) = turn(&mut h, &sid, "w1").await;
+    let objects = h.home.root().join("checkpoints").join(&sid).join("objects");
+    let count = walk_files;
+    assert_eq!(count(&objects), 1, "a.txt's before-bytes stored");
+    let (t2, _) = turn(&mut h, &sid, "w2").await;
+    let (t3, _) = turn(&mut h, &sid, "w3").await;
+    let ids: Vec<_> = list(&h, &sid).await.into_iter().map(|c| c.id).collect();
+    assert_eq!(ids, [t3, t2]);
+    assert!(!ids.contains(&t1));
+    assert_eq!(count(&objects), 0, "the pruned turn's blob is gone");
+}
+
+fn walk_files(dir: &Path) -> usize {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| {
+            if e.path().is_dir() {
+                walk_files(&e.path())
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn restore_is_session_busy_while_a_turn_runs() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "w1", "tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "1"}}]},
+            {"match": "slow", "delaySec": 60, "text": "late"}
+        ],
+        "default": {"text": "ok"}
+    }))
+    .await;
+    let sid = h.create("accept").await;
+    let (t1, _) = turn(&mut h, &sid, "w1").await;
+    let slow = h.prompt(&sid, "slow").await;
+    let err = h
+        .app
+        .checkpoints
+        .restore(params(&sid, &t1))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::SessionBusy(_)), "{err:?}");
+    h.app.turns.interrupt(&sid).unwrap();
+    h.until_done(&slow, |_| None).await;
+    idle(&h, &sid).await;
+    let r = restore(&h, params(&sid, &t1)).await;
+    assert_eq!(r.restored, ["a.txt"]);
+}
+
+#[tokio::test]
+async fn bad_ids_and_paths_are_invalid_params_and_symlinks_never_lead_a_restore_outside() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "w1", "tool_calls": [{"name": "write_file", "arguments": {"path": "sub/a.txt", "content": "agent\n"}}]}
+        ],
+        "default": {"text": "ok"}
+    }))
+    .await;
+    let wd = h.workdir.clone();
+    let sid = h.create("accept").await;
+    let (t1, _) = turn(&mut h, &sid, "w1").await;
+    let cp = &h.app.checkpoints;
+    let e = cp.restore(params(&sid, "../etc")).await.unwrap_err();
+    assert_eq!(invalid_field(e), "params.id");
+    let e = cp.restore(params("s/../x", &t1)).await.unwrap_err();
+    assert_eq!(invalid_field(e), "params.sessionId");
+    for bad in ["../../etc/passwd", "/etc/passwd", ""] {
+        let mut p = params(&sid, &t1);
+        p.paths = vec!["sub/a.txt".into(), bad.into()];
+        let e = cp.restore(p).await.unwrap_err();
+        assert_eq!(invalid_field(e), "params.paths[1]", "{bad:?}");
+    }
+    let e = cp
+        .diff(pb::CheckpointDiffParams {
+            session_id: sid.clone(),
+            id: t1.clone(),
+            paths: vec!["../x".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(invalid_field(e), "params.paths[0]");
+    let e = cp
+        .delete(pb::CheckpointDeleteParams {
+            session_id: sid.clone(),
+            id: Some("a/b".into()),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(invalid_field(e), "params.id");
+    let e = cp.restore(params(&sid, "t_unknown")).await.unwrap_err();
+    assert!(matches!(e, Error::NotFound(_)), "{e:?}");
+
+    // `sub` becomes a symlink to a directory outside the workdir.
+    let outside = h._tmp.path().join("outside");
+    write(&outside.join("a.txt"), "outside\n", 0o644);
+    std::fs::remove_dir_all(wd.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&outside, wd.join("sub")).unwrap();
+    let mut forced = params(&sid, &t1);
+    forced.force = true;
+    let r = cp.restore(forced).await.unwrap();
+    assert!(r.restored.is_empty(), "{r:?}");
+    assert_eq!(
+        skipped(&r),
+        [("sub/a.txt".to_string(), "not_restorable".to_string())]
+    );
+    assert_eq!(read(&outside.join("a.txt")).as_deref(), Some("outside\n"));
+}
+
+#[tokio::test]
+async fn delete_removes_one_or_all_and_deleting_the_session_removes_its_store() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "w1", "tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "1"}}]},
+            {"match": "w2", "tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "2"}}]},
+            {"match": "w3", "tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "3"}}]}
+        ],
+        "default": {"text": "ok"}
+    }))
+    .await;
+    write(&h.workdir.join("a.txt"), "0", 0o644);
+    let sid = h.create("accept").await;
+    let (t1, _) = turn(&mut h, &sid, "w1").await;
+    let (t2, _) = turn(&mut h, &sid, "w2").await;
+    let store = h.home.root().join("checkpoints").join(&sid);
+    assert!(store.is_dir());
+    let del = |id: Option<&str>| pb::CheckpointDeleteParams {
+        session_id: sid.clone(),
+        id: id.map(str::to_owned),
+    };
+    assert!(h.app.checkpoints.delete(del(Some(&t1))).await.unwrap().ok);
+    let ids: Vec<_> = list(&h, &sid).await.into_iter().map(|c| c.id).collect();
+    assert_eq!(ids, [t2]);
+    assert!(
+        h.app
+            .checkpoints
+            .delete(del(Some("t_never")))
+            .await
+            .unwrap()
+            .ok
+    );
+    assert!(h.app.checkpoints.delete(del(None)).await.unwrap().ok);
+    assert!(list(&h, &sid).await.is_empty());
+    assert!(!store.exists());
+
+    let (_t3, _) = turn(&mut h, &sid, "w3").await;
+    assert!(store.is_dir());
+    assert!(h.app.sessions.delete(&sid).await.unwrap());
+    assert!(!store.exists(), "session.deleteSaved removes the store");
+    let n = crate::testkit::read(&h.home, |c| {
+        c.query_row("SELECT COUNT(*) FROM checkpoints", [], |r| {
+            r.get::<_, i64>(0)
+        })
+    });
+    assert_eq!(n, 0);
+}
+
+#[tokio::test]
+async fn disabled_checkpoints_capture_nothing_and_list_empty() {
+    let mut h = Harness::with_settings(
+        json!({
+            "steps": [{"match": "w1", "tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "1"}}]}],
+            "default": {"text": "ok"}
+        }),
+        json!({"checkpoints": {"enabled": false}}),
+    )
+    .await;
+    let sid = h.create("accept").await;
+    turn(&mut h, &sid, "w1").await;
+    assert!(list(&h, &sid).await.is_empty());
+    assert!(!h.home.root().join("checkpoints").join(&sid).exists());
+}
+
+#[tokio::test]
+async fn a_call_cut_off_before_it_finished_is_still_restorable() {
+    // What a kill -9 mid-call leaves: the entry committed (pending) and the blob on disk,
+    // the file changed, no after-state.
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    let wd = h.workdir.clone();
+    write(&wd.join("a.txt"), "before\n", 0o640);
+    let sid = h.create("accept").await;
+    let session = h.app.sessions.get(&sid).unwrap();
+    let capture = h
+        .app
+        .checkpoints
+        .before_call(
+            &session,
+            "t_cut",
+            "p",
+            Writes::Files(vec![wd.join("a.txt")]),
+        )
+        .await;
+    assert!(capture.is_some());
+    std::fs::write(wd.join("a.txt"), "half-writ").unwrap();
+    drop(capture);
+    let r = restore(&h, params(&sid, "t_cut")).await;
+    assert_eq!(r.restored, ["a.txt"]);
+    assert_eq!(read(&wd.join("a.txt")).as_deref(), Some("before\n"));
+    assert_eq!(mode(&wd.join("a.txt")), 0o640);
+}
+
+#[test]
+fn porcelain_z_is_parsed_with_spaces_and_untracked_files() {
+    let out = b" M a b.txt\0?? new dir/x\0D  gone\0";
+    assert_eq!(
+        super::git::parse_porcelain_z(out),
+        [
+            (" M".to_string(), "a b.txt".to_string()),
+            ("??".to_string(), "new dir/x".to_string()),
+            ("D ".to_string(), "gone".to_string())
+        ]
+    );
+}
+
+#[test]
+fn exclusions_and_limits_follow_the_settings() {
+    use super::config::Limits;
+    use super::paths::is_excluded;
+    assert!(is_excluded("node_modules/a/b.js"));
+    assert!(is_excluded("src/__pycache__/x.pyc"));
+    assert!(
+        !is_excluded("dist"),
+        "a file named like a directory is not excluded"
+    );
+    assert!(!is_excluded("src/distance.rs"));
+    let d = Limits::from_settings(&json!({}));
+    assert_eq!(
+        (d.enabled, d.max_turns, d.max_bytes),
+        (true, 100, 500 << 20)
+    );
+    let s = Limits::from_settings(
+        &json!({"checkpoints": {"enabled": false, "maxTurns": 3, "maxBytes": 10}}),
+    );
+    assert_eq!((s.enabled, s.max_turns, s.max_bytes), (false, 3, 10));
+}
