@@ -209,9 +209,12 @@ pub async fn serve(
     tracing::info!(service = name, socket = %socket.display(), version = crate::VERSION, "serving");
 
     let (drain_tx, drain_rx) = tokio::sync::oneshot::channel::<()>();
-    // One layer on every call (issue 13 §3): span, timing, outcome code, counters.
+    // One layer on every call (issue 13 §3): span, timing, outcome code, counters; then the
+    // per-connection lanes (issue 24 §1).
     let server = Server::builder()
         .layer(crate::calls::CallLayer::new(name))
+        // Inside the call layer, so a `busy` answer is counted and logged like any other.
+        .layer(crate::fairness::FairLayer::new())
         .add_routes(routes)
         .serve_with_incoming_shutdown(UnixListenerStream::new(listener), async move {
             tokio::select! {

@@ -13,8 +13,12 @@
 //! `--mcp N` instead measures an MCP tool call through the whole suite vs calling the same
 //! server directly (issue 6, docs/PERFORMANCE.md "svc-mcp"), see [`bench_mcp`].
 //!
+//! `--fairness N` instead measures one well-behaved connection's `session.list` latency
+//! (N calls, one every 100 ms) idle and while three other connections flood the gateway
+//! (issue 24 §1, docs/PERFORMANCE.md "Fairness"), see [`bench_fairness`].
+//!
 //! Usage: `cargo build --release --workspace && target/release/snowpea-bench [--calls N] [--chunks N]`
-//! (or `… snowpea-bench --mcp 200`)
+//! (or `… snowpea-bench --mcp 200`, `… snowpea-bench --fairness 100`)
 
 use std::path::Path;
 use std::process::Stdio;
@@ -64,11 +68,14 @@ recovery figures.
 
 Usage: snowpea-bench [--calls N] [--chunks N] [--memories N]
        snowpea-bench --mcp N
+       snowpea-bench --fairness N
 
   --calls N     round trips per measured method (default 2000)
   --chunks N    content chunks of the streamed turn (default 5000)
   --memories N  also measure recall over N stored memories (default 0: skipped)
   --mcp N       instead: N MCP tool calls through the suite vs the server directly
+  --fairness N  instead: N session.list calls of a well-behaved connection, idle and
+                while three connections flood (200 requests in flight each)
   -h, --help    print this help
 
 Build first: cargo build --release --workspace (about 12 minutes on 2 cores).";
@@ -83,12 +90,17 @@ async fn main() {
     let chunks = arg("--chunks", 5000);
     let memories = arg("--memories", 0);
     let mcp = arg("--mcp", 0);
+    let fairness = arg("--fairness", 0);
     if std::env::var_os("SNOWPEA_BIN_DIR").is_none() {
         let exe = std::env::current_exe().unwrap();
         std::env::set_var("SNOWPEA_BIN_DIR", exe.parent().unwrap());
     }
     if mcp > 0 {
         bench_mcp(mcp).await;
+        return;
+    }
+    if fairness > 0 {
+        bench_fairness(fairness).await;
         return;
     }
     let text: String = (0..chunks).map(|i| format!("w{i} ")).collect();
@@ -505,4 +517,125 @@ async fn mcp_direct(server: &Path, calls: usize) -> Vec<Duration> {
         }
     }
     times
+}
+
+/// Requests each flooding connection keeps in flight.
+const FLOOD_IN_FLIGHT: usize = 200;
+/// Flooding connections.
+const FLOODERS: usize = 3;
+
+/// Counts of one flood.
+#[derive(Default)]
+struct FloodCounts {
+    answered: std::sync::atomic::AtomicU64,
+    busy: std::sync::atomic::AtomicU64,
+}
+
+/// One flooding connection: keeps [`FLOOD_IN_FLIGHT`] requests in flight — a third
+/// `session.list`, a third malformed JSON, a third `invalid_params` — until `stop`.
+async fn flood(
+    mut ws: snowpea_e2e::raw::RawWs,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    counts: std::sync::Arc<FloodCounts>,
+) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut in_flight = 0usize;
+    let mut id = 1_000_000u64;
+    while !stop.load(Relaxed) {
+        while in_flight < FLOOD_IN_FLIGHT {
+            id += 1;
+            let text = match id % 3 {
+                0 => json!({"jsonrpc": "2.0", "id": id, "method": "session.list", "params": {}})
+                    .to_string(),
+                1 => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"session.list\",\"params\":["),
+                _ => json!({"jsonrpc": "2.0", "id": id, "method": "session.create", "params": {"mode": "yolo"}})
+                    .to_string(),
+            };
+            ws.send_text(&text).await;
+            in_flight += 1;
+        }
+        match ws.recv_response(Duration::from_secs(30)).await {
+            Some(r) => {
+                in_flight -= 1;
+                counts.answered.fetch_add(1, Relaxed);
+                if r["error"]["data"]["details"]["reason"] == "busy" {
+                    counts.busy.fetch_add(1, Relaxed);
+                }
+            }
+            None => break,
+        }
+    }
+}
+
+/// `n` `session.list` round trips of `ws`, one every 100 ms.
+async fn probe(ws: &mut snowpea_e2e::raw::RawWs, n: usize) -> Vec<Duration> {
+    let mut lat = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let r = ws.call("session.list", json!({})).await;
+        lat.push(t.elapsed());
+        assert!(r.get("result").is_some(), "{r}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    lat.sort();
+    lat
+}
+
+/// `--fairness N` (issue 24 §1): a well-behaved connection's `session.list` p50/p99/max,
+/// idle and while [`FLOODERS`] connections each keep [`FLOOD_IN_FLIGHT`] malformed and
+/// valid requests in flight; target: loaded p99 within 3× idle p99.
+async fn bench_fairness(n: usize) {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::sync::Arc;
+    let suite = Suite::start_with(SuiteOptions::default()).await;
+    let mut ws = suite.raw_hello().await;
+    for _ in 0..20 {
+        let r = ws
+            .call(
+                "session.create",
+                json!({"workdir": suite.workdir.path(), "mode": "plan"}),
+            )
+            .await;
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    for _ in 0..20 {
+        ws.call("session.list", json!({})).await;
+    }
+    let idle = probe(&mut ws, n).await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let counts = Arc::new(FloodCounts::default());
+    let mut flooders = Vec::new();
+    for _ in 0..FLOODERS {
+        let f = suite.raw_hello().await;
+        flooders.push(tokio::spawn(flood(f, stop.clone(), counts.clone())));
+    }
+    // Let the flood reach its steady state.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = counts.answered.load(Relaxed);
+    let t = Instant::now();
+    let loaded = probe(&mut ws, n).await;
+    let flood_rate = (counts.answered.load(Relaxed) - before) as f64 / t.elapsed().as_secs_f64();
+    stop.store(true, Relaxed);
+    for f in flooders {
+        let _ = tokio::time::timeout(Duration::from_secs(30), f).await;
+    }
+    let row = |name: &str, lat: &[Duration]| {
+        println!(
+            "{name}: session.list p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} calls)",
+            pct(lat, 0.5),
+            pct(lat, 0.99),
+            lat.last().unwrap().as_secs_f64() * 1000.0,
+            lat.len()
+        );
+    };
+    row("idle", &idle);
+    row(
+        &format!("{FLOODERS} flooding connections ({FLOOD_IN_FLIGHT} in flight each)"),
+        &loaded,
+    );
+    println!(
+        "loaded p99 / idle p99: {:.1}x (target ≤ 3x); flood answered {flood_rate:.0} requests/s, {} busy",
+        pct(&loaded, 0.99) / pct(&idle, 0.99),
+        counts.busy.load(Relaxed)
+    );
 }

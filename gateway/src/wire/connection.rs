@@ -3,14 +3,14 @@
 //! server→client requests it still owes an answer to.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::extract::ws::Utf8Bytes;
 use snowpea_common::context::CallContext;
 use snowpea_proto::rpc::v1::ConnectionInfo;
 use tokio::sync::mpsc::error::TrySendError;
-use tokio::sync::{mpsc, oneshot, watch, Semaphore};
+use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tonic::metadata::MetadataMap;
 
 /// Close reason when a client does not read fast enough (DESIGN.md §4: never a silent drop).
@@ -102,21 +102,73 @@ pub struct Connection {
     close: watch::Sender<CloseState>,
     inner: Mutex<Inner>,
     overflowed: AtomicBool,
-    /// Bounds the requests of this connection running at once.
-    pub in_flight: Arc<Semaphore>,
+    /// This connection's requests: at most `max_in_flight` run, the others wait for a slot
+    /// in arrival order (the semaphore's queue is this connection's own).
+    lane: Arc<Lane>,
+}
+
+/// The running slots and the count of one connection's admitted requests.
+#[derive(Debug)]
+struct Lane {
+    running: Arc<Semaphore>,
+    /// Requests admitted and not yet answered (running or waiting).
+    admitted: AtomicUsize,
+    /// Most requests admitted at once: running slots plus queue.
+    max_admitted: usize,
+}
+
+/// One admitted request's place in its connection's lane; released when dropped.
+#[derive(Debug)]
+pub struct Admitted {
+    lane: Arc<Lane>,
+}
+
+impl Admitted {
+    /// Waits for a running slot (behind this connection's earlier requests only).
+    pub async fn run(&self) -> Option<OwnedSemaphorePermit> {
+        // The semaphore is never closed.
+        self.lane.running.clone().acquire_owned().await.ok()
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.lane.admitted.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl Connection {
-    /// A connection whose frames go into `outbound`.
-    pub fn new(id: String, outbound: mpsc::Sender<Frame>, max_in_flight: usize) -> Self {
+    /// A connection whose frames go into `outbound`, running at most `max_in_flight` of
+    /// its requests at once with up to `max_queued` more waiting.
+    pub fn new(
+        id: String,
+        outbound: mpsc::Sender<Frame>,
+        max_in_flight: usize,
+        max_queued: usize,
+    ) -> Self {
         Connection {
             id,
             outbound,
             close: watch::channel(CloseState::Open).0,
             inner: Mutex::new(Inner::default()),
             overflowed: AtomicBool::new(false),
-            in_flight: Arc::new(Semaphore::new(max_in_flight)),
+            lane: Arc::new(Lane {
+                running: Arc::new(Semaphore::new(max_in_flight)),
+                admitted: AtomicUsize::new(0),
+                max_admitted: max_in_flight.saturating_add(max_queued),
+            }),
         }
+    }
+
+    /// Admits one request (or batch) into this connection's lane; `None` when its own
+    /// queue is full (the request is then refused `busy`).
+    pub fn admit(&self) -> Option<Admitted> {
+        let lane = &self.lane;
+        if lane.admitted.fetch_add(1, Ordering::AcqRel) >= lane.max_admitted {
+            lane.admitted.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(Admitted { lane: lane.clone() })
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {

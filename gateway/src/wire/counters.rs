@@ -20,6 +20,8 @@ pub struct Counters {
     pub server_requests: AtomicU64,
     /// Connections closed because their outbound queue was full.
     pub queue_overflows: AtomicU64,
+    /// Requests refused `busy` because their connection's own queue was full (issue 24 §1).
+    pub busy: AtomicU64,
 }
 
 /// Adds one to a counter.
@@ -39,6 +41,7 @@ impl Counters {
             ("notifications", g(&self.notifications)),
             ("serverRequests", g(&self.server_requests)),
             ("queueOverflows", g(&self.queue_overflows)),
+            ("busy", g(&self.busy)),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))

@@ -16,8 +16,12 @@ pub struct Limits {
     pub unavailable_wait: Duration,
     /// Longest a forwarded call may take.
     pub call_timeout: Duration,
-    /// Requests in flight per connection before the gateway stops reading from it.
+    /// Requests of one connection running at once; its further requests wait in that
+    /// connection's own queue (issue 24 §1: one client's flood cannot fill a shared one).
     pub max_in_flight: usize,
+    /// Requests of one connection waiting for one of its running slots; one more is refused
+    /// `unavailable` with `details.reason: "busy"`.
+    pub max_queued: usize,
 }
 
 impl Limits {
@@ -39,7 +43,8 @@ impl Limits {
             call_timeout: Duration::from_millis(
                 env_u64("SNOWPEA_CALL_TIMEOUT_MS").unwrap_or(600_000),
             ),
-            max_in_flight: 1024,
+            max_in_flight: 4,
+            max_queued: 1024,
         }
     }
 }

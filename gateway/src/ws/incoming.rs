@@ -2,17 +2,25 @@
 //! answers to server→client requests go back to their service, and every request (or
 //! batch) runs in its own task so a slow call never holds up the next one — replies may
 //! go out in any order (DESIGN.md §4).
+//!
+//! Fairness (issue 24 §1): a connection runs at most `Limits::max_in_flight` requests at
+//! once; the rest wait in that connection's own queue (its lane, [`Connection::admit`]),
+//! never in one shared with other connections, and the reader keeps reading (answers to
+//! server→client requests are never stuck behind them). Only when a connection's own queue
+//! is full is its next request refused: `unavailable` with `details.reason: "busy"`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
-use tokio::sync::{oneshot, OwnedSemaphorePermit};
+use serde_json::{json, Value};
+use snowpea_proto::error::{ErrorCode, RpcError};
+use tokio::sync::oneshot;
 
 use crate::dispatch::router::Handled;
 use crate::dispatch::system::AfterReply;
 use crate::gateway::Gateway;
-use crate::wire::connection::{Connection, Frame};
+use crate::wire::connection::{Admitted, Connection, Frame};
+use crate::wire::counters::bump;
 use crate::wire::jsonrpc::{self, Incoming, Item};
 
 /// Handles one text (or binary) message.
@@ -26,11 +34,15 @@ pub async fn on_message(gw: &Arc<Gateway>, conn: &Arc<Connection>, bytes: &[u8])
             gw.requests.on_answer(conn, &id, outcome);
         }
         Incoming::Single(Item::Call(call)) => {
-            let permit = permit(conn).await;
+            let Some(admitted) = admit(gw, conn, std::slice::from_ref(&call.id), false) else {
+                return;
+            };
             let (gw, conn) = (gw.clone(), conn.clone());
             tokio::spawn(async move {
+                let permit = admitted.run().await;
                 let handled = gw.dispatcher.call(&conn, call).await;
                 drop(permit);
+                drop(admitted);
                 deliver(
                     &gw,
                     &conn,
@@ -40,14 +52,25 @@ pub async fn on_message(gw: &Arc<Gateway>, conn: &Arc<Connection>, bytes: &[u8])
             });
         }
         Incoming::Batch(items) => {
-            let permit = permit(conn).await;
+            let ids: Vec<Option<Value>> = items
+                .iter()
+                .map(|item| match item {
+                    Item::Call(call) => call.id.clone(),
+                    _ => None,
+                })
+                .collect();
+            let Some(admitted) = admit(gw, conn, &ids, true) else {
+                return;
+            };
             let (gw, conn) = (gw.clone(), conn.clone());
             tokio::spawn(async move {
+                let permit = admitted.run().await;
                 let results = futures::future::join_all(
                     items.into_iter().map(|item| batch_member(&gw, &conn, item)),
                 )
                 .await;
                 drop(permit);
+                drop(admitted);
                 let mut responses = Vec::new();
                 let mut after = Vec::new();
                 for h in results {
@@ -76,9 +99,39 @@ async fn batch_member(gw: &Arc<Gateway>, conn: &Arc<Connection>, item: Item) -> 
     }
 }
 
-async fn permit(conn: &Connection) -> Option<OwnedSemaphorePermit> {
-    // The semaphore is never closed; `None` would only mean "unbounded" anyway.
-    conn.in_flight.clone().acquire_owned().await.ok()
+/// Admits a request (or a `batch`; `ids` are its calls' ids) into the connection's lane,
+/// or answers each id `busy` when the connection's own queue is full.
+fn admit(gw: &Gateway, conn: &Connection, ids: &[Option<Value>], batch: bool) -> Option<Admitted> {
+    if let Some(admitted) = conn.admit() {
+        return Some(admitted);
+    }
+    let error = RpcError::new(
+        ErrorCode::Unavailable,
+        format!(
+            "busy: this connection already has {} requests running and {} waiting; wait for answers before sending more",
+            gw.limits.max_in_flight, gw.limits.max_queued
+        ),
+    )
+    .with_details(json!({
+        "reason": "busy",
+        "running": gw.limits.max_in_flight,
+        "waiting": gw.limits.max_queued,
+    }))
+    .to_jsonrpc();
+    let responses: Vec<Value> = ids
+        .iter()
+        .flatten()
+        .map(|id| {
+            bump(&gw.counters.busy);
+            crate::wire::jsonrpc::error(id.clone(), error.clone())
+        })
+        .collect();
+    if batch && !responses.is_empty() {
+        send_json(conn, &Value::Array(responses), None);
+    } else if let Some(r) = responses.first() {
+        send_json(conn, r, None);
+    }
+    None
 }
 
 /// Sends the answer, then runs what had to wait until the client got it.

@@ -33,7 +33,12 @@ pub async fn run(gw: Arc<Gateway>, socket: WebSocket, peer: PeerSocket) {
     async move {
         tracing::debug!(peer_addr = %peer.addr, "connected");
         let (tx, rx) = mpsc::channel(gw.limits.outbound_queue);
-        let conn = Arc::new(Connection::new(id, tx, gw.limits.max_in_flight));
+        let conn = Arc::new(Connection::new(
+            id,
+            tx,
+            gw.limits.max_in_flight,
+            gw.limits.max_queued,
+        ));
         gw.connections.insert(conn.clone());
         bump(&gw.counters.connections_total);
         bump(&gw.counters.connections);

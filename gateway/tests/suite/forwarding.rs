@@ -165,3 +165,41 @@ async fn client_notifications_are_forwarded_and_not_answered() {
     .await;
     c.assert_quiet().await;
 }
+
+#[tokio::test]
+async fn a_connection_over_its_own_queue_is_told_busy_while_another_is_served() {
+    // Issue 24 §1: a connection's requests beyond its running slots wait in its own queue;
+    // only its own overflow is refused `busy`, and another connection is served meanwhile.
+    let home = TestHome::new();
+    let _fake = FakeService::start(&home.home);
+    let gw = GatewayProc::start(&home, Opts::default());
+    let mut flood = gw.authed().await;
+    let mut polite = gw.authed().await;
+    let info = polite.ok("system.info", json!({})).await;
+    assert_eq!(info["counters"]["busy"], 0);
+    // Calls that hold their slot for ten minutes (the test ends long before): the running
+    // slots, then the whole queue, are taken.
+    let (running, queued) = (4, 1024);
+    for i in 0..running + queued {
+        flood
+            .send(&json!({"jsonrpc": "2.0", "id": i, "method": "session.close", "params": {"sessionId": "slow-600000"}}))
+            .await;
+    }
+    flood
+        .send(&json!({"jsonrpc": "2.0", "id": "over", "method": "session.close", "params": {"sessionId": "s1"}}))
+        .await;
+    let busy = flood.recv().await;
+    assert_eq!(busy["id"], "over", "{busy}");
+    assert_eq!(busy["error"]["code"], -32000);
+    assert_eq!(busy["error"]["data"]["code"], "unavailable");
+    assert_eq!(busy["error"]["data"]["details"]["reason"], "busy");
+    assert!(busy["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("busy"));
+    // The other connection's calls are not queued behind the flood.
+    let r = polite.ok("session.list", json!({})).await;
+    assert_eq!(r["sessions"][0]["sessionId"], "s1");
+    let info = polite.ok("system.info", json!({})).await;
+    assert_eq!(info["counters"]["busy"], 1);
+}

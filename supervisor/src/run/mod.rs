@@ -35,7 +35,8 @@ pub mod exit {
     pub const ERROR: i32 = 1;
     /// Usage error: bad arguments, a working directory that does not exist.
     pub const USAGE: i32 = 2;
-    /// The daemon could not be started or reached, or the connection was lost.
+    /// The daemon could not be started or reached, the connection was lost, or a service
+    /// behind the gateway answered `unavailable`.
     pub const UNAVAILABLE: i32 = 3;
     /// The turn ended `denied`, or a person (or this client, without a terminal) refused a
     /// tool call of the turn (`error{code:"approval_denied"}`).
@@ -49,7 +50,7 @@ Exit codes:
   0  the turn completed
   1  the turn ended with an error
   2  usage error (bad arguments, missing working directory)
-  3  the daemon could not be started or reached
+  3  the daemon could not be started or reached, or a service it needs is down
   4  denied: a tool call was refused by a person (or here, without a terminal), which
      ends the turn, or the turn ended denied after repeated automatic denials
   5  interrupted (Ctrl-C) or timed out
@@ -163,8 +164,20 @@ pub fn exit_code_for(reason: Option<&str>) -> i32 {
 fn exit_code_for_error(error: &Error) -> i32 {
     match error {
         Error::Connect(_) | Error::Timeout | Error::Closed => exit::UNAVAILABLE,
+        // The gateway answered, but the service behind it is down (crashed, restarting, or
+        // `failed` after its restart budget): the daemon cannot serve the run either.
+        Error::Rpc(e) if e.data_code.as_deref() == Some("unavailable") => exit::UNAVAILABLE,
         Error::Rpc(_) | Error::Protocol(_) => exit::ERROR,
     }
+}
+
+/// What to do when a call answered `unavailable`: the service behind the gateway is down.
+fn unavailable_hint(error: &Error) -> Option<&'static str> {
+    (error.code_str() == Some("unavailable")).then_some(
+        "snowpea run: a service of the suite is not running; see which with \
+         `snowpea supervisor status`, its log with `snowpea supervisor logs <name>`, and start it \
+         again with `snowpea supervisor restart <name>`",
+    )
 }
 
 /// Why the run stopped waiting for the turn on its own.
@@ -407,6 +420,9 @@ impl Run {
     fn failed(&mut self, what: &str, error: &Error) -> Outcome {
         self.renderer
             .diag(&format!("snowpea run: {what} failed: {error}"));
+        if let Some(hint) = unavailable_hint(error) {
+            self.renderer.diag(hint);
+        }
         Outcome::Done(exit_code_for_error(error))
     }
 }
@@ -491,6 +507,27 @@ mod tests {
         );
         assert_eq!(super::provider_hint(false, Some("fake:/x".into())), None);
         assert_eq!(super::provider_hint(true, None), None);
+    }
+
+    #[test]
+    fn an_unavailable_service_is_exit_3_with_a_restart_hint() {
+        let down = super::Error::Rpc(snowpea_sdk::RpcError {
+            code: -32000,
+            message: "service session unavailable".into(),
+            data_code: Some("unavailable".into()),
+            data: None,
+        });
+        assert_eq!(super::exit_code_for_error(&down), super::exit::UNAVAILABLE);
+        let hint = super::unavailable_hint(&down).unwrap();
+        assert!(hint.contains("snowpea supervisor restart <name>"), "{hint}");
+        let other = super::Error::Rpc(snowpea_sdk::RpcError {
+            code: -32602,
+            message: "bad".into(),
+            data_code: Some("invalid_params".into()),
+            data: None,
+        });
+        assert_eq!(super::exit_code_for_error(&other), super::exit::ERROR);
+        assert_eq!(super::unavailable_hint(&other), None);
     }
 
     #[test]

@@ -350,8 +350,10 @@ impl Providers {
         let env = self.env.clone();
         select_provider(settings, vendor, model, &|k| env(k)).map_err(|e| {
             let message = format!(
-                "no usable model provider: {e}. Configure one in {} (providers.default and providers.<vendor>) \
-                 or set an API key such as ANTHROPIC_API_KEY or OPENAI_API_KEY for the daemon",
+                "no usable model provider: {e}. Configure one in {} (providers.default and providers.<vendor>), \
+                 or start the suite with an API key such as ANTHROPIC_API_KEY or OPENAI_API_KEY, or with \
+                 SNOWPEA_PROVIDER=fake:<script.json> for the scripted demo model (examples/demo.json); \
+                 the daemon reads them when it starts",
                 self.home.settings_path().display()
             );
             (e, message)

@@ -328,3 +328,25 @@ async fn fake_provider_is_selected_and_shared_per_path() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A suite without any provider says every way to get one, the demo model included
+/// (issue 25 item 3): settings, API keys, and `SNOWPEA_PROVIDER` read at daemon start.
+#[test]
+fn no_provider_names_settings_keys_and_the_demo_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = snowpea_common::home::Home::new(dir.path());
+    let providers = Providers::new(home, std::sync::Arc::new(|_: &str| None));
+    let Err((_, message)) = providers.select(&json!({}), None, None) else {
+        panic!("no provider is configured, yet one was selected");
+    };
+    for part in [
+        "no usable model provider",
+        "settings.json",
+        "ANTHROPIC_API_KEY",
+        "SNOWPEA_PROVIDER=fake:",
+        "examples/demo.json",
+        "when it starts",
+    ] {
+        assert!(message.contains(part), "{part:?} missing from: {message}");
+    }
+}
