@@ -40,9 +40,17 @@ impl Blobs {
         self.objects.join(&sha[..2]).join(sha)
     }
 
-    /// Stores `bytes` (durably) and returns their sha. Already stored bytes are not
-    /// written again.
+    /// Stores `bytes` (durably: file and directory fsynced) and returns their sha. Already
+    /// stored bytes are not written again.
     pub fn put(&self, bytes: &[u8]) -> std::io::Result<String> {
+        let sha = self.put_deferred(bytes)?;
+        self.sync_dirs_of(std::slice::from_ref(&sha));
+        Ok(sha)
+    }
+
+    /// [`Blobs::put`] without the directory fsync: the caller syncs the directories of a
+    /// batch once with [`Blobs::sync_dirs_of`] before relying on the blobs.
+    pub fn put_deferred(&self, bytes: &[u8]) -> std::io::Result<String> {
         let sha = sha256_hex(bytes);
         let path = self.path_of(&sha);
         if path.is_file() {
@@ -59,8 +67,17 @@ impl Blobs {
             Err(e) if path.is_file() => drop(e),
             Err(e) => return Err(e.error),
         }
-        sync_dir(&dir);
         Ok(sha)
+    }
+
+    /// fsyncs the directories holding the blobs `shas` (each once) and the objects directory.
+    pub fn sync_dirs_of(&self, shas: &[String]) {
+        let dirs: std::collections::BTreeSet<&str> =
+            shas.iter().filter(|s| is_sha(s)).map(|s| &s[..2]).collect();
+        for d in dirs {
+            sync_dir(&self.objects.join(d));
+        }
+        sync_dir(&self.objects);
     }
 
     /// The bytes of blob `sha`, `None` when it is missing or does not match its name.

@@ -661,3 +661,53 @@ fn exclusions_and_limits_follow_the_settings() {
     );
     assert_eq!((s.enabled, s.max_turns, s.max_bytes), (false, 3, 10));
 }
+
+/// The capture overhead per file write and the time of a 1,000-file restore
+/// (docs/PERFORMANCE.md "Checkpoints"). A measurement, not a check: run with
+/// `cargo test -p snowpea-svc-session --lib checkpoints::tests::measure -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement; run by hand"]
+async fn measure_capture_overhead_and_a_1000_file_restore() {
+    use std::time::Instant;
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    let wd = h.workdir.clone();
+    let body = "x".repeat(4096);
+    for i in 0..1000 {
+        write(&wd.join(format!("d{}/f{i}.txt", i % 10)), &body, 0o644);
+    }
+    let sid = h.create("accept").await;
+    let session = h.app.sessions.get(&sid).unwrap();
+    let cp = &h.app.checkpoints;
+    let mut overhead = Vec::with_capacity(1000);
+    for i in 0..1000 {
+        let path = wd.join(format!("d{}/f{i}.txt", i % 10));
+        let t0 = Instant::now();
+        let c = cp
+            .before_call(
+                &session,
+                "t_bench",
+                "bench",
+                Writes::Files(vec![path.clone()]),
+            )
+            .await
+            .unwrap();
+        let before = t0.elapsed();
+        std::fs::write(&path, format!("changed {i}\n")).unwrap();
+        let t1 = Instant::now();
+        cp.after_call(&session, "t_bench", "bench", c).await;
+        overhead.push(before + t1.elapsed());
+    }
+    h.app.flush().await.unwrap();
+    overhead.sort();
+    let pct = |p: usize| overhead[(overhead.len() * p / 100).min(overhead.len() - 1)];
+    let t = Instant::now();
+    let r = restore(&h, params(&sid, "t_bench")).await;
+    let restore_time = t.elapsed();
+    assert_eq!(r.restored.len(), 1000);
+    println!(
+        "capture overhead per file write (4 KiB, first touch): p50 {:?} p99 {:?}; restore of 1,000 files: {:?}",
+        pct(50),
+        pct(99),
+        restore_time
+    );
+}

@@ -260,16 +260,27 @@ impl Checkpoints {
         if manifest == before && dropped.is_empty() {
             return;
         }
-        let row = manifest.clone();
+        // Only the entries this call changed are written (a turn touching many files would
+        // otherwise rewrite its whole manifest after every call).
+        let changed: Vec<(usize, FileRow)> = manifest
+            .files
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !before.files.contains(f))
+            .map(|(i, f)| (i, f.clone()))
+            .collect();
+        let mut header = manifest.clone();
+        header.files.clear();
+        let nonempty = !manifest.files.is_empty();
         self.log.write_later(move |c| {
-            if !row.files.is_empty() {
-                sql::put_checkpoint(c, &row)?;
+            if nonempty {
+                sql::put_checkpoint(c, &header)?;
             }
             for path in &dropped {
-                sql::remove_file(c, &row.session_id, &row.id, path)?;
+                sql::remove_file(c, &header.session_id, &header.id, path)?;
             }
-            for (i, f) in row.files.iter().enumerate() {
-                sql::put_file(c, &row.session_id, &row.id, i, f)?;
+            for (i, f) in &changed {
+                sql::put_file(c, &header.session_id, &header.id, *i, f)?;
             }
             Ok(())
         });
@@ -503,9 +514,10 @@ impl Checkpoints {
         let b = blobs.clone();
         let ws = writes.clone();
         let undo_files = blocking(move || {
-            ws.iter()
-                .map(|w| restore::undo_entry(&b, w))
-                .collect::<Vec<FileRow>>()
+            let files: Vec<FileRow> = restore::in_parallel(&ws, |w| restore::undo_entry(&b, w));
+            let shas: Vec<String> = files.iter().filter_map(|f| f.before_sha.clone()).collect();
+            b.sync_dirs_of(&shas);
+            files
         })
         .await?;
         let undo = CheckpointRow {
@@ -530,16 +542,19 @@ impl Checkpoints {
             .await?;
         let wd = workdir.clone();
         let failed = blocking(move || {
-            writes
-                .iter()
-                .filter_map(|w| match restore::apply(&wd, w) {
+            let failed: Vec<String> =
+                restore::in_parallel(&writes, |w| match restore::apply(&wd, w) {
                     Ok(()) => None,
                     Err(e) => {
                         tracing::warn!(path = %w.path, error = %e, "restore write failed");
                         Some(w.path.clone())
                     }
                 })
-                .collect::<Vec<_>>()
+                .into_iter()
+                .flatten()
+                .collect();
+            restore::sync_parents(&writes);
+            failed
         })
         .await?;
         restored.retain(|r| !failed.contains(r));

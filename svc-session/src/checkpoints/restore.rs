@@ -130,7 +130,8 @@ pub struct Write1 {
 }
 
 /// The entry of the undo (`kind: "restore"`) checkpoint for `w`: the file's current bytes
-/// stored first, so restoring that checkpoint puts them back.
+/// stored first, so restoring that checkpoint puts them back (the blob directories are
+/// fsynced by the caller, once for the batch).
 pub fn undo_entry(blobs: &Blobs, w: &Write1) -> FileRow {
     let now = Current::of(&w.target);
     let status = match (&now, &w.bytes) {
@@ -155,7 +156,7 @@ pub fn undo_entry(blobs: &Blobs, w: &Write1) -> FileRow {
         Current::File { bytes, mode } => {
             e.size = bytes.len() as i64;
             e.mode = Some(mode);
-            match blobs.put(&bytes) {
+            match blobs.put_deferred(&bytes) {
                 Ok(sha) => {
                     e.before_sha = Some(sha);
                     e.restorable = true;
@@ -182,7 +183,8 @@ pub fn mode_for(p: &PathPlan, target: &Path) -> u32 {
     })
 }
 
-/// Carries out one write; an error leaves the file as it was.
+/// Carries out one write; an error leaves the file as it was. The directory is not fsynced
+/// here: the caller syncs each directory of a batch once ([`sync_parents`]).
 pub fn apply(workdir: &Path, w: &Write1) -> std::io::Result<()> {
     // Checked again right before the write: a symlink may have appeared since the plan.
     if paths::target(workdir, &w.path).as_deref() != Some(w.target.as_path()) {
@@ -195,20 +197,14 @@ pub fn apply(workdir: &Path, w: &Write1) -> std::io::Result<()> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(e),
             Ok(m) if m.is_dir() => Err(std::io::Error::other("a directory is in the way")),
-            Ok(_) => {
-                std::fs::remove_file(&w.target)?;
-                if let Some(parent) = w.target.parent() {
-                    sync_dir(parent);
-                }
-                Ok(())
-            }
+            Ok(_) => std::fs::remove_file(&w.target),
         },
         Some(bytes) => write_atomic(&w.target, bytes, w.mode),
     }
 }
 
-/// Writes `bytes` to `path` with `mode`: temp file beside it, fsync, rename over, fsync of
-/// the directory. Missing parent directories are created.
+/// Writes `bytes` to `path` with `mode`: temp file beside it, fsync, rename over. Missing
+/// parent directories are created.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     let parent = path
         .parent()
@@ -222,6 +218,37 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()>
         .set_permissions(std::fs::Permissions::from_mode(mode))?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
-    sync_dir(parent);
     Ok(())
+}
+
+/// fsyncs the directory of each write once, so the renames and removals are durable.
+pub fn sync_parents(writes: &[Write1]) {
+    let dirs: std::collections::BTreeSet<&Path> =
+        writes.iter().filter_map(|w| w.target.parent()).collect();
+    for d in dirs {
+        sync_dir(d);
+    }
+}
+
+/// Threads a large restore spreads its file work over (the time goes to waiting for fsyncs,
+/// not to the CPU).
+const IO_THREADS: usize = 8;
+
+/// `f` of every item, in order, run on up to [`IO_THREADS`] scoped threads when there are
+/// many items.
+pub fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    if items.len() < 2 * IO_THREADS {
+        return items.iter().map(&f).collect();
+    }
+    let chunk = items.len().div_ceil(IO_THREADS);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(|| part.iter().map(&f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }

@@ -72,7 +72,8 @@ pub fn put_checkpoint(conn: &Connection, c: &CheckpointRow) -> rusqlite::Result<
     Ok(())
 }
 
-/// Writes (inserts or replaces) the file entry at position `pos` of checkpoint `id`.
+/// Writes the file entry of checkpoint `id`: inserted at position `pos`, or updated in place
+/// (keeping its position) when the path is there already.
 pub fn put_file(
     conn: &Connection,
     session_id: &str,
@@ -81,9 +82,13 @@ pub fn put_file(
     f: &FileRow,
 ) -> rusqlite::Result<()> {
     conn.prepare_cached(
-        "INSERT OR REPLACE INTO checkpoint_files (session_id, checkpoint_id, path, pos, status, \
+        "INSERT INTO checkpoint_files (session_id, checkpoint_id, path, pos, status, \
          before_sha, after_sha, size, source, restorable, skipped, mode, pending) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
+         ON CONFLICT (session_id, checkpoint_id, path) DO UPDATE SET status = excluded.status, \
+         before_sha = excluded.before_sha, after_sha = excluded.after_sha, size = excluded.size, \
+         source = excluded.source, restorable = excluded.restorable, skipped = excluded.skipped, \
+         mode = excluded.mode, pending = excluded.pending",
     )?
     .execute(params![
         session_id,
