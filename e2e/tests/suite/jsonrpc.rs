@@ -141,7 +141,7 @@ async fn error_codes_map_to_the_protocol_table() {
     assert!(r["result"]["sessions"].is_array(), "{r}");
 
     // Schema'd but not implemented by any running service.
-    let r = ws.call("checkpoint.list", json!({"sessionId": "s"})).await;
+    let r = ws.call("lsp.status", json!({})).await;
     assert_eq!(RawWs::code(&r), "not_implemented", "{r}");
     let r = ws.call("team.status", json!({})).await;
     assert_eq!(RawWs::code(&r), "not_implemented", "{r}");
