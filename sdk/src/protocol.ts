@@ -9,6 +9,68 @@ export const WS_PATH = "/ws";
 
 // ---- Domain types ----
 
+/** A curated server of `mcp.catalog`, ready to pass to mcp.add. */
+export interface McpCatalogEntry {
+  /** One-line description. */
+  description?: string;
+  /** The server definition to add (mcp.add's keys). */
+  entry?: Record<string, unknown>;
+  /** Project homepage. */
+  homepage?: string;
+  /** Catalog id. */
+  id: string;
+  /** Display name. */
+  label: string;
+  /** What the server needs before it works (e.g. an API key). */
+  needs?: string[];
+  /** How the daemon talks to the server. */
+  transport: "stdio" | "http" | "sse";
+}
+
+/** A configured MCP server as `mcp.list` reports it: its definition (secrets only by key), the scope that declares it and its live state. */
+export interface McpServer {
+  /** Arguments, argv style. */
+  args?: string[];
+  /** Executable of a stdio server. */
+  command?: string | null;
+  /** Working directory of a stdio server. */
+  cwd?: string | null;
+  /** The entry is kept but the server never starts. */
+  disabled?: boolean;
+  /** Names of the environment variables set for the child (values are never listed). */
+  envKeys?: string[];
+  /** Why the server is in the error state. */
+  error?: string | null;
+  /** Names of the HTTP headers sent (values are never listed). */
+  headerKeys?: string[];
+  /** Server name. */
+  name: string;
+  /** Permission tag of the server's tools. */
+  permission?: "read" | "write" | "exec" | "network" | "send" | "config" | "delegate" | "secret";
+  /** Plugin that contributes the server; null for a server of a .mcp.json or settings. */
+  plugin?: string | null;
+  /** Scope the server is declared in. */
+  scope: "project" | "global" | "plugin" | "settings";
+  /** stopped, starting, ready or error. */
+  state?: "stopped" | "starting" | "ready" | "error";
+  /** Startup cap, in seconds. */
+  timeoutSec?: number | null;
+  /** Tools the server currently contributes. */
+  toolCount?: number;
+  /** Per-call cap, in seconds. */
+  toolTimeoutSec?: number | null;
+  /** The server's tools. */
+  tools?: McpServerTool[];
+  /** Tools of the server never registered. */
+  toolsExclude?: string[];
+  /** When not empty, the only tools of the server registered. */
+  toolsInclude?: string[];
+  /** How the daemon talks to the server. */
+  transport: "stdio" | "http" | "sse";
+  /** Endpoint of an http or sse server. */
+  url?: string | null;
+}
+
 /** The definition of one MCP server as a client writes it (`mcp.update` patch; the same keys stand flat in `mcp.add` and `mcp.test` params). */
 export interface McpServerDraft {
   /** Arguments, argv style; never a shell string. */
@@ -37,6 +99,46 @@ export interface McpServerDraft {
   type?: "stdio" | "http" | "sse" | null;
   /** Endpoint for an http or sse server. */
   url?: string | null;
+}
+
+/** A tool an MCP server exposes, as `mcp.add`, `mcp.test` and `mcp.list` report it. */
+export interface McpServerTool {
+  /** The tool's description, as the server gives it. */
+  description?: string;
+  /** The tool's name on the server. */
+  name: string;
+}
+
+/** A stored memory as `memory.list` reports it. */
+export interface Memory {
+  /** UTC ISO-8601 time it was stored. */
+  createdAt?: string;
+  /** Memory id (memory.delete takes it). */
+  id: string;
+  /** Project root of a project-scoped memory. */
+  project?: string;
+  /** Scope the memory belongs to. */
+  scope?: "project" | "global" | "agent" | "all";
+  /** Tags for later filtering. */
+  tags?: string[];
+  /** The remembered text. */
+  text: string;
+}
+
+/** A stored memory that matched a `memory.search` query, with its score. */
+export interface MemoryHit {
+  /** Memory id (memory.delete takes it). */
+  id: string;
+  /** Project root of a project-scoped memory. */
+  project?: string;
+  /** Scope the memory belongs to. */
+  scope?: "project" | "global" | "agent" | "all";
+  /** Relevance; higher is better. */
+  score?: number;
+  /** Tags for later filtering. */
+  tags?: string[];
+  /** The remembered text. */
+  text: string;
 }
 
 /** A named control on the page (an `actions` item of a site entry). */
@@ -126,6 +228,37 @@ export interface Job {
   state?: "scheduled" | "running" | "cancelled";
   /** Prompt run on each firing. */
   task: string;
+}
+
+/** One row of `agent.list`: a defined named agent, with its running instance when it has one. */
+export interface AgentRow {
+  active?: boolean | null;
+  /** Id correlating the subagent.* events of the agent's running instance; null when none. */
+  agentId?: string | null;
+  agents?: string[];
+  bindings?: string[];
+  channel?: string | null;
+  /** Gateway channels routed to the agent (agent.bindChannel). */
+  channels?: string[];
+  /** One-line description. */
+  description?: string;
+  hasGuide?: boolean | null;
+  jobs?: string[];
+  kind?: string;
+  /** Agent name. */
+  name: string;
+  /** Memory namespace of a persistent named instance (agent:<name>); null when none. */
+  namespace?: string | null;
+  parentSessionId?: string | null;
+  /** Where the definition was written; null when it has no file. */
+  path?: string | null;
+  /** The agent's own session, once it has one. */
+  sessionId?: string | null;
+  source?: string;
+  stages?: Record<string, string>;
+  status?: string | null;
+  /** Task it was given; null when none. */
+  task?: string | null;
 }
 
 /** A tool call waiting for a person's decision: the params of `approval.request`, the rows of `approval.list` and the request of `approval.pending`. */
@@ -458,7 +591,7 @@ export type AgentListParams = Record<string, never>;
 /** Result of `agent.list` (client → server). */
 export interface AgentListResult {
   /** Defined named agents. */
-  agents?: ({ active?: boolean | null; agentId?: string | null; agents?: string[]; bindings?: string[]; channel?: string | null; channels?: string[]; description?: string; hasGuide?: boolean | null; jobs?: string[]; kind?: string; name: string; namespace?: string | null; parentSessionId?: string | null; path?: string | null; sessionId?: string | null; source?: string; stages?: Record<string, string>; status?: string | null; task?: string | null; })[];
+  agents?: AgentRow[];
 }
 
 /** Params of `agent.spawn` (client → server). Run a named agent on a task. */
@@ -1146,7 +1279,7 @@ export interface McpAddResult {
   /** State of the server after the write. */
   state?: "stopped" | "starting" | "ready" | "error";
   /** Tools the probe found, so a client can offer a picker. */
-  tools?: ({ description?: string; name: string; })[];
+  tools?: McpServerTool[];
   /** Security findings that --force accepted. */
   warnings?: string[];
 }
@@ -1157,7 +1290,7 @@ export type McpCatalogParams = Record<string, never>;
 /** Result of `mcp.catalog` (client → server). */
 export interface McpCatalogResult {
   /** Curated servers, in display order. */
-  entries?: ({ description?: string; entry?: Record<string, unknown>; homepage?: string; id: string; label: string; needs?: string[]; transport: "stdio" | "http" | "sse"; })[];
+  entries?: McpCatalogEntry[];
 }
 
 /** Params of `mcp.list` (client → server). List every configured MCP server with its scope, state and tools. */
@@ -1171,7 +1304,7 @@ export interface McpListParams {
 /** Result of `mcp.list` (client → server). */
 export interface McpListResult {
   /** One row per configured server, project entries winning. */
-  servers?: ({ args?: string[]; command?: string | null; cwd?: string | null; disabled?: boolean; envKeys?: string[]; error?: string | null; headerKeys?: string[]; name: string; permission?: "read" | "write" | "exec" | "network" | "send" | "config" | "delegate" | "secret"; plugin?: string | null; scope: "project" | "global" | "plugin" | "settings"; state?: "stopped" | "starting" | "ready" | "error"; timeoutSec?: number | null; toolCount?: number; toolTimeoutSec?: number | null; tools?: ({ description?: string; name: string; })[]; toolsExclude?: string[]; toolsInclude?: string[]; transport: "stdio" | "http" | "sse"; url?: string | null; })[];
+  servers?: McpServer[];
 }
 
 /** Params of `mcp.reload` (client → server). Restart one MCP server, or every configured one. */
@@ -1259,7 +1392,7 @@ export interface McpTestResult {
   /** ready when the probe succeeded, error otherwise. */
   state: "stopped" | "starting" | "ready" | "error";
   /** What the server exposes. */
-  tools?: ({ description?: string; name: string; })[];
+  tools?: McpServerTool[];
 }
 
 /** Params of `mcp.update` (client → server). Merge a patch into an existing MCP server entry. */
@@ -1337,7 +1470,7 @@ export interface MemoryListParams {
 /** Result of `memory.list` (client → server). */
 export interface MemoryListResult {
   /** Matching memories, newest or best first. */
-  entries?: ({ createdAt?: string; id: string; project?: string; scope?: "project" | "global" | "agent" | "all"; tags?: string[]; text: string; })[];
+  entries?: Memory[];
 }
 
 /** Params of `memory.search` (client → server). Recall stored memories matching a query. */
@@ -1353,7 +1486,7 @@ export interface MemorySearchParams {
 /** Result of `memory.search` (client → server). */
 export interface MemorySearchResult {
   /** Matches, best first. */
-  hits?: ({ id: string; project?: string; scope?: "project" | "global" | "agent" | "all"; score?: number; tags?: string[]; text: string; })[];
+  hits?: MemoryHit[];
 }
 
 /** Params of `memory.write` (client → server). Store a memory with tags. */

@@ -5,6 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type {
+  AgentRow,
   CatalogItem,
   Checkpoint,
   CheckpointRestoredEvent,
@@ -16,7 +17,12 @@ import type {
   ContentBlock,
   EventMap,
   Job,
+  McpCatalogEntry,
+  McpServer,
   McpServerDraft,
+  McpServerTool,
+  Memory,
+  MemoryHit,
   MethodMap,
   ServerMethodMap,
   SessionAttachment,
@@ -46,6 +52,14 @@ test("params and results refer to the named domain types", () => {
   assertType<Equal<Elem<NonNullable<Result<"site.get">["entries"]>>, SiteEntry>>();
   assertType<Equal<Result<"site.mark">["entry"], SiteEntry>>();
   assertType<Equal<NonNullable<Params<"mcp.update">["patch"]>, McpServerDraft>>();
+  assertType<Equal<Elem<NonNullable<Result<"mcp.list">["servers"]>>, McpServer>>();
+  assertType<Equal<Elem<NonNullable<McpServer["tools"]>>, McpServerTool>>();
+  assertType<Equal<Elem<NonNullable<Result<"mcp.add">["tools"]>>, McpServerTool>>();
+  assertType<Equal<Elem<NonNullable<Result<"mcp.test">["tools"]>>, McpServerTool>>();
+  assertType<Equal<Elem<NonNullable<Result<"mcp.catalog">["entries"]>>, McpCatalogEntry>>();
+  assertType<Equal<Elem<NonNullable<Result<"memory.list">["entries"]>>, Memory>>();
+  assertType<Equal<Elem<NonNullable<Result<"memory.search">["hits"]>>, MemoryHit>>();
+  assertType<Equal<Elem<NonNullable<Result<"agent.list">["agents"]>>, AgentRow>>();
   // setup
   assertType<Equal<Result<"setup.status">, SetupStatus>>();
   assertType<Equal<Result<"setup.applyDefaults">["status"], SetupStatus>>();

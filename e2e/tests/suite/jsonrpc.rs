@@ -140,11 +140,22 @@ async fn error_codes_map_to_the_protocol_table() {
     let r = ws.call("session.list", json!({})).await;
     assert!(r["result"]["sessions"].is_array(), "{r}");
 
-    // Schema'd but not implemented by any running service.
-    let r = ws.call("checkpoint.list", json!({"sessionId": "s"})).await;
-    assert_eq!(RawWs::code(&r), "not_implemented", "{r}");
-    let r = ws.call("team.status", json!({})).await;
-    assert_eq!(RawWs::code(&r), "not_implemented", "{r}");
+    // Schema'd but not implemented by any running service (whichever are still left: the
+    // declaration grows as issues land; implemented.rs walks every method).
+    let not_yet = snowpea_proto::schema::schema()
+        .methods
+        .iter()
+        .filter(|(name, spec)| {
+            spec.direction == snowpea_proto::schema::Direction::ClientToServer
+                && !snowpea_proto::implemented::is_implemented(name)
+        })
+        .map(|(name, _)| name.clone())
+        .take(2)
+        .collect::<Vec<_>>();
+    for name in not_yet {
+        let r = ws.call(&name, json!({"sessionId": "s"})).await;
+        assert_eq!(RawWs::code(&r), "not_implemented", "{name}: {r}");
+    }
 }
 
 #[tokio::test]

@@ -14,10 +14,9 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 use snowpea_proto::mcp::v1::{
-    mcp_add_result, mcp_catalog_result, mcp_list_result, mcp_test_result, McpAddParams,
-    McpAddResult, McpCatalogResult, McpListParams, McpListResult, McpReloadParams, McpReloadResult,
-    McpRemoveParams, McpRemoveResult, McpServerDraft, McpTestParams, McpTestResult,
-    McpUpdateParams, McpUpdateResult,
+    McpAddParams, McpAddResult, McpCatalogEntry, McpCatalogResult, McpListParams, McpListResult,
+    McpReloadParams, McpReloadResult, McpRemoveParams, McpRemoveResult, McpServer, McpServerDraft,
+    McpServerTool, McpTestParams, McpTestResult, McpUpdateParams, McpUpdateResult,
 };
 
 use crate::config::{self, file::McpFile, Declared, Scope, ServerEntry, ToolsFilter};
@@ -367,7 +366,7 @@ impl McpApi {
             probe_tools = report
                 .tools
                 .into_iter()
-                .map(|t| mcp_add_result::Tool {
+                .map(|t| McpServerTool {
                     name: t.name,
                     description: t.description,
                 })
@@ -524,15 +523,15 @@ impl McpApi {
                 let d = &h.declared;
                 let e = &d.entry;
                 let status = h.status();
-                let tools: Vec<mcp_list_result::server::Tool> = status
+                let tools: Vec<McpServerTool> = status
                     .tools
                     .iter()
-                    .map(|t| mcp_list_result::server::Tool {
+                    .map(|t| McpServerTool {
                         name: t.name.to_string(),
                         description: t.description.as_deref().unwrap_or_default().to_owned(),
                     })
                     .collect();
-                mcp_list_result::Server {
+                McpServer {
                     args: e.args.clone().unwrap_or_default(),
                     command: e.command.clone(),
                     cwd: e.cwd.clone(),
@@ -671,7 +670,7 @@ impl McpApi {
             tools: report
                 .tools
                 .into_iter()
-                .map(|t| mcp_test_result::Tool {
+                .map(|t| McpServerTool {
                     name: t.name,
                     description: t.description,
                 })
@@ -684,7 +683,7 @@ fn catalog() -> McpCatalogResult {
     McpCatalogResult {
         entries: catalog::presets()
             .iter()
-            .map(|p| mcp_catalog_result::Entry {
+            .map(|p| McpCatalogEntry {
                 description: p.description.into(),
                 entry: Some(snowpea_proto::wkt::to_struct(&(p.entry)())),
                 homepage: p.homepage.into(),

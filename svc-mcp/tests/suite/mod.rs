@@ -210,7 +210,7 @@ impl Svc {
     }
 
     /// `mcp.list` rows of the daemon's project, as JSON-ish tuples (name → row).
-    pub async fn list(&self) -> Vec<snowpea_proto::mcp::v1::mcp_list_result::Server> {
+    pub async fn list(&self) -> Vec<snowpea_proto::mcp::v1::McpServer> {
         within(
             CALL,
             "mcp.list",
@@ -229,7 +229,7 @@ impl Svc {
         name: &str,
         state: &str,
         d: Duration,
-    ) -> snowpea_proto::mcp::v1::mcp_list_result::Server {
+    ) -> snowpea_proto::mcp::v1::McpServer {
         eventually(d, &format!("{name} {state}"), || async {
             self.list()
                 .await

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use snowpea_proto::mcp::v1::{
-    mcp_list_result::Server, ListToolsRequest, McpListParams, McpRemoveParams,
-    McpServerDraft as Patch, McpTestParams, McpUpdateParams,
+    ListToolsRequest, McpListParams, McpRemoveParams, McpServer as Server, McpServerDraft as Patch,
+    McpTestParams, McpUpdateParams,
 };
 
 use super::*;

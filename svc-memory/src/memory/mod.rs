@@ -70,8 +70,8 @@ pub fn new_memory(p: &pb::MemoryWriteParams) -> Result<NewMemory> {
     })
 }
 
-fn hit(m: Memory) -> pb::memory_search_result::Hit {
-    pb::memory_search_result::Hit {
+fn hit(m: Memory) -> pb::MemoryHit {
+    pb::MemoryHit {
         project: m.namespace.project_root().to_owned(),
         scope: m.namespace.scope().to_owned(),
         score: m.score,
@@ -81,8 +81,8 @@ fn hit(m: Memory) -> pb::memory_search_result::Hit {
     }
 }
 
-fn entry(m: Memory) -> pb::memory_list_result::Entry {
-    pb::memory_list_result::Entry {
+fn entry(m: Memory) -> pb::Memory {
+    pb::Memory {
         created_at: m.created_at,
         project: m.namespace.project_root().to_owned(),
         scope: m.namespace.scope().to_owned(),

@@ -433,6 +433,37 @@ async fn checkpoints_beyond_max_turns_are_pruned_oldest_first_with_their_blobs()
     assert_eq!(count(&objects), 0, "the pruned turn's blob is gone");
 }
 
+#[tokio::test]
+async fn checkpoints_beyond_max_bytes_are_pruned_oldest_first() {
+    let mut h = Harness::with_settings(
+        json!({
+            "steps": [
+                {"match": "w1", "tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "1"}}]},
+                {"match": "w2", "tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "2"}}]}
+            ],
+            "default": {"text": "ok"}
+        }),
+        json!({"checkpoints": {"maxBytes": 150}}),
+    )
+    .await;
+    let wd = h.workdir.clone();
+    write(&wd.join("a.txt"), &"a".repeat(100), 0o644);
+    write(&wd.join("b.txt"), &"b".repeat(100), 0o644);
+    let sid = h.create("accept").await;
+    let (t1, _) = turn(&mut h, &sid, "w1").await;
+    assert_eq!(list(&h, &sid).await.len(), 1);
+    let (t2, _) = turn(&mut h, &sid, "w2").await;
+    let ids: Vec<_> = list(&h, &sid).await.into_iter().map(|c| c.id).collect();
+    assert_eq!(
+        ids,
+        [t2],
+        "200 blob bytes > 150: the oldest goes, never the new one"
+    );
+    assert!(!ids.contains(&t1));
+    let objects = h.home.root().join("checkpoints").join(&sid).join("objects");
+    assert_eq!(walk_files(&objects), 1);
+}
+
 fn walk_files(dir: &Path) -> usize {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return 0;

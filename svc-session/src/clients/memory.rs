@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use snowpea_proto::error::RpcError;
-use snowpea_proto::memory::v1::memory_search_result::Hit;
 use snowpea_proto::memory::v1::memory_service_client::MemoryServiceClient;
+use snowpea_proto::memory::v1::MemoryHit;
 use snowpea_proto::memory::v1::{MemorySearchParams, MemoryWriteParams};
 use tonic::transport::Channel;
 
@@ -133,7 +133,7 @@ impl MemoryClient {
         namespace: &str,
         query: &str,
         limit: usize,
-    ) -> Result<Vec<Hit>, MemoryError> {
+    ) -> Result<Vec<MemoryHit>, MemoryError> {
         let mut c = MemoryServiceClient::new(self.channel.clone())
             .max_decoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
             .max_encoding_message_size(snowpea_proto::limits::GRPC_REQUEST);
@@ -152,7 +152,7 @@ impl MemoryClient {
         namespaces: &[String],
         query: &str,
         limit: usize,
-    ) -> Result<Vec<Hit>, MemoryError> {
+    ) -> Result<Vec<MemoryHit>, MemoryError> {
         let results =
             futures::future::join_all(namespaces.iter().map(|ns| self.search(ns, query, limit)))
                 .await;
