@@ -433,7 +433,7 @@ export interface TokenUsage {
 
 // ---- Named value lists ----
 
-/** A session's (or an unattended run's) permission mode, switched with session.setMode. (In the proto, the wire string of each value is its `wire` option.) */
+/** A session's (or an unattended run's) permission mode, switched with session.setMode. */
 export type PermissionMode = "plan" | "accept" | "auto";
 
 // ---- Methods ----
