@@ -151,3 +151,35 @@ fn cleared_paths_name_the_fields_sent_empty_or_null() {
     assert!(cleared_paths(&desc(), &json!({"sessionId": "s"})).is_empty());
     assert!(cleared_paths(&desc(), &Json::Null).is_empty());
 }
+
+#[test]
+fn a_named_value_set_validates_like_a_values_list() {
+    // session.setMode's `mode` names its values once: option value_set → PermissionMode.
+    let m = crate::descriptor_pool()
+        .get_message_by_name("snowpea.session.v1.SessionSetModeParams")
+        .expect("session.setMode params");
+    let ok = to_message(&m, &json!({"sessionId": "s", "mode": "auto"}), "params");
+    assert!(ok.is_ok(), "{ok:?}");
+    let e = to_message(&m, &json!({"sessionId": "s", "mode": "yolo"}), "params").unwrap_err();
+    assert_eq!(e.field, "params.mode");
+    assert!(e.message.contains("plan, accept, auto"), "{}", e.message);
+}
+
+#[test]
+fn every_value_set_names_an_enum_with_wire_values() {
+    let mut seen = 0;
+    for m in crate::descriptor_pool().all_messages() {
+        for f in m.fields() {
+            let rules = crate::schema::field_rules(&f);
+            if let Some(set) = &rules.value_set {
+                seen += 1;
+                assert!(
+                    !rules.values.is_empty(),
+                    "{}: value_set {set} names no enum with wire values",
+                    f.full_name()
+                );
+            }
+        }
+    }
+    assert!(seen >= 10, "the mode fields use value_set ({seen})");
+}

@@ -112,6 +112,8 @@ pub mod opt {
     pub const NULLABLE: &str = "snowpea.rpc.v1.nullable";
     /// Field: sent on the wire but not in the spec's tables (left out of the docs).
     pub const WIRE_ONLY: &str = "snowpea.rpc.v1.wire_only";
+    /// Field: allowed string values named once, as the wire spellings of an enum.
+    pub const VALUE_SET: &str = "snowpea.rpc.v1.value_set";
     /// Field: how a notification/event writes it when it holds no value.
     pub const UNSET: &str = "snowpea.rpc.v1.unset";
     /// Message: notification name.
@@ -157,11 +159,14 @@ pub struct FieldRules {
     pub since: Option<String>,
     /// Sent on the wire but not in the spec's tables (option `wire_only`).
     pub wire_only: bool,
+    /// Full name of the enum whose `wire` spellings are [`FieldRules::values`] (option
+    /// `value_set`, e.g. `snowpea.session.v1.PermissionMode`), when the list is a named one.
+    pub value_set: Option<String>,
 }
 
 /// Reads the protocol options of a field.
 pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
-    static EXTS: LazyLock<[ExtensionDescriptor; 5]> = LazyLock::new(|| {
+    static EXTS: LazyLock<[ExtensionDescriptor; 6]> = LazyLock::new(|| {
         let p = descriptor_pool();
         [
             ext(p, opt::REQUIRED),
@@ -169,6 +174,7 @@ pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
             ext(p, opt::NULLABLE),
             ext(p, opt::FIELD_SINCE),
             ext(p, opt::WIRE_ONLY),
+            ext(p, opt::VALUE_SET),
         ]
     });
     let options = field.options();
@@ -184,6 +190,10 @@ pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
                 .collect();
         }
     }
+    if let Some(set) = opt_string(&options, &EXTS[5]) {
+        rules.values = value_set(&set);
+        rules.value_set = Some(set);
+    }
     if options.has_extension(&EXTS[2]) {
         rules.nullable = options.get_extension(&EXTS[2]).as_bool().unwrap_or(false);
     }
@@ -193,6 +203,17 @@ pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
         rules.wire_only = options.get_extension(&EXTS[4]).as_bool().unwrap_or(false);
     }
     rules
+}
+
+/// The `wire` spellings of the values of the enum a `value_set` option names, in declaration
+/// order (values without `wire`, like the `*_UNSPECIFIED` zero, are not protocol values). Empty
+/// when the pool has no such enum; the `every_value_set_names_an_enum` test rules that out.
+pub fn value_set(name: &str) -> Vec<String> {
+    let pool = descriptor_pool();
+    let wire = ext(pool, opt::WIRE);
+    pool.get_enum_by_name(name)
+        .map(|e| e.values().filter_map(|v| enum_wire(&v, &wire)).collect())
+        .unwrap_or_default()
 }
 
 fn enum_wire(value: &EnumValueDescriptor, wire: &ExtensionDescriptor) -> Option<String> {

@@ -213,7 +213,7 @@ export interface Job {
   /** The job's meta; only the owner connection sees it. */
   meta?: Record<string, unknown> | null;
   /** Permission mode for the run. */
-  mode?: "plan" | "accept" | "auto";
+  mode?: PermissionMode;
   /** UTC ISO-8601 time of the next firing. */
   nextRunAt?: string | null;
   /** TUI/chat session that also receives every result. */
@@ -430,6 +430,11 @@ export interface TokenUsage {
   /** Completion tokens. */
   outputTokens?: number;
 }
+
+// ---- Named value lists ----
+
+/** A session's (or an unattended run's) permission mode, switched with session.setMode. */
+export type PermissionMode = "plan" | "accept" | "auto";
 
 // ---- Methods ----
 
@@ -1053,9 +1058,9 @@ export interface JobScheduleParams {
   /** Opaque data for the host, at most 4 KB of JSON (1.23.0). Only a connection whose system.hello said clientKind 'browser' with a clientId may set it; the job is then owned by that clientId: only it may update, cancel, delete or run it now, see its meta, and no agent tool can change or cancel it. */
   meta?: Record<string, unknown> | null;
   /** Permission mode for the unattended run. */
-  mode?: "plan" | "accept" | "auto";
+  mode?: PermissionMode;
   /** Session setup for each run, incl. host tools (1.7.0). */
-  sessionTemplate?: { agent?: string | null; catchUpWindowMinutes?: number | null; hostToolsFrom?: string | null; hostWaitSec?: number | null; mode?: "plan" | "accept" | "auto" | null; } | null;
+  sessionTemplate?: { agent?: string | null; catchUpWindowMinutes?: number | null; hostToolsFrom?: string | null; hostWaitSec?: number | null; mode?: PermissionMode | null; } | null;
   /** Cron expression or natural-language schedule. */
   spec: string;
   /** Prompt run on each firing. */
@@ -1738,7 +1743,7 @@ export interface SessionCreateParams {
   /** Override for concurrent subagents. */
   maxConcurrent?: number | null;
   /** Starting mode; defaults to the project setting. */
-  mode?: "plan" | "accept" | "auto" | null;
+  mode?: PermissionMode | null;
   /** Model id; defaults to the provider's default. */
   model?: string | null;
   /** Surface that owns approvals for this session (TUI, gateway, ...). */
@@ -1805,7 +1810,7 @@ export interface SessionListParams {
 /** Result of `session.list` (client → server). */
 export interface SessionListResult {
   /** Every live session. */
-  sessions?: ({ agent?: string | null; browserProvider?: "host" | "local" | null; contextUsed?: number; contextWindow?: number | null; createdAt: string; effort?: "low" | "medium" | "high" | "max" | null; hostToolsFrom?: string | null; jobId?: string | null; kind?: "chat" | "scheduled" | "subagent" | "agent"; lastActivityAt?: string | null; lastPrompt?: string | null; mode: "plan" | "accept" | "auto"; model?: string | null; originSurface?: string | null; parentSessionId?: string | null; pendingApprovals?: number; pendingQuestions?: number; provider?: string | null; running?: boolean; seq?: number; sessionId: string; status?: "idle" | "running" | "awaiting_approval" | "awaiting_question" | "error"; title?: string | null; turnStartedAt?: string | null; workdir: string; workspaceDir?: string | null; })[];
+  sessions?: ({ agent?: string | null; browserProvider?: "host" | "local" | null; contextUsed?: number; contextWindow?: number | null; createdAt: string; effort?: "low" | "medium" | "high" | "max" | null; hostToolsFrom?: string | null; jobId?: string | null; kind?: "chat" | "scheduled" | "subagent" | "agent"; lastActivityAt?: string | null; lastPrompt?: string | null; mode: PermissionMode; model?: string | null; originSurface?: string | null; parentSessionId?: string | null; pendingApprovals?: number; pendingQuestions?: number; provider?: string | null; running?: boolean; seq?: number; sessionId: string; status?: "idle" | "running" | "awaiting_approval" | "awaiting_question" | "error"; title?: string | null; turnStartedAt?: string | null; workdir: string; workspaceDir?: string | null; })[];
 }
 
 /** Params of `session.notice` (client → server). Queue a [system] line for the model's next call. */
@@ -1873,7 +1878,7 @@ export interface SessionResumeResult {
   /** Missed events in seq order. */
   events?: ({ kind: string; payload?: Record<string, unknown>; seq: number; sessionId: string; ts: string; })[];
   /** The session's permission mode as restored, so a surface that resumes adopts it instead of keeping the mode it launched with. */
-  mode?: "plan" | "accept" | "auto" | null;
+  mode?: PermissionMode | null;
   /** Model id in use. */
   model?: string | null;
   /** Chat provider vendor in use. */
@@ -1955,7 +1960,7 @@ export interface SessionSetEffortResult {
 /** Params of `session.setMode` (client → server). Switch a session between plan, accept and auto. */
 export interface SessionSetModeParams {
   /** New permission mode. */
-  mode: "plan" | "accept" | "auto";
+  mode: PermissionMode;
   /** Session to change. */
   sessionId: string;
 }
@@ -1963,7 +1968,7 @@ export interface SessionSetModeParams {
 /** Result of `session.setMode` (client → server). */
 export interface SessionSetModeResult {
   /** Mode now in effect. */
-  mode: "plan" | "accept" | "auto";
+  mode: PermissionMode;
 }
 
 /** Params of `session.setModel` (client → server). Pin a session to a model profile, or clear the pin. */
@@ -2585,7 +2590,7 @@ export interface ToolInvokeParams {
   /** The scheduled run behind the root's running turn (1.23.0); set only when origin is 'schedule'. A delegated child reports its root's. */
   job?: { createdVia: "rpc" | "tool"; fingerprint: string; id: string; meta?: Record<string, unknown> | null; ownerClientId?: string | null; runId: string; scheduledAt: string; trigger: "schedule" | "runNow"; } | null;
   /** The session's mode. A code-running tool registered as 'read' must refuse mutations in plan mode itself and escalate the rest with approval.ask. */
-  mode?: "plan" | "accept" | "auto";
+  mode?: PermissionMode;
   /** Host tool name. */
   name: string;
   /** Who started the root conversation's running turn (1.23.0): the session's own person, the agent, a schedule, another gateway group member or the system. A delegated child reports its root's. */
@@ -3120,7 +3125,7 @@ export interface ModeChangedEvent {
   delegation?: boolean | null;
   kind?: "mode.changed";
   /** Mode now in effect. */
-  mode: "plan" | "accept" | "auto";
+  mode: PermissionMode;
 }
 
 /** Payload of the `model.changed` session event. */

@@ -24,6 +24,7 @@ import type {
   Memory,
   MemoryHit,
   MethodMap,
+  PermissionMode,
   ServerMethodMap,
   SessionAttachment,
   SessionEventPayloadMap,
@@ -93,6 +94,16 @@ test("notifications and session events refer to the same domain types", () => {
   assertType<Equal<Elem<NonNullable<SessionEventPayloadMap["tool.result"]["content"]>>, ContentBlock>>();
   assertType<Equal<NonNullable<SessionEventPayloadMap["subagent.done"]["usage"]>, TokenUsage>>();
   assert.ok(true);
+});
+
+test("the plan/accept/auto value list is one named type", () => {
+  assertType<Equal<PermissionMode, "plan" | "accept" | "auto">>();
+  assertType<Equal<Params<"session.setMode">["mode"], PermissionMode>>();
+  assertType<Equal<NonNullable<Params<"session.create">["mode"]>, PermissionMode>>();
+  assertType<Equal<NonNullable<Job["mode"]>, PermissionMode>>();
+  assertType<Equal<SessionEventPayloadMap["mode.changed"]["mode"], PermissionMode>>();
+  const mode: PermissionMode = "accept";
+  assert.equal(mode, "accept");
 });
 
 test("a domain type is usable as a value's type", () => {

@@ -80,7 +80,11 @@ fn ts_type_in(
             element_type(schema, &value, &field_rules(&value).values, stack, names)
         )
     } else {
-        let elem = element_type(schema, f, &rules.values, stack, names);
+        let elem = match (names, &rules.value_set) {
+            // A named value list is written by its name where domain types are (the SDK).
+            (Some(_), Some(set)) => value_set_name(set).to_owned(),
+            _ => element_type(schema, f, &rules.values, stack, names),
+        };
         if f.is_list() {
             array_of(&elem)
         } else {
@@ -101,6 +105,12 @@ fn array_of(elem: &str) -> String {
     } else {
         format!("({elem})[]")
     }
+}
+
+/// The TypeScript name of a named value list: the enum's own name
+/// (`snowpea.session.v1.PermissionMode` → `PermissionMode`).
+pub fn value_set_name(full: &str) -> &str {
+    full.rsplit('.').next().unwrap_or(full)
 }
 
 /// A string union `"a" | "b"`.

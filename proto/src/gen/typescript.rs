@@ -13,7 +13,9 @@ use std::fmt::Write as _;
 
 use prost_reflect::MessageDescriptor;
 
-use super::types::{own_doc, pascal, rows_named, Names, Row};
+use super::types::{
+    one_line, own_doc, pascal, rows_named, string_union, value_set_name, Names, Row,
+};
 use crate::schema::{Direction, Schema};
 use crate::{PROTOCOL_VERSION, WS_PATH};
 
@@ -45,6 +47,21 @@ pub fn render(schema: &Schema) -> String {
             .expect("domain types come from the pool");
         let doc = own_doc(schema, &m).unwrap_or_else(|| format!("`{full}`."));
         interface(&mut out, schema, names, name, &m, &doc, false);
+    }
+
+    let _ = writeln!(out, "// ---- Named value lists ----\n");
+    for set in value_sets() {
+        let e = crate::descriptor_pool()
+            .get_enum_by_name(&set)
+            .expect("value sets name enums of the pool");
+        let doc = one_line(&schema.comment_of(e.parent_file().name(), e.path()));
+        jsdoc(&mut out, "", &doc);
+        let _ = writeln!(
+            out,
+            "export type {} = {};\n",
+            value_set_name(&set),
+            string_union(&crate::schema::value_set(&set))
+        );
     }
 
     let _ = writeln!(out, "// ---- Methods ----\n");
@@ -166,6 +183,15 @@ pub fn domain_types(schema: &Schema) -> Names {
         }
     }
     names
+}
+
+/// The enums some field names as its value list (option `value_set`), by full name.
+fn value_sets() -> std::collections::BTreeSet<String> {
+    crate::descriptor_pool()
+        .all_messages()
+        .flat_map(|m| m.fields().collect::<Vec<_>>())
+        .filter_map(|f| crate::schema::field_rules(&f).value_set)
+        .collect()
 }
 
 /// Writes `name` as an interface of `m`'s fields, or as an alias of `m`'s domain type when
