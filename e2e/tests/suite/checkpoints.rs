@@ -10,7 +10,6 @@ use serde_json::{json, Value};
 use snowpea_e2e::raw::RawWs;
 use snowpea_e2e::{Suite, SuiteOptions};
 use snowpea_sdk::Client;
-use snowpea_testkit::eventually;
 
 const LONG: Duration = Duration::from_secs(60);
 
@@ -35,16 +34,13 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
-/// `checkpoint.restore`, retried while the session is still finishing its turn.
+/// `checkpoint.restore`, called as soon as the turn's `turn.done` was seen (the session is
+/// idle by then).
 async fn restore(client: &Client, params: Value) -> Value {
-    eventually(LONG, "checkpoint.restore answers", || async {
-        match client.call("checkpoint.restore", params.clone()).await {
-            Ok(v) => Some(v),
-            Err(e) if e.code_str() == Some("session_busy") => None,
-            Err(e) => panic!("checkpoint.restore: {e}"),
-        }
-    })
-    .await
+    match client.call("checkpoint.restore", params).await {
+        Ok(v) => v,
+        Err(e) => panic!("checkpoint.restore: {e}"),
+    }
 }
 
 async fn turn(client: &Client, sid: &str, text: &str) -> String {

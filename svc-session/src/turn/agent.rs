@@ -3,7 +3,8 @@
 //! `turn.started` → `message.user` → per model call `message.delta`… (and
 //! `message.reasoning`…) and one `usage` → per tool call `tool.call` → `tool.progress`… →
 //! `tool.result` (+ `diff`) → the next model call with the results … until the model
-//! answers without tool calls; then `message.done` → `context` → `turn.done{reason}`.
+//! answers without tool calls; then `message.done` → `context` → `turn.done{reason}` (the last
+//! one emitted by the driver, see [`super::Turns`]).
 //!
 //! The history sent to the model is rebuilt from the stored events ([`super::history`]),
 //! so it survives restarts. Dropping the provider stream cancels a model call; the turn's
@@ -44,6 +45,15 @@ pub(crate) struct TurnAccount {
     pub window: Option<u64>,
     /// MCP tools of the turn (issue 6), listed from svc-mcp when the turn starts.
     pub mcp_tools: crate::clients::mcp::TurnTools,
+}
+
+/// How a turn ended, for its `turn.done` and what follows it.
+#[derive(Debug)]
+pub(crate) struct TurnOutcome {
+    /// `turn.done.reason`.
+    pub end: TurnEnd,
+    /// Every answer text of the turn (`message.done.text`; autoSpeak reads it aloud).
+    pub text: String,
 }
 
 /// How one model call ended.
@@ -96,8 +106,10 @@ pub fn context_window(settings: &Value, vendor: &str, model: &str) -> Option<u64
 }
 
 impl Turns {
-    /// Runs one turn to its `turn.done` and returns why it ended.
-    pub(crate) async fn run_turn(&self, session: &Arc<Session>, t: &TurnStart) -> TurnEnd {
+    /// Runs one turn up to its `context` event and returns how it ended. The driver
+    /// ([`Turns::drive`]) emits `turn.done` itself, in the same step that frees the running
+    /// slot, so no client sees `turn.done` while the session still counts as running.
+    pub(crate) async fn run_turn(&self, session: &Arc<Session>, t: &TurnStart) -> TurnOutcome {
         // Earlier turns must be committed before the history is read back.
         if let Err(e) = self.log.flush().await {
             tracing::error!(error = %format!("{e:#}"), "flush before turn failed");
@@ -153,28 +165,10 @@ impl Turns {
             r.context_window = acc.window.map(|w| w as i64);
         });
         self.sessions.save(session);
-        if let Err(e) = self
-            .log
-            .emit_to_committed(
-                session,
-                "turn.done",
-                json!({ "turnId": t.turn_id, "reason": end.as_str() }),
-            )
-            .await
-        {
-            tracing::error!(error = %e, "turn.done not written");
+        TurnOutcome {
+            end,
+            text: acc.text,
         }
-        // autoSpeak (issue 7): in the background, never affecting the turn.
-        if matches!(end, TurnEnd::Complete) {
-            crate::clients::audio::spawn_speak_reply(
-                self.home.clone(),
-                self.log.clone(),
-                session.id.clone(),
-                session.host_tools_from(),
-                acc.text.clone(),
-            );
-        }
-        end
     }
 
     fn error_event(&self, session: &Session, turn_id: &str, code: &str, message: &str) {

@@ -229,13 +229,28 @@ impl Turns {
     }
 
     /// Runs `first`, then every queued prompt, until the queue is empty.
+    ///
+    /// A turn ends in one step under the turn lock: its `turn.done` is queued to the event
+    /// writer and the running slot goes to the next queued prompt (with its
+    /// `turn.dequeued{reason:"started"}`) or is cleared. Every busy check (`session.prompt`,
+    /// `checkpoint.restore`, `session.list` status, `DeleteSessions`) takes the same lock, so
+    /// a client reacting to `turn.done` finds the session idle or running the dequeued turn,
+    /// never the ended one; an interrupt arriving then ends the dequeued turn, if any.
     async fn drive(self: Arc<Self>, session: Arc<Session>, first: TurnStart) {
         let mut next = first;
         loop {
-            let end = self.run_turn(&session, &next).await;
+            let outcome = self.run_turn(&session, &next).await;
+            let end = outcome.end;
             tracing::info!(session_id = %session.id, turn_id = %next.turn_id, reason = end.as_str(), "turn done");
             let dequeued = {
                 let mut st = session.turns();
+                // Queued before the running slot changes, so whoever waits for the session to
+                // be idle and then flushes the log finds `turn.done` committed.
+                self.emit(
+                    &session,
+                    "turn.done",
+                    json!({ "turnId": next.turn_id, "reason": end.as_str() }),
+                );
                 match st.queue.pop_front() {
                     Some(q) => {
                         let cancel = CancellationToken::new();
@@ -264,6 +279,19 @@ impl Turns {
                     }
                 }
             };
+            if let Err(e) = self.log.flush().await {
+                tracing::error!(error = %format!("{e:#}"), "turn.done not written");
+            }
+            // autoSpeak (issue 7): in the background, never affecting the turn.
+            if matches!(end, TurnEnd::Complete) {
+                crate::clients::audio::spawn_speak_reply(
+                    self.home.clone(),
+                    self.log.clone(),
+                    session.id.clone(),
+                    session.host_tools_from(),
+                    outcome.text,
+                );
+            }
             session.update(|r| r.last_activity_at = Some(now_iso()));
             self.sessions.save(&session);
             self.sessions.changed(&session, "turn");
@@ -324,3 +352,7 @@ pub(crate) async fn wait_idle(session: &Session, timeout: Duration) {
 #[cfg(test)]
 #[path = "turn_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "turn_end_tests.rs"]
+mod end_tests;
