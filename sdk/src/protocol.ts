@@ -24,7 +24,7 @@ export interface McpCatalogEntry {
   /** What the server needs before it works (e.g. an API key). */
   needs?: string[];
   /** How the daemon talks to the server. */
-  transport: "stdio" | "http" | "sse";
+  transport: McpTransport;
 }
 
 /** A configured MCP server as `mcp.list` reports it: its definition (secrets only by key), the scope that declares it and its live state. */
@@ -46,7 +46,7 @@ export interface McpServer {
   /** Server name. */
   name: string;
   /** Permission tag of the server's tools. */
-  permission?: "read" | "write" | "exec" | "network" | "send" | "config" | "delegate" | "secret";
+  permission?: PermissionTag;
   /** Plugin that contributes the server; null for a server of a .mcp.json or settings. */
   plugin?: string | null;
   /** Scope the server is declared in. */
@@ -66,7 +66,7 @@ export interface McpServer {
   /** When not empty, the only tools of the server registered. */
   toolsInclude?: string[];
   /** How the daemon talks to the server. */
-  transport: "stdio" | "http" | "sse";
+  transport: McpTransport;
   /** Endpoint of an http or sse server. */
   url?: string | null;
 }
@@ -86,7 +86,7 @@ export interface McpServerDraft {
   /** HTTP headers sent with every request. */
   headers?: Record<string, string> | null;
   /** Permission tag for the server's tools; stored in settings. */
-  permission?: "read" | "write" | "exec" | "network" | "send" | "config" | "delegate" | "secret" | null;
+  permission?: PermissionTag | null;
   /** Startup cap, in seconds. */
   timeoutSec?: number | null;
   /** Per-call cap, in seconds. */
@@ -96,7 +96,7 @@ export interface McpServerDraft {
   /** Register only these tools of the server. */
   toolsInclude?: string[] | null;
   /** Force a transport instead of inferring it. */
-  type?: "stdio" | "http" | "sse" | null;
+  type?: McpTransport | null;
   /** Endpoint for an http or sse server. */
   url?: string | null;
 }
@@ -539,8 +539,14 @@ export interface TokenUsage {
 
 // ---- Named value lists ----
 
+/** How the daemon talks to an MCP server: a stdio child, streamable HTTP or legacy SSE. */
+export type McpTransport = "stdio" | "http" | "sse";
+
 /** A session's (or an unattended run's) permission mode, switched with session.setMode. */
 export type PermissionMode = "plan" | "accept" | "auto";
+
+/** The permission tag of a tool (what kind of side effect it has), which the mode matrix and approvals decide by; an MCP server's tools carry their server's tag. */
+export type PermissionTag = "read" | "write" | "exec" | "network" | "send" | "config" | "delegate" | "secret";
 
 // ---- Methods ----
 
@@ -628,7 +634,7 @@ export interface ApprovalAskParams {
   /** Always ask a person: the mode matrix may only deny (plan still denies write, send and config; a read is asked) and never auto-allows, not even in auto mode. The allowlist still applies unless risk is 'payment'. For any client's destructive or irreversible actions. */
   forceAsk?: boolean;
   /** Permission class of the escalated action. */
-  permission: "read" | "write" | "exec" | "network" | "send" | "config" | "delegate" | "secret";
+  permission: PermissionTag;
   /** What will happen, shown to the person approving. */
   reason: string;
   /** Risk hint shown with the approval; default from the permission. 'payment' also means: the allowlist is never consulted and the answer is never stored beyond this one call (scope is coerced to 'once'). */
@@ -1248,7 +1254,7 @@ export interface McpAddParams {
   /** Server name; ^[a-zA-Z0-9_-]{1,64}$. */
   name: string;
   /** Permission tag for the server's tools; stored in settings. */
-  permission?: "read" | "write" | "exec" | "network" | "send" | "config" | "delegate" | "secret" | null;
+  permission?: PermissionTag | null;
   /** Catalog id copied before the explicit fields are applied. */
   preset?: string | null;
   /** Which file to write: $SNOWPEA_HOME/.mcp.json (global, the default since 1.23.0, so every project sees it) or the project's .mcp.json. */
@@ -1266,7 +1272,7 @@ export interface McpAddParams {
   /** Register only these tools of the server. */
   toolsInclude?: string[] | null;
   /** Force a transport instead of inferring it. */
-  type?: "stdio" | "http" | "sse" | null;
+  type?: McpTransport | null;
   /** Endpoint for an http or sse server. */
   url?: string | null;
   /** Project directory for scope=project. */
@@ -1365,7 +1371,7 @@ export interface McpTestParams {
   /** Saved server to probe. */
   name?: string | null;
   /** Permission tag for the server's tools; stored in settings. */
-  permission?: "read" | "write" | "exec" | "network" | "send" | "config" | "delegate" | "secret" | null;
+  permission?: PermissionTag | null;
   /** Scope of the saved server. */
   scope?: "project" | "global" | "plugin" | "settings" | null;
   /** Session whose workdir to use. */
@@ -1379,7 +1385,7 @@ export interface McpTestParams {
   /** Register only these tools of the server. */
   toolsInclude?: string[] | null;
   /** Force a transport instead of inferring it. */
-  type?: "stdio" | "http" | "sse" | null;
+  type?: McpTransport | null;
   /** Endpoint for an http or sse server. */
   url?: string | null;
   /** Project directory for scope=project. */
@@ -2708,7 +2714,7 @@ export interface ToolListParams {
 /** Result of `tool.list` (client → server). */
 export interface ToolListResult {
   /** Registered tools. */
-  tools?: ({ category: string; deferred?: boolean; description?: string; name: string; permissionTag: "read" | "write" | "exec" | "network" | "send" | "config" | "delegate" | "secret"; provider?: string; reason?: string; server?: string; source?: string; state?: "active" | "inactive"; })[];
+  tools?: ({ category: string; deferred?: boolean; description?: string; name: string; permissionTag: PermissionTag; provider?: string; reason?: string; server?: string; source?: string; state?: "active" | "inactive"; })[];
 }
 
 /** Params of `tool.progress` (client → server). Notification: progress of a running tool.invoke, re-emitted as tool.progress. */
@@ -2725,7 +2731,7 @@ export type ToolProgressResult = Record<string, never>;
 /** Params of `tool.register` (client → server). Register tools this connection runs itself (host tools). */
 export interface ToolRegisterParams {
   /** Tools to add or replace for this connection; all-or-nothing. */
-  tools: ({ agents?: string[] | null; category?: string | null; deferred?: boolean; description: string; inputSchema?: Record<string, unknown>; name: string; parallel?: "safe" | "never"; permission: "read" | "write" | "exec" | "network" | "send" | "config" | "delegate" | "secret"; timeoutMs?: number | null; })[];
+  tools: ({ agents?: string[] | null; category?: string | null; deferred?: boolean; description: string; inputSchema?: Record<string, unknown>; name: string; parallel?: "safe" | "never"; permission: PermissionTag; timeoutMs?: number | null; })[];
 }
 
 /** Result of `tool.register` (client → server). */
