@@ -555,6 +555,21 @@ async fn bad_ids_and_paths_are_invalid_params_and_symlinks_never_lead_a_restore_
         [("sub/a.txt".to_string(), "not_restorable".to_string())]
     );
     assert_eq!(read(&outside.join("a.txt")).as_deref(), Some("outside\n"));
+    // Naming a path through that symlink is refused up front, naming the entry.
+    let mut through_link = params(&sid, &t1);
+    through_link.paths = vec!["sub/a.txt".into()];
+    let e = cp.restore(through_link).await.unwrap_err();
+    assert_eq!(invalid_field(e), "params.paths[0]");
+    let e = cp
+        .diff(pb::CheckpointDiffParams {
+            session_id: sid.clone(),
+            id: t1.clone(),
+            paths: vec!["a\0b".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(invalid_field(e), "params.paths[0]");
 }
 
 #[tokio::test]

@@ -58,8 +58,9 @@ pub fn relative(workdir: &Path, abs: &Path) -> Option<String> {
 }
 
 /// Normalises the client's `paths` filter (`field` is e.g. `params.paths`): each entry must
-/// be a path inside the workdir (relative, or absolute under it); `..` that leaves it, NUL
-/// bytes and empty strings are `invalid_params` naming `params.paths[i]`.
+/// be a path inside the workdir (relative, or absolute under it); `..` that leaves it, a
+/// directory on the way that is a symlink pointing out (see [`target`]), NUL bytes and empty
+/// strings are `invalid_params` naming `params.paths[i]`.
 pub fn filter(field: &str, workdir: &Path, paths: &[String]) -> Result<Option<Vec<String>>> {
     if paths.is_empty() {
         return Ok(None);
@@ -67,8 +68,11 @@ pub fn filter(field: &str, workdir: &Path, paths: &[String]) -> Result<Option<Ve
     let mut out = Vec::with_capacity(paths.len());
     for (i, p) in paths.iter().enumerate() {
         let name = format!("{field}[{i}]");
-        if p.is_empty() || p.contains('\0') {
+        if p.is_empty() {
             return Err(Error::invalid(&name, "must be a non-empty path"));
+        }
+        if p.contains('\0') {
+            return Err(Error::invalid(&name, "must not contain NUL bytes"));
         }
         let raw = Path::new(p);
         let rel = if raw.is_absolute() {
@@ -101,7 +105,14 @@ pub fn filter(field: &str, workdir: &Path, paths: &[String]) -> Result<Option<Ve
                 "names the workdir itself, not a file",
             ));
         }
-        out.push(parts.join("/"));
+        let rel = parts.join("/");
+        if target(workdir, &rel).is_none() {
+            return Err(Error::invalid(
+                &name,
+                "goes through a symlink or file that leaves the session's workdir",
+            ));
+        }
+        out.push(rel);
     }
     Ok(Some(out))
 }
