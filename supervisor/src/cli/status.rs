@@ -161,7 +161,7 @@ pub fn table(st: &StatusReply) -> String {
             p.state,
             p.restarts,
             format!("{}/{}", p.restarts_in_window, p.max_restarts_in_window),
-            backoff(p.backoff_ms),
+            backoff(&p.state, p.backoff_ms),
             uptime(p.uptime_sec),
             p.last_exit.as_deref().unwrap_or("-")
         ));
@@ -169,9 +169,12 @@ pub fn table(st: &StatusReply) -> String {
     out
 }
 
-/// The backoff column: `100ms`, `3.2s`.
-fn backoff(ms: i64) -> String {
-    if ms < 1000 {
+/// The backoff column: the delay before the restart (`100ms`, `3.2s`) while the process is
+/// in `backoff`, `-` in every other state (the next delay is not a wait then).
+fn backoff(state: &str, ms: i64) -> String {
+    if state != "backoff" {
+        "-".to_owned()
+    } else if ms < 1000 {
         format!("{ms}ms")
     } else {
         format!("{:.1}s", ms as f64 / 1000.0)
@@ -203,7 +206,9 @@ mod tests {
 
     #[test]
     fn backoff_is_compact() {
-        assert_eq!(super::backoff(100), "100ms");
-        assert_eq!(super::backoff(3200), "3.2s");
+        assert_eq!(super::backoff("backoff", 100), "100ms");
+        assert_eq!(super::backoff("backoff", 3200), "3.2s");
+        assert_eq!(super::backoff("running", 100), "-");
+        assert_eq!(super::backoff("failed", 3200), "-");
     }
 }
