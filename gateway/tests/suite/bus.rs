@@ -197,35 +197,45 @@ async fn a_client_that_cannot_keep_up_is_closed_with_a_reason() {
     let mut slow = gw.authed().await;
     let slow_id = conn_id(&mut slow).await;
     let mut observer = gw.authed().await;
-    let payload = json!({"chunk": "x".repeat(16 * 1024)});
     // The slow client reads nothing while the daemon pushes it far more than the socket
     // buffers hold; another connection watches the counter.
-    let deadline = tokio::time::Instant::now() + super::harness::T;
+    overflow(&fake, &mut observer, &slow_id, 200).await;
+    expect_overflow_close(&mut slow).await;
+}
+
+/// Pushes 16 KiB `session.event`s to `slow_id` in bursts of `burst`, one `system.info`
+/// round trip on `observer` between bursts, until the gateway counts a queue overflow.
+async fn overflow(fake: &FakeService, observer: &mut Client, slow_id: &str, burst: usize) {
+    let payload = json!({"chunk": "x".repeat(16 * 1024)}).to_string();
+    let deadline = tokio::time::Instant::now() + T;
     loop {
-        for _ in 0..200 {
+        for _ in 0..burst {
             fake.hub
-                .notify_json("session.event", payload.to_string(), vec![slow_id.clone()]);
+                .notify_json("session.event", payload.clone(), vec![slow_id.to_owned()]);
         }
         let info = observer.ok("system.info", json!({})).await;
         if info["counters"]["queueOverflows"].as_u64() >= Some(1) {
-            break;
+            return;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
             "no overflow: {info}"
         );
     }
+}
+
+/// Reads `slow` until its close frame: 1008 with the reason that says to resume.
+async fn expect_overflow_close(slow: &mut Client) {
     let frame = slow
         .expect_close()
         .await
         .expect("a close frame with a reason");
     assert_eq!(u16::from(frame.code), 1008);
     assert!(
-        frame.reason.contains("outbound queue full"),
+        frame.reason.contains("outbound queue full") && frame.reason.contains("session.resume"),
         "{}",
         frame.reason
     );
-    assert!(frame.reason.contains("session.resume"));
 }
 
 #[tokio::test]
@@ -246,45 +256,14 @@ async fn a_client_paused_past_the_gateway_letting_go_still_gets_the_close_frame(
     let mut slow = gw.authed().await;
     let slow_id = conn_id(&mut slow).await;
     let mut observer = gw.authed().await;
-    let payload = json!({"chunk": "x".repeat(16 * 1024)});
     // Small bursts (half the queue) with a round trip between them, so the queue overflows
     // only once the socket buffers are full — a client paused for long, not a burst.
-    let deadline = tokio::time::Instant::now() + T;
-    loop {
-        for _ in 0..32 {
-            fake.hub
-                .notify_json("session.event", payload.to_string(), vec![slow_id.clone()]);
-        }
-        let info = observer.ok("system.info", json!({})).await;
-        if info["counters"]["queueOverflows"].as_u64() >= Some(1) {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no overflow: {info}"
-        );
-    }
+    overflow(&fake, &mut observer, &slow_id, 32).await;
     // The gateway counts a connection until it has let its socket go.
-    let deadline = tokio::time::Instant::now() + T;
-    loop {
-        let info = observer.ok("system.info", json!({})).await;
-        if info["counters"]["connections"] == 1 {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the gateway still holds the slow socket: {info}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let frame = slow
-        .expect_close()
-        .await
-        .expect("a close frame with a reason");
-    assert_eq!(u16::from(frame.code), 1008);
-    assert!(
-        frame.reason.contains("outbound queue full") && frame.reason.contains("session.resume"),
-        "{}",
-        frame.reason
+    snowpea_testkit::assert_eventually!(
+        within = T,
+        observer.ok("system.info", json!({})).await["counters"]["connections"] == 1,
+        "the gateway still holds the slow socket"
     );
+    expect_overflow_close(&mut slow).await;
 }
