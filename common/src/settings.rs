@@ -36,6 +36,44 @@ pub fn load_effective(home: &crate::home::Home, workdir: Option<&Path>) -> anyho
     Ok(global)
 }
 
+/// Read-modify-write of one settings file (`$SNOWPEA_HOME/settings.json` or a project's
+/// `<workdir>/.snowpea/settings.json`): loads the document (missing → `{}`), lets `edit`
+/// change it, and writes it back atomically (temp file + rename, mode 0600, the parent
+/// directory created 0700 when missing). Keys `edit` does not touch are kept as they were.
+///
+/// Errors: a malformed file is an error naming it and is **never overwritten**; an error
+/// returned by `edit` aborts the write, leaving the file byte-for-byte unchanged. Writers in
+/// one process are serialised by a process-wide lock, so two concurrent edits never lose
+/// each other's keys. Returns what `edit` returned.
+pub fn update_file<T>(
+    path: &Path,
+    edit: impl FnOnce(&mut Value) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    static WRITE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = WRITE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let mut doc = load_file(path)?;
+    let out = edit(&mut doc)?;
+    anyhow::ensure!(
+        doc.is_object(),
+        "{}: settings must stay a JSON object",
+        path.display()
+    );
+    if let Some(dir) = path.parent() {
+        if !dir.exists() {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+        }
+    }
+    let mut bytes = serde_json::to_vec_pretty(&doc)?;
+    bytes.push(b'\n');
+    crate::home::write_private(path, &bytes)?;
+    Ok(out)
+}
+
 /// Merges `patch` into `base`: objects merge key by key, `null` deletes, anything else replaces.
 pub fn deep_merge(base: &mut Value, patch: &Value) {
     match (base, patch) {
@@ -124,6 +162,38 @@ mod tests {
         deep_merge(&mut a, &json!({"approvals": {"timeoutSec": 5}, "x": null}));
         assert_eq!(get(&a, "approvals.timeoutSec"), Some(&json!(5)));
         assert!(a.get("x").is_none());
+    }
+
+    #[test]
+    fn update_file_keeps_other_keys_and_never_overwrites_a_broken_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join(".snowpea").join("settings.json");
+        update_file(&p, |v| {
+            v["a"] = json!(1);
+            Ok(())
+        })
+        .unwrap();
+        update_file(&p, |v| {
+            v["b"] = json!({"c": 2});
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(load_file(&p).unwrap(), json!({"a": 1, "b": {"c": 2}}));
+        let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        // An edit that fails writes nothing.
+        let before = std::fs::read(&p).unwrap();
+        assert!(update_file(&p, |v| -> anyhow::Result<()> {
+            v["a"] = json!(9);
+            anyhow::bail!("refused")
+        })
+        .is_err());
+        assert_eq!(std::fs::read(&p).unwrap(), before);
+        // A corrupt file is an error and stays as the user left it.
+        std::fs::write(&p, b"{not json").unwrap();
+        assert!(update_file(&p, |_| Ok(())).is_err());
+        assert_eq!(std::fs::read(&p).unwrap(), b"{not json");
     }
 
     #[test]
