@@ -74,6 +74,8 @@ pub struct App {
     pub tools: Arc<Tools>,
     /// `checkpoint.*` (the `checkpoints`/`checkpoint_files` tables and the blob store).
     pub checkpoints: Arc<Checkpoints>,
+    /// `provider.*` (`credentials.json`, settings `providers`) and the provider of a turn.
+    pub providers: Providers,
     /// Unattended runs for svc-scheduler (`SessionInternalService`).
     pub runs: Runs,
     hub: Arc<BusHub>,
@@ -133,6 +135,7 @@ impl App {
             output_cap: config.output_cap,
             provider_idle_timeout: config.provider_idle_timeout,
         };
+        let providers = Providers::new(home.clone(), config.env.clone(), hub.clone());
         let turns = Arc::new(Turns::new(
             home.clone(),
             limits,
@@ -140,7 +143,7 @@ impl App {
             sessions.clone(),
             approvals.clone(),
             tools.clone(),
-            Providers::new(home, config.env.clone()),
+            providers.clone(),
         ));
         let runs = Runs::new(sessions.clone(), turns.clone(), events.clone());
         crate::recovery::recover(&store, &events, &registry).await?;
@@ -152,6 +155,7 @@ impl App {
             approvals,
             tools,
             checkpoints,
+            providers,
             runs,
             hub,
         }))

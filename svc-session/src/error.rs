@@ -36,6 +36,9 @@ pub enum Error {
     /// (`unavailable`; the caller may retry).
     #[error("{0}")]
     Unavailable(String),
+    /// The vendor does not offer the asked login method (`login_unsupported`).
+    #[error("{0}")]
+    LoginUnsupported(String),
     /// A failure inside the service (database, file system); logged once at the edge.
     #[error("internal error: {0:#}")]
     Internal(#[from] anyhow::Error),
@@ -63,6 +66,7 @@ impl Error {
             Error::ModeDenied(message) => RpcError::new(ErrorCode::ModeDenied, message),
             Error::ToolInactive(message) => RpcError::new(ErrorCode::ToolInactive, message),
             Error::Unavailable(message) => RpcError::new(ErrorCode::Unavailable, message),
+            Error::LoginUnsupported(message) => RpcError::new(ErrorCode::LoginUnsupported, message),
             Error::Internal(e) => {
                 tracing::error!(error = %format!("{e:#}"), "internal error");
                 RpcError::internal(format!("{e:#}"))

@@ -45,6 +45,9 @@ use super::{
 /// `anthropic-version` header value.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 
+/// `anthropic-beta` value sent with an OAuth access token (`Authorization: Bearer`).
+pub const OAUTH_BETA: &str = "oauth-2025-04-20";
+
 /// `max_tokens` sent when the request sets none (the API requires the field).
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
 
@@ -189,13 +192,15 @@ impl Provider for AnthropicProvider {
         let cfg = &self.inner.config;
         let url = format!("{}/v1/messages", cfg.base_url.trim_end_matches('/'));
         let state = EventState::new(cfg.vendor.clone());
+        let oauth = cfg.oauth;
         stream_sse(
             self.inner.clone(),
             url,
             build_body(cfg, &request),
-            |rb, key| {
+            move |rb, key| {
                 let rb = rb.header("anthropic-version", ANTHROPIC_VERSION);
                 match key {
+                    Some(k) if oauth => rb.bearer_auth(k).header("anthropic-beta", OAUTH_BETA),
                     Some(k) => rb.header("x-api-key", k),
                     None => rb,
                 }

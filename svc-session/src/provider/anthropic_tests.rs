@@ -17,6 +17,7 @@ fn provider(base: &str) -> AnthropicProvider {
         vendor: "anthropic".into(),
         base_url: base.to_string(),
         api_key: Some(KEY.into()),
+        oauth: false,
         model: "claude-sonnet-4-5".into(),
         api: ApiKind::Anthropic,
     };

@@ -3,7 +3,13 @@
 //! * [`fake`] — the scripted provider selected by `SNOWPEA_PROVIDER=fake:<script.json>`;
 //! * [`openai`] — OpenAI-compatible streaming chat completions with tool calls (OpenAI,
 //!   OpenRouter, llama.cpp server, Ollama, vLLM, LM Studio);
-//! * [`anthropic`] — Anthropic Messages streaming with tool use.
+//! * [`anthropic`] — Anthropic Messages streaming with tool use;
+//! * [`gemini`] — Gemini streaming `generateContent` with function calling.
+//!
+//! The [`Providers`] component (`component.rs`) answers the `provider.*` methods:
+//! [`presets`] (the known vendors), [`credentials`] (`credentials.json`), `manage.rs`
+//! (`provider.list/configure/remove`), `models.rs` (`provider.models`), `probe.rs`
+//! (`provider.test`) and [`login`] (`provider.loginWeb`, `provider.loginProgress`).
 //!
 //! A provider turns a [`ModelRequest`] into a stream of [`StreamEvent`]s. Dropping the
 //! stream cancels the call (that is how `session.interrupt` stops a model call).
@@ -16,15 +22,26 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub mod anthropic;
+mod component;
+pub mod credentials;
 pub mod fake;
+pub mod gemini;
 mod http;
+pub mod login;
+mod manage;
+mod models;
 pub mod openai;
+pub mod presets;
+mod probe;
 mod select;
 #[cfg(test)]
 mod test_server;
 
+pub use component::{Providers, MANAGEMENT_TIMEOUT};
 pub use http::RetryPolicy;
-pub use select::{fake_provider, select_provider, ApiKind, ProviderConfig, Providers};
+pub use models::{Listing, CACHE_TTL};
+pub use probe::{TEST_MAX_TOKENS, TEST_PROMPT, TEST_TIMEOUT};
+pub use select::{fake_provider, select_provider, select_with, ApiKind, ProviderConfig};
 
 /// Who wrote a chat message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -24,6 +24,7 @@ fn provider(base: &str, vendor: &str) -> OpenAiProvider {
         vendor: vendor.into(),
         base_url: format!("{base}/v1"),
         api_key: Some(KEY.into()),
+        oauth: false,
         model: "gpt-4o-mini".into(),
         api: ApiKind::OpenAi,
     };

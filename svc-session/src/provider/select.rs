@@ -5,20 +5,22 @@
 //! 1. env `SNOWPEA_PROVIDER=fake:<path>` → the scripted provider for that script; one
 //!    instance per script path per process, so step consumption is shared by all sessions;
 //! 2. the vendor is the explicit argument, else `settings.providers.default`, else env
-//!    `SNOWPEA_PROVIDER` (a vendor name), else the first of anthropic / openai / openrouter
-//!    with a key (settings or env);
-//! 3. known vendors: `openai`, `openrouter`, `anthropic` (remote, need a key), `ollama`,
-//!    `lmstudio`, `llamacpp`, `vllm` (local, key optional); any other name with
-//!    `settings.providers.<name>.baseUrl` is an OpenAI-compatible server (or an
-//!    Anthropic-compatible one with `"api": "anthropic"`);
-//! 4. `settings.providers.<vendor>.{baseUrl, apiKey, model}` override the defaults and win
-//!    over the environment; env `OPENAI_BASE_URL` (openai), `ANTHROPIC_BASE_URL`
-//!    (anthropic) and `OLLAMA_HOST` (ollama) override the built-in base URLs; keys come
-//!    from `OPENAI_API_KEY`, `OPENROUTER_API_KEY`, `ANTHROPIC_API_KEY`;
-//! 5. the model is the explicit argument, else `settings.providers.<vendor>.model`, else
-//!    the vendor's default (`gpt-4o-mini`, `openai/gpt-4o-mini`, `claude-sonnet-4-5`,
-//!    `llama3.2` for ollama, `default` for llama.cpp); LM Studio, vLLM and custom servers
-//!    need a configured model.
+//!    `SNOWPEA_PROVIDER` (a vendor name), else the first listed preset with a key
+//!    (credentials, settings or env; anthropic, openai, openrouter, … in
+//!    [`super::presets::PRESETS`] order);
+//! 3. known vendors are the [`super::presets`]; any other name with
+//!    `settings.providers.<name>.baseUrl` is a user-named OpenAI-compatible server (or an
+//!    Anthropic- or Gemini-compatible one with `"api": "anthropic" | "gemini"`);
+//! 4. the base URL is `settings.providers.<vendor>.baseUrl`, else the vendor's env override
+//!    (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, `OLLAMA_HOST`), else for `local` the
+//!    variant's (`providers.local.variant`), else the preset's;
+//! 5. the secret is the vendor's entry of `credentials.json` (an OAuth login's access token,
+//!    sent as a bearer token, wins over a stored key; an expired one is an error naming how
+//!    to log in again), else `settings.providers.<vendor>.apiKey`, else the vendor's env
+//!    variables (`OPENAI_API_KEY`, …);
+//! 6. the model is the explicit argument, else `settings.providers.<vendor>.model`, else
+//!    the variant's or preset's default; vLLM, LM Studio and user-named servers need a
+//!    configured model.
 //!
 //! API keys never appear in `Debug` output or error messages.
 
@@ -29,8 +31,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::Value;
 
 use super::anthropic::AnthropicProvider;
+use super::credentials::{Credential, CredentialMap};
 use super::fake::{fake_script_path, FakeProvider};
+use super::gemini::GeminiProvider;
 use super::openai::OpenAiProvider;
+use super::presets::{self, Preset};
 use super::{ProviderError, SharedProvider};
 
 /// Which wire protocol a vendor speaks.
@@ -40,6 +45,29 @@ pub enum ApiKind {
     OpenAi,
     /// Anthropic Messages `/v1/messages`.
     Anthropic,
+    /// Gemini `models/<model>:streamGenerateContent`.
+    Gemini,
+}
+
+impl ApiKind {
+    /// The settings spelling (`providers.<vendor>.api`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiKind::OpenAi => "openai",
+            ApiKind::Anthropic => "anthropic",
+            ApiKind::Gemini => "gemini",
+        }
+    }
+
+    /// Parses the settings spelling.
+    pub fn parse(s: &str) -> Option<ApiKind> {
+        match s {
+            "openai" => Some(ApiKind::OpenAi),
+            "anthropic" => Some(ApiKind::Anthropic),
+            "gemini" => Some(ApiKind::Gemini),
+            _ => None,
+        }
+    }
 }
 
 /// A resolved provider configuration. `Debug` masks the API key.
@@ -48,10 +76,14 @@ pub struct ProviderConfig {
     /// Vendor name (`openai`, `anthropic`, `ollama`, a custom name, …).
     pub vendor: String,
     /// Base URL: for OpenAI-compatible servers up to `/v1` (`/chat/completions` is
-    /// appended); for Anthropic the origin (`/v1/messages` is appended).
+    /// appended); for Anthropic the origin (`/v1/messages` is appended); for Gemini up to
+    /// `/v1beta` (`/models/<model>:streamGenerateContent` is appended).
     pub base_url: String,
-    /// API key, when the vendor needs one.
+    /// API key or OAuth access token, when the vendor needs one.
     pub api_key: Option<String>,
+    /// True when `api_key` is an OAuth access token (always sent as
+    /// `Authorization: Bearer`, also to Anthropic and Gemini).
+    pub oauth: bool,
     /// Default model id.
     pub model: String,
     /// Wire protocol.
@@ -64,11 +96,18 @@ impl std::fmt::Debug for ProviderConfig {
             .field("vendor", &self.vendor)
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "***"))
+            .field("oauth", &self.oauth)
             .field("model", &self.model)
             .field("api", &self.api)
             .finish()
     }
 }
+
+/// The message of a missing provider.
+const NOTHING_CONFIGURED: &str =
+    "no model provider configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or \
+     OPENROUTER_API_KEY, configure one with provider.configure, or set settings providers.default \
+     (e.g. \"local\")";
 
 impl ProviderConfig {
     /// Builds the provider for this configuration (default retry policy).
@@ -76,86 +115,70 @@ impl ProviderConfig {
         Ok(match self.api {
             ApiKind::OpenAi => Arc::new(OpenAiProvider::new(self.clone())?),
             ApiKind::Anthropic => Arc::new(AnthropicProvider::new(self.clone())?),
+            ApiKind::Gemini => Arc::new(GeminiProvider::new(self.clone())?),
         })
     }
 
-    /// Resolves vendor, base URL, key and model per the module rules (the fake provider
-    /// is not a `ProviderConfig`; see [`select_provider`]).
+    /// Resolves vendor, base URL, key and model per the module rules without stored
+    /// credentials (see [`ProviderConfig::resolve_with`]).
     pub fn resolve(
         settings: &Value,
         vendor: Option<&str>,
         model: Option<&str>,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ProviderConfig, ProviderError> {
-        let env_nonempty = |k: &str| {
-            env(k)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
-        let vendor_settings = |v: &str| {
-            settings
-                .get("providers")
-                .and_then(|p| p.get(v))
-                .filter(|s| s.is_object())
-        };
-        let setting_str = |v: &str, key: &str| {
-            vendor_settings(v)
-                .and_then(|s| s.get(key))
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-        };
+        Self::resolve_with(settings, &CredentialMap::new(), vendor, model, env)
+    }
 
-        let vendor = vendor
-            .map(str::to_string)
-            .filter(|v| !v.trim().is_empty())
-            .or_else(|| settings.pointer("/providers/default").and_then(Value::as_str).map(String::from).filter(|v| !v.trim().is_empty()))
-            .or_else(|| env_nonempty("SNOWPEA_PROVIDER").filter(|v| fake_script_path(v).is_none()))
-            .or_else(|| {
-                ["anthropic", "openai", "openrouter"].into_iter().find(|v| {
-                    let d = builtin(v).expect("builtin vendor");
-                    setting_str(v, "apiKey").is_some() || d.key_env.and_then(env_nonempty).is_some()
-                }).map(String::from)
-            })
-            .ok_or_else(|| {
-                ProviderError::Config(
-                    "no model provider configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, \
-                     or settings providers.default (e.g. \"ollama\")"
-                        .into(),
-                )
-            })?;
-        let vendor = vendor.trim().to_lowercase();
-
-        let defaults = builtin(&vendor);
-        let api = match setting_str(&vendor, "api").as_deref() {
-            Some("anthropic") => ApiKind::Anthropic,
-            Some("openai") => ApiKind::OpenAi,
-            Some(other) => {
-                return Err(ProviderError::Config(format!(
-                    "settings providers.{vendor}.api must be \"openai\" or \"anthropic\", not {other:?}"
-                )))
-            }
-            None => defaults.as_ref().map(|d| d.api).unwrap_or(ApiKind::OpenAi),
+    /// Resolves vendor, base URL, secret and model per the module rules, with the
+    /// `credentials.json` entries `credentials` (the fake provider is not a
+    /// `ProviderConfig`; see [`select_provider`]).
+    pub fn resolve_with(
+        settings: &Value,
+        credentials: &CredentialMap,
+        vendor: Option<&str>,
+        model: Option<&str>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ProviderConfig, ProviderError> {
+        let view = SettingsView { settings, env };
+        let vendor = match vendor.map(str::trim).filter(|v| !v.is_empty()) {
+            Some(v) => v.to_lowercase(),
+            None => view
+                .default_vendor(credentials)
+                .ok_or_else(|| ProviderError::Config(NOTHING_CONFIGURED.into()))?,
         };
+        let preset = presets::preset(&vendor);
+        let api = view.api(&vendor, preset)?;
+        let base_url = view.base_url(&vendor, preset).ok_or_else(|| {
+            ProviderError::Config(format!(
+                "unknown provider {vendor:?}: set settings providers.{vendor}.baseUrl to an OpenAI-compatible \
+                 endpoint (known: {})",
+                presets::PRESETS
+                    .iter()
+                    .filter(|p| p.listed)
+                    .map(|p| p.vendor)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
 
-        let base_url = setting_str(&vendor, "baseUrl")
-            .or_else(|| defaults.as_ref().and_then(|d| d.base_env).and_then(env_nonempty).map(|v| normalise_env_base(&vendor, &v)))
-            .or_else(|| defaults.as_ref().map(|d| d.base_url.to_string()))
-            .ok_or_else(|| {
-                ProviderError::Config(format!(
-                    "unknown provider {vendor:?}: set settings providers.{vendor}.baseUrl to an OpenAI-compatible endpoint \
-                     (known: openai, openrouter, anthropic, ollama, lmstudio, llamacpp, vllm)"
-                ))
-            })?;
-        let base_url = base_url.trim_end_matches('/').to_string();
-
-        let key_env = defaults.as_ref().and_then(|d| d.key_env);
-        let api_key = setting_str(&vendor, "apiKey").or_else(|| key_env.and_then(env_nonempty));
-        if api_key.is_none() && defaults.as_ref().is_some_and(|d| d.key_required) {
+        let now = jiff::Timestamp::now().as_second();
+        let stored = credentials.get(&vendor);
+        if stored.is_some_and(|c| c.is_expired(now)) {
             return Err(ProviderError::Config(format!(
-                "provider {vendor} needs an API key: set {} or settings providers.{vendor}.apiKey",
-                key_env.unwrap_or("an API key")
+                "the {vendor} login has expired: log in again (provider.loginWeb) or configure an API key \
+                 (provider.configure)"
+            )));
+        }
+        let (api_key, oauth) = match stored.and_then(Credential::secret) {
+            Some((secret, oauth)) => (Some(secret), oauth),
+            None => (view.key(&vendor, preset), false),
+        };
+        if api_key.is_none() && preset.is_some_and(|p| p.key_required) {
+            let envs = preset.map(|p| p.key_envs.join(" or ")).unwrap_or_default();
+            return Err(ProviderError::Config(format!(
+                "provider {vendor} needs an API key: set {envs}, configure one with provider.configure, \
+                 or settings providers.{vendor}.apiKey"
             )));
         }
 
@@ -163,8 +186,8 @@ impl ProviderConfig {
             .map(str::trim)
             .filter(|m| !m.is_empty())
             .map(String::from)
-            .or_else(|| setting_str(&vendor, "model"))
-            .or_else(|| defaults.as_ref().and_then(|d| d.model).map(String::from))
+            .or_else(|| view.string(&vendor, "model"))
+            .or_else(|| view.default_model(&vendor, preset))
             .ok_or_else(|| {
                 ProviderError::Config(format!(
                     "provider {vendor} needs a model: set settings providers.{vendor}.model"
@@ -175,89 +198,137 @@ impl ProviderConfig {
             vendor,
             base_url,
             api_key,
+            oauth,
             model,
             api,
         })
     }
 }
 
-struct Builtin {
-    base_url: &'static str,
-    base_env: Option<&'static str>,
-    key_env: Option<&'static str>,
-    key_required: bool,
-    model: Option<&'static str>,
-    api: ApiKind,
+/// Read access to the provider settings and the environment, with the resolution rules
+/// that [`ProviderConfig::resolve_with`], `provider.list` and `provider.models` share.
+pub(crate) struct SettingsView<'a> {
+    /// The effective settings document.
+    pub settings: &'a Value,
+    /// Environment lookup.
+    pub env: &'a dyn Fn(&str) -> Option<String>,
 }
 
-fn builtin(vendor: &str) -> Option<Builtin> {
-    let (base_url, base_env, key_env, key_required, model, api) = match vendor {
-        "openai" => (
-            "https://api.openai.com/v1",
-            Some("OPENAI_BASE_URL"),
-            Some("OPENAI_API_KEY"),
-            true,
-            Some("gpt-4o-mini"),
-            ApiKind::OpenAi,
-        ),
-        "openrouter" => (
-            "https://openrouter.ai/api/v1",
-            None,
-            Some("OPENROUTER_API_KEY"),
-            true,
-            Some("openai/gpt-4o-mini"),
-            ApiKind::OpenAi,
-        ),
-        "anthropic" => (
-            "https://api.anthropic.com",
-            Some("ANTHROPIC_BASE_URL"),
-            Some("ANTHROPIC_API_KEY"),
-            true,
-            Some("claude-sonnet-4-5"),
-            ApiKind::Anthropic,
-        ),
-        "ollama" => (
-            "http://127.0.0.1:11434/v1",
-            Some("OLLAMA_HOST"),
-            None,
-            false,
-            Some("llama3.2"),
-            ApiKind::OpenAi,
-        ),
-        "lmstudio" => (
-            "http://127.0.0.1:1234/v1",
-            None,
-            None,
-            false,
-            None,
-            ApiKind::OpenAi,
-        ),
-        "llamacpp" => (
-            "http://127.0.0.1:8080/v1",
-            None,
-            None,
-            false,
-            Some("default"),
-            ApiKind::OpenAi,
-        ),
-        "vllm" => (
-            "http://127.0.0.1:8000/v1",
-            None,
-            None,
-            false,
-            None,
-            ApiKind::OpenAi,
-        ),
-        _ => return None,
-    };
-    Some(Builtin {
-        base_url,
-        base_env,
-        key_env,
-        key_required,
-        model,
-        api,
-    })
+impl SettingsView<'_> {
+    /// A non-empty environment variable, trimmed.
+    pub fn env_nonempty(&self, k: &str) -> Option<String> {
+        (self.env)(k)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// `settings.providers.<vendor>` when it is an object.
+    pub fn section(&self, vendor: &str) -> Option<&Value> {
+        self.settings
+            .get("providers")
+            .and_then(|p| p.get(vendor))
+            .filter(|s| s.is_object())
+    }
+
+    /// A non-empty string of `settings.providers.<vendor>.<key>`, trimmed.
+    pub fn string(&self, vendor: &str, key: &str) -> Option<String> {
+        self.section(vendor)
+            .and_then(|s| s.get(key))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+    }
+
+    /// `settings.providers.default`.
+    pub fn configured_default(&self) -> Option<String> {
+        self.settings
+            .pointer("/providers/default")
+            .and_then(Value::as_str)
+            .map(|v| v.trim().to_lowercase())
+            .filter(|v| !v.is_empty())
+    }
+
+    /// The vendor a session without an explicit one uses (rule 2), if any.
+    pub fn default_vendor(&self, credentials: &CredentialMap) -> Option<String> {
+        self.configured_default()
+            .or_else(|| {
+                self.env_nonempty("SNOWPEA_PROVIDER")
+                    .filter(|v| fake_script_path(v).is_none())
+                    .map(|v| v.to_lowercase())
+            })
+            .or_else(|| {
+                presets::PRESETS
+                    .iter()
+                    .filter(|p| p.listed && p.key_required)
+                    .find(|p| {
+                        credentials
+                            .get(p.vendor)
+                            .is_some_and(|c| c.secret().is_some())
+                            || self.key(p.vendor, Some(p)).is_some()
+                    })
+                    .map(|p| p.vendor.to_string())
+            })
+    }
+
+    /// The wire of `vendor`: `providers.<vendor>.api`, else the preset's, else OpenAI.
+    pub fn api(&self, vendor: &str, preset: Option<&Preset>) -> Result<ApiKind, ProviderError> {
+        match self.string(vendor, "api") {
+            Some(s) => ApiKind::parse(&s).ok_or_else(|| {
+                ProviderError::Config(format!(
+                    "settings providers.{vendor}.api must be \"openai\", \"anthropic\" or \"gemini\", not {s:?}"
+                ))
+            }),
+            None => Ok(preset.map(|p| p.api).unwrap_or(ApiKind::OpenAi)),
+        }
+    }
+
+    /// The `local` variant in use (`providers.local.variant`, else the default one).
+    pub fn local_variant(&self, vendor: &str) -> Option<&'static presets::LocalVariant> {
+        (vendor == "local").then(|| {
+            self.string(vendor, "variant")
+                .and_then(|v| presets::local_variant(&v))
+                .or_else(|| presets::local_variant(presets::DEFAULT_LOCAL_VARIANT))
+        })?
+    }
+
+    /// The base URL without the settings (env override, variant, preset), trailing `/`
+    /// removed.
+    pub fn default_base_url(&self, vendor: &str, preset: Option<&Preset>) -> Option<String> {
+        let variant = self.local_variant(vendor);
+        preset
+            .and_then(|p| p.base_env)
+            .and_then(|k| self.env_nonempty(k))
+            .map(|v| normalise_env_base(vendor, &v))
+            .or_else(|| variant.map(|v| v.base_url.to_string()))
+            .or_else(|| preset.map(|p| p.base_url.to_string()))
+            .map(|u| u.trim_end_matches('/').to_string())
+    }
+
+    /// The base URL in use (rule 4), trailing `/` removed.
+    pub fn base_url(&self, vendor: &str, preset: Option<&Preset>) -> Option<String> {
+        self.string(vendor, "baseUrl")
+            .map(|u| u.trim_end_matches('/').to_string())
+            .or_else(|| self.default_base_url(vendor, preset))
+    }
+
+    /// An API key from the settings or the environment (not `credentials.json`).
+    pub fn key(&self, vendor: &str, preset: Option<&Preset>) -> Option<String> {
+        self.string(vendor, "apiKey").or_else(|| {
+            preset
+                .into_iter()
+                .flat_map(|p| p.key_envs.iter())
+                .find_map(|k| self.env_nonempty(k))
+        })
+    }
+
+    /// The default model without an explicit or configured one.
+    pub fn default_model(&self, vendor: &str, preset: Option<&Preset>) -> Option<String> {
+        match self.local_variant(vendor) {
+            Some(v) => v.model.map(String::from),
+            None => preset.and_then(|p| p.model).map(String::from),
+        }
+    }
 }
 
 /// `OLLAMA_HOST` is `host:port` or a URL without `/v1`; turn it into the `/v1` base.
@@ -292,7 +363,24 @@ pub fn select_provider(
     {
         return Ok(fake_provider(&path)?);
     }
-    ProviderConfig::resolve(settings, vendor, model, env)?.build()
+    select_with(settings, &CredentialMap::new(), vendor, model, env)
+}
+
+/// [`select_provider`] with the `credentials.json` entries `credentials`.
+pub fn select_with(
+    settings: &Value,
+    credentials: &CredentialMap,
+    vendor: Option<&str>,
+    model: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<SharedProvider, ProviderError> {
+    if let Some(path) = env("SNOWPEA_PROVIDER")
+        .as_deref()
+        .and_then(fake_script_path)
+    {
+        return Ok(fake_provider(&path)?);
+    }
+    ProviderConfig::resolve_with(settings, credentials, vendor, model, env)?.build()
 }
 
 /// The process-wide scripted provider for `path` (loaded on first use, then shared so
@@ -315,48 +403,3 @@ pub fn fake_provider(path: &Path) -> Result<Arc<FakeProvider>, ProviderError> {
 #[cfg(test)]
 #[path = "select_tests.rs"]
 mod tests;
-
-/// The `Providers` component: picks the model provider of a turn from the effective
-/// settings and the daemon's environment (`SNOWPEA_PROVIDER`, API keys). It owns no table;
-/// provider settings arrive with the settings component.
-#[derive(Clone)]
-pub struct Providers {
-    home: snowpea_common::home::Home,
-    env: crate::app::EnvFn,
-}
-
-impl std::fmt::Debug for Providers {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Providers")
-            .field("home", &self.home)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Providers {
-    /// Providers of `home`, reading the environment through `env`.
-    pub fn new(home: snowpea_common::home::Home, env: crate::app::EnvFn) -> Self {
-        Providers { home, env }
-    }
-
-    /// The provider for a session asking for `vendor` / `model` (see [`select_provider`]);
-    /// the error names where to configure one.
-    pub fn select(
-        &self,
-        settings: &Value,
-        vendor: Option<&str>,
-        model: Option<&str>,
-    ) -> Result<SharedProvider, (ProviderError, String)> {
-        let env = self.env.clone();
-        select_provider(settings, vendor, model, &|k| env(k)).map_err(|e| {
-            let message = format!(
-                "no usable model provider: {e}. Configure one in {} (providers.default and providers.<vendor>), \
-                 or start the suite with an API key such as ANTHROPIC_API_KEY or OPENAI_API_KEY, or with \
-                 SNOWPEA_PROVIDER=fake:<script.json> for the scripted demo model (examples/demo.json); \
-                 the daemon reads them when it starts",
-                self.home.settings_path().display()
-            );
-            (e, message)
-        })
-    }
-}

@@ -38,6 +38,7 @@ fn explicit_vendor_with_env_key_and_defaults() {
             vendor: "openai".into(),
             base_url: "https://api.openai.com/v1".into(),
             api_key: Some("sk-1".into()),
+            oauth: false,
             model: "gpt-4o-mini".into(),
             api: ApiKind::OpenAi,
         }
@@ -335,7 +336,11 @@ async fn fake_provider_is_selected_and_shared_per_path() {
 fn no_provider_names_settings_keys_and_the_demo_model() {
     let dir = tempfile::tempdir().unwrap();
     let home = snowpea_common::home::Home::new(dir.path());
-    let providers = Providers::new(home, std::sync::Arc::new(|_: &str| None));
+    let providers = crate::provider::Providers::new(
+        home,
+        std::sync::Arc::new(|_: &str| None),
+        snowpea_common::bus::BusHub::new(),
+    );
     let Err((_, message)) = providers.select(&json!({}), None, None) else {
         panic!("no provider is configured, yet one was selected");
     };
