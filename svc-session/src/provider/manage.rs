@@ -618,3 +618,7 @@ fn entry(
         vendor: vendor.to_string(),
     }
 }
+
+#[cfg(test)]
+#[path = "manage_tests.rs"]
+mod tests;

@@ -197,3 +197,78 @@ pub(crate) async fn serve(replies: Vec<Reply>) -> TestServer {
         task,
     }
 }
+
+/// A [`crate::provider::Providers`] on a temp home with a fixed environment, and the feed of
+/// the notifications it publishes.
+pub(crate) struct Harness {
+    /// The temp home (kept alive).
+    pub dir: tempfile::TempDir,
+    /// The component under test.
+    pub providers: crate::provider::Providers,
+    feed: snowpea_common::bus::OutboundStream,
+}
+
+impl Harness {
+    /// A harness whose environment is `env`.
+    pub async fn new(env: &[(&str, &str)]) -> Harness {
+        use snowpea_proto::rpc::v1::service_bus_server::ServiceBus;
+        let dir = tempfile::tempdir().unwrap();
+        let home = snowpea_common::home::Home::new(dir.path());
+        let map: std::collections::HashMap<String, String> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let hub = snowpea_common::bus::BusHub::new();
+        let providers = crate::provider::Providers::new(
+            home,
+            Arc::new(move |k: &str| map.get(k).cloned()),
+            hub.clone(),
+        );
+        let feed = snowpea_common::bus::BusService::new(hub)
+            .subscribe(tonic::Request::new(Default::default()))
+            .await
+            .unwrap()
+            .into_inner();
+        Harness {
+            dir,
+            providers,
+            feed,
+        }
+    }
+
+    /// `$SNOWPEA_HOME/<name>`.
+    pub fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// A JSON file of the home (`{}` when missing).
+    pub fn json(&self, name: &str) -> Value {
+        std::fs::read(self.path(name))
+            .ok()
+            .map(|b| serde_json::from_slice(&b).unwrap())
+            .unwrap_or_else(|| serde_json::json!({}))
+    }
+
+    /// Writes the global settings.
+    pub fn write_settings(&self, settings: &Value) {
+        std::fs::write(self.path("settings.json"), settings.to_string()).unwrap();
+    }
+
+    /// The params of the next notification named `method` (others are skipped), waiting at
+    /// most 20 s.
+    pub async fn next(&mut self, method: &str) -> Value {
+        use futures::StreamExt;
+        use snowpea_proto::rpc::v1::outbound::Item;
+        let wait = async {
+            while let Some(item) = self.feed.next().await {
+                if let Some(Item::Notification(n)) = item.unwrap().item {
+                    if n.method == method {
+                        return serde_json::from_str(&n.params_json).unwrap();
+                    }
+                }
+            }
+            panic!("the notification feed ended before {method}");
+        };
+        snowpea_testkit::within(Duration::from_secs(20), method, wait).await
+    }
+}
