@@ -393,3 +393,7 @@ fn vision_by_family(
         .map(|m| (m.clone(), true))
         .collect()
 }
+
+#[cfg(test)]
+#[path = "models_tests.rs"]
+mod tests;

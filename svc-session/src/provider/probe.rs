@@ -133,3 +133,7 @@ impl Providers {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "probe_tests.rs"]
+mod tests;
