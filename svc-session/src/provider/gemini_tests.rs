@@ -55,8 +55,15 @@ fn text(ev: &[Result<StreamEvent, ProviderError>]) -> String {
 #[tokio::test]
 async fn streams_text_usage_and_done_with_the_key_header() {
     let server = serve(vec![Reply::sse(fixture("gemini_text.sse"))]).await;
-    let ev = run(&provider(&server.base), request(vec![ChatMessage::user("hello")])).await;
-    assert_eq!(text(&ev), "Hello! How can I help you with your project today? 🌱");
+    let ev = run(
+        &provider(&server.base),
+        request(vec![ChatMessage::user("hello")]),
+    )
+    .await;
+    assert_eq!(
+        text(&ev),
+        "Hello! How can I help you with your project today? 🌱"
+    );
     let n = ev.len();
     assert_eq!(
         ev[n - 2],
@@ -216,14 +223,24 @@ async fn a_vendor_call_id_is_sent_back() {
         ChatMessage::assistant("", vec![call.clone()]),
         ChatMessage::tool_result(&call, "a\nb", false),
     ]));
-    assert_eq!(body["contents"][1]["parts"][0]["functionCall"]["id"], "fc_123");
-    assert_eq!(body["contents"][2]["parts"][0]["functionResponse"]["id"], "fc_123");
+    assert_eq!(
+        body["contents"][1]["parts"][0]["functionCall"]["id"],
+        "fc_123"
+    );
+    assert_eq!(
+        body["contents"][2]["parts"][0]["functionResponse"]["id"],
+        "fc_123"
+    );
 }
 
 #[tokio::test]
 async fn errors_name_the_vendor_message_without_the_key_and_429_is_retried() {
     let server = serve(vec![Reply::json(400, &fixture("gemini_error_400.json"))]).await;
-    let ev = run(&provider(&server.base), request(vec![ChatMessage::user("x")])).await;
+    let ev = run(
+        &provider(&server.base),
+        request(vec![ChatMessage::user("x")]),
+    )
+    .await;
     match &ev[..] {
         [Err(ProviderError::Http {
             status: 400,
@@ -241,7 +258,11 @@ async fn errors_name_the_vendor_message_without_the_key_and_429_is_retried() {
         Reply::sse(fixture("gemini_text.sse")),
     ])
     .await;
-    let ev = run(&provider(&server.base), request(vec![ChatMessage::user("x")])).await;
+    let ev = run(
+        &provider(&server.base),
+        request(vec![ChatMessage::user("x")]),
+    )
+    .await;
     assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
     assert_eq!(server.requests().len(), 2);
 }
@@ -249,13 +270,21 @@ async fn errors_name_the_vendor_message_without_the_key_and_429_is_retried() {
 #[tokio::test]
 async fn a_blocked_prompt_and_a_truncated_stream_fail_the_call() {
     let server = serve(vec![Reply::sse(fixture("gemini_blocked.sse"))]).await;
-    let ev = run(&provider(&server.base), request(vec![ChatMessage::user("x")])).await;
+    let ev = run(
+        &provider(&server.base),
+        request(vec![ChatMessage::user("x")]),
+    )
+    .await;
     assert!(
         matches!(ev.last(), Some(Err(ProviderError::Http { status: 400, message, .. })) if message.contains("PROHIBITED_CONTENT")),
         "{ev:?}"
     );
     let server = serve(vec![Reply::sse(fixture("gemini_truncated.sse"))]).await;
-    let ev = run(&provider(&server.base), request(vec![ChatMessage::user("x")])).await;
+    let ev = run(
+        &provider(&server.base),
+        request(vec![ChatMessage::user("x")]),
+    )
+    .await;
     assert_eq!(text(&ev), "Half an ans");
     assert!(
         matches!(ev.last(), Some(Err(ProviderError::Network { .. }))),

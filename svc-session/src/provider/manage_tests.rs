@@ -23,7 +23,11 @@ fn field(e: Error) -> String {
 }
 
 async fn list(h: &Harness) -> Vec<pb::provider_list_result::Provider> {
-    h.providers.list(Default::default()).await.unwrap().providers
+    h.providers
+        .list(Default::default())
+        .await
+        .unwrap()
+        .providers
 }
 
 fn find<'a>(
@@ -56,16 +60,24 @@ async fn list_shows_every_preset_in_order_and_nothing_configured() {
             "local"
         ]
     );
-    assert!(l.iter().all(|p| !p.configured && p.auth_status == "unconfigured"));
+    assert!(l
+        .iter()
+        .all(|p| !p.configured && p.auth_status == "unconfigured"));
     assert!(find(&l, "anthropic").default);
     assert_eq!(l.iter().filter(|p| p.default).count(), 1);
     let openai = find(&l, "openai");
-    assert_eq!(openai.auth_methods, ["api_key", "browser_pkce", "device_code"]);
+    assert_eq!(
+        openai.auth_methods,
+        ["api_key", "browser_pkce", "device_code"]
+    );
     assert_eq!(openai.default_base_url, "https://api.openai.com/v1");
     assert_eq!(openai.default_model, "gpt-4o-mini");
     assert!(!openai.models.is_empty());
     let local = find(&l, "local");
-    assert_eq!((local.variant.as_str(), local.preset.as_str()), ("ollama", "local"));
+    assert_eq!(
+        (local.variant.as_str(), local.preset.as_str()),
+        ("ollama", "local")
+    );
     assert_eq!(local.base_url, "http://127.0.0.1:11434/v1");
 }
 
@@ -74,7 +86,10 @@ async fn configure_keeps_the_key_in_credentials_and_the_rest_in_settings() {
     let mut h = Harness::new(&[]).await;
     h.write_settings(&json!({"approvals": {"timeoutSec": 30}}));
     h.providers
-        .configure(configure("openai", json!({"apiKey": KEY, "model": "gpt-4.1"})))
+        .configure(configure(
+            "openai",
+            json!({"apiKey": KEY, "model": "gpt-4.1"}),
+        ))
         .await
         .unwrap();
     let changed = h.next("settings.changed").await;
@@ -84,10 +99,15 @@ async fn configure_keeps_the_key_in_credentials_and_the_rest_in_settings() {
     assert_eq!(settings["approvals"]["timeoutSec"], 30, "other keys kept");
     assert_eq!(settings["providers"]["openai"], json!({"model": "gpt-4.1"}));
     assert_eq!(settings["providers"]["default"], "openai");
-    assert!(!std::fs::read_to_string(h.path("settings.json")).unwrap().contains(KEY));
+    assert!(!std::fs::read_to_string(h.path("settings.json"))
+        .unwrap()
+        .contains(KEY));
     let creds = h.json("credentials.json");
     assert_eq!(creds["providers"]["openai"]["apiKey"], KEY);
-    let mode = std::fs::metadata(h.path("credentials.json")).unwrap().permissions().mode();
+    let mode = std::fs::metadata(h.path("credentials.json"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
 
     let l = list(&h).await;
@@ -106,11 +126,19 @@ async fn configure_keeps_the_key_in_credentials_and_the_rest_in_settings() {
 
     // A null forgets one key; every value null forgets the vendor.
     h.providers
-        .configure(configure("openai", json!({"apiKey": null, "model": "gpt-4.1"})))
+        .configure(configure(
+            "openai",
+            json!({"apiKey": null, "model": "gpt-4.1"}),
+        ))
         .await
         .unwrap();
-    assert!(h.json("credentials.json")["providers"].get("openai").is_none());
-    assert_eq!(h.json("settings.json")["providers"]["openai"]["model"], "gpt-4.1");
+    assert!(h.json("credentials.json")["providers"]
+        .get("openai")
+        .is_none());
+    assert_eq!(
+        h.json("settings.json")["providers"]["openai"]["model"],
+        "gpt-4.1"
+    );
     h.providers
         .configure(configure("openai", json!({"model": null, "apiKey": null})))
         .await
@@ -127,19 +155,55 @@ async fn refusals_name_the_field_and_change_nothing() {
     let before = std::fs::read(h.path("settings.json")).unwrap();
     let cases = [
         ("openai", json!({"apiKey": "***"}), "params.config.apiKey"),
-        ("openai", json!({"accessToken": "****"}), "params.config.accessToken"),
+        (
+            "openai",
+            json!({"accessToken": "****"}),
+            "params.config.accessToken",
+        ),
         ("openai", json!({"colour": "red"}), "params.config.colour"),
         ("openai", json!({"model": 5}), "params.config.model"),
         ("openai", json!({"model": ""}), "params.config.model"),
-        ("openai", json!({"baseUrl": "ftp://x"}), "params.config.baseUrl"),
-        ("openai", json!({"baseUrl": "not a url"}), "params.config.baseUrl"),
-        ("openai", json!({"baseUrl": "http://u:p@h/v1"}), "params.config.baseUrl"),
-        ("openai", json!({"variant": "vllm"}), "params.config.variant"),
-        ("local", json!({"variant": "kobold"}), "params.config.variant"),
+        (
+            "openai",
+            json!({"baseUrl": "ftp://x"}),
+            "params.config.baseUrl",
+        ),
+        (
+            "openai",
+            json!({"baseUrl": "not a url"}),
+            "params.config.baseUrl",
+        ),
+        (
+            "openai",
+            json!({"baseUrl": "http://u:p@h/v1"}),
+            "params.config.baseUrl",
+        ),
+        (
+            "openai",
+            json!({"variant": "vllm"}),
+            "params.config.variant",
+        ),
+        (
+            "local",
+            json!({"variant": "kobold"}),
+            "params.config.variant",
+        ),
         ("openai", json!({"api": "soap"}), "params.config.api"),
-        ("openai", json!({"models": ["a", 3]}), "params.config.models[1]"),
-        ("openai", json!({"contextWindow": -1}), "params.config.contextWindow"),
-        ("openai", json!({"expiresAt": "soon"}), "params.config.expiresAt"),
+        (
+            "openai",
+            json!({"models": ["a", 3]}),
+            "params.config.models[1]",
+        ),
+        (
+            "openai",
+            json!({"contextWindow": -1}),
+            "params.config.contextWindow",
+        ),
+        (
+            "openai",
+            json!({"expiresAt": "soon"}),
+            "params.config.expiresAt",
+        ),
         ("openai", json!({"apiKey": "a b"}), "params.config.apiKey"),
         ("openai", json!({}), "params.config"),
         ("mybox", json!({"model": "m"}), "params.config.baseUrl"),
@@ -166,7 +230,10 @@ async fn refusals_name_the_field_and_change_nothing() {
         .configure(configure("openai", json!({"apiKey": KEY})))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Unavailable(ref m) if m.contains("settings.json")), "{err:?}");
+    assert!(
+        matches!(err, Error::Unavailable(ref m) if m.contains("settings.json")),
+        "{err:?}"
+    );
     assert_eq!(std::fs::read(h.path("settings.json")).unwrap(), b"{oops");
     assert!(!h.path("credentials.json").exists());
 }
@@ -182,7 +249,10 @@ async fn named_servers_and_local_variants_are_listed_and_removed() {
         .await
         .unwrap();
     h.providers
-        .configure(configure("local", json!({"variant": "lmstudio", "model": "m1"})))
+        .configure(configure(
+            "local",
+            json!({"variant": "lmstudio", "model": "m1"}),
+        ))
         .await
         .unwrap();
     let l = list(&h).await;
@@ -191,11 +261,18 @@ async fn named_servers_and_local_variants_are_listed_and_removed() {
     assert_eq!(mybox.preset, "local");
     assert_eq!(mybox.base_url, "http://10.0.0.2:5000/v1");
     assert_eq!(mybox.auth_status, "active");
-    assert!(mybox.default, "the first configured vendor becomes the default");
+    assert!(
+        mybox.default,
+        "the first configured vendor becomes the default"
+    );
     let local = find(&l, "local");
     assert!(local.configured);
     assert_eq!(
-        (local.variant.as_str(), local.base_url.as_str(), local.default_model.as_str()),
+        (
+            local.variant.as_str(),
+            local.base_url.as_str(),
+            local.default_model.as_str()
+        ),
         ("lmstudio", "http://127.0.0.1:1234/v1", "m1")
     );
 
@@ -207,7 +284,10 @@ async fn named_servers_and_local_variants_are_listed_and_removed() {
         .unwrap();
     let settings = h.json("settings.json");
     assert!(settings["providers"].get("mybox").is_none());
-    assert!(settings["providers"].get("default").is_none(), "the default named it");
+    assert!(
+        settings["providers"].get("default").is_none(),
+        "the default named it"
+    );
     assert!(list(&h).await.iter().all(|p| p.vendor != "mybox"));
     let again = h
         .providers

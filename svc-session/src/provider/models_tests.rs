@@ -35,7 +35,10 @@ async fn openai_style_listing_is_live_then_cached() {
     assert_eq!(r.current, "gpt-4o-mini");
     assert_eq!(r.vision.get("gpt-4o"), Some(&true));
     let req = &server.requests()[0];
-    assert_eq!((req.method.as_str(), req.path.as_str()), ("GET", "/v1/models"));
+    assert_eq!(
+        (req.method.as_str(), req.path.as_str()),
+        ("GET", "/v1/models")
+    );
     assert_eq!(req.headers["authorization"], format!("Bearer {KEY}"));
 
     let again = models(&h, "openai").await;
@@ -69,7 +72,10 @@ async fn anthropic_and_gemini_listings() {
     assert_eq!(a.source, "live");
     assert_eq!(a.models[0], "claude-sonnet-4-5", "the preset default first");
     assert!(a.models.contains(&"claude-opus-4-1-20250805".to_string()));
-    assert!(a.models.contains(&"claude-haiku-4-5".to_string()), "merged with the curated list");
+    assert!(
+        a.models.contains(&"claude-haiku-4-5".to_string()),
+        "merged with the curated list"
+    );
     assert_eq!(a.vision.get("claude-sonnet-4-5"), Some(&true));
     let g = models(&h, "gemini").await;
     assert_eq!(g.models, ["gemini-2.5-flash", "gemini-2.5-pro"]);
@@ -111,7 +117,9 @@ async fn a_listing_that_never_finishes_is_cut_at_the_timeout() {
     hang.hold_open = true;
     let server = serve(vec![hang]).await;
     let h = Harness::new(&[]).await;
-    h.write_settings(&json!({"providers": {"mybox": {"baseUrl": format!("{}/v1", server.base), "model": "m"}}}));
+    h.write_settings(
+        &json!({"providers": {"mybox": {"baseUrl": format!("{}/v1", server.base), "model": "m"}}}),
+    );
     let r = snowpea_testkit::within(Duration::from_secs(20), "models", models(&h, "mybox")).await;
     assert_eq!(r.source, "curated");
     assert!(r.error.is_some());
@@ -123,7 +131,10 @@ async fn settings_models_win() {
     let h = Harness::new(&[]).await;
     h.write_settings(&json!({"providers": {"local": {"models": ["a", "b"], "model": "b"}}}));
     let r = models(&h, "local").await;
-    assert_eq!((r.source.as_str(), r.models.clone(), r.current.as_str()), ("settings", vec!["a".to_string(), "b".to_string()], "b"));
+    assert_eq!(
+        (r.source.as_str(), r.models.clone(), r.current.as_str()),
+        ("settings", vec!["a".to_string(), "b".to_string()], "b")
+    );
     let bad = h
         .providers
         .models(pb::ProviderModelsParams {
@@ -131,5 +142,7 @@ async fn settings_models_win() {
         })
         .await
         .unwrap_err();
-    assert!(matches!(bad, crate::error::Error::InvalidParams { ref field, .. } if field == "params.vendor"));
+    assert!(
+        matches!(bad, crate::error::Error::InvalidParams { ref field, .. } if field == "params.vendor")
+    );
 }

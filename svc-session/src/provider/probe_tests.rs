@@ -48,7 +48,10 @@ async fn configure_then_test_then_a_turn_use_the_stored_key() {
     let req = &server.requests()[0];
     assert_eq!(req.path, "/v1/chat/completions");
     assert_eq!(req.headers["authorization"], format!("Bearer {KEY}"));
-    assert_eq!(req.body["messages"], json!([{"role": "user", "content": TEST_PROMPT}]));
+    assert_eq!(
+        req.body["messages"],
+        json!([{"role": "user", "content": TEST_PROMPT}])
+    );
     assert_eq!(req.body["model"], "qwen3");
     let tested = h.json("setup-state.json");
     assert_eq!(tested["providerTested"]["vendor"], "mybox");
@@ -67,8 +70,14 @@ async fn configure_then_test_then_a_turn_use_the_stored_key() {
         })
         .collect()
         .await;
-    assert!(matches!(events.last(), Some(Ok(StreamEvent::Done { .. }))), "{events:?}");
-    assert_eq!(server.requests()[1].headers["authorization"], format!("Bearer {KEY}"));
+    assert!(
+        matches!(events.last(), Some(Ok(StreamEvent::Done { .. }))),
+        "{events:?}"
+    );
+    assert_eq!(
+        server.requests()[1].headers["authorization"],
+        format!("Bearer {KEY}")
+    );
 }
 
 #[tokio::test]
@@ -76,13 +85,20 @@ async fn failures_are_results_not_errors() {
     let server = serve(vec![Reply::json(401, &fixture("openai_error_400.json"))]).await;
     let h = Harness::new(&[("OPENAI_API_KEY", KEY)]).await;
     h.write_settings(&json!({"providers": {"openai": {"baseUrl": format!("{}/v1", server.base)}}}));
-    let r = h.providers.test(test("openai", Some("gpt-4.1"))).await.unwrap();
+    let r = h
+        .providers
+        .test(test("openai", Some("gpt-4.1")))
+        .await
+        .unwrap();
     assert!(!r.ok);
     assert_eq!(r.model, "gpt-4.1");
     let error = r.error.unwrap();
     assert!(error.contains("401"), "{error}");
     assert!(!error.contains(KEY));
-    assert!(!h.path("setup-state.json").exists(), "only a passed test is recorded");
+    assert!(
+        !h.path("setup-state.json").exists(),
+        "only a passed test is recorded"
+    );
 
     let r = h.providers.test(test("anthropic", None)).await.unwrap();
     assert!(!r.ok);
@@ -93,7 +109,9 @@ async fn failures_are_results_not_errors() {
     assert!(r.error.unwrap().contains("providers.nosuch.baseUrl"));
 
     let bad = h.providers.test(test("", None)).await.unwrap_err();
-    assert!(matches!(bad, crate::error::Error::InvalidParams { ref field, .. } if field == "params.provider"));
+    assert!(
+        matches!(bad, crate::error::Error::InvalidParams { ref field, .. } if field == "params.provider")
+    );
 }
 
 #[tokio::test]
@@ -111,7 +129,10 @@ async fn gemini_is_tested_over_its_own_wire() {
     assert!(r.ok, "{r:?}");
     assert_eq!(r.model, "gemini-2.5-flash");
     let req = &server.requests()[0];
-    assert_eq!(req.path, "/v1beta/models/gemini-2.5-flash:streamGenerateContent");
+    assert_eq!(
+        req.path,
+        "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+    );
     assert_eq!(req.headers["x-goog-api-key"], KEY);
     assert_eq!(req.body["generationConfig"]["maxOutputTokens"], 128);
 }
