@@ -29,7 +29,13 @@ pub mod turn;
 pub use app::{App, AppConfig};
 
 /// Capabilities this service really implements (`system.hello`).
-pub const CAPABILITIES: &[&str] = &["sessions", "approvals", "tools", "checkpoints"];
+pub const CAPABILITIES: &[&str] = &[
+    "sessions",
+    "approvals",
+    "tools",
+    "checkpoints",
+    "providerModelsError",
+];
 
 #[cfg(test)]
 pub(crate) mod testkit;
