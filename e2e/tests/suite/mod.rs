@@ -11,6 +11,7 @@ mod jsonrpc;
 mod lifecycle;
 mod mcp;
 mod memory;
+mod providers;
 mod resume;
 mod scheduler;
 mod turn;
