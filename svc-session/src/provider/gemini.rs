@@ -78,8 +78,11 @@ impl GeminiProvider {
     }
 }
 
-fn signatures() -> &'static Mutex<(HashMap<String, String>, VecDeque<String>)> {
-    static SIGS: OnceLock<Mutex<(HashMap<String, String>, VecDeque<String>)>> = OnceLock::new();
+/// Thought signatures by call id, with their insertion order for the bound.
+type Signatures = (HashMap<String, String>, VecDeque<String>);
+
+fn signatures() -> &'static Mutex<Signatures> {
+    static SIGS: OnceLock<Mutex<Signatures>> = OnceLock::new();
     SIGS.get_or_init(Default::default)
 }
 

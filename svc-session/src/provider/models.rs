@@ -338,7 +338,7 @@ pub(crate) fn parse_listing(
                 .collect();
             if config.api == ApiKind::OpenAi {
                 // Newest first; a stable sort keeps the server's order among equals.
-                rows.sort_by(|a, b| b.0.cmp(&a.0));
+                rows.sort_by_key(|r| std::cmp::Reverse(r.0));
             }
             for (_, id, vision) in rows {
                 if let Some(v) = vision {

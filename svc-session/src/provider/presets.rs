@@ -75,15 +75,17 @@ pub const LOCAL_VARIANTS: &[LocalVariant] = &[
 /// The variant `local` uses when `providers.local.variant` names none.
 pub const DEFAULT_LOCAL_VARIANT: &str = "ollama";
 
+/// A remote vendor with a key; `models[0]` is its default model and `fast` its small one.
 const fn remote(
     vendor: &'static str,
     label: &'static str,
     api: ApiKind,
     base_url: &'static str,
-    key_envs: &'static [&'static str],
-    model: &'static str,
-    fast_model: &'static str,
-    models: &'static [&'static str],
+    (key_envs, models, fast): (
+        &'static [&'static str],
+        &'static [&'static str],
+        &'static str,
+    ),
 ) -> Preset {
     Preset {
         vendor,
@@ -93,8 +95,8 @@ const fn remote(
         base_env: None,
         key_envs,
         key_required: true,
-        model: Some(model),
-        fast_model: Some(fast_model),
+        model: Some(models[0]),
+        fast_model: Some(fast),
         models,
         auth_methods: &["api_key"],
         supports_effort: false,
@@ -135,10 +137,11 @@ pub const PRESETS: &[Preset] = &[
             "Anthropic",
             ApiKind::Anthropic,
             "https://api.anthropic.com",
-            &["ANTHROPIC_API_KEY"],
-            "claude-sonnet-4-5",
-            "claude-haiku-4-5",
-            &["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"],
+            (
+                &["ANTHROPIC_API_KEY"],
+                &["claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5"],
+                "claude-haiku-4-5",
+            ),
         )
     },
     Preset {
@@ -150,10 +153,11 @@ pub const PRESETS: &[Preset] = &[
             "OpenAI",
             ApiKind::OpenAi,
             "https://api.openai.com/v1",
-            &["OPENAI_API_KEY"],
-            "gpt-4o-mini",
-            "gpt-4o-mini",
-            &["gpt-5", "gpt-5-mini", "gpt-4.1", "gpt-4o", "gpt-4o-mini"],
+            (
+                &["OPENAI_API_KEY"],
+                &["gpt-4o-mini", "gpt-5", "gpt-5-mini", "gpt-4.1", "gpt-4o"],
+                "gpt-4o-mini",
+            ),
         )
     },
     Preset {
@@ -163,14 +167,15 @@ pub const PRESETS: &[Preset] = &[
             "OpenRouter",
             ApiKind::OpenAi,
             "https://openrouter.ai/api/v1",
-            &["OPENROUTER_API_KEY"],
-            "openai/gpt-4o-mini",
-            "openai/gpt-4o-mini",
-            &[
+            (
+                &["OPENROUTER_API_KEY"],
+                &[
+                    "openai/gpt-4o-mini",
+                    "anthropic/claude-sonnet-4.5",
+                    "google/gemini-2.5-flash",
+                ],
                 "openai/gpt-4o-mini",
-                "anthropic/claude-sonnet-4.5",
-                "google/gemini-2.5-flash",
-            ],
+            ),
         )
     },
     Preset {
@@ -180,14 +185,15 @@ pub const PRESETS: &[Preset] = &[
             "Google Gemini",
             ApiKind::Gemini,
             "https://generativelanguage.googleapis.com/v1beta",
-            &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-            "gemini-2.5-flash",
-            "gemini-2.5-flash-lite",
-            &[
-                "gemini-2.5-flash",
-                "gemini-2.5-pro",
+            (
+                &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+                &[
+                    "gemini-2.5-flash",
+                    "gemini-2.5-pro",
+                    "gemini-2.5-flash-lite",
+                ],
                 "gemini-2.5-flash-lite",
-            ],
+            ),
         )
     },
     remote(
@@ -195,60 +201,62 @@ pub const PRESETS: &[Preset] = &[
         "xAI Grok",
         ApiKind::OpenAi,
         "https://api.x.ai/v1",
-        &["XAI_API_KEY"],
-        "grok-4",
-        "grok-3-mini",
-        &["grok-4", "grok-3", "grok-3-mini"],
+        (
+            &["XAI_API_KEY"],
+            &["grok-4", "grok-3", "grok-3-mini"],
+            "grok-3-mini",
+        ),
     ),
     remote(
         "glm",
         "Zhipu GLM",
         ApiKind::OpenAi,
         "https://api.z.ai/api/paas/v4",
-        &["ZAI_API_KEY", "GLM_API_KEY"],
-        "glm-4.6",
-        "glm-4.5-air",
-        &["glm-4.6", "glm-4.5", "glm-4.5-air"],
+        (
+            &["ZAI_API_KEY", "GLM_API_KEY"],
+            &["glm-4.6", "glm-4.5", "glm-4.5-air"],
+            "glm-4.5-air",
+        ),
     ),
     remote(
         "minimax",
         "MiniMax",
         ApiKind::OpenAi,
         "https://api.minimax.io/v1",
-        &["MINIMAX_API_KEY"],
-        "MiniMax-M2",
-        "MiniMax-M2",
-        &["MiniMax-M2"],
+        (&["MINIMAX_API_KEY"], &["MiniMax-M2"], "MiniMax-M2"),
     ),
     remote(
         "kimi",
         "Moonshot Kimi",
         ApiKind::OpenAi,
         "https://api.moonshot.ai/v1",
-        &["MOONSHOT_API_KEY", "KIMI_API_KEY"],
-        "kimi-k2-0905-preview",
-        "kimi-k2-turbo-preview",
-        &["kimi-k2-0905-preview", "kimi-k2-turbo-preview"],
+        (
+            &["MOONSHOT_API_KEY", "KIMI_API_KEY"],
+            &["kimi-k2-0905-preview", "kimi-k2-turbo-preview"],
+            "kimi-k2-turbo-preview",
+        ),
     ),
     remote(
         "qwen",
         "Alibaba Qwen",
         ApiKind::OpenAi,
         "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
-        &["DASHSCOPE_API_KEY", "QWEN_API_KEY"],
-        "qwen-plus",
-        "qwen-flash",
-        &["qwen-plus", "qwen3-coder-plus", "qwen-max", "qwen-flash"],
+        (
+            &["DASHSCOPE_API_KEY", "QWEN_API_KEY"],
+            &["qwen-plus", "qwen3-coder-plus", "qwen-max", "qwen-flash"],
+            "qwen-flash",
+        ),
     ),
     remote(
         "deepseek",
         "DeepSeek",
         ApiKind::OpenAi,
         "https://api.deepseek.com/v1",
-        &["DEEPSEEK_API_KEY"],
-        "deepseek-chat",
-        "deepseek-chat",
-        &["deepseek-chat", "deepseek-reasoner"],
+        (
+            &["DEEPSEEK_API_KEY"],
+            &["deepseek-chat", "deepseek-reasoner"],
+            "deepseek-chat",
+        ),
     ),
     Preset {
         label: "Local server (vLLM, Ollama, LM Studio)",
