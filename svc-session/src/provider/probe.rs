@@ -40,6 +40,7 @@ impl Providers {
             provider: vendor.clone(),
             reply: None,
         };
+        self.refresh_if_expiring(Some(&vendor)).await;
         let settings = self.global_settings()?;
         let credentials = self.credentials()?;
         let config = match ProviderConfig::resolve_with(

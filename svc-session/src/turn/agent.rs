@@ -217,6 +217,9 @@ impl Turns {
             }
         };
         let row = session.row();
+        self.providers
+            .refresh_if_expiring(row.provider.as_deref())
+            .await;
         let provider =
             match self
                 .providers

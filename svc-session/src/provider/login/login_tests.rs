@@ -82,6 +82,15 @@ async fn token(State(s): State<Shared>, Form(f): Form<HashMap<String, String>>) 
                     .into_response()
             }
         }
+        "refresh_token" if f["refresh_token"] == "rt-SECRET" => Json(json!({
+            "access_token": "at-SECRET-renewed", "expires_in": 3600, "token_type": "Bearer"
+        }))
+        .into_response(),
+        "refresh_token" => (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": "invalid_grant"})),
+        )
+            .into_response(),
         _ => (
             StatusCode::BAD_REQUEST,
             Json(json!({"error": "unsupported_grant_type"})),
@@ -351,4 +360,77 @@ async fn unsupported_logins_are_refused() {
     }
     let err = h.providers.login_web(login("", "web")).await.unwrap_err();
     assert!(matches!(err, Error::InvalidParams { ref field, .. } if field == "params.vendor"));
+}
+
+#[tokio::test]
+async fn an_expiring_login_is_renewed_with_its_refresh_token() {
+    let (base, auth, _server) = fake_auth(0, false).await;
+    let h = Harness::new(&[]).await;
+    h.write_settings(
+        &json!({"providers": {"default": "openai", "openai": {"oauth": {
+            "tokenUrl": format!("{base}/token"),
+            "clientId": "client-test"
+        }}}}),
+    );
+    let now = jiff::Timestamp::now().as_second();
+    let stored = |refresh: &str| {
+        json!({"providers": {"openai": {
+            "accessToken": "at-old", "refreshToken": refresh, "expiresAt": now + 10,
+            "authMethod": "oauth", "loginMethod": "device_code"
+        }}})
+        .to_string()
+    };
+    // A refused renewal leaves the login as it was (expired).
+    std::fs::write(h.path("credentials.json"), stored("rt-revoked")).unwrap();
+    h.providers.refresh_if_expiring(None).await;
+    assert_eq!(
+        h.json("credentials.json")["providers"]["openai"]["accessToken"],
+        "at-old"
+    );
+    let listed = h
+        .providers
+        .list(Default::default())
+        .await
+        .unwrap()
+        .providers;
+    assert_eq!(
+        listed
+            .iter()
+            .find(|p| p.vendor == "openai")
+            .unwrap()
+            .auth_status,
+        "expired"
+    );
+
+    std::fs::write(h.path("credentials.json"), stored("rt-SECRET")).unwrap();
+    h.providers.refresh_if_expiring(None).await;
+    let openai = &h.json("credentials.json")["providers"]["openai"];
+    assert_eq!(
+        openai["accessToken"],
+        "at-SECRET-renewed",
+        "{:?}",
+        auth.lock().unwrap().forms
+    );
+    assert_eq!(
+        openai["refreshToken"], "rt-SECRET",
+        "kept when the answer has none"
+    );
+    assert!(openai["expiresAt"].as_i64().unwrap() > now + 600);
+    let listed = h
+        .providers
+        .list(Default::default())
+        .await
+        .unwrap()
+        .providers;
+    assert_eq!(
+        listed
+            .iter()
+            .find(|p| p.vendor == "openai")
+            .unwrap()
+            .auth_status,
+        "active"
+    );
+    let forms = auth.lock().unwrap().forms.clone();
+    assert_eq!(forms.last().unwrap()["client_id"], "client-test");
+    assert_eq!(forms.last().unwrap()["grant_type"], "refresh_token");
 }

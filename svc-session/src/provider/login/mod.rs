@@ -15,6 +15,9 @@
 //! * anything else, and every other vendor, is `login_unsupported` (also `google_adc`: this
 //!   build does not read gcloud's application-default credentials).
 //!
+//! An expiring OAuth token is renewed with its refresh token before a turn or a test uses it
+//! ([`refresh`]).
+//!
 //! Phases, in order: `started`, `await_user`, `polling`, then `done` or `failed` (with a
 //! one-line `message`). A new login of a vendor ends the one in progress;
 //! `provider.remove` ends it too. The endpoints are the vendors' unless
@@ -25,6 +28,7 @@
 
 pub mod device;
 pub mod pkce;
+mod refresh;
 
 use std::time::Duration;
 
