@@ -16,7 +16,7 @@
 //!   build does not read gcloud's application-default credentials).
 //!
 //! An expiring OAuth token is renewed with its refresh token before a turn or a test uses it
-//! ([`refresh`]).
+//! (`refresh.rs`).
 //!
 //! Phases, in order: `started`, `await_user`, `polling`, then `done` or `failed` (with a
 //! one-line `message`). A new login of a vendor ends the one in progress;
