@@ -314,6 +314,19 @@ impl Providers {
         Ok(pb::ProviderListResult { providers })
     }
 
+    /// The vendors with credentials or a local endpoint, in `provider.list` order (what
+    /// `setup.status` reports as `configuredProviders`).
+    pub async fn configured_vendors(&self) -> Result<Vec<String>> {
+        Ok(self
+            .list(pb::ProviderListParams {})
+            .await?
+            .providers
+            .into_iter()
+            .filter(|p| p.configured)
+            .map(|p| p.vendor)
+            .collect())
+    }
+
     /// `provider.configure` (see the module doc).
     pub async fn configure(
         &self,

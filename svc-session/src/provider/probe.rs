@@ -122,6 +122,18 @@ impl Providers {
         }
     }
 
+    /// The last passed `provider.test` (`{vendor, model, at}` from `setup-state.json`), for
+    /// `setup.status`'s browser profile; `None` when no test passed yet or the file is
+    /// unreadable.
+    pub fn last_passed_test(&self) -> Option<serde_json::Value> {
+        let path = self.inner.home.root().join("setup-state.json");
+        snowpea_common::settings::load_file(&path)
+            .ok()?
+            .get("providerTested")
+            .filter(|v| v.is_object())
+            .cloned()
+    }
+
     /// Records a passed test in `setup-state.json` (best effort: a failure is logged).
     fn record_tested(&self, vendor: &str, model: &str) {
         let path = self.inner.home.root().join("setup-state.json");

@@ -55,6 +55,8 @@ async fn configure_then_test_then_a_turn_use_the_stored_key() {
     assert_eq!(req.body["model"], "qwen3");
     let tested = h.json("setup-state.json");
     assert_eq!(tested["providerTested"]["vendor"], "mybox");
+    assert_eq!(h.providers.last_passed_test().unwrap()["model"], "qwen3");
+    assert_eq!(h.providers.configured_vendors().await.unwrap(), ["mybox"]);
 
     // A turn picks the configured default and its stored key.
     let settings = h.json("settings.json");
