@@ -15,6 +15,8 @@ use crate::events::EventLog;
 use crate::provider::Providers;
 use crate::runs::Runs;
 use crate::session::{Registry, Sessions};
+use crate::settings::Settings;
+use crate::setup::Setup;
 use crate::store::{self, Store};
 use crate::tools::Tools;
 use crate::turn::{TurnLimits, Turns};
@@ -76,6 +78,10 @@ pub struct App {
     pub checkpoints: Arc<Checkpoints>,
     /// Unattended runs for svc-scheduler (`SessionInternalService`).
     pub runs: Runs,
+    /// `settings.*` and `system.reloadSettings`: the owner of the settings files.
+    pub settings: Arc<Settings>,
+    /// `setup.*`: the setup wizard.
+    pub setup: Setup,
     hub: Arc<BusHub>,
 }
 
@@ -98,6 +104,8 @@ impl App {
             .read("session.open", |c| store::sessions::list(c, false))
             .await?;
         let registry = Registry::new(store.clone(), saved);
+        let settings = Arc::new(Settings::new(home.clone(), hub.clone()));
+        let setup = Setup::new(home.clone(), settings.clone(), config.env.clone());
         // Commands a killed svc-session of this home left running die before anything starts.
         let mark = snowpea_common::orphans::mark("session", home.root());
         snowpea_common::orphans::reap(&mark);
@@ -153,6 +161,8 @@ impl App {
             tools,
             checkpoints,
             runs,
+            settings,
+            setup,
             hub,
         }))
     }
