@@ -13,4 +13,5 @@ mod mcp;
 mod memory;
 mod resume;
 mod scheduler;
+mod settings;
 mod turn;
