@@ -92,32 +92,6 @@ pub fn spawn_speak_reply(
     });
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn off_or_unreachable_is_none_and_never_an_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let home = Home::new(dir.path());
-        assert!(
-            speak_reply(&home, "s_1", "hello").await.is_none(),
-            "autoSpeak off"
-        );
-        std::fs::write(
-            home.settings_path(),
-            r#"{"audio":{"tts":{"autoSpeak":true}}}"#,
-        )
-        .unwrap();
-        assert!(auto_speak_on(&home));
-        // No svc-audio socket: logged, None, quickly.
-        let r =
-            tokio::time::timeout(Duration::from_secs(10), speak_reply(&home, "s_1", "hello")).await;
-        assert_eq!(r.expect("bounded"), None);
-        assert!(speak_reply(&home, "s_1", "  ").await.is_none());
-    }
-}
-
 /// Deadline of the `audio.capabilities` call `setup.catalog` makes.
 pub const CAPABILITIES_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -141,5 +115,31 @@ pub async fn usable_engines(home: &Home) -> (Vec<String>, Vec<String>) {
             tracing::warn!("svc-audio did not answer audio.capabilities within {CAPABILITIES_TIMEOUT:?}; speech engines shown inactive");
             (vec![], vec![])
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn off_or_unreachable_is_none_and_never_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::new(dir.path());
+        assert!(
+            speak_reply(&home, "s_1", "hello").await.is_none(),
+            "autoSpeak off"
+        );
+        std::fs::write(
+            home.settings_path(),
+            r#"{"audio":{"tts":{"autoSpeak":true}}}"#,
+        )
+        .unwrap();
+        assert!(auto_speak_on(&home));
+        // No svc-audio socket: logged, None, quickly.
+        let r =
+            tokio::time::timeout(Duration::from_secs(10), speak_reply(&home, "s_1", "hello")).await;
+        assert_eq!(r.expect("bounded"), None);
+        assert!(speak_reply(&home, "s_1", "  ").await.is_none());
     }
 }

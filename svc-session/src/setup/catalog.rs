@@ -295,7 +295,7 @@ pub fn vendors(settings: &Value, configured: &[String]) -> Vec<CatalogItem> {
             KeyNeed::SelfHosted,
             "your OpenAI-compatible server",
         );
-        row.active = configured.iter().any(|c| *c == name);
+        row.active = configured.contains(&name);
         row.default_model = model_of(&name, "");
         rows.push(row);
     }
