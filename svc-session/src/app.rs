@@ -31,7 +31,8 @@ pub struct AppConfig {
     pub home: Home,
     /// Environment lookup for provider selection (`SNOWPEA_PROVIDER`, API keys).
     pub env: EnvFn,
-    /// Most model calls with tool use in one turn before it ends with `budget`.
+    /// Most model calls with tool use in one turn before it ends with `budget`, unless the
+    /// settings say `agent.max_tool_rounds` (reference default 200).
     pub max_tool_rounds: usize,
     /// Cap on a tool's output fed back to the model, in bytes.
     pub output_cap: usize,
@@ -55,7 +56,7 @@ impl AppConfig {
         AppConfig {
             home,
             env: Arc::new(|k| std::env::var(k).ok()),
-            max_tool_rounds: 50,
+            max_tool_rounds: 200,
             output_cap: 64 * 1024,
             provider_idle_timeout: Duration::from_secs(300),
         }

@@ -71,8 +71,8 @@ section!(
     Agent {
         /// Model calls with tool use in one turn.
         max_tool_rounds: u32 = 200,
-        /// Output tokens of one model call.
-        max_tokens: u32 = 16384,
+        /// Output tokens of one model call; unset = the vendor adapter's default.
+        max_tokens: Option<u32> = None,
         /// What a prompt sent while a turn runs does.
         busy: Busy = Busy::Steer });
 section!(
@@ -223,7 +223,9 @@ fn ranges(d: &SettingsDoc, section: &str) -> Result<(), Invalid> {
         "agent" if d.agent.max_tool_rounds == 0 => {
             bad("agent.max_tool_rounds", "must be at least 1".into())
         }
-        "agent" if d.agent.max_tokens == 0 => bad("agent.max_tokens", "must be at least 1".into()),
+        "agent" if d.agent.max_tokens == Some(0) => {
+            bad("agent.max_tokens", "must be at least 1".into())
+        }
         "memory" if d.memory.top_k > 100 => bad("memory.top_k", "must be from 0 to 100".into()),
         "memory" if !(1..=100).contains(&d.memory.search_limit) => {
             bad("memory.searchLimit", "must be from 1 to 100".into())
@@ -282,7 +284,10 @@ mod tests {
         assert_eq!(d["questions"]["timeoutSec"], 600);
         assert_eq!(d["agents"]["max_concurrent"], 3);
         assert_eq!(d["agent"]["max_tool_rounds"], 200);
-        assert_eq!(d["agent"]["max_tokens"], 16384);
+        assert!(
+            d["agent"].get("max_tokens").is_none(),
+            "the vendor's default"
+        );
         assert_eq!(d["daemon"]["idleTimeoutSec"], 1800);
         assert_eq!(d["search"]["provider"], "ddgs");
         assert_eq!(d["browser"]["provider"], "local_chromium");

@@ -264,3 +264,18 @@ async fn a_global_change_is_announced_once_with_its_keys_and_a_project_change_is
     .unwrap();
     assert!(changes.try_recv().is_err());
 }
+
+#[tokio::test]
+async fn the_agent_loop_follows_agent_max_tool_rounds_from_the_settings() {
+    use crate::testkit::{done_reason, of_kind, Harness};
+    // A model that always asks for one more tool call.
+    let script = json!({"steps": [], "default": {"tool_calls": [
+        {"name": "list_dir", "arguments": {"path": "."}}
+    ]}});
+    let mut h = Harness::with_settings(script, json!({"agent": {"max_tool_rounds": 2}})).await;
+    let sid = h.create("auto").await;
+    let turn = h.prompt(&sid, "loop").await;
+    let events = h.until_done(&turn, |_| None).await;
+    assert_eq!(done_reason(&events), "budget");
+    assert_eq!(of_kind(&events, "tool.result").len(), 2, "{events:?}");
+}
