@@ -83,3 +83,28 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod follow_tests {
+    use snowpea_common::bus::BusHub;
+    use snowpea_proto::rpc::v1::SettingsChange;
+
+    #[tokio::test]
+    async fn an_announced_memory_change_is_applied_and_others_are_ignored() {
+        let t = tempfile::tempdir().unwrap();
+        let home = snowpea_common::home::Home::new(t.path());
+        home.ensure_dirs().unwrap();
+        let app = crate::App::open(&home).unwrap();
+        let hub = BusHub::new();
+        let _follow = app.follow_settings(&hub);
+        assert_eq!(app.recall().search_limit, 10);
+        std::fs::write(home.settings_path(), r#"{"memory": {"searchLimit": 4}}"#).unwrap();
+        let change = |k: &str| SettingsChange {
+            scope: "global".into(),
+            keys: vec![k.into()],
+        };
+        hub.settings_changed(change("scheduler"));
+        hub.settings_changed(change("memory"));
+        snowpea_testkit::assert_eventually!(app.recall().search_limit == 4);
+    }
+}
