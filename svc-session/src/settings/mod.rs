@@ -9,7 +9,9 @@
 //!   fixes it.
 //! * `settings.get` shows the defaults ([`schema::defaults`]) under the file's values
 //!   (global scope) or the project file as it is (project scope), every secret masked `"***"`
-//!   (`snowpea_common::settings::masked`).
+//!   (`snowpea_common::settings::masked`). It always shows the file as it is on disk (other
+//!   writers such as `provider.configure` use `update_file` directly); the services learn
+//!   of a hand edit only through `system.reloadSettings`.
 //! * `settings.set` deep-merges the patch (objects merge, lists and scalars replace, `null`
 //!   deletes), validates the sections it touched ([`schema::validate`]) and writes atomically
 //!   with mode 0600, keeping unknown keys (`snowpea_common::settings::update_file`). A `"***"`
@@ -99,9 +101,27 @@ impl Settings {
         &self.home
     }
 
-    /// The global document as last read or written (unmasked, without defaults; `{}` when
-    /// the file is missing or corrupt). For components of this process that need a value.
+    /// The global document as it is on disk (unmasked, without defaults; `{}` when the file
+    /// is missing or corrupt — warned once). Another writer of the file (`provider.*`, the
+    /// allowlist, a hand edit) is seen at once; only what the services were told waits for
+    /// [`Settings::reload`]. A `stat` per call when nothing changed.
     pub fn global(&self) -> Value {
+        let path = self.home.settings_path();
+        let now = stamp(&path);
+        {
+            let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+            if now == held.stamp {
+                return held.doc.clone();
+            }
+        }
+        common::load_file(&path).unwrap_or_else(|e| {
+            self.warn_once(&e);
+            Value::Object(Default::default())
+        })
+    }
+
+    /// What the services were last told (the document [`Settings::reload`] compares with).
+    fn announced(&self) -> Value {
         self.held
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -176,7 +196,7 @@ impl Settings {
         if *scope == Scope::Global {
             // Against what the services were last told, so a hand edit not yet reloaded is
             // announced too.
-            let before = self.global();
+            let before = self.announced();
             let stamp = stamp(&path);
             {
                 let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());

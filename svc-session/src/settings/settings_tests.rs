@@ -279,3 +279,28 @@ async fn the_agent_loop_follows_agent_max_tool_rounds_from_the_settings() {
     assert_eq!(done_reason(&events), "budget");
     assert_eq!(of_kind(&events, "tool.result").len(), 2, "{events:?}");
 }
+
+#[tokio::test]
+async fn get_shows_the_file_as_it_is_while_reload_still_reports_the_hand_edit() {
+    let (t, s) = owner();
+    let path = t.path().join("settings.json");
+    s.set(set_params(json!({"memory": {"top_k": 1}}), "global", None))
+        .await
+        .unwrap();
+    // Another writer (provider.configure, a person) changes the file.
+    snowpea_common::settings::update_file(&path, |d| {
+        d["providers"] = json!({"default": "openai"});
+        Ok(())
+    })
+    .unwrap();
+    let g = s.get(pb::SettingsGetParams::default()).await.unwrap();
+    assert_eq!(
+        wkt::from_struct(&g.settings.unwrap())["providers"]["default"],
+        "openai"
+    );
+    let r = s.reload().await.unwrap();
+    assert_eq!(
+        (r.reloaded, r.changed_keys),
+        (true, vec!["providers".to_owned()])
+    );
+}
