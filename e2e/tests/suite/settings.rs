@@ -294,6 +294,18 @@ async fn setup_wizard(suite: &Suite, c: &Client) {
         );
     }
     assert_eq!(cat["search"][0]["id"], "ddgs");
+    // No providers.default: the reference's default vendor leads, with its preset model; the
+    // openai keys written above make openai active.
+    assert_eq!(cat["vendors"][0]["id"], "anthropic");
+    assert_eq!(cat["vendors"][0]["defaultModelSource"], "preset");
+    let openai = cat["vendors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == "openai")
+        .unwrap();
+    assert_eq!(openai["active"], true);
+    assert_eq!(openai["defaultModel"], "m-1", "the configured model");
     assert_eq!(cat["browser"][0]["id"], "local_chromium");
     assert!(cat["gateway"]
         .as_array()
@@ -310,6 +322,13 @@ async fn setup_wizard(suite: &Suite, c: &Client) {
         .unwrap()
         .contains(&json!("openai")));
     assert_eq!(st["existingInstall"], true);
+    let mode = st["optional"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == "mode")
+        .unwrap();
+    assert!(mode["defaultApplied"].is_null(), "no default: {mode}");
     let b = ok(c, "setup.status", json!({"profile": "browser"})).await;
     assert_eq!(
         b["required"][0]["done"], false,
