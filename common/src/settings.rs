@@ -144,39 +144,55 @@ pub fn is_secret_field(key: &str) -> bool {
     k == "authorization" || k == "cookie" || SUFFIXES.iter().any(|s| k.ends_with(s))
 }
 
-/// A copy with every secret value (see [`is_secret_field`]) replaced by [`MASK`]. A
+/// True for a field of a settings document whose value is a secret: [`is_secret_field`],
+/// and a bare `key` anywhere under `providers` (`providers.<vendor>.key`, the reference's
+/// spelling of an API key). `top` is the document's top-level key the field is under.
+pub fn is_secret_at(top: Option<&str>, key: &str) -> bool {
+    is_secret_field(key) || (key.eq_ignore_ascii_case("key") && top == Some("providers"))
+}
+
+/// A copy with every secret value (see [`is_secret_at`]) replaced by [`MASK`]. A
 /// secret field holding an object (e.g. `search.credentials`) is walked instead, so the
 /// secrets inside it are masked and its other fields stay readable; `null` stays `null`.
 pub fn masked(settings: &Value) -> Value {
-    match settings {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, v)| {
-                    let v = match v {
-                        Value::Null | Value::Object(_) => masked(v),
-                        _ if is_secret_field(k) => Value::String(MASK.into()),
-                        _ => masked(v),
-                    };
-                    (k.clone(), v)
-                })
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(masked).collect()),
-        other => other.clone(),
+    fn walk(v: &Value, top: Option<&str>) -> Value {
+        match v {
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, v)| {
+                        let top = top.or(Some(k.as_str()));
+                        let v = match v {
+                            Value::Null | Value::Object(_) => walk(v, top),
+                            _ if is_secret_at(top, k) => Value::String(MASK.into()),
+                            _ => walk(v, top),
+                        };
+                        (k.clone(), v)
+                    })
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(|x| walk(x, top)).collect()),
+            other => other.clone(),
+        }
     }
+    walk(settings, None)
 }
 
 /// The dotted path (e.g. `providers.openai.apiKey`) of the first secret field in `patch`
 /// whose value is the mask `"***"` — a client echoing what `settings.get` showed it —
 /// or `None`. `settings.set` refuses the whole patch when there is one.
 pub fn masked_echo(patch: &Value) -> Option<String> {
+    fn top(path: &[String]) -> Option<&str> {
+        path.first().map(|t| t.split('[').next().unwrap_or(t))
+    }
     fn walk(v: &Value, path: &mut Vec<String>) -> Option<String> {
         match v {
             Value::Object(m) => {
                 for (k, child) in m {
                     path.push(k.clone());
                     let hit = match child {
-                        Value::String(s) if s == MASK && is_secret_field(k) => Some(path.join(".")),
+                        Value::String(s) if s == MASK && is_secret_at(top(path), k) => {
+                            Some(path.join("."))
+                        }
                         _ => walk(child, path),
                     };
                     path.pop();
@@ -302,6 +318,15 @@ mod tests {
             json!({"api_key": MASK, "plan": "free"})
         );
         assert_eq!(m["list"][0]["password"], MASK);
+        // `key` is a secret under providers only (an allowlist entry's key is not).
+        let s = json!({"providers": {"x": {"key": "sk-1"}}, "allowlist": [{"key": "shell:ls"}]});
+        let m = masked(&s);
+        assert_eq!(m["providers"]["x"]["key"], MASK);
+        assert_eq!(m["allowlist"][0]["key"], "shell:ls");
+        assert_eq!(
+            masked_echo(&json!({"providers": {"x": {"key": "***"}}})),
+            Some("providers.x.key".into())
+        );
     }
 
     #[test]
