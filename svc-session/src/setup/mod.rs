@@ -15,6 +15,7 @@
 
 pub mod catalog;
 pub mod providers;
+pub mod vendors;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -89,7 +90,7 @@ impl Setup {
         let configured = providers::configured_providers(&self.home, &settings, &*self.env);
         let (stt, tts) = crate::clients::audio::usable_engines(&self.home).await;
         Ok(pb::SetupCatalogResult {
-            vendors: catalog::vendors(&settings, &configured),
+            vendors: vendors::vendors(&settings, &configured),
             search: catalog::search(),
             browser: catalog::browser(),
             tools: catalog::tools(),

@@ -7,7 +7,7 @@
 //!   `preset: "local"`);
 //! * `$SNOWPEA_HOME/credentials.json` with a non-empty object for the vendor, at the top
 //!   level or under `providers`;
-//! * one of the vendor's key variables ([`super::catalog::VENDORS`] `key_env`) set and
+//! * one of the vendor's key variables ([`super::vendors::VENDORS`] `key_env`) set and
 //!   non-empty.
 //!
 //! The scripted test provider (`SNOWPEA_PROVIDER=fake:…`) is not a configured provider.
@@ -15,7 +15,7 @@
 use serde_json::Value;
 use snowpea_common::home::Home;
 
-use super::catalog::VENDORS;
+use super::vendors::VENDORS;
 
 /// Vendors with a local endpoint but no preset: `providers.<name>` objects that say
 /// `preset: "local"` or give a `baseUrl`, for names that are not presets.

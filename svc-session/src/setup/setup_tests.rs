@@ -118,7 +118,7 @@ async fn env_keys_and_local_servers_count_as_configured() {
     let settings = json!({"providers": {"default": "box", "box": {"preset": "local", "baseUrl": "http://127.0.0.1:9"}, "anthropic": {"model": "m"}}});
     let got = providers::configured_providers(&s.home, &settings, &*s.env);
     assert_eq!(got, vec!["deepseek", "box"]);
-    let vendors = catalog::vendors(&settings, &got);
+    let vendors = vendors::vendors(&settings, &got);
     assert_eq!(vendors[0].id, "box", "the default vendor comes first");
     assert!(vendors[0].default && vendors.iter().filter(|v| v.default).count() == 1);
 }
@@ -130,7 +130,7 @@ fn single_choice_lists_put_one_default_first_then_free_keyless_then_gated_then_p
         catalog::browser(),
         catalog::stt(&[]),
         catalog::tts(&["piper".into()]),
-        catalog::vendors(&json!({}), &[]),
+        vendors::vendors(&json!({}), &[]),
     ] {
         assert!(list[0].default, "{}", list[0].id);
         assert_eq!(list.iter().filter(|i| i.default).count(), 1);
