@@ -25,7 +25,8 @@ use futures::Stream;
 use serde_json::Value;
 use snowpea_proto::rpc::v1::{
     client_reply, outbound, service_bus_server::ServiceBus, BusAck, BusClientRequest,
-    BusNotification, ClientReply, ConnectionInfo, ConnectionSet, Outbound, SubscribeRequest,
+    BusNotification, ClientReply, ConnectionInfo, ConnectionSet, Outbound, SettingsChange,
+    SubscribeRequest,
 };
 use snowpea_proto::typed::{FreeForm, Notification, ServerRequest};
 use tokio::sync::mpsc::error::TrySendError;
@@ -163,7 +164,13 @@ pub struct BusHub {
     /// scheduler's catch-up right after a restart, before the gateway re-subscribed);
     /// replayed, oldest first, to the next subscriber. Bounded by [`BACKLOG_CAPACITY`].
     backlog: Mutex<std::collections::VecDeque<Outbound>>,
+    /// `ServiceBus.SettingsChanged` calls from the settings owner ([`BusHub::settings_changes`]).
+    settings_events: broadcast::Sender<SettingsChange>,
 }
+
+/// Capacity of [`BusHub::settings_changes`] (a listener that lags behind it is told
+/// [`broadcast::error::RecvError::Lagged`] and should re-read everything).
+pub const SETTINGS_EVENTS_CAPACITY: usize = 64;
 
 /// Notifications kept for the next subscriber while none is connected.
 pub const BACKLOG_CAPACITY: usize = 4096;
@@ -180,6 +187,7 @@ impl Default for BusHub {
             conn_events: broadcast::channel(CONNECTION_EVENTS_CAPACITY).0,
             capabilities: Mutex::new(Vec::new()),
             backlog: Mutex::new(std::collections::VecDeque::new()),
+            settings_events: broadcast::channel(SETTINGS_EVENTS_CAPACITY).0,
         }
     }
 }
@@ -309,6 +317,20 @@ impl BusHub {
             pending: self.pending.lock().expect("pending lock").len(),
             connections: self.connections.lock().expect("connections lock").len(),
         }
+    }
+
+    /// Changes of `$SNOWPEA_HOME/settings.json` announced by the settings owner
+    /// (`ServiceBus.SettingsChanged`, or [`BusHub::settings_changed`] in the owner's own
+    /// process). A service subscribes once at start and applies the keys it uses; a
+    /// `Lagged` receiver should re-read everything.
+    pub fn settings_changes(&self) -> broadcast::Receiver<SettingsChange> {
+        self.settings_events.subscribe()
+    }
+
+    /// Delivers a settings change to this process's [`BusHub::settings_changes`] listeners.
+    pub fn settings_changed(&self, change: SettingsChange) {
+        tracing::info!(scope = %change.scope, keys = ?change.keys, "settings changed");
+        let _ = self.settings_events.send(change);
     }
 
     /// Declares the system.hello capabilities this service implements.
@@ -474,6 +496,14 @@ impl ServiceBus for BusService {
         req: Request<ConnectionSet>,
     ) -> Result<Response<BusAck>, Status> {
         self.hub.apply(req.into_inner());
+        Ok(Response::new(BusAck {}))
+    }
+
+    async fn settings_changed(
+        &self,
+        req: Request<SettingsChange>,
+    ) -> Result<Response<BusAck>, Status> {
+        self.hub.settings_changed(req.into_inner());
         Ok(Response::new(BusAck {}))
     }
 }

@@ -113,42 +113,124 @@ pub fn is_secret_key(key: &str) -> bool {
     .any(|s| k.contains(s))
 }
 
-/// A copy with every secret value replaced by a mask showing at most the last 4 characters.
-pub fn masked(settings: &Value) -> Value {
-    match settings {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, v)| {
-                    let v = if is_secret_key(k) && !v.is_object() {
-                        mask_value(v)
-                    } else {
-                        masked(v)
-                    };
-                    (k.clone(), v)
-                })
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(masked).collect()),
-        other => other.clone(),
-    }
+/// What a secret value is replaced with whenever settings leave the owner (`settings.get`,
+/// `settings.set` results; protocol 1.25.0 `settings.get`).
+pub const MASK: &str = "***";
+
+/// True for a settings field whose value is a secret and is shown as [`MASK`]: api keys,
+/// tokens, passwords and secrets in any spelling (`api_key`, `apiKey`, `API-KEY`, `token`,
+/// `refresh_token`, `accessToken`, `id_token`, `oauth_token`, `botToken`, `password`,
+/// `passwd`, `client_secret`, `secretKey`, `privateKey`, `authorization`, …). The name is
+/// compared without case, `_`, `-` and `.`; a plural such as `max_tokens` is not a secret.
+pub fn is_secret_field(key: &str) -> bool {
+    let k: String = key
+        .chars()
+        .filter(|c| !matches!(c, '_' | '-' | '.' | ' '))
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    const SUFFIXES: &[&str] = &[
+        "apikey",
+        "token",
+        "password",
+        "passwd",
+        "passphrase",
+        "secret",
+        "secretkey",
+        "accesskey",
+        "privatekey",
+        "credential",
+        "credentials",
+    ];
+    k == "authorization" || k == "cookie" || SUFFIXES.iter().any(|s| k.ends_with(s))
 }
 
-fn mask_value(v: &Value) -> Value {
-    match v {
-        Value::String(s) if s.chars().count() > 8 => {
-            let tail: String = s
-                .chars()
-                .rev()
-                .take(4)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect();
-            Value::String(format!("****{tail}"))
+/// True for a field of a settings document whose value is a secret: [`is_secret_field`],
+/// and a bare `key` anywhere under `providers` (`providers.<vendor>.key`, the reference's
+/// spelling of an API key). `top` is the document's top-level key the field is under.
+pub fn is_secret_at(top: Option<&str>, key: &str) -> bool {
+    is_secret_field(key) || (key.eq_ignore_ascii_case("key") && top == Some("providers"))
+}
+
+/// A copy with every secret value (see [`is_secret_at`]) replaced by [`MASK`]. A
+/// secret field holding an object (e.g. `search.credentials`) is walked instead, so the
+/// secrets inside it are masked and its other fields stay readable; `null` stays `null`.
+pub fn masked(settings: &Value) -> Value {
+    fn walk(v: &Value, top: Option<&str>) -> Value {
+        match v {
+            Value::Object(m) => Value::Object(
+                m.iter()
+                    .map(|(k, v)| {
+                        let top = top.or(Some(k.as_str()));
+                        let v = match v {
+                            Value::Null | Value::Object(_) => walk(v, top),
+                            _ if is_secret_at(top, k) => Value::String(MASK.into()),
+                            _ => walk(v, top),
+                        };
+                        (k.clone(), v)
+                    })
+                    .collect(),
+            ),
+            Value::Array(a) => Value::Array(a.iter().map(|x| walk(x, top)).collect()),
+            other => other.clone(),
         }
-        Value::String(s) if !s.is_empty() => Value::String("****".into()),
-        other => other.clone(),
     }
+    walk(settings, None)
+}
+
+/// The dotted path (e.g. `providers.openai.apiKey`) of the first secret field in `patch`
+/// whose value is the mask `"***"` — a client echoing what `settings.get` showed it —
+/// or `None`. `settings.set` refuses the whole patch when there is one.
+pub fn masked_echo(patch: &Value) -> Option<String> {
+    fn top(path: &[String]) -> Option<&str> {
+        path.first().map(|t| t.split('[').next().unwrap_or(t))
+    }
+    fn walk(v: &Value, path: &mut Vec<String>) -> Option<String> {
+        match v {
+            Value::Object(m) => {
+                for (k, child) in m {
+                    path.push(k.clone());
+                    let hit = match child {
+                        Value::String(s) if s == MASK && is_secret_at(top(path), k) => {
+                            Some(path.join("."))
+                        }
+                        _ => walk(child, path),
+                    };
+                    path.pop();
+                    if hit.is_some() {
+                        return hit;
+                    }
+                }
+                None
+            }
+            Value::Array(a) => a.iter().enumerate().find_map(|(i, child)| {
+                let last = path.pop().unwrap_or_default();
+                path.push(format!("{last}[{i}]"));
+                let hit = walk(child, path);
+                path.pop();
+                path.push(last);
+                hit
+            }),
+            _ => None,
+        }
+    }
+    walk(patch, &mut Vec::new())
+}
+
+/// Top-level keys whose values differ between two settings documents, sorted (the `keys`
+/// of `settings.changed`, the `changedKeys` of `system.reloadSettings`).
+pub fn changed_keys(old: &Value, new: &Value) -> Vec<String> {
+    let empty = Map::new();
+    let o = old.as_object().unwrap_or(&empty);
+    let n = new.as_object().unwrap_or(&empty);
+    let mut keys: Vec<String> = o
+        .keys()
+        .chain(n.keys())
+        .filter(|k| o.get(*k) != n.get(*k))
+        .cloned()
+        .collect();
+    keys.sort();
+    keys.dedup();
+    keys
 }
 
 #[cfg(test)]
@@ -197,10 +279,77 @@ mod tests {
     }
 
     #[test]
-    fn secrets_are_masked() {
-        let s = json!({"providers": {"openai": {"apiKey": "sk-1234567890abcd", "model": "m"}}});
+    fn secrets_in_every_spelling_are_masked_and_nothing_else() {
+        let secrets = [
+            "api_key",
+            "apiKey",
+            "API-KEY",
+            "apikey",
+            "token",
+            "refresh_token",
+            "refreshToken",
+            "access_token",
+            "accessToken",
+            "id_token",
+            "oauth_token",
+            "botToken",
+            "password",
+            "passwd",
+            "client_secret",
+            "secretKey",
+            "privateKey",
+            "Authorization",
+        ];
+        for k in secrets {
+            let s = json!({"providers": {"x": {k: "sk-1234567890abcd", "model": "m"}}});
+            let m = masked(&s);
+            assert_eq!(m["providers"]["x"][k], MASK, "{k}");
+            assert_eq!(m["providers"]["x"]["model"], "m");
+            assert!(!m.to_string().contains("sk-1234"), "{k}");
+        }
+        let s = json!({"agent": {"max_tokens": 16384, "tokenizer": "bpe"}, "token": null,
+                       "search": {"credentials": {"brave": {"api_key": "k", "plan": "free"}}},
+                       "list": [{"password": 7}]});
         let m = masked(&s);
-        assert_eq!(m["providers"]["openai"]["apiKey"], "****abcd");
-        assert_eq!(m["providers"]["openai"]["model"], "m");
+        assert_eq!(m["agent"], s["agent"]);
+        assert_eq!(m["token"], Value::Null);
+        assert_eq!(
+            m["search"]["credentials"]["brave"],
+            json!({"api_key": MASK, "plan": "free"})
+        );
+        assert_eq!(m["list"][0]["password"], MASK);
+        // `key` is a secret under providers only (an allowlist entry's key is not).
+        let s = json!({"providers": {"x": {"key": "sk-1"}}, "allowlist": [{"key": "shell:ls"}]});
+        let m = masked(&s);
+        assert_eq!(m["providers"]["x"]["key"], MASK);
+        assert_eq!(m["allowlist"][0]["key"], "shell:ls");
+        assert_eq!(
+            masked_echo(&json!({"providers": {"x": {"key": "***"}}})),
+            Some("providers.x.key".into())
+        );
+    }
+
+    #[test]
+    fn a_masked_echo_is_found_with_its_path() {
+        assert_eq!(
+            masked_echo(&json!({"providers": {"openai": {"model": "***", "apiKey": "***"}}})),
+            Some("providers.openai.apiKey".into())
+        );
+        assert_eq!(
+            masked_echo(&json!({"gateway": {"slack": {"token": "xoxb"}}})),
+            None
+        );
+        assert_eq!(
+            masked_echo(&json!({"a": [{"password": "x"}, {"password": "***"}]})),
+            Some("a[1].password".into())
+        );
+    }
+
+    #[test]
+    fn changed_keys_are_the_top_level_differences() {
+        let a = json!({"a": 1, "b": {"c": 1}, "d": 2});
+        let b = json!({"a": 1, "b": {"c": 2}, "e": 3});
+        assert_eq!(changed_keys(&a, &b), vec!["b", "d", "e"]);
+        assert!(changed_keys(&a, &a).is_empty());
     }
 }

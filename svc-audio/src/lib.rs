@@ -94,6 +94,31 @@ impl App {
         (settings, det)
     }
 
+    /// Applies a change of the `audio` settings the settings owner announces
+    /// (`ServiceBus.SettingsChanged`) without a restart: the cached settings and detection
+    /// are dropped and read again at once (which also re-announces the `audio` capability).
+    pub fn follow_settings(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut changes = self.hub.settings_changes();
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                match changes.recv().await {
+                    Ok(c) if !c.keys.iter().any(|k| k == "audio") => continue,
+                    Ok(_) | Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                }
+                me.invalidate();
+                let (settings, _) = me.state().await;
+                tracing::info!(
+                    tts = ?settings.tts_provider,
+                    stt = ?settings.stt_provider,
+                    "audio settings applied"
+                );
+            }
+        })
+    }
+
     /// Forgets the detection (after an install).
     pub fn invalidate(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);

@@ -58,6 +58,7 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         let host = host.clone();
         tokio::spawn(async move { host.start().await });
     }
+    host.follow_settings();
     let app = App::new(host.clone());
     let services = Services::new()
         .add_service(McpRpc::new(app.clone()).into_server())

@@ -7,12 +7,15 @@
 //! [`site`] (site memory: validation, urlPattern, counters, authorization) · [`sessions`]
 //! (resolving a `sessionId` through svc-session) · [`rpc`] (the generated traits over
 //! `MemoryApi` and `site::api::SiteApi`) ·
+//! [`config`] (the recall settings, re-read when they change) ·
 //! [`error`] (the one mapping to protocol errors).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use snowpea_common::bus::BusHub;
 use snowpea_common::home::Home;
 
+pub mod config;
 pub mod error;
 pub mod ingest;
 pub mod memory;
@@ -33,6 +36,8 @@ pub struct App {
     pub store: store::Store,
     /// Resolves a `memory.list{sessionId}` to its project root and agent.
     pub sessions: sessions::SessionLookup,
+    home: Home,
+    recall: Mutex<config::RecallConfig>,
 }
 
 impl App {
@@ -43,6 +48,33 @@ impl App {
         Ok(Arc::new(App {
             store,
             sessions: sessions::SessionLookup::new(home.socket("session")),
+            recall: Mutex::new(config::RecallConfig::load(home)),
+            home: home.clone(),
         }))
+    }
+
+    /// The recall settings in force.
+    pub fn recall(&self) -> config::RecallConfig {
+        *self.recall.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Re-reads the recall settings whenever the settings owner announces a change of
+    /// `memory` (`ServiceBus.SettingsChanged` on `hub`), without a restart.
+    pub fn follow_settings(self: &Arc<Self>, hub: &BusHub) -> tokio::task::JoinHandle<()> {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut changes = hub.settings_changes();
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                match changes.recv().await {
+                    Ok(c) if !c.keys.iter().any(|k| k == "memory") => continue,
+                    Ok(_) | Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                }
+                let c = config::RecallConfig::load(&me.home);
+                *me.recall.lock().unwrap_or_else(|e| e.into_inner()) = c;
+                tracing::info!(search_limit = c.search_limit, "memory settings applied");
+            }
+        })
     }
 }

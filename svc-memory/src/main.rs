@@ -29,6 +29,7 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
     let hub = BusHub::new();
     hub.set_capabilities(CAPABILITIES);
     let app = App::open(&args.home)?;
+    app.follow_settings(&hub);
     let services = Services::new()
         .add_service(MemoryRpc::new(app.clone()).into_server())
         .add_service(SiteRpc::new(app).into_server())

@@ -46,6 +46,7 @@ pub async fn run(args: ServiceArgs) -> anyhow::Result<()> {
     // Settings never stop the scheduler: bad ones are logged and fall back (config.rs).
     sched.use_settings_file(args.home.settings_path());
     let config = sched.reload_config();
+    sched.follow_settings();
     tracing::info!(
         clock = if clock.as_manual().is_some() { "manual" } else { "real" },
         now = %spec::iso(clock.now()),

@@ -123,6 +123,30 @@ impl Scheduler {
         loaded.config
     }
 
+    /// Applies settings changes the settings owner announces (`ServiceBus.SettingsChanged`)
+    /// without a restart: a change of `scheduler` or `approvals` (or a missed
+    /// announcement) re-reads the file ([`Scheduler::reload_config`]) and wakes the tick.
+    /// Runs until the bus hub is dropped.
+    pub fn follow_settings(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut changes = self.bus.settings_changes();
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let relevant = match changes.recv().await {
+                    Ok(c) => c.keys.iter().any(|k| k == "scheduler" || k == "approvals"),
+                    Err(RecvError::Lagged(_)) => true,
+                    Err(RecvError::Closed) => return,
+                };
+                if relevant {
+                    let c = me.reload_config();
+                    tracing::info!(time_zone = %c.time_zone_name, "scheduler settings applied");
+                    me.wake();
+                }
+            }
+        })
+    }
+
     /// Logs the settings problems not logged before; returns them.
     pub fn note_settings_warnings(&self, warnings: &[String]) -> Vec<String> {
         let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());

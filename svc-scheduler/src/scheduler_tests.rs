@@ -1276,3 +1276,34 @@ async fn keep_runs_deletes_older_run_sessions_but_keeps_their_history() {
     }
     assert_eq!(r.fake.deleted.lock().unwrap().len(), 3);
 }
+
+#[tokio::test]
+async fn an_announced_settings_change_is_applied_without_a_restart() {
+    let r = rig().await;
+    r.api.sched.reload_config();
+    let _follow = r.api.sched.follow_settings();
+    assert_eq!(r.api.sched.config().time_zone_name, "UTC");
+    std::fs::write(
+        r._home.path().join("settings.json"),
+        r#"{"scheduler":{"timeZone":"Asia/Seoul","keepRuns":7}}"#,
+    )
+    .unwrap();
+    // A change of another section is not the scheduler's; one of `scheduler` re-reads the
+    // file.
+    r.api
+        .sched
+        .bus
+        .settings_changed(snowpea_proto::rpc::v1::SettingsChange {
+            scope: "global".into(),
+            keys: vec!["memory".into()],
+        });
+    r.api
+        .sched
+        .bus
+        .settings_changed(snowpea_proto::rpc::v1::SettingsChange {
+            scope: "global".into(),
+            keys: vec!["scheduler".into()],
+        });
+    snowpea_testkit::assert_eventually!(r.api.sched.config().time_zone_name == "Asia/Seoul");
+    assert_eq!(r.api.sched.config().keep_runs, 7);
+}

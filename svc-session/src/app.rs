@@ -15,6 +15,8 @@ use crate::events::EventLog;
 use crate::provider::Providers;
 use crate::runs::Runs;
 use crate::session::{Registry, Sessions};
+use crate::settings::Settings;
+use crate::setup::Setup;
 use crate::store::{self, Store};
 use crate::tools::Tools;
 use crate::turn::{TurnLimits, Turns};
@@ -29,7 +31,8 @@ pub struct AppConfig {
     pub home: Home,
     /// Environment lookup for provider selection (`SNOWPEA_PROVIDER`, API keys).
     pub env: EnvFn,
-    /// Most model calls with tool use in one turn before it ends with `budget`.
+    /// Most model calls with tool use in one turn before it ends with `budget`, unless the
+    /// settings say `agent.max_tool_rounds` (reference default 200).
     pub max_tool_rounds: usize,
     /// Cap on a tool's output fed back to the model, in bytes.
     pub output_cap: usize,
@@ -53,7 +56,7 @@ impl AppConfig {
         AppConfig {
             home,
             env: Arc::new(|k| std::env::var(k).ok()),
-            max_tool_rounds: 50,
+            max_tool_rounds: 200,
             output_cap: 64 * 1024,
             provider_idle_timeout: Duration::from_secs(300),
         }
@@ -78,6 +81,10 @@ pub struct App {
     pub providers: Providers,
     /// Unattended runs for svc-scheduler (`SessionInternalService`).
     pub runs: Runs,
+    /// `settings.*` and `system.reloadSettings`: the owner of the settings files.
+    pub settings: Arc<Settings>,
+    /// `setup.*`: the setup wizard.
+    pub setup: Setup,
     hub: Arc<BusHub>,
 }
 
@@ -100,6 +107,8 @@ impl App {
             .read("session.open", |c| store::sessions::list(c, false))
             .await?;
         let registry = Registry::new(store.clone(), saved);
+        let settings = Arc::new(Settings::new(home.clone(), hub.clone()));
+        let setup = Setup::new(home.clone(), settings.clone(), config.env.clone());
         // Commands a killed svc-session of this home left running die before anything starts.
         let mark = snowpea_common::orphans::mark("session", home.root());
         snowpea_common::orphans::reap(&mark);
@@ -157,6 +166,8 @@ impl App {
             checkpoints,
             providers,
             runs,
+            settings,
+            setup,
             hub,
         }))
     }

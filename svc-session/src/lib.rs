@@ -6,7 +6,8 @@
 //! origin connection), [`turn::Turns`] (prompt queue, interrupt, the agent loop),
 //! [`events::EventLog`] (seq assignment, group commit, publish; [`recovery`] repairs a
 //! crash), [`approval::Approvals`], [`tools::Tools`], [`provider::Providers`],
-//! [`checkpoints::Checkpoints`] (per-turn workdir checkpoints), [`runs::Runs`] (svc-scheduler's unattended runs). [`rpc`] holds the gRPC trait impls
+//! [`checkpoints::Checkpoints`] (per-turn workdir checkpoints), [`settings::Settings`]
+//! (`settings.*`, the settings owner), [`setup::Setup`] (`setup.*`), [`runs::Runs`] (svc-scheduler's unattended runs). [`rpc`] holds the gRPC trait impls
 //! that delegate to them; [`clients`] the clients of other services; [`store`] the SQL;
 //! [`permissions`] the mode matrix; [`error`] the one wire mapping.
 
@@ -22,6 +23,8 @@ pub mod recovery;
 pub mod rpc;
 pub mod runs;
 pub mod session;
+pub mod settings;
+pub mod setup;
 pub mod store;
 pub mod tools;
 pub mod turn;
@@ -35,6 +38,8 @@ pub const CAPABILITIES: &[&str] = &[
     "tools",
     "checkpoints",
     "providerModelsError",
+    "settings",
+    "setup",
 ];
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! `snowpea-svc-session --home DIR --socket PATH`: serves `snowpea.session.v1`
-//! (SessionService, ApprovalService, ToolService, CheckpointService, ProviderService) and the internal bus on a unix socket,
+//! (SessionService, ApprovalService, ToolService, CheckpointService, ProviderService,
+//! SettingsService, SetupService, SettingsInternalService) and the internal bus on a unix socket,
 //! with `grpc.health.v1` and reflection. Logs to stderr. Exit codes: 0 after
 //! SIGTERM/SIGINT, 1 on a start-up failure, 2 on bad arguments.
 
@@ -9,7 +10,7 @@ use snowpea_common::bus::{BusHub, BusService};
 use snowpea_common::service::{serve, ServiceArgs, Services};
 use snowpea_svc_session::rpc::{
     approval::ApprovalRpc, checkpoint::CheckpointRpc, provider::ProviderRpc, session::SessionRpc,
-    tool::ToolRpc,
+    settings::SettingsRpc, setup::SetupRpc, tool::ToolRpc,
 };
 use snowpea_svc_session::{App, AppConfig, CAPABILITIES};
 
@@ -37,6 +38,9 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(ToolRpc::new(app.clone()).into_server())
         .add_service(CheckpointRpc::new(app.clone()).into_server())
         .add_service(ProviderRpc::new(app.clone()).into_server())
+        .add_service(SettingsRpc::new(app.clone()).into_server())
+        .add_service(SettingsRpc::new(app.clone()).into_internal_server())
+        .add_service(SetupRpc::new(app.clone()).into_server())
         .add_service(
             snowpea_svc_session::rpc::internal::InternalRpc::new(app.clone()).into_server(),
         )

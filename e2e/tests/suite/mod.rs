@@ -14,4 +14,5 @@ mod memory;
 mod providers;
 mod resume;
 mod scheduler;
+mod settings;
 mod turn;

@@ -3,7 +3,9 @@
 //! decoding its typed `System*Params` and answering its typed `System*Result`. Shutdown
 //! and restart answer first and act after the answer went out, through the supervisor's
 //! control socket; a standalone gateway (no supervisor answering) stops itself.
-//! checkUpdate, reloadSettings and update are `not_implemented` for now.
+//! `system.reloadSettings` is asked of the settings owner (svc-session's internal
+//! `SettingsInternalService.Reload`, [`reload_settings`]). checkUpdate and update are
+//! `not_implemented` for now.
 
 use std::time::Duration;
 
@@ -16,8 +18,9 @@ use snowpea_proto::schema::MethodSpec;
 use snowpea_proto::supervisor::v1::supervisor_client::SupervisorClient;
 use snowpea_proto::supervisor::v1::{RestartRequest, StopRequest};
 use snowpea_proto::system::v1::{
-    SystemHealthParams, SystemHealthResult, SystemInfoParams, SystemRestartParams,
-    SystemRestartResult, SystemShutdownParams, SystemShutdownResult,
+    SystemHealthParams, SystemHealthResult, SystemInfoParams, SystemReloadSettingsParams,
+    SystemReloadSettingsResult, SystemRestartParams, SystemRestartResult, SystemShutdownParams,
+    SystemShutdownResult,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -34,6 +37,37 @@ pub enum AfterReply {
     StopSuite,
     /// Restart the whole suite (system.restart).
     RestartSuite,
+}
+
+/// Longest wait for the settings owner to re-read the settings and tell the services.
+const RELOAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `system.reloadSettings`: svc-session owns the settings, so the gateway asks it
+/// (`SettingsInternalService.Reload`); svc-session down or slow is `unavailable`.
+async fn reload_settings(services: &Services) -> Result<SystemReloadSettingsResult, RpcError> {
+    use snowpea_proto::session::v1::settings_internal_service_client::SettingsInternalServiceClient;
+    let Some(session) = services.get("session") else {
+        return Err(RpcError::new(
+            ErrorCode::Unavailable,
+            "system.reloadSettings: the session service (the settings owner) is not part of this suite",
+        ));
+    };
+    let mut client = SettingsInternalServiceClient::new(session.channel.clone());
+    let req = snowpea_proto::session::v1::SettingsReloadRequest {};
+    match tokio::time::timeout(RELOAD_TIMEOUT, client.reload(req)).await {
+        Ok(Ok(r)) => {
+            let r = r.into_inner();
+            Ok(SystemReloadSettingsResult {
+                changed_keys: r.changed_keys,
+                reloaded: r.reloaded,
+            })
+        }
+        Ok(Err(status)) => Err(RpcError::from_status(&status)),
+        Err(_) => Err(RpcError::new(
+            ErrorCode::Unavailable,
+            format!("the session service did not reload the settings within {RELOAD_TIMEOUT:?}"),
+        )),
+    }
 }
 
 /// How long the supervisor gets to acknowledge a stop/restart request.
@@ -115,6 +149,11 @@ pub async fn handle(
             let SystemRestartParams {} = decode(&params)?;
             let result = SystemRestartResult { ok: true };
             Ok((encode(&out, &result)?, Some(AfterReply::RestartSuite)))
+        }
+        SystemMethod::ReloadSettings => {
+            let SystemReloadSettingsParams {} = decode(&params)?;
+            let result = reload_settings(services).await?;
+            Ok((encode(&out, &result)?, None))
         }
         SystemMethod::NotImplemented => Err(RpcError::new(
             ErrorCode::NotImplemented,

@@ -28,6 +28,8 @@ pub enum SystemMethod {
     Shutdown,
     /// `system.restart`.
     Restart,
+    /// `system.reloadSettings` (asked of the settings owner, svc-session).
+    ReloadSettings,
     /// Declared in the schema, not implemented yet (answers `not_implemented`).
     NotImplemented,
 }
@@ -41,6 +43,7 @@ impl SystemMethod {
             "system.info" => SystemMethod::Info,
             "system.shutdown" => SystemMethod::Shutdown,
             "system.restart" => SystemMethod::Restart,
+            "system.reloadSettings" => SystemMethod::ReloadSettings,
             _ => SystemMethod::NotImplemented,
         }
     }

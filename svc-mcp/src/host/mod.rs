@@ -188,6 +188,27 @@ impl Host {
         out
     }
 
+    /// Applies a change of the `mcp` settings (`mcp.servers`, `mcp.trustedProjects`,
+    /// `mcp.permissions`, `mcp.enabled`) the settings owner announces
+    /// (`ServiceBus.SettingsChanged`) without a restart: the servers are reconciled with the
+    /// files at once ([`Host::reconcile`]), as `mcp.reload` does.
+    pub fn follow_settings(&self) -> tokio::task::JoinHandle<()> {
+        use tokio::sync::broadcast::error::RecvError;
+        let mut changes = self.inner.hub.settings_changes();
+        let me = self.clone();
+        tokio::spawn(async move {
+            loop {
+                match changes.recv().await {
+                    Ok(c) if !c.keys.iter().any(|k| k == "mcp") => continue,
+                    Ok(_) | Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                }
+                me.reconcile().await;
+                tracing::info!("mcp settings applied");
+            }
+        })
+    }
+
     /// Brings the running servers in line with the files: new entries start, changed ones
     /// restart, removed ones stop (their processes reaped) and are announced `removed`.
     pub async fn reconcile(&self) {

@@ -16,7 +16,8 @@ use crate::{ingest, App};
 pub const MAX_TEXT: usize = 64 * 1024;
 /// Most tags of one memory.
 pub const MAX_TAGS: usize = 32;
-/// (default, largest) `limit` of `memory.search`.
+/// (default, largest) `limit` of `memory.search` (the default is the setting
+/// `memory.searchLimit`, [`crate::config`]).
 pub const SEARCH_LIMIT: (usize, usize) = (10, 100);
 /// (default, largest) `limit` of `memory.list`.
 pub const LIST_LIMIT: (usize, usize) = (50, 500);
@@ -118,7 +119,7 @@ impl MemoryApi {
             if p.query.trim().is_empty() {
                 return Err(Error::invalid("params.query", "is required"));
             }
-            let n = limit(p.limit, SEARCH_LIMIT.0, SEARCH_LIMIT.1)?;
+            let n = limit(p.limit, app.recall().search_limit, SEARCH_LIMIT.1)?;
             app.store.read(|c| memories::search(c, &[ns], &p.query, n))
         })
         .await?;

@@ -92,6 +92,32 @@ pub fn spawn_speak_reply(
     });
 }
 
+/// Deadline of the `audio.capabilities` call `setup.catalog` makes.
+pub const CAPABILITIES_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The speech engines usable on this machine as svc-audio reports them
+/// (`audio.capabilities` `sttProviders`, `ttsProviders`); both empty when svc-audio is down
+/// or slow (logged).
+pub async fn usable_engines(home: &Home) -> (Vec<String>, Vec<String>) {
+    let mut client =
+        AudioServiceClient::new(snowpea_common::client::unix_channel(home.socket("audio")));
+    let req = snowpea_proto::audio::v1::AudioCapabilitiesParams::default();
+    match tokio::time::timeout(CAPABILITIES_TIMEOUT, client.capabilities(req)).await {
+        Ok(Ok(r)) => {
+            let r = r.into_inner();
+            (r.stt_providers, r.tts_providers)
+        }
+        Ok(Err(status)) => {
+            tracing::warn!(error = %status.message(), "audio.capabilities failed; speech engines shown inactive");
+            (vec![], vec![])
+        }
+        Err(_) => {
+            tracing::warn!("svc-audio did not answer audio.capabilities within {CAPABILITIES_TIMEOUT:?}; speech engines shown inactive");
+            (vec![], vec![])
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,8 +49,11 @@ pub fn session_namespaces(project_root: &str, agent: Option<&str>) -> Vec<String
 }
 
 /// `memory.top_k` from the effective settings (default [`DEFAULT_TOP_K`]; 0 disables
-/// recall).
+/// recall, and so does `memory.enabled: false`).
 pub fn top_k(settings: &Value) -> usize {
+    if snowpea_common::settings::get(settings, "memory.enabled") == Some(&Value::Bool(false)) {
+        return 0;
+    }
     snowpea_common::settings::get(settings, "memory.top_k")
         .and_then(Value::as_u64)
         .map_or(DEFAULT_TOP_K, |n| n.min(100) as usize)

@@ -1,6 +1,8 @@
 //! gRPC implementations of the `snowpea.session.v1` services this process serves, one
 //! file per service: [`session`] (`SessionService`), [`approval`] (`ApprovalService`),
-//! [`tool`] (`ToolService`), [`checkpoint`] (`CheckpointService`), [`provider`] (`ProviderService`). Methods not implemented here answer the generated default
+//! [`tool`] (`ToolService`), [`checkpoint`] (`CheckpointService`), [`provider`] (`ProviderService`),
+//! [`settings`] (`SettingsService`,
+//! `SettingsInternalService`), [`setup`] (`SetupService`). Methods not implemented here answer the generated default
 //! (`UNIMPLEMENTED` → `not_implemented` at the gateway). Spans, timing and outcome
 //! codes come from the shared call layer in `snowpea_common::calls` (installed by `serve`).
 
@@ -9,4 +11,6 @@ pub mod checkpoint;
 pub mod internal;
 pub mod provider;
 pub mod session;
+pub mod settings;
+pub mod setup;
 pub mod tool;

@@ -273,13 +273,23 @@ impl Turns {
         if let Some(block) = crate::clients::memory::recall_block(&recalled) {
             system.push_str(&block);
         }
-        for _round in 0..self.limits.max_tool_rounds {
+        // Settings `agent.max_tool_rounds` / `agent.max_tokens` (validated by settings.set;
+        // a hand-edited bad value is ignored) win over the service's defaults.
+        let agent_setting = |key: &str| {
+            snowpea_common::settings::get(&settings, key)
+                .and_then(serde_json::Value::as_u64)
+                .filter(|n| (1..=u64::from(u32::MAX)).contains(n))
+        };
+        let max_tool_rounds = agent_setting("agent.max_tool_rounds")
+            .map_or(self.limits.max_tool_rounds, |n| n as usize);
+        let max_tokens = agent_setting("agent.max_tokens").map(|n| n as u32);
+        for _round in 0..max_tool_rounds {
             let request = ModelRequest {
                 model: row.model.clone().unwrap_or_default(),
                 system: system.clone(),
                 messages: messages.clone(),
                 tools: specs.clone(),
-                max_tokens: None,
+                max_tokens,
             };
             let (text, calls) = match self
                 .model_call(session, t, provider.as_ref(), request, acc)
