@@ -128,7 +128,10 @@ fn entries_of(doc: &Value, scope: Scope) -> Vec<Entry> {
                         id,
                         pattern,
                         scope,
-                        created_at: o.get("createdAt").and_then(Value::as_str).map(str::to_owned),
+                        created_at: o
+                            .get("createdAt")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned),
                         extra,
                     })
                 })
@@ -256,7 +259,9 @@ impl Allowlist {
                 let c = std::fs::canonicalize(p)
                     .ok()
                     .filter(|c| c.is_dir())
-                    .ok_or_else(|| Error::invalid("params.workdir", format!("{w:?} is not an existing folder")))?;
+                    .ok_or_else(|| {
+                        Error::invalid("params.workdir", format!("{w:?} is not an existing folder"))
+                    })?;
                 Ok(Some(c))
             }
             None => Ok(self.caller_session(ctx).map(|s| s.workdir())),
@@ -265,17 +270,26 @@ impl Allowlist {
 
     /// `permission.allowlist.add`: validates the pattern and stores it in its scope
     /// (default `project`); a duplicate returns the existing id.
-    pub async fn add(&self, ctx: &CallContext, p: pb::PermissionAllowlistAddParams) -> Result<String> {
+    pub async fn add(
+        &self,
+        ctx: &CallContext,
+        p: pb::PermissionAllowlistAddParams,
+    ) -> Result<String> {
         let pattern = p.pattern.trim().to_owned();
         Pattern::parse(&pattern).map_err(|e| Error::invalid("params.pattern", e))?;
         let scope = match p.scope.as_str() {
             "" => Scope::Project,
-            s => Scope::parse(s).ok_or_else(|| Error::invalid("params.scope", "must be session, project or always"))?,
+            s => Scope::parse(s).ok_or_else(|| {
+                Error::invalid("params.scope", "must be session, project or always")
+            })?,
         };
         match scope {
             Scope::Session => {
                 let session = self.caller_session(ctx).ok_or_else(|| {
-                    Error::invalid("params.scope", "a session entry needs a session of this connection (create or attach one)")
+                    Error::invalid(
+                        "params.scope",
+                        "a session entry needs a session of this connection (create or attach one)",
+                    )
                 })?;
                 Ok(self.add_session(&session.id, &pattern).await?)
             }
@@ -309,9 +323,17 @@ impl Allowlist {
             .map_err(|_| Error::Internal(anyhow::anyhow!("allowlist insert gave no id")))
     }
 
-    async fn add_file(&self, scope: Scope, workdir: Option<&Path>, pattern: String) -> Result<String> {
+    async fn add_file(
+        &self,
+        scope: Scope,
+        workdir: Option<&Path>,
+        pattern: String,
+    ) -> Result<String> {
         let path = file_of(&self.home, scope, workdir).expect("a file scope");
-        let id = off_thread("permission.allowlist.add", move || add_to_file(&path, &pattern)).await?;
+        let id = off_thread("permission.allowlist.add", move || {
+            add_to_file(&path, &pattern)
+        })
+        .await?;
         tracing::info!(scope = scope.as_str(), pattern_id = %id, "allowlist entry stored");
         Ok(id)
     }
@@ -322,15 +344,16 @@ impl Allowlist {
         let sid = session_id.map(str::to_owned);
         let rows = self
             .store
-            .read("allowlist.session", move |c| store::allowlist::list(c, sid.as_deref()))
+            .read("allowlist.session", move |c| {
+                store::allowlist::list(c, sid.as_deref())
+            })
             .await?;
         let mut out = Vec::new();
         for r in rows {
             if self.sessions.get(&r.session_id).is_err() {
                 let sid = r.session_id.clone();
-                self.log.write_later(move |c| {
-                    store::allowlist::remove_session(c, &sid).map(|_| ())
-                });
+                self.log
+                    .write_later(move |c| store::allowlist::remove_session(c, &sid).map(|_| ()));
                 continue;
             }
             out.push((
@@ -357,7 +380,9 @@ impl Allowlist {
     ) -> Result<pb::PermissionAllowlistListResult> {
         let scope = match p.scope.as_deref().filter(|s| !s.is_empty()) {
             None => None,
-            Some(s) => Some(Scope::parse(s).ok_or_else(|| Error::invalid("params.scope", "must be session, project or always"))?),
+            Some(s) => Some(Scope::parse(s).ok_or_else(|| {
+                Error::invalid("params.scope", "must be session, project or always")
+            })?),
         };
         let workdir = self.workdir(ctx, p.workdir.as_deref())?;
         let mut out: Vec<Entry> = Vec::new();
@@ -406,7 +431,11 @@ impl Allowlist {
 
     /// `permission.allowlist.remove`: deletes the entry from wherever it is stored (a
     /// session's, the project's of `workdir`, the global file); unknown → `not_found`.
-    pub async fn remove(&self, ctx: &CallContext, p: pb::PermissionAllowlistRemoveParams) -> Result<()> {
+    pub async fn remove(
+        &self,
+        ctx: &CallContext,
+        p: pb::PermissionAllowlistRemoveParams,
+    ) -> Result<()> {
         let id = p.pattern_id.trim().to_owned();
         if id.is_empty() {
             return Err(Error::invalid("params.patternId", "must not be empty"));
@@ -458,7 +487,10 @@ impl Allowlist {
             .collect();
         let (home, workdir) = (self.home.clone(), session.workdir());
         let files = off_thread("allowlist.match", move || {
-            let mut v = read_file(&workdir.join(".snowpea").join("settings.json"), Scope::Project);
+            let mut v = read_file(
+                &workdir.join(".snowpea").join("settings.json"),
+                Scope::Project,
+            );
             v.extend(read_file(&home.settings_path(), Scope::Always));
             Ok(v)
         })
@@ -503,7 +535,10 @@ impl Allowlist {
         let pattern = pattern::derive(tool, command)?;
         let r = match scope {
             Scope::Session => self.add_session(&session.id, &pattern).await,
-            Scope::Project => self.add_file(scope, Some(&session.workdir()), pattern).await,
+            Scope::Project => {
+                self.add_file(scope, Some(&session.workdir()), pattern)
+                    .await
+            }
             Scope::Always => self.add_file(scope, None, pattern).await,
         };
         match r {

@@ -167,7 +167,8 @@ fn options() -> brush_parser::ParserOptions {
 }
 
 fn parse(command: &str) -> Option<ast::Program> {
-    let mut parser = brush_parser::Parser::new(std::io::Cursor::new(command.as_bytes()), &options());
+    let mut parser =
+        brush_parser::Parser::new(std::io::Cursor::new(command.as_bytes()), &options());
     parser.parse_program().ok()
 }
 
@@ -193,11 +194,10 @@ fn collect_program(command: &str, depth: usize, out: &mut Vec<Argv>) -> Option<(
     let program = parse(command)?;
     for list in &program.complete_commands {
         for ast::CompoundListItem(and_or, _) in &list.0 {
-            let pipelines = std::iter::once(&and_or.first).chain(and_or.additional.iter().map(
-                |a| match a {
+            let pipelines =
+                std::iter::once(&and_or.first).chain(and_or.additional.iter().map(|a| match a {
                     ast::AndOr::And(p) | ast::AndOr::Or(p) => p,
-                },
-            ));
+                }));
             for pipeline in pipelines {
                 if pipeline.timed.is_some() {
                     return None;
@@ -350,9 +350,10 @@ pub fn derive(tool: &str, command: Option<&str>) -> Option<String> {
 /// `word` as a pattern word that matches exactly it.
 fn quote_word(word: &str) -> String {
     let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | ':' | '=' | ',' | '+' | '@' | '%'));
+        && word.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '-' | '_' | '.' | '/' | ':' | '=' | ',' | '+' | '@' | '%')
+        });
     if plain {
         word.to_owned()
     } else {

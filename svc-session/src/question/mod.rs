@@ -3,7 +3,8 @@
 //! `ask_user` tool is [`crate::tools::ask_user`]). Owns the `questions` table.
 //!
 //! One `ask_user` call is one batch (`qu-` + 12 hex). It is persisted (without answers),
-//! `question.pending{request}` is broadcast, and the session's origin connection gets the
+//! `question.pending{request}` goes to every connection but the live origin (to all while
+//! no origin is live), and the session's origin connection gets the
 //! server→client request `question.request` (with a 2 s grace added to its timeout) as soon
 //! as it is live. The first of these resolves it:
 //! * the origin's answer to `question.request` (`{answers}`) → `by: "user"`;
@@ -33,7 +34,6 @@ use snowpea_common::bus::{BusHub, RequestError};
 use snowpea_common::home::Home;
 use snowpea_common::time::now_iso;
 use snowpea_proto::session::v1 as pb;
-use snowpea_proto::typed::ServerRequest;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -168,7 +168,10 @@ impl Questions {
     /// The answers of restored batches (taken once, by the composition root, which starts
     /// a turn with each).
     pub fn take_late_answers(&self) -> Option<mpsc::UnboundedReceiver<LateAnswer>> {
-        self.late_rx.lock().unwrap_or_else(|e| e.into_inner()).take()
+        self.late_rx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 
     /// Updates the session's pending-question count (its `awaiting_question` status) and
@@ -275,10 +278,6 @@ impl Questions {
                 cancel: cancel.clone(),
             },
         );
-        self.log.publish(&pb::QuestionPendingNotification {
-            host_tools_from: session.host_tools_from(),
-            request: Some(request),
-        });
         self.changed(session);
         (answered, cancel)
     }
@@ -305,6 +304,27 @@ impl Questions {
                 .try_recv()
                 .unwrap_or_else(|_| Resolution::declined("interrupted"));
         };
+        // `question.pending` goes to everyone but a live origin (which gets the request).
+        let origin = session.origin().filter(|o| self.hub.is_live(o));
+        let targets: Vec<String> = match &origin {
+            Some(o) => self
+                .hub
+                .connections()
+                .into_iter()
+                .map(|c| c.connection_id)
+                .filter(|c| c != o)
+                .collect(),
+            None => vec![],
+        };
+        if origin.is_none() || !targets.is_empty() {
+            self.hub.publish(
+                &pb::QuestionPendingNotification {
+                    host_tools_from: session.host_tools_from(),
+                    request: Some(request.clone()),
+                },
+                targets,
+            );
+        }
         let deadline = Instant::now() + timeout;
         let mut origin_rx = session.origin.subscribe();
         let mut inflight: Option<(String, ClientAnswer)> = None;
@@ -384,9 +404,8 @@ impl Questions {
                 resolution.outcome(),
                 resolution.by.clone(),
             );
-            self.log.write_later(move |c| {
-                store::questions::resolve(c, &rid, outcome, &by, &now_iso())
-            });
+            self.log
+                .write_later(move |c| store::questions::resolve(c, &rid, outcome, &by, &now_iso()));
         }
         self.log.publish(&pb::QuestionResolvedNotification {
             by: resolution.by.clone(),
@@ -427,7 +446,9 @@ impl Questions {
         let id = p.request_id.clone();
         match self
             .store
-            .read("question.respond", move |c| store::questions::status(c, &id))
+            .read("question.respond", move |c| {
+                store::questions::status(c, &id)
+            })
             .await?
         {
             Some(_) => Ok(()),
@@ -478,7 +499,10 @@ impl Questions {
             let left = row.deadline_ms - snowpea_common::time::now_ms();
             let (Some(session), true, false) = (session, left > 0, questions.is_empty()) else {
                 let by = if left <= 0 { "timeout" } else { "interrupted" };
-                let (rid, outcome) = (row.request_id.clone(), if left <= 0 { "timed_out" } else { "declined" });
+                let (rid, outcome) = (
+                    row.request_id.clone(),
+                    if left <= 0 { "timed_out" } else { "declined" },
+                );
                 self.log.write_later(move |c| {
                     store::questions::resolve(c, &rid, outcome, by, &now_iso())
                 });
@@ -500,7 +524,12 @@ impl Questions {
             let me = self.clone();
             tokio::spawn(async move {
                 let r = me
-                    .wait(&session, &row.request_id, answered, Duration::from_millis(left as u64))
+                    .wait(
+                        &session,
+                        &row.request_id,
+                        answered,
+                        Duration::from_millis(left as u64),
+                    )
                     .await;
                 if let Some(answers) = &r.answers {
                     let text = format!(
@@ -523,11 +552,6 @@ impl Questions {
 /// A `question.request` waiting for the client's answer.
 type ClientAnswer =
     std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, RequestError>> + Send>>;
-
-/// The `question.request` params a batch is sent with (for tests and tools).
-pub fn request_params(request: &pb::QuestionRequest) -> Value {
-    request.to_request_params(&[])
-}
 
 #[cfg(test)]
 #[path = "question_tests.rs"]

@@ -161,7 +161,11 @@ fn choice(v: &Value, at: &str) -> Result<Choice, String> {
         return Err(format!("`{at}.label` must not be empty"));
     }
     limit(&c.label, MAX_LABEL_CHARS, &format!("{at}.label"))?;
-    limit(&c.description, MAX_DETAIL_CHARS, &format!("{at}.description"))?;
+    limit(
+        &c.description,
+        MAX_DETAIL_CHARS,
+        &format!("{at}.description"),
+    )?;
     limit(&c.preview, MAX_DETAIL_CHARS, &format!("{at}.preview"))?;
     Ok(c)
 }
@@ -249,8 +253,9 @@ pub fn normalize(args: &Value) -> Result<Vec<Question>, String> {
                 .collect::<Result<Vec<_>, _>>()?
         }
         Some(_) => return Err("`questions` must be a list".into()),
-        None if o.contains_key("question") => vec![question(o, "arguments")
-            .map_err(|e| e.replace("`arguments.", "`"))?],
+        None if o.contains_key("question") => {
+            vec![question(o, "arguments").map_err(|e| e.replace("`arguments.", "`"))?]
+        }
         None => return Err("missing required argument `questions` (or `question`)".into()),
     };
     Ok(questions)

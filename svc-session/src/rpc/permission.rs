@@ -40,7 +40,9 @@ impl PermissionService for PermissionRpc {
     ) -> Result<Response<pb::PermissionAllowlistAddResult>, Status> {
         let ctx = CallContext::of(&req);
         let pattern_id = self.app.allowlist.add(&ctx, req.into_inner()).await?;
-        Ok(Response::new(pb::PermissionAllowlistAddResult { pattern_id }))
+        Ok(Response::new(pb::PermissionAllowlistAddResult {
+            pattern_id,
+        }))
     }
 
     async fn allowlist_list(
@@ -48,7 +50,9 @@ impl PermissionService for PermissionRpc {
         req: Request<pb::PermissionAllowlistListParams>,
     ) -> Result<Response<pb::PermissionAllowlistListResult>, Status> {
         let ctx = CallContext::of(&req);
-        Ok(Response::new(self.app.allowlist.list(&ctx, req.into_inner()).await?))
+        Ok(Response::new(
+            self.app.allowlist.list(&ctx, req.into_inner()).await?,
+        ))
     }
 
     async fn allowlist_remove(
@@ -57,6 +61,8 @@ impl PermissionService for PermissionRpc {
     ) -> Result<Response<pb::PermissionAllowlistRemoveResult>, Status> {
         let ctx = CallContext::of(&req);
         self.app.allowlist.remove(&ctx, req.into_inner()).await?;
-        Ok(Response::new(pb::PermissionAllowlistRemoveResult { ok: true }))
+        Ok(Response::new(pb::PermissionAllowlistRemoveResult {
+            ok: true,
+        }))
     }
 }

@@ -35,7 +35,11 @@ impl QuestionService for QuestionRpc {
         &self,
         req: Request<pb::QuestionListParams>,
     ) -> Result<Response<pb::QuestionListResult>, Status> {
-        let session_id = req.get_ref().session_id.as_deref().filter(|s| !s.is_empty());
+        let session_id = req
+            .get_ref()
+            .session_id
+            .as_deref()
+            .filter(|s| !s.is_empty());
         Ok(Response::new(self.app.questions.list(session_id).await?))
     }
 

@@ -124,7 +124,13 @@ impl Tool for AskUser {
                 return ToolOutput::error("ask_user needs a live session to ask in");
             };
             let asked = questions
-                .ask(&session, &ctx.turn_id, &ctx.call_id, batch, ctx.cancel.clone())
+                .ask(
+                    &session,
+                    &ctx.turn_id,
+                    &ctx.call_id,
+                    batch,
+                    ctx.cancel.clone(),
+                )
                 .await;
             ToolOutput {
                 ok: asked.ok,
