@@ -1,3 +1,4 @@
+mod allowlist;
 mod approvals;
 mod audio;
 mod checkpoints;
@@ -11,6 +12,7 @@ mod jsonrpc;
 mod lifecycle;
 mod mcp;
 mod memory;
+mod questions;
 mod resume;
 mod scheduler;
 mod turn;
