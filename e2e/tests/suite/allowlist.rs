@@ -281,6 +281,7 @@ async fn the_allowlist_is_stored_per_scope_and_never_lets_a_call_bypass_its_appr
     for p in echo_allowed {
         call(&origin, "permission.allowlist.remove", json!({"patternId": p["patternId"], "workdir": wd_str})).await;
     }
+    let (mut promoted_n, mut asked_n) = (0, 0);
     for (i, case) in cases.iter().enumerate() {
         let ids: Vec<Value> = {
             let mut v = Vec::new();
@@ -308,6 +309,8 @@ async fn the_allowlist_is_stored_per_scope_and_never_lets_a_call_bypass_its_appr
         if needs_approval {
             let promoted = case.mode == "accept" && covered;
             assert_eq!(was_asked, !promoted, "{ctx}");
+            promoted_n += usize::from(promoted);
+            asked_n += usize::from(was_asked);
             if !promoted {
                 for (marker, argv) in &case.parts {
                     if argv[0] == "touch" {
@@ -323,4 +326,6 @@ async fn the_allowlist_is_stored_per_scope_and_never_lets_a_call_bypass_its_appr
         }
         call(&origin, "session.close", json!({"sessionId": sid})).await;
     }
+    // The generator reaches both sides of the property.
+    assert!(promoted_n > 0 && asked_n > 0, "seed {seed}: promoted {promoted_n}, asked {asked_n}");
 }
