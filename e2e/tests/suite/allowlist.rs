@@ -46,7 +46,11 @@ const POOL: [&str; 5] = ["echo", "echo ok", "touch m-", "touch", "ls"];
 
 fn gen_case(rng: &mut StdRng, i: usize) -> Case {
     let mode = ["plan", "accept", "auto"][rng.random_range(0..3)];
-    let patterns: Vec<&str> = POOL.iter().copied().filter(|_| rng.random_bool(0.4)).collect();
+    let patterns: Vec<&str> = POOL
+        .iter()
+        .copied()
+        .filter(|_| rng.random_bool(0.4))
+        .collect();
     let mut parts = Vec::new();
     let mut command = String::new();
     for k in 0..rng.random_range(1..4) {
@@ -112,7 +116,9 @@ async fn approver(suite: &Suite, id: &str, answer: Value) -> (Client, Arc<Mutex<
 }
 
 async fn call(c: &Client, method: &str, params: Value) -> Value {
-    c.call(method, params).await.unwrap_or_else(|e| panic!("{method}: {e}"))
+    c.call(method, params)
+        .await
+        .unwrap_or_else(|e| panic!("{method}: {e}"))
 }
 
 async fn list(c: &Client, params: Value) -> Vec<Value> {
@@ -126,7 +132,11 @@ fn file_patterns(path: &Path) -> Vec<String> {
     let doc: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     doc["allowlist"]
         .as_array()
-        .map(|l| l.iter().map(|e| e["pattern"].as_str().unwrap().to_owned()).collect())
+        .map(|l| {
+            l.iter()
+                .map(|e| e["pattern"].as_str().unwrap().to_owned())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -147,32 +157,65 @@ async fn the_allowlist_is_stored_per_scope_and_never_lets_a_call_bypass_its_appr
     let wd = suite.workdir.path().to_path_buf();
     let wd_str = std::fs::canonicalize(&wd).unwrap().display().to_string();
     std::fs::create_dir_all(wd.join(".snowpea")).unwrap();
-    std::fs::write(wd.join(".snowpea/settings.json"), r#"{"model": {"default": "keep-me"}}"#).unwrap();
+    std::fs::write(
+        wd.join(".snowpea/settings.json"),
+        r#"{"model": {"default": "keep-me"}}"#,
+    )
+    .unwrap();
     let (origin, asked) = approver(&suite, "origin", json!({"decision": "deny"})).await;
 
     // 1. Each scope stored where it belongs, duplicates keep their id, bad patterns refused.
     let sid = origin.create_session(&wd, Some("accept")).await.unwrap();
-    let add = |pattern: &str, scope: &str| {
-        json!({"pattern": pattern, "scope": scope, "workdir": wd_str})
-    };
-    let s_id = call(&origin, "permission.allowlist.add", add("make check", "session")).await["patternId"].clone();
-    let p_id = call(&origin, "permission.allowlist.add", add("cargo test", "project")).await["patternId"].clone();
-    let a_id = call(&origin, "permission.allowlist.add", add("tool:write_file", "always")).await["patternId"].clone();
-    let again = call(&origin, "permission.allowlist.add", add("cargo test", "project")).await;
+    let add =
+        |pattern: &str, scope: &str| json!({"pattern": pattern, "scope": scope, "workdir": wd_str});
+    let s_id = call(
+        &origin,
+        "permission.allowlist.add",
+        add("make check", "session"),
+    )
+    .await["patternId"]
+        .clone();
+    let p_id = call(
+        &origin,
+        "permission.allowlist.add",
+        add("cargo test", "project"),
+    )
+    .await["patternId"]
+        .clone();
+    let a_id = call(
+        &origin,
+        "permission.allowlist.add",
+        add("tool:write_file", "always"),
+    )
+    .await["patternId"]
+        .clone();
+    let again = call(
+        &origin,
+        "permission.allowlist.add",
+        add("cargo test", "project"),
+    )
+    .await;
     assert_eq!(again["patternId"], p_id);
     let project_file = wd.join(".snowpea/settings.json");
     let global_file = suite.home().join("settings.json");
     assert_eq!(file_patterns(&project_file), ["cargo test"]);
     assert_eq!(file_patterns(&global_file), ["tool:write_file"]);
     for f in [&project_file, &global_file] {
-        assert_eq!(std::fs::metadata(f).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(f).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
     let project: Value = serde_json::from_slice(&std::fs::read(&project_file).unwrap()).unwrap();
     assert_eq!(project["model"]["default"], "keep-me");
     let global: Value = serde_json::from_slice(&std::fs::read(&global_file).unwrap()).unwrap();
     assert_eq!(global["ui"]["theme"], "dark");
     let all = list(&origin, json!({"workdir": wd_str})).await;
-    let scope_of = |id: &Value| all.iter().find(|p| p["patternId"] == *id).map(|p| p["scope"].clone());
+    let scope_of = |id: &Value| {
+        all.iter()
+            .find(|p| p["patternId"] == *id)
+            .map(|p| p["scope"].clone())
+    };
     assert_eq!(scope_of(&s_id), Some(json!("session")));
     assert_eq!(scope_of(&p_id), Some(json!("project")));
     assert_eq!(scope_of(&a_id), Some(json!("always")));
@@ -186,7 +229,12 @@ async fn the_allowlist_is_stored_per_scope_and_never_lets_a_call_bypass_its_appr
         assert!(e.to_string().contains("params.pattern"), "{e}");
     }
     for id in [&p_id, &a_id] {
-        call(&origin, "permission.allowlist.remove", json!({"patternId": id, "workdir": wd_str})).await;
+        call(
+            &origin,
+            "permission.allowlist.remove",
+            json!({"patternId": id, "workdir": wd_str}),
+        )
+        .await;
     }
     assert!(file_patterns(&project_file).is_empty());
     assert!(file_patterns(&global_file).is_empty());
@@ -201,12 +249,24 @@ async fn the_allowlist_is_stored_per_scope_and_never_lets_a_call_bypass_its_appr
     assert!(left.iter().all(|p| p["patternId"] != s_id), "{left:?}");
 
     // 2. Prefix matching refuses each compound-command bypass.
-    call(&origin, "permission.allowlist.add", add("echo allowed", "project")).await;
+    call(
+        &origin,
+        "permission.allowlist.add",
+        add("echo allowed", "project"),
+    )
+    .await;
     let sid = origin.create_session(&wd, Some("accept")).await.unwrap();
     let before = asked.lock().unwrap().len();
-    let out = origin.prompt_and_collect(&sid, "control", WAIT).await.unwrap();
+    let out = origin
+        .prompt_and_collect(&sid, "control", WAIT)
+        .await
+        .unwrap();
     assert_eq!(out.reason.as_deref(), Some("complete"));
-    assert_eq!(asked.lock().unwrap().len(), before, "the allowed command is not asked");
+    assert_eq!(
+        asked.lock().unwrap().len(),
+        before,
+        "the allowed command is not asked"
+    );
     for (i, b) in BYPASSES.iter().enumerate() {
         let before = asked.lock().unwrap().len();
         let out = origin
@@ -237,7 +297,10 @@ async fn the_allowlist_is_stored_per_scope_and_never_lets_a_call_bypass_its_appr
         loop {
             let n = notes.recv().await.unwrap();
             if n.method == "approval.pending" && n.params["request"]["sessionId"] == sid.as_str() {
-                return n.params["request"]["requestId"].as_str().unwrap().to_owned();
+                return n.params["request"]["requestId"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
             }
         }
     })
@@ -259,7 +322,10 @@ async fn the_allowlist_is_stored_per_scope_and_never_lets_a_call_bypass_its_appr
     // A new session (of another client) runs it without asking.
     let sid2 = origin.create_session(&wd, Some("accept")).await.unwrap();
     let before = asked.lock().unwrap().len();
-    let out = origin.prompt_and_collect(&sid2, "touch-always", WAIT).await.unwrap();
+    let out = origin
+        .prompt_and_collect(&sid2, "touch-always", WAIT)
+        .await
+        .unwrap();
     assert_eq!(out.reason.as_deref(), Some("complete"));
     assert_eq!(asked.lock().unwrap().len(), before);
     assert!(wd.join("always-ok").exists());
@@ -271,7 +337,10 @@ async fn the_allowlist_is_stored_per_scope_and_never_lets_a_call_bypass_its_appr
         json!({"patternId": always[0]["patternId"]}),
     )
     .await;
-    let out = origin.prompt_and_collect(&sid2, "touch-always", WAIT).await.unwrap();
+    let out = origin
+        .prompt_and_collect(&sid2, "touch-always", WAIT)
+        .await
+        .unwrap();
     assert_eq!(out.reason.as_deref(), Some("denied"));
     assert_eq!(asked.lock().unwrap().len(), before + 1);
     assert!(!wd.join("always-ok").exists());
@@ -279,14 +348,22 @@ async fn the_allowlist_is_stored_per_scope_and_never_lets_a_call_bypass_its_appr
     // 4. The no-bypass property over modes × patterns × commands (every approval denied).
     let echo_allowed = list(&origin, json!({"scope": "project", "workdir": wd_str})).await;
     for p in echo_allowed {
-        call(&origin, "permission.allowlist.remove", json!({"patternId": p["patternId"], "workdir": wd_str})).await;
+        call(
+            &origin,
+            "permission.allowlist.remove",
+            json!({"patternId": p["patternId"], "workdir": wd_str}),
+        )
+        .await;
     }
     let (mut promoted_n, mut asked_n) = (0, 0);
     for (i, case) in cases.iter().enumerate() {
         let ids: Vec<Value> = {
             let mut v = Vec::new();
             for p in &case.patterns {
-                v.push(call(&origin, "permission.allowlist.add", add(p, "project")).await["patternId"].clone());
+                v.push(
+                    call(&origin, "permission.allowlist.add", add(p, "project")).await["patternId"]
+                        .clone(),
+                );
             }
             v
         };
@@ -314,7 +391,10 @@ async fn the_allowlist_is_stored_per_scope_and_never_lets_a_call_bypass_its_appr
             if !promoted {
                 for (marker, argv) in &case.parts {
                     if argv[0] == "touch" {
-                        assert!(!wd.join(marker).exists(), "{marker} exists without an approval: {ctx}");
+                        assert!(
+                            !wd.join(marker).exists(),
+                            "{marker} exists without an approval: {ctx}"
+                        );
                     }
                 }
             }
@@ -322,10 +402,18 @@ async fn the_allowlist_is_stored_per_scope_and_never_lets_a_call_bypass_its_appr
             assert!(!was_asked, "auto mode runs exec without asking: {ctx}");
         }
         for id in ids {
-            call(&origin, "permission.allowlist.remove", json!({"patternId": id, "workdir": wd_str})).await;
+            call(
+                &origin,
+                "permission.allowlist.remove",
+                json!({"patternId": id, "workdir": wd_str}),
+            )
+            .await;
         }
         call(&origin, "session.close", json!({"sessionId": sid})).await;
     }
     // The generator reaches both sides of the property.
-    assert!(promoted_n > 0 && asked_n > 0, "seed {seed}: promoted {promoted_n}, asked {asked_n}");
+    assert!(
+        promoted_n > 0 && asked_n > 0,
+        "seed {seed}: promoted {promoted_n}, asked {asked_n}"
+    );
 }

@@ -61,9 +61,16 @@ fn tool_output(events: &[snowpea_sdk::SessionEvent]) -> (bool, String) {
     )
 }
 
-async fn respond(client: &Client, request_id: &str, answers: Value) -> Result<Value, snowpea_sdk::Error> {
+async fn respond(
+    client: &Client,
+    request_id: &str,
+    answers: Value,
+) -> Result<Value, snowpea_sdk::Error> {
     client
-        .call("question.respond", json!({"requestId": request_id, "answers": answers}))
+        .call(
+            "question.respond",
+            json!({"requestId": request_id, "answers": answers}),
+        )
         .await
 }
 
@@ -104,30 +111,54 @@ async fn questions_are_answered_declined_timed_out_interrupted_and_survive_a_kil
     let turn = origin.prompt(&sid, "quiz me").await.unwrap();
     let rid = pending_for(&mut other_notes, &sid).await;
     assert!(rid.starts_with("qu-"), "{rid}");
-    let listed = other.call("question.list", json!({"sessionId": sid})).await.unwrap();
+    let listed = other
+        .call("question.list", json!({"sessionId": sid}))
+        .await
+        .unwrap();
     assert_eq!(listed["requests"][0]["requestId"], rid.as_str());
     assert_eq!(listed["requests"][0]["questions"][1]["secret"], true);
     let sessions = other.call("session.list", json!({})).await.unwrap();
     let row = &sessions["sessions"][0];
     assert_eq!(row["status"], "awaiting_question", "{row}");
     assert_eq!(row["pendingQuestions"], 1);
-    let e = respond(&other, &rid, json!([{"selected": ["pg"]}])).await.unwrap_err();
-    assert_eq!(e.code_str(), Some("invalid_params"));
-    assert!(e.to_string().contains("params.answers"), "{e}");
-    let e = respond(&other, &rid, json!([{"selected": ["mysql"]}, {"text": "x"}]))
+    let e = respond(&other, &rid, json!([{"selected": ["pg"]}]))
         .await
         .unwrap_err();
-    assert!(e.to_string().contains("params.answers[0].selected[0]"), "{e}");
-    let e = respond(&other, "qu-000000000000", json!([])).await.unwrap_err();
-    assert_eq!(e.code_str(), Some("not_found"));
-    respond(&other, &rid, json!([{"selected": ["pg"]}, {"text": SECRET}]))
+    assert_eq!(e.code_str(), Some("invalid_params"));
+    assert!(e.to_string().contains("params.answers"), "{e}");
+    let e = respond(
+        &other,
+        &rid,
+        json!([{"selected": ["mysql"]}, {"text": "x"}]),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("params.answers[0].selected[0]"),
+        "{e}"
+    );
+    let e = respond(&other, "qu-000000000000", json!([]))
         .await
-        .unwrap();
+        .unwrap_err();
+    assert_eq!(e.code_str(), Some("not_found"));
+    respond(
+        &other,
+        &rid,
+        json!([{"selected": ["pg"]}, {"text": SECRET}]),
+    )
+    .await
+    .unwrap();
     let out = events.wait_for_turn_done(&turn, WAIT).await.unwrap();
     assert_eq!(out.reason.as_deref(), Some("complete"));
     let (ok, output) = tool_output(&out.events);
-    assert!(ok && output.contains("\"pg\"") && !output.contains(SECRET), "{output}");
-    let resolved = note(&mut other_notes, "question.resolved", |p| p["requestId"] == rid.as_str()).await;
+    assert!(
+        ok && output.contains("\"pg\"") && !output.contains(SECRET),
+        "{output}"
+    );
+    let resolved = note(&mut other_notes, "question.resolved", |p| {
+        p["requestId"] == rid.as_str()
+    })
+    .await;
     assert_eq!(resolved["by"], "user");
     // The origin got the request, not the pending card.
     while let Ok(n) = origin_notes.try_recv() {
@@ -137,9 +168,13 @@ async fn questions_are_answered_declined_timed_out_interrupted_and_survive_a_kil
         );
     }
     // Answering a resolved batch again: ok, no effect.
-    respond(&other, &rid, json!([{"selected": ["sqlite"]}, {"text": "y"}]))
-        .await
-        .unwrap();
+    respond(
+        &other,
+        &rid,
+        json!([{"selected": ["sqlite"]}, {"text": "y"}]),
+    )
+    .await
+    .unwrap();
 
     // 2. Declined (an empty list).
     let mut events = origin.events(&sid);
@@ -158,14 +193,20 @@ async fn questions_are_answered_declined_timed_out_interrupted_and_survive_a_kil
         json!({"questions": {"timeoutSec": 1}}).to_string(),
     )
     .unwrap();
-    let sid_slow = origin.create_session(slow.path(), Some("accept")).await.unwrap();
+    let sid_slow = origin
+        .create_session(slow.path(), Some("accept"))
+        .await
+        .unwrap();
     let out = origin
         .prompt_and_collect(&sid_slow, "quiz with a short fuse", WAIT)
         .await
         .unwrap();
     let (ok, output) = tool_output(&out.events);
     assert!(!ok && output.contains("did not answer"), "{output}");
-    let r = note(&mut other_notes, "question.resolved", |p| p["by"] == "timeout").await;
+    let r = note(&mut other_notes, "question.resolved", |p| {
+        p["by"] == "timeout"
+    })
+    .await;
     assert!(r["requestId"].as_str().unwrap().starts_with("qu-"));
 
     // 4. Interrupted.
@@ -175,16 +216,28 @@ async fn questions_are_answered_declined_timed_out_interrupted_and_survive_a_kil
     origin.interrupt(&sid).await.unwrap();
     let out = events.wait_for_turn_done(&turn, WAIT).await.unwrap();
     assert_eq!(out.reason.as_deref(), Some("interrupted"));
-    let r = note(&mut other_notes, "question.resolved", |p| p["requestId"] == rid.as_str()).await;
+    let r = note(&mut other_notes, "question.resolved", |p| {
+        p["requestId"] == rid.as_str()
+    })
+    .await;
     assert_eq!(r["by"], "interrupted");
 
     // 5. An origin that cannot show questions (no handler: method_not_found) declines them.
     let bare = suite.client_with(|o| o.with_client_id("bare")).await;
-    let sid_bare = bare.create_session(suite.workdir.path(), Some("accept")).await.unwrap();
-    let out = bare.prompt_and_collect(&sid_bare, "quiz the bare client", WAIT).await.unwrap();
+    let sid_bare = bare
+        .create_session(suite.workdir.path(), Some("accept"))
+        .await
+        .unwrap();
+    let out = bare
+        .prompt_and_collect(&sid_bare, "quiz the bare client", WAIT)
+        .await
+        .unwrap();
     let (ok, output) = tool_output(&out.events);
     assert!(!ok && output.contains("could not show"), "{output}");
-    let r = note(&mut other_notes, "question.resolved", |p| p["by"] == "origin-unreachable").await;
+    let r = note(&mut other_notes, "question.resolved", |p| {
+        p["by"] == "origin-unreachable"
+    })
+    .await;
     assert!(r["requestId"].as_str().is_some());
 
     // 6. kill -9 of svc-session with a question pending: still listed and answerable after
@@ -214,10 +267,17 @@ async fn questions_are_answered_declined_timed_out_interrupted_and_survive_a_kil
         .expect("the crashed turn is closed");
     assert_eq!(done.payload["synthetic"], true);
     let last_seq = evs.last().unwrap().seq;
-    respond(&other, &rid, json!([{"selected": ["sqlite"]}, {"text": LATE_SECRET}]))
-        .await
-        .unwrap();
-    let r = note(&mut other_notes, "question.resolved", |p| p["requestId"] == rid.as_str()).await;
+    respond(
+        &other,
+        &rid,
+        json!([{"selected": ["sqlite"]}, {"text": LATE_SECRET}]),
+    )
+    .await
+    .unwrap();
+    let r = note(&mut other_notes, "question.resolved", |p| {
+        p["requestId"] == rid.as_str()
+    })
+    .await;
     assert_eq!(r["by"], "user");
     let late = eventually(WAIT, "the late answers' turn to finish", || {
         let origin = &origin;
@@ -232,20 +292,23 @@ async fn questions_are_answered_declined_timed_out_interrupted_and_survive_a_kil
     let text = late.payload["text"].as_str().unwrap();
     assert!(text.contains("\"sqlite\"") && text.contains(&rid), "{text}");
     assert!(!text.contains(LATE_SECRET), "{text}");
-    assert!(other
-        .call("question.list", json!({}))
-        .await
-        .unwrap()["requests"]
-        .as_array()
-        .unwrap()
-        .is_empty());
+    assert!(
+        other.call("question.list", json!({})).await.unwrap()["requests"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 
     // 7. The secrets are in no stored event and no log file.
     for s in [&sid, &sid_slow, &sid_bare] {
         let evs = origin.resume(s, 0).await.unwrap();
         for e in &evs {
             let text = e.payload.to_string();
-            assert!(!text.contains(SECRET) && !text.contains(LATE_SECRET), "{}: {text}", e.kind);
+            assert!(
+                !text.contains(SECRET) && !text.contains(LATE_SECRET),
+                "{}: {text}",
+                e.kind
+            );
         }
     }
     let mut logs = Vec::new();

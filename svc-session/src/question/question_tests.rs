@@ -122,17 +122,16 @@ async fn respond_from_any_client_with_edges_and_the_awaiting_question_status() {
     let sid = h.create("accept").await;
     let tid = h.prompt(&sid, "ask me").await;
     // Wait for the request (the origin never answers it).
-    let (rid, pending_to) = loop {
+    let rid = loop {
         match h.next().await {
             Item::Request(r) if r.method == "question.request" => {
                 let p: Value = serde_json::from_str(&r.params_json).unwrap();
                 assert_eq!(r.connection_id, "c1");
-                break (p["requestId"].as_str().unwrap().to_owned(), ());
+                break p["requestId"].as_str().unwrap().to_owned();
             }
             _ => {}
         }
     };
-    let _ = pending_to;
     let listed = h.app.questions.list(Some(&sid)).await.unwrap();
     assert_eq!(listed.requests.len(), 1);
     assert_eq!(listed.requests[0].request_id, rid);
