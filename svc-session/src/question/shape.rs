@@ -297,9 +297,15 @@ pub fn validate_answers(
         }
         for (j, s) in a.selected.iter().enumerate() {
             if !q.options.iter().any(|c| &c.label == s) {
+                // A secret question's answer is never quoted back (errors may be logged).
+                let what = if q.secret {
+                    "the value".to_owned()
+                } else {
+                    format!("{s:?}")
+                };
                 return Err((
                     format!("{at}.selected[{j}]"),
-                    format!("{s:?} is not one of the question's options"),
+                    format!("{what} is not one of the question's options"),
                 ));
             }
         }
