@@ -323,3 +323,45 @@ async fn ask_user_is_a_read_tool_and_bad_arguments_are_tool_errors() {
     let ask = tools.tools.iter().find(|t| t.name == "ask_user").unwrap();
     assert_eq!(ask.permission_tag, "read");
 }
+
+#[tokio::test]
+async fn a_client_that_attaches_gets_the_pending_request_again() {
+    let mut h = Harness::new(script()).await;
+    h.connect("c1", Some("cli")).await;
+    let sid = h.create("accept").await;
+    let tid = h.prompt(&sid, "ask me").await;
+    let first = loop {
+        if let Item::Request(r) = h.next().await {
+            if r.method == "question.request" {
+                assert_eq!(r.connection_id, "c1");
+                break serde_json::from_str::<Value>(&r.params_json).unwrap();
+            }
+        }
+    };
+    h.connect("c2", Some("desktop")).await;
+    h.app
+        .sessions
+        .attach(
+            &Harness::ctx("c2", Some("desktop")),
+            pb::SessionAttachParams {
+                session_id: sid.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let (ev, requests, _) = run(&mut h, &tid, |p| {
+        Some(json!({"answers": [{"selected": ["sqlite"]}, {"text": null}], "seen": p["requestId"]}))
+    })
+    .await;
+    assert_eq!(requests.len(), 1, "re-sent once, to the new origin");
+    assert_eq!(requests[0]["requestId"], first["requestId"]);
+    let output = of_kind(&ev, "tool.result")[0]["payload"]["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        output.contains("\"sqlite\"") && output.contains("declined"),
+        "{output}"
+    );
+}
