@@ -13,6 +13,10 @@
 //!
 //! If the origin connection is gone the request stays pending (and listed) and is sent
 //! again when the origin is re-bound. `approval.resolved` follows every resolution.
+//!
+//! Before asking, the turn consults the [`Allowlist`] this component holds (issue 17); an
+//! allow with scope `session`/`project`/`always` is stored there (see
+//! [`crate::turn`]'s `tool_call.rs` and [`crate::permission`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

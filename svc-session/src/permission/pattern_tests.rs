@@ -159,3 +159,29 @@ fn the_pattern_an_answer_stores_matches_that_command_only() {
         assert_eq!(derive("shell", Some(compound)), None, "{compound}");
     }
 }
+
+/// Cost of matching one shell command against an allowlist (docs/PERFORMANCE.md):
+/// `cargo test -p snowpea-svc-session --lib permission::pattern::tests::matching_cost -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn matching_cost() {
+    let patterns: Vec<Pattern> = ["cargo test", "git log*", "npm run *", "echo", "ls -la"]
+        .iter()
+        .map(|p| Pattern::parse(p).unwrap())
+        .collect();
+    let refs: Vec<&Pattern> = patterns.iter().collect();
+    for cmd in [
+        "cargo test --release -p snowpea-svc-session",
+        "cargo test 2>&1 | grep FAIL && echo done; ls -la src",
+    ] {
+        let n = 2_000;
+        let start = std::time::Instant::now();
+        for i in 0..n {
+            // A distinct string each time, so no parse cache can answer.
+            let c = format!("{cmd} #{i}");
+            std::hint::black_box(command_allowed(&refs, &c));
+        }
+        let per = start.elapsed() / n;
+        println!("{cmd:?}: {per:?} per match");
+    }
+}

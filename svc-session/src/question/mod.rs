@@ -328,11 +328,13 @@ impl Questions {
         let deadline = Instant::now() + timeout;
         let mut origin_rx = session.origin.subscribe();
         let mut inflight: Option<(String, ClientAnswer)> = None;
+        // An origin that answered with a bad shape is not asked again until it changes.
+        let mut failed_on: Option<String> = None;
         let resolution = loop {
             let origin = origin_rx.borrow_and_update().clone();
             match origin {
                 Some(o) if inflight.as_ref().is_some_and(|(t, _)| *t == o) => {}
-                Some(o) if self.hub.is_live(&o) => {
+                Some(o) if self.hub.is_live(&o) && failed_on.as_deref() != Some(o.as_str()) => {
                     let wait = deadline.saturating_duration_since(Instant::now()) + ORIGIN_GRACE;
                     let (hub, conn, params) = (self.hub.clone(), o.clone(), request.clone());
                     let fut = async move { hub.request(&conn, &params, &[], wait).await };
@@ -354,9 +356,10 @@ impl Questions {
                     if changed.is_err() {
                         break Resolution::declined("interrupted");
                     }
+                    failed_on = None;
                 }
                 outcome = ask_client => {
-                    inflight = None;
+                    let target = inflight.take().map(|(t, _)| t);
                     match outcome {
                         Ok(v) => {
                             let parsed = shape::answers_from_json(v.get("answers").unwrap_or(&Value::Null), "answers")
@@ -366,8 +369,7 @@ impl Questions {
                                 Err((field, why)) => {
                                     // Never log the answer itself (it may be a secret).
                                     tracing::warn!(request_id, field = %field, reason = %why, "question.request answered with a bad shape; waiting for question.respond");
-                                    // Do not ask the same connection again until the origin changes.
-                                    let _ = origin_rx.changed().await;
+                                    failed_on = target;
                                 }
                             }
                         }

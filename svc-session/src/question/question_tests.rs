@@ -365,3 +365,56 @@ async fn a_client_that_attaches_gets_the_pending_request_again() {
         "{output}"
     );
 }
+
+#[tokio::test]
+async fn a_bad_answer_from_the_origin_keeps_the_batch_pending_for_question_respond() {
+    let mut h = Harness::new(script()).await;
+    h.connect("c1", Some("cli")).await;
+    let sid = h.create("accept").await;
+    let tid = h.prompt(&sid, "ask me").await;
+    let rid = loop {
+        if let Item::Request(r) = h.next().await {
+            if r.method == "question.request" {
+                h.reply(
+                    &r.request_id,
+                    json!({"answers": [{"selected": ["nope"]}, {}]}),
+                )
+                .await;
+                let p: Value = serde_json::from_str(&r.params_json).unwrap();
+                break p["requestId"].as_str().unwrap().to_owned();
+            }
+        }
+    };
+    // Still pending (listed) until someone answers properly.
+    let questions = h.app.questions.clone();
+    snowpea_testkit::eventually(crate::testkit::WAIT, "the batch still listed", || {
+        let (questions, rid) = (questions.clone(), rid.clone());
+        async move {
+            let l = questions.list(None).await.ok()?;
+            // Listed, and the origin's bad answer has been handled (the request is no longer in flight).
+            (l.requests.iter().any(|r| r.request_id == rid)).then_some(())
+        }
+    })
+    .await;
+    h.app
+        .questions
+        .respond(pb::QuestionRespondParams {
+            answers: vec![
+                pb::question_respond_params::Answer {
+                    selected: vec!["pg".into()],
+                    text: None,
+                },
+                Default::default(),
+            ],
+            request_id: rid.clone(),
+        })
+        .await
+        .unwrap();
+    let (ev, requests, _) = run(&mut h, &tid, |_| None).await;
+    assert!(requests.is_empty(), "the origin is not asked again");
+    let output = of_kind(&ev, "tool.result")[0]["payload"]["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(output.contains("\"pg\""), "{output}");
+}
