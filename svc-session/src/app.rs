@@ -12,7 +12,9 @@ use snowpea_common::home::Home;
 use crate::approval::Approvals;
 use crate::checkpoints::Checkpoints;
 use crate::events::EventLog;
+use crate::permission::Allowlist;
 use crate::provider::Providers;
+use crate::question::Questions;
 use crate::runs::Runs;
 use crate::session::{Registry, Sessions};
 use crate::settings::Settings;
@@ -73,6 +75,10 @@ pub struct App {
     pub turns: Arc<Turns>,
     /// `approval.*` (the `approvals` table and the pending requests).
     pub approvals: Arc<Approvals>,
+    /// `question.*` (the `questions` table and the pending batches of `ask_user`).
+    pub questions: Arc<Questions>,
+    /// `permission.allowlist.*` (the `allowlist` table and the settings files' entries).
+    pub allowlist: Arc<Allowlist>,
     /// `tool.list` and the tools turns call.
     pub tools: Arc<Tools>,
     /// `checkpoint.*` (the `checkpoints`/`checkpoint_files` tables and the blob store).
@@ -118,17 +124,32 @@ impl App {
             store.clone(),
             registry.clone(),
         ));
+        let questions = Arc::new(Questions::new(
+            home.clone(),
+            events.clone(),
+            hub.clone(),
+            store.clone(),
+            registry.clone(),
+        ));
         let tools = Arc::new(Tools::open(
             &home,
             &mark,
             registry.clone(),
             checkpoints.clone(),
+            questions.clone(),
+        ));
+        let allowlist = Arc::new(Allowlist::new(
+            home.clone(),
+            events.clone(),
+            store.clone(),
+            registry.clone(),
         ));
         let approvals = Arc::new(Approvals::new(
             home.clone(),
             events.clone(),
             hub.clone(),
             registry.clone(),
+            allowlist.clone(),
         ));
         let sessions = Arc::new(Sessions::new(
             home.clone(),
@@ -136,7 +157,7 @@ impl App {
             events.clone(),
             hub.clone(),
             registry.clone(),
-            approvals.clone(),
+            questions.clone(),
             checkpoints.clone(),
         ));
         let limits = TurnLimits {
@@ -156,12 +177,33 @@ impl App {
         ));
         let runs = Runs::new(sessions.clone(), turns.clone(), events.clone());
         crate::recovery::recover(&store, &events, &registry).await?;
+        questions.restore().await?;
+        if let Some(mut late) = questions.take_late_answers() {
+            // Answers to a batch a restart orphaned start a turn of its session.
+            let turns = turns.clone();
+            tokio::spawn(async move {
+                while let Some(a) = late.recv().await {
+                    let p = snowpea_proto::session::v1::SessionPromptParams {
+                        session_id: a.session_id.clone(),
+                        text: a.text,
+                        when_busy: Some("queue".into()),
+                        ..Default::default()
+                    };
+                    let ctx = snowpea_common::context::CallContext::default();
+                    if let Err(e) = turns.prompt(&ctx, p).await {
+                        tracing::warn!(session_id = %a.session_id, error = %e, "could not hand late answers to the session");
+                    }
+                }
+            });
+        }
         crate::session::origin::spawn_watcher(&sessions);
         Ok(Arc::new(App {
             events,
             sessions,
             turns,
             approvals,
+            questions,
+            allowlist,
             tools,
             checkpoints,
             providers,

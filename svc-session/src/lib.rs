@@ -1,14 +1,12 @@
 //! svc-session: sessions, turns, the agent loop, built-in tools, approvals and providers
 //! (`snowpea.session.v1`, DESIGN.md §6).
 //!
-//! Layout (docs/ARCHITECTURE.md "svc-session components"): [`app`] composes the
-//! components, each owning its state and tables — [`session::Sessions`] (`session.*`,
-//! origin connection), [`turn::Turns`] (prompt queue, interrupt, the agent loop),
-//! [`events::EventLog`] (seq assignment, group commit, publish; [`recovery`] repairs a
-//! crash), [`approval::Approvals`], [`tools::Tools`], [`provider::Providers`],
-//! [`checkpoints::Checkpoints`] (per-turn workdir checkpoints), [`settings::Settings`]
-//! (`settings.*`, the settings owner), [`setup::Setup`] (`setup.*`), [`runs::Runs`] (svc-scheduler's unattended runs). [`rpc`] holds the gRPC trait impls
-//! that delegate to them; [`clients`] the clients of other services; [`store`] the SQL;
+//! Layout (docs/ARCHITECTURE.md "svc-session components" has the table): [`app`] composes
+//! the components, each in the folder named after its JSON-RPC family and owning its state
+//! and tables — e.g. [`session::Sessions`] (`session.*`, origin connection), [`turn::Turns`]
+//! (prompt queue, interrupt, the agent loop), [`events::EventLog`] (seq assignment, group
+//! commit, publish; [`recovery`] repairs a crash). [`rpc`] holds the gRPC trait impls that
+//! delegate to them; [`clients`] the clients of other services; [`store`] the SQL;
 //! [`permissions`] the mode matrix; [`error`] the one wire mapping.
 
 pub mod app;
@@ -17,8 +15,10 @@ pub mod checkpoints;
 pub mod clients;
 pub mod error;
 pub mod events;
+pub mod permission;
 pub mod permissions;
 pub mod provider;
+pub mod question;
 pub mod recovery;
 pub mod rpc;
 pub mod runs;

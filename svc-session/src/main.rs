@@ -1,6 +1,5 @@
 //! `snowpea-svc-session --home DIR --socket PATH`: serves `snowpea.session.v1`
-//! (SessionService, ApprovalService, ToolService, CheckpointService, ProviderService,
-//! SettingsService, SetupService, SettingsInternalService) and the internal bus on a unix socket,
+//! (one gRPC service per JSON-RPC family, listed in `rpc/mod.rs`) and the internal bus on a unix socket,
 //! with `grpc.health.v1` and reflection. Logs to stderr. Exit codes: 0 after
 //! SIGTERM/SIGINT, 1 on a start-up failure, 2 on bad arguments.
 
@@ -9,8 +8,9 @@ use std::process::ExitCode;
 use snowpea_common::bus::{BusHub, BusService};
 use snowpea_common::service::{serve, ServiceArgs, Services};
 use snowpea_svc_session::rpc::{
-    approval::ApprovalRpc, checkpoint::CheckpointRpc, provider::ProviderRpc, session::SessionRpc,
-    settings::SettingsRpc, setup::SetupRpc, tool::ToolRpc,
+    approval::ApprovalRpc, checkpoint::CheckpointRpc, permission::PermissionRpc,
+    provider::ProviderRpc, question::QuestionRpc, session::SessionRpc, settings::SettingsRpc,
+    setup::SetupRpc, tool::ToolRpc,
 };
 use snowpea_svc_session::{App, AppConfig, CAPABILITIES};
 
@@ -41,6 +41,8 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(SettingsRpc::new(app.clone()).into_server())
         .add_service(SettingsRpc::new(app.clone()).into_internal_server())
         .add_service(SetupRpc::new(app.clone()).into_server())
+        .add_service(QuestionRpc::new(app.clone()).into_server())
+        .add_service(PermissionRpc::new(app.clone()).into_server())
         .add_service(
             snowpea_svc_session::rpc::internal::InternalRpc::new(app.clone()).into_server(),
         )

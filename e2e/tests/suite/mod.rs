@@ -1,3 +1,4 @@
+mod allowlist;
 mod approvals;
 mod audio;
 mod checkpoints;
@@ -12,6 +13,7 @@ mod lifecycle;
 mod mcp;
 mod memory;
 mod providers;
+mod questions;
 mod resume;
 mod scheduler;
 mod settings;

@@ -9,7 +9,7 @@ fn two_shells() -> Value {
     json!({
         "steps": [
             {"match": "twice", "tool_calls": [{"name": "shell", "arguments": {"command": "echo first"}}]},
-            {"after_tool": "shell", "tool_calls": [{"name": "shell", "arguments": {"command": "echo second"}}]},
+            {"after_tool": "shell", "tool_calls": [{"name": "shell", "arguments": {"command": "echo first again"}}]},
             {"after_tool": "shell", "text": "all done"}
         ]
     })
@@ -92,6 +92,8 @@ async fn allow_once_asks_for_every_call() {
     assert_eq!(done_reason(&ev), "complete");
 }
 
+/// Issue 17: "allow for the session" stores a `session` allowlist entry for the command
+/// (`echo first`, a prefix), so a call it covers is not asked again, and the entry is listed.
 #[tokio::test]
 async fn allow_for_the_session_is_remembered() {
     let mut h = Harness::new(two_shells()).await;
@@ -102,6 +104,21 @@ async fn allow_for_the_session_is_remembered() {
     assert_eq!(requests.len(), 1, "the second shell call is not asked");
     assert_eq!(of_kind(&ev, "tool.result").len(), 2);
     assert_eq!(done_reason(&ev), "complete");
+    let listed = h
+        .app
+        .allowlist
+        .list(
+            &Harness::ctx("c1", Some("cli")),
+            pb::PermissionAllowlistListParams {
+                scope: Some("session".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(listed.patterns.len(), 1, "{listed:?}");
+    assert_eq!(listed.patterns[0].pattern, "echo first");
+    assert_eq!(listed.patterns[0].scope, "session");
 }
 
 /// Spec approval.respond: "allow runs the tool, deny ends the turn", the person's reason

@@ -13,6 +13,10 @@
 //!
 //! If the origin connection is gone the request stays pending (and listed) and is sent
 //! again when the origin is re-bound. `approval.resolved` follows every resolution.
+//!
+//! Before asking, the turn consults the [`Allowlist`] this component holds (issue 17); an
+//! allow with scope `session`/`project`/`always` is stored there (see
+//! [`crate::turn`]'s `tool_call.rs` and [`crate::permission`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -33,6 +37,7 @@ use snowpea_common::home::Home;
 
 use crate::error::{Error, Result};
 use crate::events::EventLog;
+use crate::permission::Allowlist;
 use crate::session::{Registry, Session};
 use crate::store;
 
@@ -44,8 +49,24 @@ pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
 pub enum Scope {
     /// This call only.
     Once,
-    /// This tool (and permission) for the rest of the session.
+    /// Calls like this one for the rest of the session (a `session` allowlist entry).
     Session,
+    /// Calls like this one in this project (a `project` allowlist entry).
+    Project,
+    /// Calls like this one everywhere (an `always` allowlist entry).
+    Always,
+}
+
+impl Scope {
+    /// The allowlist scope an allow with this scope is stored in (`None` for `once`).
+    pub fn allowlist(self) -> Option<crate::permission::Scope> {
+        match self {
+            Scope::Once => None,
+            Scope::Session => Some(crate::permission::Scope::Session),
+            Scope::Project => Some(crate::permission::Scope::Project),
+            Scope::Always => Some(crate::permission::Scope::Always),
+        }
+    }
 }
 
 /// How a request was resolved.
@@ -72,15 +93,17 @@ impl Resolution {
     }
 
     /// Parses an answer `{decision, scope?, reason?}` (from `approval.request` or
-    /// `approval.respond`). Anything but `allow` denies; scopes other than `session` are
-    /// kept to `once` (`project`/`always`/`site` are not supported yet).
+    /// `approval.respond`). Anything but `allow` denies; `session`/`project`/`always` are
+    /// stored in the allowlist ([`crate::permission`]); `site` (host tools, not supported
+    /// yet) and anything else are kept to `once`.
     pub fn from_answer(decision: &str, scope: &str, reason: Option<String>) -> Self {
         Resolution {
             allow: decision == "allow",
-            scope: if scope == "session" {
-                Scope::Session
-            } else {
-                Scope::Once
+            scope: match scope {
+                "session" => Scope::Session,
+                "project" => Scope::Project,
+                "always" => Scope::Always,
+                _ => Scope::Once,
             },
             by: "user",
             reason: reason.filter(|r| !r.trim().is_empty()),
@@ -106,6 +129,7 @@ pub struct Approvals {
     log: EventLog,
     hub: Arc<BusHub>,
     sessions: Registry,
+    allowlist: Arc<Allowlist>,
     pending: Mutex<HashMap<String, Pending>>,
 }
 
@@ -117,15 +141,28 @@ impl std::fmt::Debug for Approvals {
 
 impl Approvals {
     /// The component: settings of `home`, writes through `log`, requests over `hub`,
-    /// sessions looked up in `sessions`.
-    pub fn new(home: Home, log: EventLog, hub: Arc<BusHub>, sessions: Registry) -> Self {
+    /// sessions looked up in `sessions`; `allowlist` is consulted before asking and keeps
+    /// the answers given for longer than one call.
+    pub fn new(
+        home: Home,
+        log: EventLog,
+        hub: Arc<BusHub>,
+        sessions: Registry,
+        allowlist: Arc<Allowlist>,
+    ) -> Self {
         Approvals {
             home,
             log,
             hub,
             sessions,
+            allowlist,
             pending: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The allowlist (`permission.allowlist.*`) consulted before asking.
+    pub fn allowlist(&self) -> &Allowlist {
+        &self.allowlist
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Pending>> {
@@ -159,7 +196,8 @@ pub struct Ask<'a> {
 impl Approvals {
     /// Publishes `sessions.changed` for `session` (its status counts the pending approvals).
     fn changed(&self, session: &Session, reason: &str) {
-        crate::session::notify_changed(&self.log, session, self.count(Some(&session.id)), reason);
+        session.set_pending_approvals(self.count(Some(&session.id)));
+        crate::session::notify_changed(&self.log, session, reason);
     }
 
     /// How long an approval of `session` may wait: the session's own timeout (a scheduled

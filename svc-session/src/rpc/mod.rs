@@ -1,15 +1,17 @@
 //! gRPC implementations of the `snowpea.session.v1` services this process serves, one
-//! file per service: [`session`] (`SessionService`), [`approval`] (`ApprovalService`),
-//! [`tool`] (`ToolService`), [`checkpoint`] (`CheckpointService`), [`provider`] (`ProviderService`),
-//! [`settings`] (`SettingsService`,
-//! `SettingsInternalService`), [`setup`] (`SetupService`). Methods not implemented here answer the generated default
+//! file per service, named after its JSON-RPC family (`session.*` → [`session`],
+//! `question.*` → [`question`], …; docs/ARCHITECTURE.md "svc-session components" has the
+//! table). Each file only delegates to its component. Methods not implemented here answer
+//! the generated default
 //! (`UNIMPLEMENTED` → `not_implemented` at the gateway). Spans, timing and outcome
 //! codes come from the shared call layer in `snowpea_common::calls` (installed by `serve`).
 
 pub mod approval;
 pub mod checkpoint;
 pub mod internal;
+pub mod permission;
 pub mod provider;
+pub mod question;
 pub mod session;
 pub mod settings;
 pub mod setup;

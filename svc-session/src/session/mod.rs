@@ -9,6 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{json, Value};
@@ -19,11 +20,11 @@ use snowpea_common::time::now_iso;
 use snowpea_proto::session::v1 as pb;
 use tokio::sync::watch;
 
-use crate::approval::Approvals;
 use crate::checkpoints::Checkpoints;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::permissions::Mode;
+use crate::question::Questions;
 use crate::store::{self, sessions::SessionRow, Store};
 use crate::turn::TurnState;
 
@@ -47,6 +48,10 @@ pub struct Session {
     pub(crate) allowed: Mutex<HashSet<String>>,
     /// True while no turn runs (waited on by `session.close`).
     pub(crate) idle: watch::Sender<bool>,
+    /// Approvals of the session now pending (kept by [`crate::approval::Approvals`]).
+    pending_approvals: AtomicUsize,
+    /// Question batches of the session now pending (kept by [`crate::question::Questions`]).
+    pending_questions: AtomicUsize,
 }
 
 impl std::fmt::Debug for Session {
@@ -72,7 +77,30 @@ impl Session {
             origin,
             allowed: Mutex::new(HashSet::new()),
             idle: watch::channel(true).0,
+            pending_approvals: AtomicUsize::new(0),
+            pending_questions: AtomicUsize::new(0),
         }
+    }
+
+    /// Records how many approvals of the session are pending (its `awaiting_approval` status).
+    pub(crate) fn set_pending_approvals(&self, n: usize) {
+        self.pending_approvals.store(n, Ordering::SeqCst);
+    }
+
+    /// Records how many question batches of the session are pending (its
+    /// `awaiting_question` status, `session.list` `pendingQuestions`).
+    pub(crate) fn set_pending_questions(&self, n: usize) {
+        self.pending_questions.store(n, Ordering::SeqCst);
+    }
+
+    /// Question batches of the session now pending.
+    pub fn pending_questions(&self) -> usize {
+        self.pending_questions.load(Ordering::SeqCst)
+    }
+
+    /// Publishes `sessions.changed` with the session's status now.
+    pub(crate) fn notify_changed(&self, log: &EventLog, reason: &str) {
+        notify_changed(log, self, reason);
     }
 
     /// A copy of the persisted fields.
@@ -248,11 +276,13 @@ impl Registry {
     }
 }
 
-/// The session's status as `session.list` / `sessions.changed` report it, given how many
-/// approvals of it are pending.
-pub(crate) fn status(session: &Session, pending_approvals: usize) -> &'static str {
-    if pending_approvals > 0 {
+/// The session's status as `session.list` / `sessions.changed` report it: a pending
+/// approval, then a pending question, then whether a turn runs.
+pub(crate) fn status(session: &Session) -> &'static str {
+    if session.pending_approvals.load(Ordering::SeqCst) > 0 {
         "awaiting_approval"
+    } else if session.pending_questions() > 0 {
+        "awaiting_question"
     } else if session.turns().running.is_some() {
         "running"
     } else {
@@ -261,17 +291,12 @@ pub(crate) fn status(session: &Session, pending_approvals: usize) -> &'static st
 }
 
 /// Publishes `sessions.changed` (after everything queued before it is committed).
-pub(crate) fn notify_changed(
-    log: &EventLog,
-    session: &Session,
-    pending_approvals: usize,
-    reason: &str,
-) {
+pub(crate) fn notify_changed(log: &EventLog, session: &Session, reason: &str) {
     let row = session.row();
     let status = if row.closed_at.is_some() {
         "closed"
     } else {
-        status(session, pending_approvals)
+        status(session)
     };
     log.publish(&pb::SessionsChangedNotification {
         session_id: session.id.clone(),
@@ -291,7 +316,7 @@ pub struct Sessions {
     log: EventLog,
     hub: Arc<BusHub>,
     registry: Registry,
-    approvals: Arc<Approvals>,
+    questions: Arc<Questions>,
     checkpoints: Arc<Checkpoints>,
 }
 
@@ -302,15 +327,16 @@ impl std::fmt::Debug for Sessions {
 }
 
 impl Sessions {
-    /// The component over `registry`, writing through `log`, counting `approvals`; a
-    /// deleted session's checkpoints go with it ([`Checkpoints::delete_session`]).
+    /// The component over `registry`, writing through `log`; a closed session's pending
+    /// questions are declined ([`Questions::interrupt_session`]) and a deleted session's
+    /// checkpoints go with it ([`Checkpoints::delete_session`]).
     pub fn new(
         home: Home,
         store: Store,
         log: EventLog,
         hub: Arc<BusHub>,
         registry: Registry,
-        approvals: Arc<Approvals>,
+        questions: Arc<Questions>,
         checkpoints: Arc<Checkpoints>,
     ) -> Self {
         Sessions {
@@ -319,7 +345,7 @@ impl Sessions {
             log,
             hub,
             registry,
-            approvals,
+            questions,
             checkpoints,
         }
     }
@@ -327,6 +353,11 @@ impl Sessions {
     /// The live session `id`, or `not_found`.
     pub fn get(&self, id: &str) -> Result<Arc<Session>> {
         self.registry.get(id)
+    }
+
+    /// The question batches of the sessions (`session.interrupt` declines a session's).
+    pub fn questions(&self) -> &Questions {
+        &self.questions
     }
 
     /// The shared lookup of sessions.
@@ -343,17 +374,12 @@ impl Sessions {
 
     /// The session's status as `session.list` / `sessions.changed` report it.
     pub(crate) fn status(&self, session: &Session) -> &'static str {
-        status(session, self.approvals.count(Some(&session.id)))
+        status(session)
     }
 
     /// Publishes `sessions.changed` (after everything queued before it is committed).
     pub(crate) fn changed(&self, session: &Session, reason: &str) {
-        notify_changed(
-            &self.log,
-            session,
-            self.approvals.count(Some(&session.id)),
-            reason,
-        );
+        notify_changed(&self.log, session, reason);
     }
 
     /// `session.create`: a `chat` session.
@@ -486,7 +512,11 @@ impl Sessions {
                 mode: row.mode.clone(),
                 model: row.model_in_use.clone().or(row.model.clone()),
                 origin_surface: row.origin_surface.clone(),
-                pending_approvals: self.approvals.count(Some(&row.id)) as i64,
+                pending_approvals: live
+                    .as_ref()
+                    .map_or(0, |s| s.pending_approvals.load(Ordering::SeqCst))
+                    as i64,
+                pending_questions: live.as_ref().map_or(0, |s| s.pending_questions()) as i64,
                 provider: row.provider_in_use.clone().or(row.provider.clone()),
                 running,
                 seq,
@@ -513,6 +543,7 @@ impl Sessions {
             };
         };
         crate::turn::stop_turns(&self.log, &session, true);
+        self.questions.interrupt_session(id);
         crate::turn::wait_idle(&session, std::time::Duration::from_secs(10)).await;
         session.update(|r| {
             r.closed_at = Some(now_iso());

@@ -7,7 +7,9 @@
 //! writer and see exactly what was committed). Which component owns which table:
 //! `sessions` — [`crate::session::Sessions`]; `events` and `turns` —
 //! [`crate::events::EventLog`]; `approvals` — [`crate::approval::Approvals`]; `checkpoints` and
-//! `checkpoint_files` — [`crate::checkpoints::Checkpoints`].
+//! `checkpoint_files` — [`crate::checkpoints::Checkpoints`]; `questions` —
+//! [`crate::question::Questions`]; `allowlist` (the `session` scope) —
+//! [`crate::permission::Allowlist`].
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -16,9 +18,11 @@ use rusqlite::Connection;
 
 use crate::error::Result;
 
+pub mod allowlist;
 pub mod approvals;
 pub mod checkpoints;
 pub mod events;
+pub mod questions;
 pub mod sessions;
 pub mod turns;
 
@@ -113,6 +117,32 @@ CREATE TABLE checkpoint_files (
     pending INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (session_id, checkpoint_id, path)
 ) WITHOUT ROWID;
+"#,
+    // 4: `ask_user` batches (issue 17; answers are never stored) and the `session`-scope
+    // allowlist entries, which die with their session.
+    r#"
+CREATE TABLE questions (
+    request_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    turn_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    questions TEXT NOT NULL,
+    timeout_sec INTEGER NOT NULL,
+    deadline_ms INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    outcome TEXT,
+    decided_by TEXT,
+    created_at TEXT NOT NULL,
+    resolved_at TEXT
+);
+CREATE INDEX questions_pending ON questions(status) WHERE status = 'pending';
+CREATE TABLE allowlist (
+    pattern_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    pattern TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (session_id, pattern)
+);
 "#,
 ];
 

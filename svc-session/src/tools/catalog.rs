@@ -13,6 +13,7 @@ use super::Tool;
 use crate::checkpoints::Checkpoints;
 use crate::clients::mcp::McpClient;
 use crate::error::Result;
+use crate::question::Questions;
 use crate::session::Registry;
 
 /// The tools of the process.
@@ -32,16 +33,22 @@ impl std::fmt::Debug for Tools {
 }
 
 impl Tools {
-    /// The tools of `home`: built-ins (commands they start carry the orphan `mark`), the
-    /// memory tools and the schedule tools; sessions looked up in `sessions`; what their
-    /// calls change is captured by `checkpoints`.
+    /// The tools of `home`: built-ins (commands they start carry the orphan `mark`),
+    /// `ask_user` (asking through `questions`), the memory tools and the schedule tools;
+    /// sessions looked up in `sessions`; what their calls change is captured by
+    /// `checkpoints`.
     pub fn open(
         home: &Home,
         mark: &str,
         sessions: Registry,
         checkpoints: Arc<Checkpoints>,
+        questions: Arc<Questions>,
     ) -> Self {
         let mut builtin = super::builtin(mark);
+        builtin.push(Arc::new(super::ask_user::AskUser::new(
+            questions,
+            sessions.clone(),
+        )));
         builtin.extend(super::memory::for_home(home));
         builtin.extend(super::schedule::for_home(home));
         Tools {

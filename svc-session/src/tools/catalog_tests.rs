@@ -23,6 +23,7 @@ fn sample_args(name: &str) -> Option<Value> {
         "glob" => json!({"pattern": "*.rs"}),
         "grep" => json!({"pattern": "fn"}),
         "shell" => json!({"command": "true"}),
+        "ask_user" => json!({"question": "Which database?", "choices": ["sqlite", "postgres"]}),
         "save_memory" => json!({"text": "a fact"}),
         "search_memory" => json!({"query": "fact"}),
         "schedule_create" => json!({"spec": "every 30 minutes", "task": "check"}),

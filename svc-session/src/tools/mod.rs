@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::provider::ToolSpec;
 
+pub mod ask_user;
 pub mod catalog;
 pub mod fs;
 pub mod memory;
@@ -130,6 +131,10 @@ pub struct ToolContext {
     pub session_id: String,
     /// That session's permission mode (`plan`, `accept`, `auto`); empty outside a session.
     pub mode: String,
+    /// The turn running the call (empty outside a session).
+    pub turn_id: String,
+    /// The call's id (`tool.call` `callId`; empty outside a session).
+    pub call_id: String,
 }
 
 /// Which files a call may change, for its checkpoint (issue 20), decided before it runs.
@@ -304,6 +309,8 @@ pub(crate) fn test_context(
         output_cap,
         session_id: String::new(),
         mode: String::new(),
+        turn_id: String::new(),
+        call_id: String::new(),
     };
     (ctx, rx)
 }

@@ -283,6 +283,8 @@ mod tests {
             output_cap: 4096,
             session_id: String::new(),
             mode: String::new(),
+            turn_id: String::new(),
+            call_id: String::new(),
         };
         let out = tokio::time::timeout(
             Duration::from_secs(15),

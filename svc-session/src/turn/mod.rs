@@ -321,6 +321,8 @@ impl Turns {
             tracing::info!(session_id, turn_id = %t.turn_id, "interrupting turn");
             t.cancel.cancel();
         }
+        // Batches restored after a restart wait on no turn: an interrupt withdraws them too.
+        self.sessions.questions().interrupt_session(session_id);
         Ok(())
     }
 }

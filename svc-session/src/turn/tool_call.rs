@@ -210,10 +210,16 @@ impl Turns {
                 acc.denials += 1;
                 return self.denial(session, t, call, "mode_denied", msg);
             }
-            Verdict::Ask => {
+            verdict @ Verdict::Ask => {
                 let outside = !plan.outside_workdir.is_empty();
                 let key = Session::allow_key(&call.name, perm, outside);
-                if !session.is_allowed(&key) {
+                let listed = session.is_allowed(&key)
+                    || self
+                        .approvals
+                        .allowlist()
+                        .allows(session, verdict, &call.name, &call.arguments, &plan)
+                        .await;
+                if !listed {
                     let mut note = plan.summary.clone();
                     if outside {
                         let paths: Vec<_> = plan
@@ -261,8 +267,20 @@ impl Turns {
                             }
                         };
                     }
-                    if resolution.scope == Scope::Session {
-                        session.remember_allowed(key);
+                    // A longer-than-once allow is stored in the allowlist (listed, removable);
+                    // a call outside the workdir, which the allowlist never promotes, is
+                    // remembered for the session only.
+                    if let Some(scope) = resolution.scope.allowlist() {
+                        if outside {
+                            if resolution.scope == Scope::Session {
+                                session.remember_allowed(key);
+                            }
+                        } else {
+                            self.approvals
+                                .allowlist()
+                                .store_answer(session, scope, &call.name, &call.arguments)
+                                .await;
+                        }
                     }
                 }
             }
@@ -285,6 +303,8 @@ impl Turns {
             output_cap: self.limits.output_cap,
             session_id: session.id.clone(),
             mode: session.mode().as_str().to_owned(),
+            turn_id: t.turn_id.clone(),
+            call_id: call.id.clone(),
         };
         let mut run = tool.run(call.arguments.clone(), ctx);
         let mut seq = 0i64;
@@ -339,6 +359,20 @@ impl Turns {
                 },
             );
         }
-        self.tool_result(session, t, call, out.ok, &out.content, out.meta)
+        // A tool may ask for a redacted copy of its output to be stored (`ask_user`'s
+        // secret answers): the model gets the clear text, the event the redacted one.
+        let mut meta = out.meta;
+        let redacted = meta
+            .as_object_mut()
+            .and_then(|m| m.remove(crate::tools::ask_user::REDACTED_OUTPUT))
+            .and_then(|v| v.as_str().map(str::to_owned));
+        match redacted {
+            Some(stored) => {
+                let mut o = self.tool_result(session, t, call, out.ok, &stored, meta);
+                o.content = out.content;
+                o
+            }
+            None => self.tool_result(session, t, call, out.ok, &out.content, meta),
+        }
     }
 }
