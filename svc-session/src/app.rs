@@ -11,10 +11,12 @@ use snowpea_common::home::Home;
 
 use crate::approval::Approvals;
 use crate::checkpoints::Checkpoints;
+use crate::commands::Commands;
 use crate::events::EventLog;
 use crate::provider::Providers;
 use crate::runs::Runs;
 use crate::session::{Registry, Sessions};
+use crate::skills::Skills;
 use crate::store::{self, Store};
 use crate::tools::Tools;
 use crate::turn::{TurnLimits, Turns};
@@ -74,6 +76,10 @@ pub struct App {
     pub tools: Arc<Tools>,
     /// `checkpoint.*` (the `checkpoints`/`checkpoint_files` tables and the blob store).
     pub checkpoints: Arc<Checkpoints>,
+    /// `skill.*` (skills and plugins of the search roots).
+    pub skills: Arc<Skills>,
+    /// `command.list` and the slash-command registry (`command.run` starts a turn).
+    pub commands: Arc<Commands>,
     /// Unattended runs for svc-scheduler (`SessionInternalService`).
     pub runs: Runs,
     hub: Arc<BusHub>,
@@ -128,6 +134,19 @@ impl App {
             approvals.clone(),
             checkpoints.clone(),
         ));
+        // `~/.claude` is searched too (skills, agents, commands, Claude Code's plugins).
+        let claude_home = (config.env)("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| std::path::PathBuf::from(h).join(".claude"));
+        let skills = Arc::new(Skills::open(home.clone(), claude_home, registry.clone()));
+        let commands = Arc::new(Commands::new(
+            events.clone(),
+            sessions.clone(),
+            tools.clone(),
+            checkpoints.clone(),
+            skills.clone(),
+        ));
+        commands.watch();
         let limits = TurnLimits {
             max_tool_rounds: config.max_tool_rounds,
             output_cap: config.output_cap,
@@ -141,6 +160,7 @@ impl App {
             approvals.clone(),
             tools.clone(),
             Providers::new(home, config.env.clone()),
+            commands.clone(),
         ));
         let runs = Runs::new(sessions.clone(), turns.clone(), events.clone());
         crate::recovery::recover(&store, &events, &registry).await?;
@@ -152,6 +172,8 @@ impl App {
             approvals,
             tools,
             checkpoints,
+            skills,
+            commands,
             runs,
             hub,
         }))

@@ -6,7 +6,8 @@
 //! origin connection), [`turn::Turns`] (prompt queue, interrupt, the agent loop),
 //! [`events::EventLog`] (seq assignment, group commit, publish; [`recovery`] repairs a
 //! crash), [`approval::Approvals`], [`tools::Tools`], [`provider::Providers`],
-//! [`checkpoints::Checkpoints`] (per-turn workdir checkpoints), [`runs::Runs`] (svc-scheduler's unattended runs). [`rpc`] holds the gRPC trait impls
+//! [`checkpoints::Checkpoints`] (per-turn workdir checkpoints), [`skills::Skills`]
+//! (`skill.*`), [`commands::Commands`] (the slash-command registry), [`runs::Runs`] (svc-scheduler's unattended runs). [`rpc`] holds the gRPC trait impls
 //! that delegate to them; [`clients`] the clients of other services; [`store`] the SQL;
 //! [`permissions`] the mode matrix; [`error`] the one wire mapping.
 
@@ -14,6 +15,7 @@ pub mod app;
 pub mod approval;
 pub mod checkpoints;
 pub mod clients;
+pub mod commands;
 pub mod error;
 pub mod events;
 pub mod permissions;
@@ -22,6 +24,7 @@ pub mod recovery;
 pub mod rpc;
 pub mod runs;
 pub mod session;
+pub mod skills;
 pub mod store;
 pub mod tools;
 pub mod turn;
@@ -29,7 +32,7 @@ pub mod turn;
 pub use app::{App, AppConfig};
 
 /// Capabilities this service really implements (`system.hello`).
-pub const CAPABILITIES: &[&str] = &["sessions", "approvals", "tools", "checkpoints"];
+pub const CAPABILITIES: &[&str] = &["sessions", "approvals", "tools", "checkpoints", "commands"];
 
 #[cfg(test)]
 pub(crate) mod testkit;

@@ -1,5 +1,6 @@
 //! `snowpea-svc-session --home DIR --socket PATH`: serves `snowpea.session.v1`
-//! (SessionService, ApprovalService, ToolService, CheckpointService) and the internal bus on a unix socket,
+//! (SessionService, ApprovalService, ToolService, CheckpointService,
+//! CommandService, SkillService) and the internal bus on a unix socket,
 //! with `grpc.health.v1` and reflection. Logs to stderr. Exit codes: 0 after
 //! SIGTERM/SIGINT, 1 on a start-up failure, 2 on bad arguments.
 
@@ -8,7 +9,8 @@ use std::process::ExitCode;
 use snowpea_common::bus::{BusHub, BusService};
 use snowpea_common::service::{serve, ServiceArgs, Services};
 use snowpea_svc_session::rpc::{
-    approval::ApprovalRpc, checkpoint::CheckpointRpc, session::SessionRpc, tool::ToolRpc,
+    approval::ApprovalRpc, checkpoint::CheckpointRpc, command::CommandRpc, session::SessionRpc,
+    skill::SkillRpc, tool::ToolRpc,
 };
 use snowpea_svc_session::{App, AppConfig, CAPABILITIES};
 
@@ -35,6 +37,8 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(ApprovalRpc::new(app.clone()).into_server())
         .add_service(ToolRpc::new(app.clone()).into_server())
         .add_service(CheckpointRpc::new(app.clone()).into_server())
+        .add_service(CommandRpc::new(app.clone()).into_server())
+        .add_service(SkillRpc::new(app.clone()).into_server())
         .add_service(
             snowpea_svc_session::rpc::internal::InternalRpc::new(app.clone()).into_server(),
         )
