@@ -1,6 +1,7 @@
 mod approvals;
 mod audio;
 mod checkpoints;
+mod commands;
 mod crash;
 mod docs;
 mod grpcurl;
