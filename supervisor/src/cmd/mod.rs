@@ -308,20 +308,13 @@ fn find<'a>(list: &'a Value, name: &str) -> Option<&'a Value> {
         .find(|c| c.get("name").and_then(Value::as_str) == Some(name))
 }
 
-/// The tier of this call, as the daemon decides it: a read form is `read`, else the
-/// command's `x-risk`.
+/// The tier of this call, as the daemon decides it: the `x-tiers` entry of the bare
+/// command or the subcommand, else the command's `x-risk`.
 fn risk_of(row: &Value, args: &[String]) -> String {
     let schema = row.get("argsSchema").cloned().unwrap_or(Value::Null);
-    let read_forms: Vec<&str> = schema
-        .get("x-readForms")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
     let first = args.iter().find(|a| !a.starts_with("--")).map(String::as_str).unwrap_or("");
-    if read_forms.contains(&first) {
-        return "read".into();
+    if let Some(t) = schema.pointer("/x-tiers").and_then(|t| t.get(first)).and_then(Value::as_str) {
+        return t.to_owned();
     }
     schema
         .get("x-risk")

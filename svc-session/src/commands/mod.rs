@@ -370,20 +370,22 @@ fn builtin_schema(b: &dyn Builtin) -> Value {
             json!({"type": "boolean", "description": "Confirms a medium_write/high_risk write (--yes / --confirm in the raw args); required on the headless plane."}),
         );
     }
+    // The tier of the bare command and of each subcommand, as the daemon decides it.
+    let mut tiers = serde_json::Map::new();
     let mut read_forms: Vec<&str> = Vec::new();
-    if b.bare_is_read() {
-        read_forms.push("");
-    }
-    for s in ["status", "list", "current"] {
-        if b.subcommands().contains(&s) {
-            read_forms.push(s);
+    for form in std::iter::once("").chain(b.subcommands().iter().copied()) {
+        let tier = Args::parse(form).map(|a| b.tier(&a)).unwrap_or(b.risk());
+        if tier == Risk::Read {
+            read_forms.push(form);
         }
+        tiers.insert(form.to_owned(), json!(tier.as_str()));
     }
     let mut schema = json!({
         "type": "object",
         "properties": props,
         "x-usage": b.usage(),
         "x-risk": b.risk().as_str(),
+        "x-tiers": tiers,
         "x-readForms": read_forms,
         "x-needsConfirm": b.risk().needs_confirm(),
     });
