@@ -115,7 +115,12 @@ pub struct CmdArgs {
     pub timeout: u64,
     /// The command (without the slash; `name.sub` is `name sub`) and its arguments. The
     /// options above may also follow the command.
-    #[arg(value_name = "COMMAND", trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+    #[arg(
+        value_name = "COMMAND",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required = true
+    )]
     pub words: Vec<String>,
 }
 
@@ -228,10 +233,7 @@ pub async fn cmd(a: CmdArgs) -> i32 {
 
 async fn run(inv: &Invocation) -> (CmdResult, i32) {
     let fail = |code: &str, message: String, exit: i32| {
-        (
-            CmdResult::failure(&inv.name, code, message, None),
-            exit,
-        )
+        (CmdResult::failure(&inv.name, code, message, None), exit)
     };
     let home = match Home::resolve(inv.home.as_deref()) {
         Ok(h) => h,
@@ -282,10 +284,16 @@ async fn session_of(client: &Client, dir: &Path) -> Result<Option<String>, snowp
         if Path::new(wd) != dir {
             continue;
         }
-        if s.get("kind").and_then(Value::as_str).is_some_and(|k| k != "chat") {
+        if s.get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k != "chat")
+        {
             continue;
         }
-        let id = s.get("sessionId").and_then(Value::as_str).unwrap_or_default();
+        let id = s
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let at = s
             .get("lastActivityAt")
             .or_else(|| s.get("createdAt"))
@@ -312,8 +320,16 @@ fn find<'a>(list: &'a Value, name: &str) -> Option<&'a Value> {
 /// command or the subcommand, else the command's `x-risk`.
 fn risk_of(row: &Value, args: &[String]) -> String {
     let schema = row.get("argsSchema").cloned().unwrap_or(Value::Null);
-    let first = args.iter().find(|a| !a.starts_with("--")).map(String::as_str).unwrap_or("");
-    if let Some(t) = schema.pointer("/x-tiers").and_then(|t| t.get(first)).and_then(Value::as_str) {
+    let first = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
+        .map(String::as_str)
+        .unwrap_or("");
+    if let Some(t) = schema
+        .pointer("/x-tiers")
+        .and_then(|t| t.get(first))
+        .and_then(Value::as_str)
+    {
         return t.to_owned();
     }
     schema
@@ -332,7 +348,10 @@ fn session_command_rows(list: &Value, risk: Option<&str>) -> Value {
         .flatten()
         .filter_map(|c| {
             let s = c.get("argsSchema").cloned().unwrap_or(Value::Null);
-            let r = s.get("x-risk").and_then(Value::as_str).unwrap_or("low_write");
+            let r = s
+                .get("x-risk")
+                .and_then(Value::as_str)
+                .unwrap_or("low_write");
             if risk.is_some_and(|want| want != r) {
                 return None;
             }
@@ -359,7 +378,10 @@ async fn with_client(client: &Client, inv: &Invocation) -> (CmdResult, i32) {
             Some("not_found") => codes::NOT_FOUND,
             _ => codes::EXECUTION_FAILED,
         };
-        (CmdResult::failure(name, code, e.to_string(), None), exit::FAILURE)
+        (
+            CmdResult::failure(name, code, e.to_string(), None),
+            exit::FAILURE,
+        )
     };
     // The session, when there is one to find.
     let session = match (&inv.session, &inv.workdir) {
@@ -367,7 +389,12 @@ async fn with_client(client: &Client, inv: &Invocation) -> (CmdResult, i32) {
         (None, Some(dir)) => {
             let Ok(dir) = std::fs::canonicalize(dir) else {
                 return (
-                    CmdResult::failure(name, codes::INVALID_ARGS, format!("--workdir {}: no such directory", dir.display()), None),
+                    CmdResult::failure(
+                        name,
+                        codes::INVALID_ARGS,
+                        format!("--workdir {}: no such directory", dir.display()),
+                        None,
+                    ),
                     exit::USAGE,
                 );
             };
@@ -398,23 +425,30 @@ async fn with_client(client: &Client, inv: &Invocation) -> (CmdResult, i32) {
     };
     let Some(row) = find(&list, name) else {
         return (
-            CmdResult::failure(name, codes::NOT_FOUND, format!("unknown command {name}; `snowpea cmd session-command list` lists them"), None),
+            CmdResult::failure(
+                name,
+                codes::NOT_FOUND,
+                format!("unknown command {name}; `snowpea cmd session-command list` lists them"),
+                None,
+            ),
             exit::FAILURE,
         );
     };
     let risk = risk_of(row, &inv.args);
     let command_id = match inv.args.first() {
-        Some(sub) if !sub.starts_with("--") && row["argsSchema"]["properties"]["subcommand"]["enum"]
-            .as_array()
-            .is_some_and(|e| e.iter().any(|v| v.as_str() == Some(sub))) => format!("{name}.{sub}"),
+        Some(sub)
+            if !sub.starts_with("--")
+                && row["argsSchema"]["properties"]["subcommand"]["enum"]
+                    .as_array()
+                    .is_some_and(|e| e.iter().any(|v| v.as_str() == Some(sub))) =>
+        {
+            format!("{name}.{sub}")
+        }
         _ => name.to_owned(),
     };
     // Listing commands needs no session.
     if name == "session-command" && session.is_none() {
-        let risk_filter = inv
-            .args
-            .iter()
-            .find_map(|a| a.strip_prefix("--risk="));
+        let risk_filter = inv.args.iter().find_map(|a| a.strip_prefix("--risk="));
         let data = session_command_rows(&list, risk_filter);
         return (CmdResult::success(&command_id, data, Some(risk)), exit::OK);
     }
@@ -437,14 +471,22 @@ async fn with_client(client: &Client, inv: &Invocation) -> (CmdResult, i32) {
         Ok(r) => r,
         Err(_) => {
             return (
-                CmdResult::failure(&command_id, codes::INVALID_ARGS, "arguments must not contain NUL".into(), Some(risk)),
+                CmdResult::failure(
+                    &command_id,
+                    codes::INVALID_ARGS,
+                    "arguments must not contain NUL".into(),
+                    Some(risk),
+                ),
                 exit::USAGE,
             )
         }
     };
     let mut events = client.events(&session_id);
     let turn_id = match client
-        .call("command.run", json!({"sessionId": session_id, "name": name, "args": raw}))
+        .call(
+            "command.run",
+            json!({"sessionId": session_id, "name": name, "args": raw}),
+        )
         .await
         .and_then(|r| {
             r.get("turnId")
@@ -463,7 +505,12 @@ async fn with_client(client: &Client, inv: &Invocation) -> (CmdResult, i32) {
         Err(e) => {
             let _ = client.interrupt(&session_id).await;
             return (
-                CmdResult::failure(&command_id, codes::EXECUTION_FAILED, format!("no result within {}s: {e}", inv.timeout), Some(risk)),
+                CmdResult::failure(
+                    &command_id,
+                    codes::EXECUTION_FAILED,
+                    format!("no result within {}s: {e}", inv.timeout),
+                    Some(risk),
+                ),
                 exit::FAILURE,
             );
         }
@@ -477,10 +524,9 @@ mod tests {
     use clap::Parser;
 
     fn parse(args: &[&str]) -> Result<Invocation, String> {
-        let cli = crate::cli::Cli::try_parse_from(
-            ["snowpea", "cmd"].iter().chain(args.iter()).copied(),
-        )
-        .map_err(|e| e.to_string())?;
+        let cli =
+            crate::cli::Cli::try_parse_from(["snowpea", "cmd"].iter().chain(args.iter()).copied())
+                .map_err(|e| e.to_string())?;
         match cli.command {
             crate::cli::Command::Cmd(a) => invocation(&a),
             _ => Err("not cmd".into()),
@@ -490,7 +536,10 @@ mod tests {
     #[test]
     fn options_may_follow_the_command() {
         let i = parse(&["plan", "status", "--json", "--session", "s1"]).unwrap();
-        assert_eq!((i.name.as_str(), i.args.clone()), ("plan", vec!["status".to_string()]));
+        assert_eq!(
+            (i.name.as_str(), i.args.clone()),
+            ("plan", vec!["status".to_string()])
+        );
         assert!(i.json);
         assert_eq!(i.session.as_deref(), Some("s1"));
         let i = parse(&["--yes", "mcp.reconnect", "srv", "--timeout=5"]).unwrap();

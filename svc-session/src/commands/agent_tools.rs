@@ -85,7 +85,9 @@ impl Tool for ListTool {
         crate::tools::args::object(args)?;
         if let Some(r) = str_arg(args, "risk")? {
             if !["read", "low_write", "medium_write", "high_risk"].contains(&r) {
-                return Err("argument `risk` must be read, low_write, medium_write or high_risk".into());
+                return Err(
+                    "argument `risk` must be read, low_write, medium_write or high_risk".into(),
+                );
             }
         }
         Ok(ToolPlan {
@@ -153,7 +155,10 @@ impl Tool for RunTool {
     fn run(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let cx = self.cx.clone();
         Box::pin(async move {
-            let command = args.get("command").and_then(Value::as_str).unwrap_or_default();
+            let command = args
+                .get("command")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             let (name, sub) = match command.trim_start_matches('/').split_once('.') {
                 Some((n, s)) => (n.to_owned(), Some(s.to_owned())),
                 None => (command.trim_start_matches('/').to_owned(), None),
@@ -183,7 +188,10 @@ impl Tool for RunTool {
             match cx.execute(&session, &name, &raw, "", true).await {
                 Ok(Reply::Done { text, data }) => ToolOutput {
                     ok: true,
-                    content: format!("{text}\n\n{}", serde_json::to_string(&data).unwrap_or_default()),
+                    content: format!(
+                        "{text}\n\n{}",
+                        serde_json::to_string(&data).unwrap_or_default()
+                    ),
                     meta: json!({"command": name, "data": data}),
                     diff: None,
                 },
@@ -247,7 +255,11 @@ impl Tool for SkillView {
     fn run(&self, args: Value, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let cx = self.cx.clone();
         Box::pin(async move {
-            let name = args.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+            let name = args
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
             let found = cx
                 .skills
                 .catalog(Some(&ctx.workdir))

@@ -23,6 +23,8 @@ impl Builtin for Allowlist {
         Some("needs the allowlist methods (question/allowlist issue), not in this build")
     }
     fn run<'a>(&'a self, _cx: &'a Commands, _call: &'a Call) -> Run<'a> {
-        Box::pin(async { Err(Failure::not_implemented("/allowlist: needs the allowlist methods (question/allowlist issue), not in this build")) })
+        Box::pin(async {
+            Err(Failure::not_implemented("/allowlist: needs the allowlist methods (question/allowlist issue), not in this build"))
+        })
     }
 }

@@ -20,7 +20,8 @@ pub struct Args {
 impl Args {
     /// Splits `raw`; an unbalanced quote is an error. A `--` ends the options.
     pub fn parse(raw: &str) -> Result<Args, String> {
-        let parts = shlex::split(raw).ok_or_else(|| "unbalanced quotes in the arguments".to_string())?;
+        let parts =
+            shlex::split(raw).ok_or_else(|| "unbalanced quotes in the arguments".to_string())?;
         let mut a = Args {
             raw: raw.to_owned(),
             ..Default::default()
@@ -54,7 +55,12 @@ impl Args {
 
     /// The words after the subcommand, joined by spaces.
     pub fn rest(&self) -> String {
-        self.words.iter().skip(1).cloned().collect::<Vec<_>>().join(" ")
+        self.words
+            .iter()
+            .skip(1)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// The raw string without the confirmation flags (what `$ARGUMENTS` becomes).

@@ -97,13 +97,18 @@ impl Builtin for Export {
                     if p.components()
                         .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
                     {
-                        return Err(Failure::args("--out must be a relative path inside the workdir"));
+                        return Err(Failure::args(
+                            "--out must be a relative path inside the workdir",
+                        ));
                     }
                     p.to_path_buf()
                 }
                 None => {
-                    let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string();
-                    Path::new(".snowpea/exports").join(format!("{}-{stamp}.{format}", call.session.id))
+                    let stamp = jiff::Timestamp::now()
+                        .strftime("%Y%m%dT%H%M%SZ")
+                        .to_string();
+                    Path::new(".snowpea/exports")
+                        .join(format!("{}-{stamp}.{format}", call.session.id))
                 }
             };
             let rows = cx
@@ -113,11 +118,18 @@ impl Builtin for Export {
                 .map_err(Failure::from_error)?;
             let mut msgs = Vec::new();
             for (kind, p) in rows {
-                let text = p.get("text").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let text = p
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned();
                 let role = if kind == "message.user" {
                     "user".to_owned()
                 } else {
-                    p.get("role").and_then(Value::as_str).unwrap_or("assistant").to_owned()
+                    p.get("role")
+                        .and_then(Value::as_str)
+                        .unwrap_or("assistant")
+                        .to_owned()
                 };
                 if role == "assistant" && text.is_empty() {
                     continue;
@@ -125,7 +137,10 @@ impl Builtin for Export {
                 msgs.push((role, text));
             }
             let r = call.session.row();
-            let title = r.title.clone().unwrap_or_else(|| format!("Session {}", r.id));
+            let title = r
+                .title
+                .clone()
+                .unwrap_or_else(|| format!("Session {}", r.id));
             let body = render(format, &title, &msgs);
             let path = workdir.join(&rel);
             let bytes = body.len();

@@ -39,7 +39,12 @@ impl Builtin for Help {
             }
             let mut text = String::from("Commands:\n");
             for c in &table {
-                text.push_str(&format!("  /{:<16} {} [{}]\n", c.name, c.summary, c.risk.as_str()));
+                text.push_str(&format!(
+                    "  /{:<16} {} [{}]\n",
+                    c.name,
+                    c.summary,
+                    c.risk.as_str()
+                ));
             }
             let list: Vec<_> = table
                 .iter()

@@ -79,7 +79,11 @@ mod tests {
 
     #[test]
     fn allowed_tools_match_names() {
-        let allowed = vec!["read_file".to_string(), "mcp__fs*".into(), "Shell(git diff:*)".into()];
+        let allowed = vec![
+            "read_file".to_string(),
+            "mcp__fs*".into(),
+            "Shell(git diff:*)".into(),
+        ];
         assert!(tool_allowed(&allowed, "read_file"));
         assert!(tool_allowed(&allowed, "mcp__fs__list"));
         assert!(tool_allowed(&allowed, "shell"));

@@ -31,22 +31,27 @@ impl Builtin for Mcp {
         Box::pin(async move {
             match call.args.sub() {
                 None | Some("status") => {
-                    let listing = cx
-                        .tools
-                        .mcp()
-                        .list(&call.session.workdir())
-                        .await
-                        .map_err(|e| {
-                            Failure::failed(
-                                "unavailable",
-                                match e {
-                                    Unreachable::Down(m) => format!("svc-mcp is not reachable: {m}"),
-                                    Unreachable::Slow(d) => {
-                                        format!("svc-mcp did not answer within {}s", d.as_secs())
-                                    }
-                                },
-                            )
-                        })?;
+                    let listing =
+                        cx.tools
+                            .mcp()
+                            .list(&call.session.workdir())
+                            .await
+                            .map_err(|e| {
+                                Failure::failed(
+                                    "unavailable",
+                                    match e {
+                                        Unreachable::Down(m) => {
+                                            format!("svc-mcp is not reachable: {m}")
+                                        }
+                                        Unreachable::Slow(d) => {
+                                            format!(
+                                                "svc-mcp did not answer within {}s",
+                                                d.as_secs()
+                                            )
+                                        }
+                                    },
+                                )
+                            })?;
                     let mut text = format!("{} MCP servers", listing.servers.len());
                     let mut rows = Vec::new();
                     for s in &listing.servers {
@@ -59,9 +64,11 @@ impl Builtin for Mcp {
                     }
                     Ok(Reply::done(text, json!({ "servers": rows })))
                 }
-                Some(s @ ("enable" | "disable" | "reconnect")) => Err(Failure::not_implemented(format!(
+                Some(s @ ("enable" | "disable" | "reconnect")) => {
+                    Err(Failure::not_implemented(format!(
                     "/mcp {s} is not wired to svc-mcp in this build; use mcp.update / mcp.reload"
-                ))),
+                )))
+                }
                 Some(other) => Err(Failure::args(format!("unknown /mcp subcommand {other:?}"))),
             }
         })

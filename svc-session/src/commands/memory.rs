@@ -36,10 +36,7 @@ impl Builtin for Memory {
         Box::pin(async move {
             let a = &call.args;
             match a.sub() {
-                None => Ok(Reply::done(
-                    self.usage(),
-                    json!({"usage": self.usage()}),
-                )),
+                None => Ok(Reply::done(self.usage(), json!({"usage": self.usage()}))),
                 Some("search") => {
                     a.only_options(&["limit"]).map_err(Failure::args)?;
                     let q = a.rest();
@@ -59,7 +56,9 @@ impl Builtin for Memory {
                 Some("forget") => Err(Failure::not_implemented(
                     "/memory forget is not wired to svc-memory in this build; use memory.delete",
                 )),
-                Some(other) => Err(Failure::args(format!("unknown /memory subcommand {other:?}"))),
+                Some(other) => Err(Failure::args(format!(
+                    "unknown /memory subcommand {other:?}"
+                ))),
             }
         })
     }

@@ -49,8 +49,8 @@ mod help;
 mod mcp;
 mod memory;
 mod mode;
-mod modes;
 mod model;
+mod modes;
 mod plan;
 mod review;
 mod schedule;
@@ -316,8 +316,7 @@ pub struct Commands {
 
 impl std::fmt::Debug for Commands {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Commands")
-            .finish_non_exhaustive()
+        f.debug_struct("Commands").finish_non_exhaustive()
     }
 }
 
@@ -568,8 +567,16 @@ impl Commands {
         name: &str,
         args: Value,
     ) -> std::result::Result<crate::tools::ToolOutput, Failure> {
-        let Some(tool) = self.tools.builtin().iter().find(|t| t.name() == name).cloned() else {
-            return Err(Failure::not_implemented(format!("the {name} tool is not available")));
+        let Some(tool) = self
+            .tools
+            .builtin()
+            .iter()
+            .find(|t| t.name() == name)
+            .cloned()
+        else {
+            return Err(Failure::not_implemented(format!(
+                "the {name} tool is not available"
+            )));
         };
         let workdir = session.workdir();
         tool.plan(&args, &workdir).map_err(Failure::args)?;
@@ -589,7 +596,6 @@ impl Commands {
             Err(Failure::failed("unavailable", out.content))
         }
     }
-
 }
 
 /// Every built-in, built once.

@@ -9,7 +9,10 @@ use super::{Call, Commands, Failure, Outcome, Reply};
 /// The current mode as a status reply.
 pub fn status(call: &Call) -> Outcome {
     let mode = call.session.mode().as_str();
-    Ok(Reply::done(format!("mode: {mode}"), json!({ "mode": mode })))
+    Ok(Reply::done(
+        format!("mode: {mode}"),
+        json!({ "mode": mode }),
+    ))
 }
 
 /// Switches to `mode`.

@@ -39,7 +39,9 @@ impl Builtin for Review {
                 return Err(Failure {
                     code: "invalid_params",
                     stable: super::codes::HEADLESS_UNSUPPORTED,
-                    message: "/review runs a model turn; use `snowpea run` or an interactive client".into(),
+                    message:
+                        "/review runs a model turn; use `snowpea run` or an interactive client"
+                            .into(),
                 });
             }
             let mut cmd = tokio::process::Command::new("git");
@@ -50,7 +52,12 @@ impl Builtin for Review {
                 .kill_on_drop(true);
             let out = match tokio::time::timeout(GIT_TIMEOUT, cmd.output()).await {
                 Err(_) => return Err(Failure::failed("unavailable", "git diff took too long")),
-                Ok(Err(e)) => return Err(Failure::failed("unavailable", format!("cannot run git: {e}"))),
+                Ok(Err(e)) => {
+                    return Err(Failure::failed(
+                        "unavailable",
+                        format!("cannot run git: {e}"),
+                    ))
+                }
                 Ok(Ok(o)) => o,
             };
             if !out.status.success() {

@@ -56,7 +56,9 @@ impl Builtin for Schedule {
                     ("schedule_cancel", json!({"jobId": id}))
                 }
                 Some(other) => {
-                    return Err(Failure::args(format!("unknown /schedule subcommand {other:?}")))
+                    return Err(Failure::args(format!(
+                        "unknown /schedule subcommand {other:?}"
+                    )))
                 }
             };
             let out = cx.run_tool(&call.session, tool, args).await?;

@@ -55,7 +55,9 @@ impl Builtin for SessionCommand {
             let risk = a.options.get("risk").map(String::as_str);
             if let Some(r) = risk {
                 if !["read", "low_write", "medium_write", "high_risk"].contains(&r) {
-                    return Err(Failure::args(format!("--risk must be read, low_write, medium_write or high_risk, not {r:?}")));
+                    return Err(Failure::args(format!(
+                        "--risk must be read, low_write, medium_write or high_risk, not {r:?}"
+                    )));
                 }
             }
             let rows = rows(cx, Some(&call.session.workdir()), risk);
@@ -65,10 +67,17 @@ impl Builtin for SessionCommand {
                     "\n  {:<16} {:<13} {}",
                     r["name"].as_str().unwrap_or_default(),
                     r["risk"].as_str().unwrap_or_default(),
-                    if r["needsConfirm"].as_bool() == Some(true) { "needs --yes" } else { "" }
+                    if r["needsConfirm"].as_bool() == Some(true) {
+                        "needs --yes"
+                    } else {
+                        ""
+                    }
                 ));
             }
-            Ok(Reply::done(format!("{} commands{text}", rows.len()), json!({ "commands": rows })))
+            Ok(Reply::done(
+                format!("{} commands{text}", rows.len()),
+                json!({ "commands": rows }),
+            ))
         })
     }
 }

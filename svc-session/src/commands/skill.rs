@@ -78,17 +78,30 @@ impl Builtin for SkillCmd {
                     let entries = cx.skills.catalog(Some(&call.session.workdir()));
                     let mut text = String::new();
                     let mut rows = Vec::new();
-                    for e in entries.iter().filter(|e| e.kind == crate::skills::Kind::Skill) {
-                        let summary = e.error.as_ref().map(|x| format!("error: {x}")).unwrap_or(e.summary.clone());
+                    for e in entries
+                        .iter()
+                        .filter(|e| e.kind == crate::skills::Kind::Skill)
+                    {
+                        let summary = e
+                            .error
+                            .as_ref()
+                            .map(|x| format!("error: {x}"))
+                            .unwrap_or(e.summary.clone());
                         text.push_str(&format!("\n  {:<24} {} [{}]", e.name, summary, e.source));
                         rows.push(json!({"name": e.name, "summary": summary, "source": e.source, "path": e.path, "error": e.error}));
                     }
-                    Ok(Reply::done(format!("{} skills{text}", rows.len()), json!({ "skills": rows })))
+                    Ok(Reply::done(
+                        format!("{} skills{text}", rows.len()),
+                        json!({ "skills": rows }),
+                    ))
                 }
                 Some("read") => {
                     let r = cx
                         .skills
-                        .read(pb::SkillReadParams { name: name_arg()?, workdir: wd })
+                        .read(pb::SkillReadParams {
+                            name: name_arg()?,
+                            workdir: wd,
+                        })
                         .await
                         .map_err(Failure::from_error)?;
                     Ok(Reply::done(
@@ -99,7 +112,13 @@ impl Builtin for SkillCmd {
                 Some("create") => {
                     a.only_options(&["scope", "force"]).map_err(Failure::args)?;
                     let name = name_arg()?;
-                    let description = a.words.iter().skip(2).cloned().collect::<Vec<_>>().join(" ");
+                    let description = a
+                        .words
+                        .iter()
+                        .skip(2)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(" ");
                     let p = pb::SkillCreateParams {
                         name: name.clone(),
                         description: Some(description.clone()),
@@ -132,7 +151,10 @@ impl Builtin for SkillCmd {
                         })
                         .await
                         .map_err(Failure::from_error)?;
-                    Ok(Reply::done(format!("installed {source}"), json!({"source": source, "ok": true})))
+                    Ok(Reply::done(
+                        format!("installed {source}"),
+                        json!({"source": source, "ok": true}),
+                    ))
                 }
                 Some("remove") => {
                     let name = name_arg()?;
@@ -140,7 +162,10 @@ impl Builtin for SkillCmd {
                         .remove(pb::SkillRemoveParams { name: name.clone() })
                         .await
                         .map_err(Failure::from_error)?;
-                    Ok(Reply::done(format!("removed {name}"), json!({"name": name, "ok": true})))
+                    Ok(Reply::done(
+                        format!("removed {name}"),
+                        json!({"name": name, "ok": true}),
+                    ))
                 }
                 Some("reload") => {
                     cx.skills.reload().await.map_err(Failure::from_error)?;
@@ -160,6 +185,9 @@ mod tests {
     fn extracts_fenced_and_bare_drafts() {
         let fenced = "Here it is:\n```markdown\n---\nname: x\n---\nbody\n```\nDone.";
         assert_eq!(extract_draft(fenced), "---\nname: x\n---\nbody\n");
-        assert_eq!(extract_draft("ok\n---\nname: y\n---\nb"), "---\nname: y\n---\nb\n");
+        assert_eq!(
+            extract_draft("ok\n---\nname: y\n---\nb"),
+            "---\nname: y\n---\nb\n"
+        );
     }
 }

@@ -23,6 +23,10 @@ impl Builtin for Team {
         Some("needs teams (agents issue), not in this build")
     }
     fn run<'a>(&'a self, _cx: &'a Commands, _call: &'a Call) -> Run<'a> {
-        Box::pin(async { Err(Failure::not_implemented("/team: needs teams (agents issue), not in this build")) })
+        Box::pin(async {
+            Err(Failure::not_implemented(
+                "/team: needs teams (agents issue), not in this build",
+            ))
+        })
     }
 }

@@ -34,7 +34,9 @@ impl Builtin for ToolsCmd {
             let mut rows = Vec::new();
             for t in &list.tools {
                 text.push_str(&format!("  {:<24} {}\n", t.name, t.permission_tag));
-                rows.push(json!({"name": t.name, "permission": t.permission_tag, "category": t.category}));
+                rows.push(
+                    json!({"name": t.name, "permission": t.permission_tag, "category": t.category}),
+                );
             }
             Ok(Reply::done(
                 format!("{} tools:\n{}", rows.len(), text.trim_end()),

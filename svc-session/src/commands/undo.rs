@@ -72,7 +72,11 @@ impl Builtin for Undo {
             for s in &r.skipped {
                 text.push_str(&format!("\n  skipped {} ({})", s.path, s.reason));
             }
-            let skipped: Vec<_> = r.skipped.iter().map(|s| json!({"path": s.path, "reason": s.reason})).collect();
+            let skipped: Vec<_> = r
+                .skipped
+                .iter()
+                .map(|s| json!({"path": s.path, "reason": s.reason}))
+                .collect();
             Ok(Reply::done(
                 text,
                 json!({"checkpointId": cp.id, "dryRun": dry_run, "restored": r.restored, "skipped": skipped, "undoCheckpointId": r.checkpoint_id}),

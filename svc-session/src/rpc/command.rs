@@ -35,7 +35,9 @@ impl CommandService for CommandRpc {
         &self,
         req: Request<pb::CommandListParams>,
     ) -> Result<Response<pb::CommandListResult>, Status> {
-        Ok(Response::new(self.app.commands.list(req.into_inner()).await?))
+        Ok(Response::new(
+            self.app.commands.list(req.into_inner()).await?,
+        ))
     }
 
     async fn run(

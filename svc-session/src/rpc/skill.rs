@@ -50,7 +50,9 @@ impl SkillService for SkillRpc {
         &self,
         req: Request<pb::SkillInstallParams>,
     ) -> Result<Response<pb::SkillInstallResult>, Status> {
-        Ok(Response::new(self.app.skills.install(req.into_inner()).await?))
+        Ok(Response::new(
+            self.app.skills.install(req.into_inner()).await?,
+        ))
     }
 
     async fn list(
@@ -78,20 +80,26 @@ impl SkillService for SkillRpc {
         &self,
         req: Request<pb::SkillRemoveParams>,
     ) -> Result<Response<pb::SkillRemoveResult>, Status> {
-        Ok(Response::new(self.app.skills.remove(req.into_inner()).await?))
+        Ok(Response::new(
+            self.app.skills.remove(req.into_inner()).await?,
+        ))
     }
 
     async fn search(
         &self,
         req: Request<pb::SkillSearchParams>,
     ) -> Result<Response<pb::SkillSearchResult>, Status> {
-        Ok(Response::new(self.app.skills.search(req.into_inner()).await?))
+        Ok(Response::new(
+            self.app.skills.search(req.into_inner()).await?,
+        ))
     }
 
     async fn write(
         &self,
         req: Request<pb::SkillWriteParams>,
     ) -> Result<Response<pb::SkillWriteResult>, Status> {
-        Ok(Response::new(self.app.skills.write(req.into_inner()).await?))
+        Ok(Response::new(
+            self.app.skills.write(req.into_inner()).await?,
+        ))
     }
 }

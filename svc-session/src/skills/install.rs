@@ -81,9 +81,14 @@ pub fn classify(source: &str) -> Result<Source> {
                     .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         };
         if parts.len() != 2 || !parts.iter().all(|p| ok(p)) {
-            return Err(invalid("github: sources look like github:owner/repo[@plugin]"));
+            return Err(invalid(
+                "github: sources look like github:owner/repo[@plugin]",
+            ));
         }
-        return Ok(Source::Git(format!("https://github.com/{repo}.git"), plugin));
+        return Ok(Source::Git(
+            format!("https://github.com/{repo}.git"),
+            plugin,
+        ));
     }
     let path = Path::new(s);
     if s.starts_with("https://")
@@ -222,7 +227,9 @@ pub fn unpack_archive(archive: &Path, dest: &Path) -> Result<()> {
                     target.display()
                 )));
             }
-        } else if !(ty.is_file() || ty.is_dir() || ty.is_pax_global_extensions()
+        } else if !(ty.is_file()
+            || ty.is_dir()
+            || ty.is_pax_global_extensions()
             || ty.is_pax_local_extensions()
             || ty.is_gnu_longname()
             || ty.is_gnu_longlink())
@@ -286,7 +293,10 @@ fn walk(dir: &Path) -> Result<Vec<PathBuf>> {
             .map(|m| m.is_dir())
             .unwrap_or(false)
         {
-            for e in std::fs::read_dir(&p).map_err(anyhow::Error::from)?.flatten() {
+            for e in std::fs::read_dir(&p)
+                .map_err(anyhow::Error::from)?
+                .flatten()
+            {
                 out.push(e.path());
             }
         }
@@ -301,8 +311,8 @@ pub fn copy_dir(src: &Path, dest: &Path) -> Result<()> {
     let mut stack = vec![PathBuf::new()];
     while let Some(rel) = stack.pop() {
         let from = src.join(&rel);
-        let rd = std::fs::read_dir(&from)
-            .map_err(|e| invalid(format!("{}: {e}", from.display())))?;
+        let rd =
+            std::fs::read_dir(&from).map_err(|e| invalid(format!("{}: {e}", from.display())))?;
         for e in rd.flatten() {
             let name = e.file_name();
             if rel.as_os_str().is_empty() && name == ".git" {
@@ -344,15 +354,22 @@ pub fn copy_dir(src: &Path, dest: &Path) -> Result<()> {
 /// terminal prompt; at most [`GIT_TIMEOUT`]).
 pub async fn git_clone(url: &str, dest: &Path) -> Result<()> {
     let mut cmd = tokio::process::Command::new("git");
-    cmd.args(["clone", "--depth", "1", "--quiet", "--no-recurse-submodules", "--"])
-        .arg(url)
-        .arg(dest)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_ASKPASS", "true")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true);
+    cmd.args([
+        "clone",
+        "--depth",
+        "1",
+        "--quiet",
+        "--no-recurse-submodules",
+        "--",
+    ])
+    .arg(url)
+    .arg(dest)
+    .env("GIT_TERMINAL_PROMPT", "0")
+    .env("GIT_ASKPASS", "true")
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .kill_on_drop(true);
     let child = cmd
         .spawn()
         .map_err(|e| Error::Unavailable(format!("cannot run git: {e}")))?;
@@ -385,8 +402,8 @@ fn plugin_name(staged: &Path, fallback: &str) -> Result<String> {
     let mut name = None;
     if let Some(m) = manifest {
         let text = std::fs::read_to_string(&m).map_err(anyhow::Error::from)?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| invalid(format!("plugin.json: {e}")))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| invalid(format!("plugin.json: {e}")))?;
         name = v.get("name").and_then(|n| n.as_str()).map(str::to_owned);
     } else if staged.join("SKILL.md").is_file() {
         let text = std::fs::read_to_string(staged.join("SKILL.md")).map_err(anyhow::Error::from)?;
@@ -412,7 +429,10 @@ fn wrap_single_skill(staged: &Path, name: &str) -> Result<()> {
     }
     let inner = staged.join(format!(".wrap-{}", uuid::Uuid::new_v4().simple()));
     mkdir_private(&inner).map_err(anyhow::Error::from)?;
-    for e in std::fs::read_dir(staged).map_err(anyhow::Error::from)?.flatten() {
+    for e in std::fs::read_dir(staged)
+        .map_err(anyhow::Error::from)?
+        .flatten()
+    {
         if e.path() != inner {
             std::fs::rename(e.path(), inner.join(e.file_name())).map_err(anyhow::Error::from)?;
         }
@@ -454,7 +474,9 @@ pub async fn install(
         _ => {}
     }
     if matches!(src, Source::Registry(_) | Source::Marketplace(..)) {
-        return Err(invalid("a registry or marketplace entry points at another one"));
+        return Err(invalid(
+            "a registry or marketplace entry points at another one",
+        ));
     }
     if link && !matches!(src, Source::Dir(_)) {
         return Err(Error::invalid(
@@ -476,7 +498,9 @@ pub async fn install(
             let name = plugin_name(&dir, &fallback)?;
             let dest = plugins_dir.join(&name);
             if std::fs::symlink_metadata(&dest).is_ok() {
-                return Err(invalid(format!("{name} is already installed; skill.remove it first")));
+                return Err(invalid(format!(
+                    "{name} is already installed; skill.remove it first"
+                )));
             }
             std::os::unix::fs::symlink(&dir, &dest).map_err(anyhow::Error::from)?;
             return Ok(name);
@@ -540,7 +564,9 @@ pub async fn install(
     wrap_single_skill(&root, &name)?;
     let dest = plugins_dir.join(&name);
     if std::fs::symlink_metadata(&dest).is_ok() {
-        return Err(invalid(format!("{name} is already installed; skill.remove it first")));
+        return Err(invalid(format!(
+            "{name} is already installed; skill.remove it first"
+        )));
     }
     std::fs::rename(&root, &dest).map_err(anyhow::Error::from)?;
     Ok(name)
@@ -583,7 +609,10 @@ mod tests {
             classify("mkt/plug").unwrap(),
             Source::Marketplace("mkt".into(), "plug".into())
         );
-        assert!(matches!(classify("file:///x/y.git").unwrap(), Source::Git(..)));
+        assert!(matches!(
+            classify("file:///x/y.git").unwrap(),
+            Source::Git(..)
+        ));
         assert!(classify("github:../x").is_err());
         assert!(classify("").is_err());
         assert!(classify("/definitely/not/here").is_err());

@@ -177,7 +177,9 @@ pub fn parse(text: &str) -> Result<(Frontmatter, String), String> {
             for (i, t) in a.iter().enumerate() {
                 match t.as_str() {
                     Some(s) => out.push(s.trim().to_owned()),
-                    None => return Err(format!("frontmatter.allowed-tools[{i}]: must be a string")),
+                    None => {
+                        return Err(format!("frontmatter.allowed-tools[{i}]: must be a string"))
+                    }
                 }
             }
             Some(out)

@@ -153,7 +153,11 @@ impl Skills {
     /// later root wins a clash), or the global ones only. Reusable by any family that loads
     /// definitions from these roots (commands, agents).
     pub fn catalog(&self, workdir: Option<&Path>) -> Vec<Entry> {
-        let global = self.global.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let global = self
+            .global
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let Some(wd) = workdir else {
             return global;
         };
@@ -200,7 +204,11 @@ impl Skills {
                 break;
             }
         }
-        let global = self.global.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let global = self
+            .global
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let mut skills: Vec<pb::Skill> = global.iter().map(Self::to_pb).collect();
         let project = blocking(move || {
             Ok(workdirs
@@ -211,7 +219,10 @@ impl Skills {
         .await?;
         for e in &project {
             let p = Self::to_pb(e);
-            if !skills.iter().any(|s| s.id == p.id && s.summary == p.summary) {
+            if !skills
+                .iter()
+                .any(|s| s.id == p.id && s.summary == p.summary)
+            {
                 skills.push(p);
             }
         }
@@ -382,7 +393,8 @@ impl Skills {
 
     /// `skill.install` (see [`install`]); reloads after.
     pub async fn install(&self, p: pb::SkillInstallParams) -> Result<pb::SkillInstallResult> {
-        let name = install::install(&self.plugins_dir(), &p.source, p.link, &self.sources()).await?;
+        let name =
+            install::install(&self.plugins_dir(), &p.source, p.link, &self.sources()).await?;
         tracing::info!(plugin = %name, link = p.link, "plugin installed");
         self.reloaded("skill.install");
         Ok(pb::SkillInstallResult { ok: true })

@@ -56,7 +56,10 @@ async fn fetch(location: &str) -> std::result::Result<(Value, Option<PathBuf>), 
         if !resp.status().is_success() {
             return Err(format!("HTTP {}", resp.status().as_u16()));
         }
-        let bytes = resp.bytes().await.map_err(|e| e.without_url().to_string())?;
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| e.without_url().to_string())?;
         if bytes.len() > MAX_DOC_BYTES {
             return Err(format!("larger than {MAX_DOC_BYTES} bytes"));
         }
@@ -145,9 +148,7 @@ impl Sources {
     ) -> pb::SkillSearchResult {
         let q = query.trim().to_lowercase();
         let matches = |name: &str, summary: &str| {
-            q.is_empty()
-                || name.to_lowercase().contains(&q)
-                || summary.to_lowercase().contains(&q)
+            q.is_empty() || name.to_lowercase().contains(&q) || summary.to_lowercase().contains(&q)
         };
         let mut out = pb::SkillSearchResult::default();
         match self.marketplaces() {
@@ -243,14 +244,15 @@ impl Sources {
                         .flatten()
                     {
                         if let Some(label) = n.get("label").and_then(Value::as_str) {
-                            out.not_included.push(pb::skill_search_result::NotIncludedItem {
-                                label: label.to_owned(),
-                                reason: n
-                                    .get("reason")
-                                    .and_then(Value::as_str)
-                                    .unwrap_or_default()
-                                    .to_owned(),
-                            });
+                            out.not_included
+                                .push(pb::skill_search_result::NotIncludedItem {
+                                    label: label.to_owned(),
+                                    reason: n
+                                        .get("reason")
+                                        .and_then(Value::as_str)
+                                        .unwrap_or_default()
+                                        .to_owned(),
+                                });
                         }
                     }
                 }
@@ -313,7 +315,10 @@ impl Sources {
             .filter(|s| !s.starts_with("registry:"))
             .map(str::to_owned)
             .ok_or_else(|| {
-                Error::invalid("params.source", format!("registry has no install source for {id}"))
+                Error::invalid(
+                    "params.source",
+                    format!("registry has no install source for {id}"),
+                )
             })
     }
 }

@@ -182,7 +182,9 @@ impl Turns {
             allowed_tools,
             ..Default::default()
         };
-        let end = self.agent_loop(session, t, text, &mut messages, &mut acc).await;
+        let end = self
+            .agent_loop(session, t, text, &mut messages, &mut acc)
+            .await;
 
         self.event(
             session,

@@ -219,10 +219,7 @@ impl Turns {
                                 role: "system".into(),
                                 ..Default::default()
                             },
-                            &[(
-                                "/data",
-                                serde_json::json!({"name": name, "path": path}),
-                            )],
+                            &[("/data", serde_json::json!({"name": name, "path": path}))],
                         );
                     }
                     Err(e) => {
@@ -231,7 +228,10 @@ impl Turns {
                             session,
                             t,
                             &Failure {
-                                message: format!("the drafted SKILL.md was not saved: {}", f.message),
+                                message: format!(
+                                    "the drafted SKILL.md was not saved: {}",
+                                    f.message
+                                ),
                                 ..f
                             },
                         );

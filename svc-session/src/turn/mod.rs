@@ -198,7 +198,12 @@ impl Turns {
     /// Starts a turn of `text` in `session` now, or queues it behind the running one;
     /// returns its id. A `text` starting with `/` runs as a slash command
     /// ([`Turns::command`]).
-    pub(crate) fn start(self: &Arc<Self>, session: &Arc<Session>, text: String, headless: bool) -> String {
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        text: String,
+        headless: bool,
+    ) -> String {
         let session = session.clone();
         let p = pb::SessionPromptParams {
             text,
