@@ -43,7 +43,6 @@ impl Builtin for Undo {
                 .checkpoints
                 .list(pb::CheckpointListParams {
                     session_id: call.session.id.clone(),
-                    ..Default::default()
                 })
                 .await
                 .map_err(Failure::from_error)?;

@@ -143,7 +143,8 @@ impl std::fmt::Debug for Turns {
 }
 
 impl Turns {
-    /// The component over its peers.
+    /// The component over its peers (one argument per peer component).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         home: Home,
         limits: TurnLimits,
