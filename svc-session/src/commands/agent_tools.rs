@@ -26,18 +26,23 @@ const MAX_LISTED_SKILLS: usize = 100;
 
 impl Commands {
     /// The command-plane and skill tools of a turn of `session`.
-    pub fn agent_tools(self: &Arc<Self>, session: &Session) -> Vec<Arc<dyn Tool>> {
+    pub async fn agent_tools(self: &Arc<Self>, session: &Session) -> Vec<Arc<dyn Tool>> {
         let mut out: Vec<Arc<dyn Tool>> = vec![
             Arc::new(ListTool { cx: self.clone() }),
             Arc::new(RunTool { cx: self.clone() }),
         ];
-        let skills: Vec<(String, String)> = self
-            .skills
-            .catalog(Some(&session.workdir()))
-            .into_iter()
-            .filter(|e| e.kind == Kind::Skill && e.error.is_none())
-            .map(|e| (e.name, e.summary))
-            .collect();
+        let catalog = self.skills.clone();
+        let workdir = session.workdir();
+        let skills: Vec<(String, String)> = crate::skills::blocking(move || {
+            Ok(catalog
+                .catalog(Some(&workdir))
+                .into_iter()
+                .filter(|e| e.kind == Kind::Skill && e.error.is_none())
+                .map(|e| (e.name, e.summary))
+                .collect())
+        })
+        .await
+        .unwrap_or_default();
         if !skills.is_empty() {
             out.push(Arc::new(SkillView {
                 cx: self.clone(),

@@ -151,6 +151,17 @@ async fn undo_restores_the_last_turn_and_export_writes_a_private_file() {
         of_kind(&ev, "error")[0]["payload"]["code"],
         "invalid_params"
     );
+    // Nor through a symlinked folder.
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), h.workdir.join("out-link")).unwrap();
+    let t = h.prompt(&sid, "/export md --out=out-link/x.md").await;
+    let ev = h.until_done(&t, |_| None).await;
+    assert_eq!(
+        of_kind(&ev, "error")[0]["payload"]["code"],
+        "invalid_params",
+        "{ev:?}"
+    );
+    assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
 }
 
 #[tokio::test]

@@ -483,12 +483,22 @@ impl Commands {
         });
     }
 
-    /// Finds `name` (a leading `/` stripped) in the table of `session`'s workdir.
-    pub fn find(&self, session: &Session, name: &str) -> Option<Listed> {
-        let name = name.trim_start_matches('/');
-        self.table(Some(&session.workdir()))
-            .into_iter()
-            .find(|c| c.name == name)
+    /// Finds `name` (a leading `/` stripped) in the table of `session`'s workdir (the
+    /// project roots are read on the blocking pool).
+    pub async fn find(&self, session: &Session, name: &str) -> Option<Listed> {
+        let name = name.trim_start_matches('/').to_owned();
+        let skills = self.skills.clone();
+        let workdir = session.workdir();
+        crate::skills::blocking(move || {
+            Ok(table_of(&skills, Some(&workdir))
+                .into_iter()
+                .find(|c| c.name == name))
+        })
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "command table not read");
+            None
+        })
     }
 
     /// The tier of one call of `cmd`.
@@ -510,7 +520,7 @@ impl Commands {
         turn_id: &str,
         headless: bool,
     ) -> Outcome {
-        let Some(cmd) = self.find(session, name) else {
+        let Some(cmd) = self.find(session, name).await else {
             return Err(Failure::not_found(format!(
                 "unknown command /{name}; /help lists the commands"
             )));

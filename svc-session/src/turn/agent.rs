@@ -291,7 +291,7 @@ impl Turns {
             .mcp()
             .tools(std::path::Path::new(&row.workdir))
             .await;
-        acc.extra_tools.0 = self.commands.agent_tools(session);
+        acc.extra_tools.0 = self.commands.agent_tools(session).await;
         let turn_tools: Vec<_> = self
             .tools
             .builtin()
