@@ -283,3 +283,59 @@ async fn skill_create_from_a_description_drafts_validates_and_saves() {
         .unwrap_err();
     assert!(e.to_string().contains("params.description"), "{e}");
 }
+
+/// Figures for docs/PERFORMANCE.md ("Slash commands"); run with `--ignored --nocapture`.
+#[tokio::test]
+#[ignore]
+async fn measure() {
+    let mut h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    for i in 0..50 {
+        let d = h.workdir.join(format!(".snowpea/skills/skill-{i:02}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("SKILL.md"), format!("---\nname: skill-{i:02}\ndescription: Skill number {i} for the measurement\n---\nbody $ARGUMENTS\n")).unwrap();
+        let c = h.workdir.join(".snowpea/commands");
+        std::fs::create_dir_all(&c).unwrap();
+        std::fs::write(
+            c.join(format!("cmd-{i:02}.md")),
+            "---\ndescription: a command\n---\nbody\n",
+        )
+        .unwrap();
+    }
+    let sid = h.create("accept").await;
+    let pct = |v: &mut Vec<f64>, p: f64| {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v[((v.len() as f64 - 1.0) * p).round() as usize]
+    };
+    let mut list = Vec::new();
+    for _ in 0..200 {
+        let t = std::time::Instant::now();
+        let r = h
+            .app
+            .commands
+            .list(pb::CommandListParams {
+                session_id: Some(sid.clone()),
+            })
+            .await
+            .unwrap();
+        list.push(t.elapsed().as_secs_f64() * 1e3);
+        assert!(r.commands.len() > 120);
+    }
+    let mut turns = Vec::new();
+    for _ in 0..200 {
+        let t = std::time::Instant::now();
+        let id = h.prompt(&sid, "/plan status").await;
+        let ev = h.until_done(&id, |_| None).await;
+        turns.push(t.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(done_reason(&ev), "complete");
+    }
+    println!(
+        "command.list (24 built-ins + 50 skills + 50 project commands): p50 {:.2} ms p99 {:.2} ms",
+        pct(&mut list, 0.5),
+        pct(&mut list, 0.99)
+    );
+    println!(
+        "/plan status command turn, prompt → turn.done: p50 {:.2} ms p99 {:.2} ms",
+        pct(&mut turns, 0.5),
+        pct(&mut turns, 0.99)
+    );
+}
