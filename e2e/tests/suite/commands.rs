@@ -502,6 +502,28 @@ async fn slash_commands_skills_plugins_and_snowpea_cmd() {
         unavailable[0].as_str().unwrap().starts_with("dead: "),
         "{found}"
     );
+    // ... and installs by <marketplace>/<plugin>.
+    put(
+        &market.path().join("pea-tools/plugin.json"),
+        r#"{"name": "pea-tools"}"#,
+    );
+    put(
+        &market.path().join("pea-tools/skills/pt/SKILL.md"),
+        "---\nname: pt\ndescription: pea tools skill\n---\nPT\n",
+    );
+    client
+        .call("skill.install", json!({"source": "local/pea-tools"}))
+        .await
+        .unwrap();
+    let found = client
+        .call("skill.search", json!({"query": "pea"}))
+        .await
+        .unwrap();
+    assert_eq!(found["skills"][0]["installed"], true, "{found}");
+    client
+        .call("skill.remove", json!({"name": "pea-tools"}))
+        .await
+        .unwrap();
 
     // --- snowpea cmd, driven as a subprocess.
     let cmd_sid = session(&client, &wd).await;
