@@ -616,6 +616,110 @@ async fn slash_commands_skills_plugins_and_snowpea_cmd() {
         &["usage", "--workdir", &wd.to_string_lossy(), "--json"],
     );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // /mcp through svc-mcp: disable and enable a configured server (medium_write, --yes).
+    let faulty =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../svc-mcp/tests/mcp-servers/faulty.py");
+    if faulty.exists() && Command::new("python3").arg("--version").output().is_ok() {
+        let added = client
+            .call("mcp.add", json!({"name": "f", "command": "python3", "args": [faulty.to_string_lossy(), "ok"], "permission": "network"}))
+            .await
+            .unwrap();
+        assert_eq!(added["ok"], true, "{added}");
+        let state = |want: &'static str| {
+            let (suite, cwd, sid) = (&suite, nowhere.path().to_path_buf(), cmd_sid.clone());
+            async move {
+                snowpea_testkit::eventually(LONG, &format!("/mcp status shows f {want}"), || {
+                    let cwd = cwd.clone();
+                    let sid = sid.clone();
+                    async move {
+                        let v = json_of(&cmd(suite, &cwd, &["mcp", "--session", &sid, "--json"]));
+                        let f = v["data"]["servers"]
+                            .as_array()?
+                            .iter()
+                            .find(|s| s["name"] == "f")
+                            .cloned();
+                        match (want, f) {
+                            ("gone", None) => Some(()),
+                            ("ready", Some(f)) if f["state"] == "ready" => Some(()),
+                            _ => None,
+                        }
+                    }
+                })
+                .await
+            }
+        };
+        state("ready").await;
+        let out = cmd(
+            &suite,
+            nowhere.path(),
+            &[
+                "mcp",
+                "disable",
+                "f",
+                "--yes",
+                "--session",
+                &cmd_sid,
+                "--json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!(json_of(&out)["command"], "mcp.disable");
+        state("gone").await;
+        let out = cmd(
+            &suite,
+            nowhere.path(),
+            &[
+                "mcp",
+                "enable",
+                "f",
+                "--yes",
+                "--session",
+                &cmd_sid,
+                "--json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        state("ready").await;
+        let out = cmd(
+            &suite,
+            nowhere.path(),
+            &[
+                "mcp",
+                "reconnect",
+                "f",
+                "--yes",
+                "--session",
+                &cmd_sid,
+                "--json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let out = cmd(
+            &suite,
+            nowhere.path(),
+            &[
+                "mcp",
+                "disable",
+                "nope",
+                "--yes",
+                "--session",
+                &cmd_sid,
+                "--json",
+            ],
+        );
+        assert_eq!(
+            (
+                out.status.code(),
+                json_of(&out)["code"].as_str().map(str::to_owned)
+            ),
+            (Some(1), Some("NOT_FOUND".into())),
+            "{out:?}"
+        );
+        client
+            .call("mcp.remove", json!({"name": "f"}))
+            .await
+            .unwrap();
+    }
     // Not running: a clear message and exit 3.
     let empty = tempfile::tempdir().unwrap();
     let out = Command::new(snowpea_e2e::bin_dir().join("snowpea"))

@@ -64,7 +64,7 @@ command where marked *, are read):
   effort                              medium_write   unavailable in this build
   compact                             medium_write   unavailable in this build
   busy [status]*                      low_write
-  mcp [status|enable|disable|reconnect]*  medium_write (enable/disable/reconnect: not in this build)
+  mcp [status|enable|disable|reconnect]*  medium_write
   schedule [list|add|cancel]*         add low_write, cancel medium_write
   allow, allowlist                    unavailable in this build
   memory [search|forget]*             search read, forget high_risk (not in this build)

@@ -58,6 +58,21 @@ async fn the_headless_plane_needs_confirmation_for_medium_and_high_writes() {
         Reply::Prompt(p) => assert_eq!(p.text, "Hi there"),
         other => panic!("{other:?}"),
     }
+    // /mcp enable|disable|reconnect go to svc-mcp (not running here): a clear failure.
+    let f = c
+        .execute(&s, "mcp", "disable srv --yes", "", true)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (f.code, f.stable),
+        ("unavailable", codes::EXECUTION_FAILED),
+        "{f:?}"
+    );
+    let f = c
+        .execute(&s, "mcp", "reconnect", "", false)
+        .await
+        .unwrap_err();
+    assert_eq!(f.stable, codes::INVALID_ARGS);
     // Unknown commands and bad quoting.
     assert_eq!(
         c.execute(&s, "nope", "", "", false)

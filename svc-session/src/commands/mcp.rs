@@ -1,7 +1,7 @@
 //! `/mcp [status|enable|disable|reconnect] [server]`: `status` (bare) lists the MCP servers
-//! visible from the session's workdir with their state (read, through svc-mcp). Enabling,
-//! disabling and reconnecting a server are `mcp.update` / `mcp.reload` of svc-mcp, which
-//! svc-session cannot call in this build: they answer `not_implemented` (use those methods).
+//! visible from the session's workdir with their state (read, through svc-mcp). `enable` /
+//! `disable` are svc-mcp's `mcp.update{patch: {disabled}}` of the file that declares the
+//! server, `reconnect` its `mcp.reload{name}` (medium_write each).
 
 use serde_json::json;
 
@@ -65,9 +65,36 @@ impl Builtin for Mcp {
                     Ok(Reply::done(text, json!({ "servers": rows })))
                 }
                 Some(s @ ("enable" | "disable" | "reconnect")) => {
-                    Err(Failure::not_implemented(format!(
-                    "/mcp {s} is not wired to svc-mcp in this build; use mcp.update / mcp.reload"
-                )))
+                    call.args.only_options(&[]).map_err(Failure::args)?;
+                    let Some(server) = call.args.words.get(1) else {
+                        return Err(Failure::args(format!("usage: /mcp {s} <server>")));
+                    };
+                    let client = cx.tools.mcp();
+                    let wd = call.session.workdir();
+                    let done = match s {
+                        "reconnect" => client.reload(server, &wd).await.map(|_| ()),
+                        _ => client.set_disabled(server, s == "disable", &wd).await,
+                    };
+                    match done {
+                        Ok(()) => Ok(Reply::done(
+                            format!("{server}: {s} done"),
+                            json!({"server": server, "action": s, "ok": true}),
+                        )),
+                        Err(e) => {
+                            let code = e.code.wire();
+                            Err(Failure {
+                                code,
+                                stable: match code {
+                                    "not_found" | "mcp_not_found" => super::codes::NOT_FOUND,
+                                    "invalid_params" | "mcp_invalid" | "mcp_read_only" => {
+                                        super::codes::INVALID_ARGS
+                                    }
+                                    _ => super::codes::EXECUTION_FAILED,
+                                },
+                                message: format!("/mcp {s} {server}: {}", e.message),
+                            })
+                        }
+                    }
                 }
                 Some(other) => Err(Failure::args(format!("unknown /mcp subcommand {other:?}"))),
             }
