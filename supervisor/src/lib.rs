@@ -11,6 +11,7 @@
 
 pub mod bins;
 pub mod cli;
+pub mod cmd;
 pub mod control;
 pub mod daemonize;
 pub mod policy;

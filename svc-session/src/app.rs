@@ -11,6 +11,7 @@ use snowpea_common::home::Home;
 
 use crate::approval::Approvals;
 use crate::checkpoints::Checkpoints;
+use crate::commands::Commands;
 use crate::events::EventLog;
 use crate::permission::Allowlist;
 use crate::provider::Providers;
@@ -19,6 +20,7 @@ use crate::runs::Runs;
 use crate::session::{Registry, Sessions};
 use crate::settings::Settings;
 use crate::setup::Setup;
+use crate::skills::Skills;
 use crate::store::{self, Store};
 use crate::tools::Tools;
 use crate::turn::{TurnLimits, Turns};
@@ -85,6 +87,10 @@ pub struct App {
     pub checkpoints: Arc<Checkpoints>,
     /// `provider.*` (`credentials.json`, settings `providers`) and the provider of a turn.
     pub providers: Providers,
+    /// `skill.*` (skills and plugins of the search roots).
+    pub skills: Arc<Skills>,
+    /// `command.list` and the slash-command registry (`command.run` starts a turn).
+    pub commands: Arc<Commands>,
     /// Unattended runs for svc-scheduler (`SessionInternalService`).
     pub runs: Runs,
     /// `settings.*` and `system.reloadSettings`: the owner of the settings files.
@@ -160,6 +166,19 @@ impl App {
             questions.clone(),
             checkpoints.clone(),
         ));
+        // `~/.claude` is searched too (skills, agents, commands, Claude Code's plugins).
+        let claude_home = (config.env)("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| std::path::PathBuf::from(h).join(".claude"));
+        let skills = Arc::new(Skills::open(home.clone(), claude_home, registry.clone()));
+        let commands = Arc::new(Commands::new(
+            events.clone(),
+            sessions.clone(),
+            tools.clone(),
+            checkpoints.clone(),
+            skills.clone(),
+        ));
+        commands.watch();
         let limits = TurnLimits {
             max_tool_rounds: config.max_tool_rounds,
             output_cap: config.output_cap,
@@ -174,6 +193,7 @@ impl App {
             approvals.clone(),
             tools.clone(),
             providers.clone(),
+            commands.clone(),
         ));
         let runs = Runs::new(sessions.clone(), turns.clone(), events.clone());
         crate::recovery::recover(&store, &events, &registry).await?;
@@ -207,6 +227,8 @@ impl App {
             tools,
             checkpoints,
             providers,
+            skills,
+            commands,
             runs,
             settings,
             setup,

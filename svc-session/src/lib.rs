@@ -13,6 +13,7 @@ pub mod app;
 pub mod approval;
 pub mod checkpoints;
 pub mod clients;
+pub mod commands;
 pub mod error;
 pub mod events;
 pub mod permission;
@@ -25,6 +26,7 @@ pub mod runs;
 pub mod session;
 pub mod settings;
 pub mod setup;
+pub mod skills;
 pub mod store;
 pub mod tools;
 pub mod turn;
@@ -40,6 +42,7 @@ pub const CAPABILITIES: &[&str] = &[
     "providerModelsError",
     "settings",
     "setup",
+    "commands",
 ];
 
 #[cfg(test)]

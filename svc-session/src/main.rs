@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use snowpea_common::bus::{BusHub, BusService};
 use snowpea_common::service::{serve, ServiceArgs, Services};
 use snowpea_svc_session::rpc::{
-    approval::ApprovalRpc, checkpoint::CheckpointRpc, permission::PermissionRpc,
-    provider::ProviderRpc, question::QuestionRpc, session::SessionRpc, settings::SettingsRpc,
-    setup::SetupRpc, tool::ToolRpc,
+    approval::ApprovalRpc, checkpoint::CheckpointRpc, command::CommandRpc,
+    permission::PermissionRpc, provider::ProviderRpc, question::QuestionRpc, session::SessionRpc,
+    settings::SettingsRpc, setup::SetupRpc, skill::SkillRpc, tool::ToolRpc,
 };
 use snowpea_svc_session::{App, AppConfig, CAPABILITIES};
 
@@ -43,6 +43,8 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(SetupRpc::new(app.clone()).into_server())
         .add_service(QuestionRpc::new(app.clone()).into_server())
         .add_service(PermissionRpc::new(app.clone()).into_server())
+        .add_service(CommandRpc::new(app.clone()).into_server())
+        .add_service(SkillRpc::new(app.clone()).into_server())
         .add_service(
             snowpea_svc_session::rpc::internal::InternalRpc::new(app.clone()).into_server(),
         )

@@ -2,6 +2,7 @@ mod allowlist;
 mod approvals;
 mod audio;
 mod checkpoints;
+mod commands;
 mod crash;
 mod docs;
 mod grpcurl;

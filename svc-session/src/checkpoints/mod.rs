@@ -489,12 +489,27 @@ impl Checkpoints {
         &self,
         p: pb::CheckpointRestoreParams,
     ) -> Result<pb::CheckpointRestoreResult> {
+        self.restore_in(p, None).await
+    }
+
+    /// [`Checkpoints::restore`] run by the session's own turn `turn_id` (the `/undo`
+    /// command turn), which does not count as busy; any other running turn does.
+    pub async fn restore_in(
+        &self,
+        p: pb::CheckpointRestoreParams,
+        own_turn: Option<&str>,
+    ) -> Result<pb::CheckpointRestoreResult> {
         let (workdir, plan) = self
             .planned(&p.session_id, &p.id, p.through, &p.paths)
             .await?;
         let live = self.registry.get(&p.session_id).ok();
         if let Some(s) = &live {
-            if s.turns().running.is_some() {
+            let busy = s
+                .turns()
+                .running
+                .as_ref()
+                .is_some_and(|r| Some(r.turn_id.as_str()) != own_turn);
+            if busy {
                 return Err(Error::SessionBusy(format!(
                     "session {:?} is running a turn; restore when it is idle",
                     p.session_id

@@ -8,6 +8,7 @@
 
 pub mod approval;
 pub mod checkpoint;
+pub mod command;
 pub mod internal;
 pub mod permission;
 pub mod provider;
@@ -15,4 +16,5 @@ pub mod question;
 pub mod session;
 pub mod settings;
 pub mod setup;
+pub mod skill;
 pub mod tool;

@@ -46,6 +46,21 @@ pub(crate) struct TurnAccount {
     pub window: Option<u64>,
     /// MCP tools of the turn (issue 6), listed from svc-mcp when the turn starts.
     pub mcp_tools: crate::clients::mcp::TurnTools,
+    /// The command plane's and skills' tools of the turn (`session_command_list`,
+    /// `session_command_run`, `skill_view`).
+    pub extra_tools: crate::clients::mcp::TurnTools,
+    /// A markdown command's `allowed-tools`: only these may be offered and called.
+    pub allowed_tools: Option<Vec<String>>,
+}
+
+impl TurnAccount {
+    /// True when the turn may offer and call `tool` (always, unless a command's
+    /// `allowed-tools` limits it).
+    pub fn tool_allowed(&self, tool: &str) -> bool {
+        self.allowed_tools
+            .as_deref()
+            .is_none_or(|a| crate::commands::markdown::tool_allowed(a, tool))
+    }
 }
 
 /// How a turn ended, for its `turn.done` and what follows it.
@@ -110,7 +125,26 @@ impl Turns {
     /// Runs one turn up to its `context` event and returns how it ended. The driver
     /// ([`Turns::drive`]) emits `turn.done` itself, in the same step that frees the running
     /// slot, so no client sees `turn.done` while the session still counts as running.
+    ///
+    /// A text starting with `/` is a slash command ([`super::command`]).
     pub(crate) async fn run_turn(&self, session: &Arc<Session>, t: &TurnStart) -> TurnOutcome {
+        if let Some((name, args)) = crate::commands::parse_slash(&t.text) {
+            return self.command_turn(session, t, &name, &args).await;
+        }
+        self.model_turn(session, t, &t.text, None, false).await
+    }
+
+    /// The model turn of `text` (the prompt, or a command's expanded prompt: then
+    /// `command_turn`, and `turn.started` was already emitted), its tools limited to
+    /// `allowed_tools` when set.
+    pub(crate) async fn model_turn(
+        &self,
+        session: &Arc<Session>,
+        t: &TurnStart,
+        text: &str,
+        allowed_tools: Option<Vec<String>>,
+        command_turn: bool,
+    ) -> TurnOutcome {
         // Earlier turns must be committed before the history is read back.
         if let Err(e) = self.log.flush().await {
             tracing::error!(error = %format!("{e:#}"), "flush before turn failed");
@@ -122,27 +156,35 @@ impl Turns {
                 Vec::new()
             }
         };
-        self.event(
-            session,
-            &pb::TurnStartedEvent {
-                turn_id: t.turn_id.clone(),
-                prompt: Some(t.text.clone()),
-                queued: t.queued,
-                initiator: "user".into(),
-                ..Default::default()
-            },
-        );
+        if !command_turn {
+            // A command turn announced itself before its command ran.
+            self.event(
+                session,
+                &pb::TurnStartedEvent {
+                    turn_id: t.turn_id.clone(),
+                    prompt: Some(t.text.clone()),
+                    queued: t.queued,
+                    initiator: "user".into(),
+                    ..Default::default()
+                },
+            );
+        }
         self.event(
             session,
             &pb::MessageUserEvent {
                 turn_id: t.turn_id.clone(),
-                text: t.text.clone(),
+                text: text.to_owned(),
                 ..Default::default()
             },
         );
-        messages.push(ChatMessage::user(t.text.clone()));
-        let mut acc = TurnAccount::default();
-        let end = self.agent_loop(session, t, &mut messages, &mut acc).await;
+        messages.push(ChatMessage::user(text.to_owned()));
+        let mut acc = TurnAccount {
+            allowed_tools,
+            ..Default::default()
+        };
+        let end = self
+            .agent_loop(session, t, text, &mut messages, &mut acc)
+            .await;
 
         self.event(
             session,
@@ -200,6 +242,7 @@ impl Turns {
         &self,
         session: &Arc<Session>,
         t: &TurnStart,
+        text: &str,
         messages: &mut Vec<ChatMessage>,
         acc: &mut TurnAccount,
     ) -> TurnEnd {
@@ -251,11 +294,14 @@ impl Turns {
             .mcp()
             .tools(std::path::Path::new(&row.workdir))
             .await;
+        acc.extra_tools.0 = self.commands.agent_tools(session).await;
         let turn_tools: Vec<_> = self
             .tools
             .builtin()
             .iter()
             .chain(&acc.mcp_tools.0)
+            .chain(&acc.extra_tools.0)
+            .filter(|tool| acc.tool_allowed(tool.name()))
             .cloned()
             .collect();
         let specs: Vec<_> = turn_tools.iter().map(|tool| tool.spec()).collect();
@@ -266,7 +312,7 @@ impl Turns {
             .recall(
                 &row.workdir,
                 None,
-                &t.text,
+                text,
                 crate::clients::memory::top_k(&settings),
             )
             .await;

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use snowpea_common::home::Home;
 
 use crate::approval::Approvals;
+use crate::commands::Commands;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::provider::Providers;
@@ -26,6 +27,7 @@ use crate::session::{Session, Sessions};
 use crate::tools::Tools;
 
 pub mod agent;
+mod command;
 pub mod history;
 pub mod system_prompt;
 mod tool_call;
@@ -57,6 +59,9 @@ pub struct QueuedTurn {
     pub turn_id: String,
     /// The prompt text.
     pub text: String,
+    /// Sent on the headless command plane (`command.run` of a `cli` client): a slash
+    /// command then needs `--yes` for medium/high-risk writes and runs no model turn.
+    pub headless: bool,
 }
 
 /// What a turn starts with.
@@ -70,6 +75,8 @@ pub struct TurnStart {
     pub queued: bool,
     /// Cancelled to interrupt it.
     pub cancel: CancellationToken,
+    /// See [`QueuedTurn::headless`].
+    pub headless: bool,
 }
 
 /// Why a turn ended (`turn.done.reason`).
@@ -124,6 +131,7 @@ pub struct Turns {
     approvals: Arc<Approvals>,
     tools: Arc<Tools>,
     providers: Providers,
+    commands: Arc<Commands>,
 }
 
 impl std::fmt::Debug for Turns {
@@ -135,7 +143,8 @@ impl std::fmt::Debug for Turns {
 }
 
 impl Turns {
-    /// The component over its peers.
+    /// The component over its peers (one argument per peer component).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         home: Home,
         limits: TurnLimits,
@@ -144,6 +153,7 @@ impl Turns {
         approvals: Arc<Approvals>,
         tools: Arc<Tools>,
         providers: Providers,
+        commands: Arc<Commands>,
     ) -> Self {
         Turns {
             home,
@@ -153,6 +163,7 @@ impl Turns {
             approvals,
             tools,
             providers,
+            commands,
         }
     }
 
@@ -182,6 +193,23 @@ impl Turns {
             ctx.connection_id.as_deref(),
             ctx.client_id.as_deref(),
         );
+        Ok(self.start(&session, p.text, false))
+    }
+
+    /// Starts a turn of `text` in `session` now, or queues it behind the running one;
+    /// returns its id. A `text` starting with `/` runs as a slash command
+    /// ([`Turns::command`]).
+    pub(crate) fn start(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        text: String,
+        headless: bool,
+    ) -> String {
+        let session = session.clone();
+        let p = pb::SessionPromptParams {
+            text,
+            ..Default::default()
+        };
         let turn_id = snowpea_common::ids::new_id("t");
         session.update(|r| {
             r.last_prompt = Some(p.text.clone());
@@ -203,11 +231,13 @@ impl Turns {
                     text: p.text.clone(),
                     queued: false,
                     cancel,
+                    headless,
                 })
             } else {
                 st.queue.push_back(QueuedTurn {
                     turn_id: turn_id.clone(),
                     text: p.text.clone(),
+                    headless,
                 });
                 let n = st.queue.len();
                 // Emitted under the lock so it is ordered before the turn's dequeue.
@@ -229,7 +259,7 @@ impl Turns {
             let s = session.clone();
             tokio::spawn(async move { turns.drive(s, start).await });
         }
-        Ok(turn_id)
+        turn_id
     }
 
     /// Runs `first`, then every queued prompt, until the queue is empty.
@@ -280,6 +310,7 @@ impl Turns {
                             text: q.text,
                             queued: true,
                             cancel,
+                            headless: q.headless,
                         })
                     }
                     None => {

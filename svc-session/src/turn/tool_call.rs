@@ -122,11 +122,25 @@ impl Turns {
             },
             &[("/args", call.arguments.clone())],
         );
+        if !acc.tool_allowed(&call.name) {
+            // A markdown command's `allowed-tools` is enforced, not only offered.
+            return self.denial(
+                session,
+                t,
+                call,
+                "tool_inactive",
+                format!(
+                    "tool `{}` is not in this command's allowed-tools",
+                    call.name
+                ),
+            );
+        }
         let mut found = self
             .tools
             .builtin()
             .iter()
             .chain(&acc.mcp_tools.0)
+            .chain(&acc.extra_tools.0)
             .find(|tool| tool.name() == call.name)
             .cloned();
         if found.is_none() && call.name.starts_with(crate::clients::mcp::PREFIX) {

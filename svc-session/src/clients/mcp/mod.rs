@@ -44,6 +44,9 @@ use crate::tools::{args, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
 
 /// Deadline of one `ListTools` (svc-mcp down or stuck must not delay a turn).
 pub const LIST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Deadline of `mcp.update` / `mcp.reload` asked by the `/mcp` command (a reload restarts
+/// the server).
+pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// A tool's `toolTimeoutSec` when its server's entry sets none (svc-mcp's default).
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
 /// How much longer than a tool's `toolTimeoutSec` the session waits for svc-mcp's answer
@@ -85,6 +88,13 @@ impl Timeouts {
         Timeouts::default()
     }
 }
+fn admin_timeout() -> snowpea_proto::error::RpcError {
+    snowpea_proto::error::RpcError::new(
+        snowpea_proto::error::ErrorCode::Unavailable,
+        format!("svc-mcp did not answer within {}s", ADMIN_TIMEOUT.as_secs()),
+    )
+}
+
 /// Prefix of every MCP tool name.
 pub const PREFIX: &str = "mcp__";
 
@@ -111,6 +121,54 @@ impl McpClient {
     pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
         self.timeouts = timeouts;
         self
+    }
+
+    /// `mcp.update{name, patch: {disabled}, workdir}` of svc-mcp (the `/mcp enable|disable`
+    /// command), at most [`ADMIN_TIMEOUT`]; the protocol error of svc-mcp on failure
+    /// (`unavailable` when it does not answer).
+    pub async fn set_disabled(
+        &self,
+        name: &str,
+        disabled: bool,
+        workdir: &Path,
+    ) -> Result<(), snowpea_proto::error::RpcError> {
+        let mut client =
+            snowpea_proto::mcp::v1::mcp_service_client::McpServiceClient::new(self.channel.clone());
+        let req = snowpea_proto::mcp::v1::McpUpdateParams {
+            name: name.to_owned(),
+            patch: Some(snowpea_proto::mcp::v1::McpServerDraft {
+                disabled: Some(disabled),
+                ..Default::default()
+            }),
+            workdir: Some(workdir.display().to_string()),
+            ..Default::default()
+        };
+        match tokio::time::timeout(ADMIN_TIMEOUT, client.update(req)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(status)) => Err(snowpea_proto::error::RpcError::from_status(&status)),
+            Err(_) => Err(admin_timeout()),
+        }
+    }
+
+    /// `mcp.reload{name, workdir}` of svc-mcp (the `/mcp reconnect` command): restarts the
+    /// server; returns the servers reloaded. Errors as [`McpClient::set_disabled`].
+    pub async fn reload(
+        &self,
+        name: &str,
+        workdir: &Path,
+    ) -> Result<Vec<String>, snowpea_proto::error::RpcError> {
+        let mut client =
+            snowpea_proto::mcp::v1::mcp_service_client::McpServiceClient::new(self.channel.clone());
+        let req = snowpea_proto::mcp::v1::McpReloadParams {
+            name: Some(name.to_owned()),
+            workdir: Some(workdir.display().to_string()),
+            ..Default::default()
+        };
+        match tokio::time::timeout(ADMIN_TIMEOUT, client.reload(req)).await {
+            Ok(Ok(r)) => Ok(r.into_inner().servers),
+            Ok(Err(status)) => Err(snowpea_proto::error::RpcError::from_status(&status)),
+            Err(_) => Err(admin_timeout()),
+        }
     }
 
     /// The MCP tools for `workdir`, as session tools; empty (with a debug log) when svc-mcp is

@@ -1,0 +1,108 @@
+//! The raw argument string of a slash command, split shell-style (`shlex`): positional
+//! words, `--key=value` / `--flag` options, and the confirmation flags `--yes` /
+//! `--confirm` (`confirm: true` in a command's `argsSchema`).
+
+use std::collections::BTreeMap;
+
+/// Parsed arguments of one call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Args {
+    /// The raw string, as typed after the name (confirmation flags included).
+    pub raw: String,
+    /// Positional words, in order (the first is the subcommand, if the command has any).
+    pub words: Vec<String>,
+    /// `--key=value` options (`--flag` alone is `"true"`).
+    pub options: BTreeMap<String, String>,
+    /// `--yes` or `--confirm` was given.
+    pub confirmed: bool,
+}
+
+impl Args {
+    /// Splits `raw`; an unbalanced quote is an error. A `--` ends the options.
+    pub fn parse(raw: &str) -> Result<Args, String> {
+        let parts =
+            shlex::split(raw).ok_or_else(|| "unbalanced quotes in the arguments".to_string())?;
+        let mut a = Args {
+            raw: raw.to_owned(),
+            ..Default::default()
+        };
+        let mut only_words = false;
+        for p in parts {
+            if only_words {
+                a.words.push(p);
+                continue;
+            }
+            if p == "--" {
+                only_words = true;
+            } else if p == "--yes" || p == "--confirm" || p == "-y" {
+                a.confirmed = true;
+            } else if let Some(opt) = p.strip_prefix("--").filter(|o| !o.is_empty()) {
+                match opt.split_once('=') {
+                    Some((k, v)) => a.options.insert(k.to_owned(), v.to_owned()),
+                    None => a.options.insert(opt.to_owned(), "true".to_owned()),
+                };
+            } else {
+                a.words.push(p);
+            }
+        }
+        Ok(a)
+    }
+
+    /// The subcommand (first word), if any.
+    pub fn sub(&self) -> Option<&str> {
+        self.words.first().map(String::as_str)
+    }
+
+    /// The words after the subcommand, joined by spaces.
+    pub fn rest(&self) -> String {
+        self.words
+            .iter()
+            .skip(1)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The raw string without the confirmation flags (what `$ARGUMENTS` becomes).
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for w in self.raw.split_whitespace() {
+            if w == "--yes" || w == "--confirm" {
+                continue;
+            }
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(w);
+        }
+        out
+    }
+
+    /// Fails on any option not in `known` (so a typo never passes silently).
+    pub fn only_options(&self, known: &[&str]) -> Result<(), String> {
+        for k in self.options.keys() {
+            if !known.contains(&k.as_str()) {
+                return Err(format!("unknown option --{k}"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_words_options_and_confirm() {
+        let a = Args::parse("add 'every day' \"say hi\" --mode=plan --yes").unwrap();
+        assert_eq!(a.words, vec!["add", "every day", "say hi"]);
+        assert_eq!(a.options.get("mode").map(String::as_str), Some("plan"));
+        assert!(a.confirmed);
+        assert_eq!(a.sub(), Some("add"));
+        assert!(Args::parse("'open").is_err());
+        assert_eq!(Args::parse("x -- --yes").unwrap().words, vec!["x", "--yes"]);
+        assert!(a.only_options(&["other"]).is_err());
+        assert_eq!(Args::parse("a  b --yes").unwrap().text(), "a b");
+    }
+}

@@ -1,0 +1,356 @@
+//! Service-level tests of the command registry and command turns: parsing, the
+//! confirmation rule of the headless plane, queued command turns, `/undo`, `/export`, and
+//! `skill.create` drafting turns.
+
+use std::os::unix::fs::PermissionsExt;
+
+use serde_json::json;
+use snowpea_proto::session::v1 as pb;
+
+use super::{codes, parse_slash, Reply};
+use crate::testkit::{done_reason, kinds, of_kind, Harness};
+
+#[test]
+fn slash_prompts_split_into_name_and_args() {
+    assert_eq!(parse_slash("/plan"), Some(("plan".into(), "".into())));
+    assert_eq!(
+        parse_slash("  /skill read  my-skill "),
+        Some(("skill".into(), "read  my-skill".into()))
+    );
+    assert_eq!(parse_slash("plan"), None);
+    assert_eq!(parse_slash("/"), None);
+    assert_eq!(parse_slash("// comment"), None);
+}
+
+#[tokio::test]
+async fn the_headless_plane_needs_confirmation_for_medium_and_high_writes() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    let sid = h.create("accept").await;
+    let s = h.app.sessions.get(&sid).unwrap();
+    let c = &h.app.commands;
+    // Refused before anything changes.
+    let f = c.execute(&s, "plan", "", "", true).await.unwrap_err();
+    assert_eq!(
+        (f.code, f.stable),
+        ("invalid_params", codes::CONFIRM_REQUIRED)
+    );
+    assert_eq!(s.mode().as_str(), "accept");
+    // Status forms are read, so they need nothing.
+    let r = c.execute(&s, "plan", "status", "", true).await.unwrap();
+    assert!(matches!(r, Reply::Done { .. }));
+    // high_risk: /memory forget; /skill remove.
+    let f = c
+        .execute(&s, "skill", "remove x", "", true)
+        .await
+        .unwrap_err();
+    assert_eq!(f.stable, codes::CONFIRM_REQUIRED);
+    // Confirmed, it runs; from an interactive client it runs without.
+    c.execute(&s, "plan", "--yes", "", true).await.unwrap();
+    assert_eq!(s.mode().as_str(), "plan");
+    c.execute(&s, "auto", "", "", false).await.unwrap();
+    assert_eq!(s.mode().as_str(), "auto");
+    // Markdown commands run model turns: not on the headless plane.
+    std::fs::create_dir_all(h.workdir.join(".claude/commands")).unwrap();
+    std::fs::write(h.workdir.join(".claude/commands/hi.md"), "Hi $ARGUMENTS").unwrap();
+    let f = c.execute(&s, "hi", "there", "", true).await.unwrap_err();
+    assert_eq!(f.stable, codes::HEADLESS_UNSUPPORTED);
+    match c.execute(&s, "hi", "there", "", false).await.unwrap() {
+        Reply::Prompt(p) => assert_eq!(p.text, "Hi there"),
+        other => panic!("{other:?}"),
+    }
+    // /mcp enable|disable|reconnect go to svc-mcp (not running here): a clear failure.
+    let f = c
+        .execute(&s, "mcp", "disable srv --yes", "", true)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (f.code, f.stable),
+        ("unavailable", codes::EXECUTION_FAILED),
+        "{f:?}"
+    );
+    let f = c
+        .execute(&s, "mcp", "reconnect", "", false)
+        .await
+        .unwrap_err();
+    assert_eq!(f.stable, codes::INVALID_ARGS);
+    // Unknown commands and bad quoting.
+    assert_eq!(
+        c.execute(&s, "nope", "", "", false)
+            .await
+            .unwrap_err()
+            .stable,
+        codes::NOT_FOUND
+    );
+    assert_eq!(
+        c.execute(&s, "help", "'open", "", false)
+            .await
+            .unwrap_err()
+            .stable,
+        codes::INVALID_ARGS
+    );
+}
+
+#[tokio::test]
+async fn a_command_on_a_busy_session_queues_behind_the_running_turn() {
+    let mut h = Harness::new(json!({"steps": [{"match": "slow", "delaySec": 0.3, "text": "done"}], "default": {"text": "ok"}})).await;
+    let sid = h.create("accept").await;
+    let first = h.prompt(&sid, "slow please").await;
+    let second = h.prompt(&sid, "/usage").await;
+    let ev = h.until_done(&first, |_| None).await;
+    assert!(
+        kinds(&ev).contains(&"turn.queued".to_string()),
+        "{:?}",
+        kinds(&ev)
+    );
+    let ev = h.until_done(&second, |_| None).await;
+    assert_eq!(done_reason(&ev), "complete");
+    let done = of_kind(&ev, "message.done");
+    assert_eq!(done[0]["payload"]["role"], "system");
+    assert!(
+        done[0]["payload"]["data"]["calls"].as_i64().unwrap() >= 1,
+        "{done:?}"
+    );
+}
+
+#[tokio::test]
+async fn undo_restores_the_last_turn_and_export_writes_a_private_file() {
+    let mut h = Harness::new(json!({
+        "steps": [{"match": "write", "tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "new\n"}}]},
+                  {"after_tool": "write_file", "text": "written"}],
+        "default": {"text": "ok"}
+    }))
+    .await;
+    std::fs::write(h.workdir.join("a.txt"), "old\n").unwrap();
+    let sid = h.create("auto").await;
+    let t = h.prompt(&sid, "write it").await;
+    assert_eq!(done_reason(&h.until_done(&t, |_| None).await), "complete");
+    assert_eq!(
+        std::fs::read_to_string(h.workdir.join("a.txt")).unwrap(),
+        "new\n"
+    );
+    let t = h.prompt(&sid, "/undo status").await;
+    let ev = h.until_done(&t, |_| None).await;
+    assert_eq!(
+        of_kind(&ev, "message.done")[0]["payload"]["data"]["dryRun"],
+        true
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.workdir.join("a.txt")).unwrap(),
+        "new\n"
+    );
+    let t = h.prompt(&sid, "/undo").await;
+    let ev = h.until_done(&t, |_| None).await;
+    assert_eq!(done_reason(&ev), "complete", "{ev:?}");
+    assert_eq!(
+        std::fs::read_to_string(h.workdir.join("a.txt")).unwrap(),
+        "old\n"
+    );
+
+    let t = h.prompt(&sid, "/export html --out=out/t.html").await;
+    let ev = h.until_done(&t, |_| None).await;
+    assert_eq!(done_reason(&ev), "complete", "{ev:?}");
+    let path = h.workdir.join("out/t.html");
+    let html = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        html.contains("write it") && html.contains("<html>"),
+        "{html}"
+    );
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // A path out of the workdir is refused.
+    let t = h.prompt(&sid, "/export md --out=../x.md").await;
+    let ev = h.until_done(&t, |_| None).await;
+    assert_eq!(
+        of_kind(&ev, "error")[0]["payload"]["code"],
+        "invalid_params"
+    );
+    // Nor through a symlinked folder.
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), h.workdir.join("out-link")).unwrap();
+    let t = h.prompt(&sid, "/export md --out=out-link/x.md").await;
+    let ev = h.until_done(&t, |_| None).await;
+    assert_eq!(
+        of_kind(&ev, "error")[0]["payload"]["code"],
+        "invalid_params",
+        "{ev:?}"
+    );
+    assert!(std::fs::read_dir(outside.path()).unwrap().next().is_none());
+}
+
+#[tokio::test]
+async fn skill_create_from_a_description_drafts_validates_and_saves() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "named \"good-one\"", "text": "Here:\n```markdown\n---\nname: good-one\ndescription: Does a good thing well\n---\nDo it for $ARGUMENTS\n```"},
+            {"match": "named \"bad-one\"", "text": "sorry, no file"}
+        ],
+        "default": {"text": "ok"}
+    }))
+    .await;
+    let sid = h.create("accept").await;
+    let wd = h.workdir.to_string_lossy().into_owned();
+    let ctx = Harness::ctx("c1", Some("cli"));
+    let r = h
+        .app
+        .turns
+        .draft_skill(
+            &ctx,
+            pb::SkillCreateParams {
+                name: "good-one".into(),
+                description: Some("does a good thing".into()),
+                workdir: wd.clone(),
+                session_id: Some(sid.clone()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.session_id.as_deref(), Some(sid.as_str()));
+    let ev = h.until_done(r.turn_id.as_deref().unwrap(), |_| None).await;
+    assert_eq!(done_reason(&ev), "complete", "{:?}", kinds(&ev));
+    let saved =
+        std::fs::read_to_string(h.workdir.join(".snowpea/skills/good-one/SKILL.md")).unwrap();
+    assert!(saved.starts_with("---\nname: good-one\n"), "{saved}");
+    // No tools were offered to the drafting turn, and the skill is now a command.
+    assert!(of_kind(&ev, "tool.call").is_empty());
+    let list = h
+        .app
+        .commands
+        .list(pb::CommandListParams {
+            session_id: Some(sid.clone()),
+        })
+        .await
+        .unwrap();
+    assert!(list
+        .commands
+        .iter()
+        .any(|c| c.name == "good-one" && c.source == "skill"));
+    // Exists now: refused without force, before any turn.
+    let e = h
+        .app
+        .turns
+        .draft_skill(
+            &ctx,
+            pb::SkillCreateParams {
+                name: "good-one".into(),
+                description: Some("does a good thing".into()),
+                workdir: wd.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("params.force"), "{e}");
+    // A draft that is not a valid SKILL.md ends the turn in error and writes nothing.
+    let r = h
+        .app
+        .turns
+        .draft_skill(
+            &ctx,
+            pb::SkillCreateParams {
+                name: "bad-one".into(),
+                description: Some("does a bad thing".into()),
+                workdir: wd.clone(),
+                session_id: Some(sid.clone()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let ev = h.until_done(r.turn_id.as_deref().unwrap(), |_| None).await;
+    assert_eq!(done_reason(&ev), "error");
+    assert_eq!(
+        of_kind(&ev, "error")[0]["payload"]["code"],
+        "invalid_params"
+    );
+    assert!(!h.workdir.join(".snowpea/skills/bad-one").exists());
+    // Validation of name and description.
+    let e = h
+        .app
+        .turns
+        .draft_skill(
+            &ctx,
+            pb::SkillCreateParams {
+                name: "Bad Name".into(),
+                description: Some("long enough".into()),
+                workdir: wd.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("params.name"), "{e}");
+    let e = h
+        .app
+        .turns
+        .draft_skill(
+            &ctx,
+            pb::SkillCreateParams {
+                name: "ok-name".into(),
+                description: Some("short".into()),
+                workdir: wd,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("params.description"), "{e}");
+}
+
+/// Figures for docs/PERFORMANCE.md ("Slash commands"); run with `--ignored --nocapture`.
+#[tokio::test]
+#[ignore]
+async fn measure() {
+    let mut h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    for i in 0..50 {
+        let d = h.workdir.join(format!(".snowpea/skills/skill-{i:02}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("SKILL.md"), format!("---\nname: skill-{i:02}\ndescription: Skill number {i} for the measurement\n---\nbody $ARGUMENTS\n")).unwrap();
+        let c = h.workdir.join(".snowpea/commands");
+        std::fs::create_dir_all(&c).unwrap();
+        std::fs::write(
+            c.join(format!("cmd-{i:02}.md")),
+            "---\ndescription: a command\n---\nbody\n",
+        )
+        .unwrap();
+    }
+    let sid = h.create("accept").await;
+    let pct = |v: &mut Vec<f64>, p: f64| {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v[((v.len() as f64 - 1.0) * p).round() as usize]
+    };
+    let mut list = Vec::new();
+    for _ in 0..200 {
+        let t = std::time::Instant::now();
+        let r = h
+            .app
+            .commands
+            .list(pb::CommandListParams {
+                session_id: Some(sid.clone()),
+            })
+            .await
+            .unwrap();
+        list.push(t.elapsed().as_secs_f64() * 1e3);
+        assert!(r.commands.len() > 120);
+    }
+    let mut turns = Vec::new();
+    for _ in 0..200 {
+        let t = std::time::Instant::now();
+        let id = h.prompt(&sid, "/plan status").await;
+        let ev = h.until_done(&id, |_| None).await;
+        turns.push(t.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(done_reason(&ev), "complete");
+    }
+    println!(
+        "command.list (24 built-ins + 50 skills + 50 project commands): p50 {:.2} ms p99 {:.2} ms",
+        pct(&mut list, 0.5),
+        pct(&mut list, 0.99)
+    );
+    println!(
+        "/plan status command turn, prompt → turn.done: p50 {:.2} ms p99 {:.2} ms",
+        pct(&mut turns, 0.5),
+        pct(&mut turns, 0.99)
+    );
+}
