@@ -1,5 +1,5 @@
-//! The `snowpea` command line (clap): `supervisor start|stop|status|restart|logs` and
-//! `run`. One file per subcommand; each returns the process exit code (see [`exit`]).
+//! The `snowpea` command line (clap): `supervisor start|stop|status|restart|logs`, `run`
+//! and `chat`. One file per subcommand; each returns the process exit code (see [`exit`]).
 
 pub mod logs;
 pub mod restart;
@@ -71,6 +71,8 @@ pub enum Command {
     Supervisor(SupervisorCommand),
     /// Run one prompt against the suite (starting it if needed).
     Run(crate::run::RunArgs),
+    /// Talk to the agent: the full-screen terminal client (starting the suite if needed).
+    Chat(crate::chat::ChatArgs),
 }
 
 /// `snowpea supervisor …`.
@@ -123,6 +125,7 @@ pub fn foreground_home(cli: &Cli) -> Option<snowpea_common::home::Home> {
 pub async fn dispatch(cli: Cli) -> i32 {
     let result = match cli.command {
         Command::Run(args) => return crate::run::run(args).await,
+        Command::Chat(args) => return crate::chat::run(args).await,
         Command::Supervisor(SupervisorCommand::Start(a)) => start::start(a).await,
         Command::Supervisor(SupervisorCommand::Stop(a)) => stop::stop(a).await,
         Command::Supervisor(SupervisorCommand::Status(a)) => status::status(a).await,
