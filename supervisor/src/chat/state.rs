@@ -410,6 +410,8 @@ pub struct State {
     pub turn_started: Option<Instant>,
     /// Prompts waiting behind the running turn.
     pub queued: Vec<Queued>,
+    /// Answer text was streamed (`message.delta`) in the current turn.
+    streamed: bool,
     /// Tokens of the session so far (input, output).
     pub tokens: (u64, u64),
     /// Context use in percent.
@@ -527,6 +529,7 @@ impl State {
             turn_id: None,
             turn_started: None,
             queued: Vec::new(),
+            streamed: false,
             tokens: (0, 0),
             context_percent: None,
             link: Link::Up,
@@ -971,6 +974,7 @@ fn apply(state: &mut State, event: &SessionEvent) {
                 .retain(|q| q.turn_id.as_deref() != Some(turn.as_str()));
             state.turn_id = Some(turn);
             state.turn_started = Some(state.now);
+            state.streamed = false;
             if p.get("initiator").and_then(Value::as_str) == Some("system") {
                 let why = str_of(p, "reason");
                 state.notice(
@@ -1048,8 +1052,15 @@ fn apply(state: &mut State, event: &SessionEvent) {
         }
         "message.delta" => {
             let text = str_of(p, "text");
+            state.streamed = true;
             let rev = state.bump();
-            match state.blocks.last_mut() {
+            // The answer being streamed, even when notices (reconnecting, …) came after it.
+            let streaming = state
+                .blocks
+                .iter_mut()
+                .rev()
+                .find(|e| !matches!(e.block, Block::Notice { .. }));
+            match streaming {
                 Some(Entry {
                     block:
                         Block::Assistant {
@@ -1093,18 +1104,18 @@ fn apply(state: &mut State, event: &SessionEvent) {
             if role == "user" {
                 return;
             }
-            let rev = state.bump();
-            match state.blocks.last_mut() {
-                Some(Entry {
-                    block: Block::Assistant { text, done },
-                    rev: r,
-                }) if !*done => {
-                    if !full.is_empty() && full != text.as_str() {
-                        *text = full.to_owned();
+            // The turn's message.done carries the text of every round; what was streamed
+            // is shown already.
+            if state.streamed {
+                let rev = state.bump();
+                for e in state.blocks.iter_mut().rev().take(64) {
+                    if let Block::Assistant { done: done @ false, .. } = &mut e.block {
+                        *done = true;
+                        e.rev = rev;
                     }
-                    *done = true;
-                    *r = rev;
                 }
+            } else {
+                match () {
                 _ if !full.is_empty() => {
                     if role == "system" || str_of(p, "messageKind") == "interrupted" {
                         state.notice(full.to_owned(), Level::Info);
@@ -1116,6 +1127,7 @@ fn apply(state: &mut State, event: &SessionEvent) {
                     }
                 }
                 _ => {}
+                }
             }
             if p.get("truncated").and_then(Value::as_bool) == Some(true) {
                 state.notice(
@@ -1424,7 +1436,8 @@ fn on_reply(state: &mut State, purpose: Purpose, result: Result<Value, CallError
             }
             state.modal = Some(Modal::Picker(Picker {
                 rows,
-                cursor: 0,
+                // The most recent session is preselected; row 0 is "new session".
+                cursor: 1,
                 renaming: None,
                 loading: false,
             }));
@@ -1456,9 +1469,10 @@ fn on_reply(state: &mut State, purpose: Purpose, result: Result<Value, CallError
                 if let Some(m) = &state.start_mode {
                     state.mode = m.clone();
                 }
-                fx.truncate(0);
-                // A new session is ours already; its history is empty.
-                state.resuming = false;
+                // A new session is ours already (no attach); its resume brings the mode
+                // and model it got.
+                fx.clear();
+                fx.push(resume(&sid, 0));
                 fx.extend(state.list_commands());
                 fx
             }
@@ -1590,10 +1604,11 @@ fn on_reply(state: &mut State, purpose: Purpose, result: Result<Value, CallError
                     format!("effort: {}", v["effort"].as_str().unwrap_or("(none)"))
                 }
                 "session.setMode" => {
+                    // mode.changed says so in the transcript.
                     if let Some(m) = v["mode"].as_str() {
                         state.mode = m.to_owned();
                     }
-                    format!("mode: {}", state.mode)
+                    return Vec::new();
                 }
                 "checkpoint.restore" => "files restored from the latest checkpoint".to_owned(),
                 other => format!("{other}: done"),
@@ -1615,9 +1630,9 @@ fn on_reply(state: &mut State, purpose: Purpose, result: Result<Value, CallError
         (Purpose::UndoList, Ok(v)) => {
             let newest = v["checkpoints"].as_array().and_then(|c| c.first()).cloned();
             match (newest, state.session_id.clone()) {
-                (Some(cp), Some(_)) => vec![Effect::Call {
+                (Some(cp), Some(sid)) => vec![Effect::Call {
                     method: "checkpoint.restore",
-                    params: json!({ "id": str_of(&cp, "id") }),
+                    params: json!({ "sessionId": sid, "id": str_of(&cp, "id") }),
                     purpose: Purpose::Direct("checkpoint.restore".into()),
                 }],
                 _ => {
@@ -1912,8 +1927,10 @@ fn on_key(state: &mut State, key: KeyEvent) -> Vec<Effect> {
             Vec::new()
         }
         _ => {
-            state.input.input(key);
-            state.history_pos = None;
+            // Moving the cursor keeps the place in the history; editing leaves it.
+            if state.input.input(key) {
+                state.history_pos = None;
+            }
             after_edit(state)
         }
     }
@@ -1976,6 +1993,9 @@ fn history_step(state: &mut State, back: bool) {
         Some(p) => {
             let text = state.history[p].clone();
             state.input.insert_str(text);
+            // On the first line, so the next Up goes further back at once.
+            state.input.move_cursor(tui_textarea::CursorMove::Top);
+            state.input.move_cursor(tui_textarea::CursorMove::End);
             state.history_pos = Some((p, draft));
         }
         None => {
