@@ -1,5 +1,6 @@
 mod approvals;
 mod audio;
+mod chat;
 mod checkpoints;
 mod crash;
 mod docs;

@@ -1109,24 +1109,27 @@ fn apply(state: &mut State, event: &SessionEvent) {
             if state.streamed {
                 let rev = state.bump();
                 for e in state.blocks.iter_mut().rev().take(64) {
-                    if let Block::Assistant { done: done @ false, .. } = &mut e.block {
+                    if let Block::Assistant {
+                        done: done @ false, ..
+                    } = &mut e.block
+                    {
                         *done = true;
                         e.rev = rev;
                     }
                 }
             } else {
                 match () {
-                _ if !full.is_empty() => {
-                    if role == "system" || str_of(p, "messageKind") == "interrupted" {
-                        state.notice(full.to_owned(), Level::Info);
-                    } else {
-                        state.push(Block::Assistant {
-                            text: full.to_owned(),
-                            done: true,
-                        });
+                    _ if !full.is_empty() => {
+                        if role == "system" || str_of(p, "messageKind") == "interrupted" {
+                            state.notice(full.to_owned(), Level::Info);
+                        } else {
+                            state.push(Block::Assistant {
+                                text: full.to_owned(),
+                                done: true,
+                            });
+                        }
                     }
-                }
-                _ => {}
+                    _ => {}
                 }
             }
             if p.get("truncated").and_then(Value::as_bool) == Some(true) {

@@ -43,7 +43,13 @@ fn typed(state: &mut State, text: &str) {
 fn opened() -> State {
     let mut s = State::new("/w", None, ThemeKind::Dark, false);
     let fx = s.start(None);
-    assert!(matches!(&fx[0], Effect::Call { method: "session.list", .. }));
+    assert!(matches!(
+        &fx[0],
+        Effect::Call {
+            method: "session.list",
+            ..
+        }
+    ));
     let fx = update(
         &mut s,
         Msg::Reply {
@@ -51,7 +57,16 @@ fn opened() -> State {
             result: Ok(json!({ "sessions": [] })),
         },
     );
-    assert!(matches!(&fx[0], Effect::Call { method: "session.create", .. }), "{fx:?}");
+    assert!(
+        matches!(
+            &fx[0],
+            Effect::Call {
+                method: "session.create",
+                ..
+            }
+        ),
+        "{fx:?}"
+    );
     let fx = update(
         &mut s,
         Msg::Reply {
@@ -59,7 +74,16 @@ fn opened() -> State {
             result: Ok(json!({ "sessionId": SID })),
         },
     );
-    assert!(fx.iter().any(|f| matches!(f, Effect::Call { method: "session.resume", .. })), "{fx:?}");
+    assert!(
+        fx.iter().any(|f| matches!(
+            f,
+            Effect::Call {
+                method: "session.resume",
+                ..
+            }
+        )),
+        "{fx:?}"
+    );
     update(
         &mut s,
         Msg::Reply {
@@ -72,7 +96,10 @@ fn opened() -> State {
 }
 
 fn feed(s: &mut State, events: Vec<SessionEvent>) -> Vec<Effect> {
-    events.into_iter().flat_map(|e| update(s, Msg::Event(e))).collect()
+    events
+        .into_iter()
+        .flat_map(|e| update(s, Msg::Event(e)))
+        .collect()
 }
 
 fn assistant_texts(s: &State) -> Vec<String> {
@@ -98,15 +125,31 @@ fn user_texts(s: &State) -> Vec<String> {
 fn turn(start: u64, turn: &str, words: &[&str]) -> Vec<SessionEvent> {
     let mut out = vec![
         ev(start, "turn.started", json!({ "turnId": turn })),
-        ev(start + 1, "message.user", json!({ "turnId": turn, "text": "hi" })),
+        ev(
+            start + 1,
+            "message.user",
+            json!({ "turnId": turn, "text": "hi" }),
+        ),
     ];
     let mut seq = start + 2;
     for w in words {
-        out.push(ev(seq, "message.delta", json!({ "turnId": turn, "text": w })));
+        out.push(ev(
+            seq,
+            "message.delta",
+            json!({ "turnId": turn, "text": w }),
+        ));
         seq += 1;
     }
-    out.push(ev(seq, "message.done", json!({ "turnId": turn, "text": words.concat(), "role": "assistant" })));
-    out.push(ev(seq + 1, "turn.done", json!({ "turnId": turn, "reason": "complete" })));
+    out.push(ev(
+        seq,
+        "message.done",
+        json!({ "turnId": turn, "text": words.concat(), "role": "assistant" }),
+    ));
+    out.push(ev(
+        seq + 1,
+        "turn.done",
+        json!({ "turnId": turn, "reason": "complete" }),
+    ));
     out
 }
 
@@ -120,7 +163,11 @@ fn deltas_stream_into_one_answer_and_turn_done_ends_the_turn() {
     assert_eq!(assistant_texts(&s), ["Hello "]);
     feed(&mut s, tail.to_vec());
     assert!(!s.busy());
-    assert_eq!(assistant_texts(&s), ["Hello **world**"], "message.done adds no copy");
+    assert_eq!(
+        assistant_texts(&s),
+        ["Hello **world**"],
+        "message.done adds no copy"
+    );
     assert_eq!(user_texts(&s), ["hi"]);
     assert_eq!(s.last_seq, 7);
 }
@@ -133,26 +180,62 @@ fn a_multi_round_turn_keeps_each_round_once_with_its_tool_line_and_diff() {
         vec![
             ev(1, "turn.started", json!({ "turnId": "t1" })),
             ev(2, "message.delta", json!({ "text": "Writing." })),
-            ev(3, "tool.call", json!({ "callId": "c1", "name": "write_file", "args": { "path": "a.txt" } })),
-            ev(4, "tool.result", json!({ "callId": "c1", "name": "write_file", "ok": true, "output": "Created a.txt" })),
-            ev(5, "diff", json!({ "path": "a.txt", "patch": "@@ -0,0 +1 @@\n+hi\n" })),
+            ev(
+                3,
+                "tool.call",
+                json!({ "callId": "c1", "name": "write_file", "args": { "path": "a.txt" } }),
+            ),
+            ev(
+                4,
+                "tool.result",
+                json!({ "callId": "c1", "name": "write_file", "ok": true, "output": "Created a.txt" }),
+            ),
+            ev(
+                5,
+                "diff",
+                json!({ "path": "a.txt", "patch": "@@ -0,0 +1 @@\n+hi\n" }),
+            ),
             ev(6, "message.delta", json!({ "text": "Done." })),
-            ev(7, "message.done", json!({ "text": "Writing.Done.", "role": "assistant" })),
-            ev(8, "usage", json!({ "inputTokens": 100, "outputTokens": 7, "model": "m1" })),
+            ev(
+                7,
+                "message.done",
+                json!({ "text": "Writing.Done.", "role": "assistant" }),
+            ),
+            ev(
+                8,
+                "usage",
+                json!({ "inputTokens": 100, "outputTokens": 7, "model": "m1" }),
+            ),
             ev(9, "context", json!({ "percent": 12.5 })),
-            ev(10, "turn.done", json!({ "turnId": "t1", "reason": "complete" })),
+            ev(
+                10,
+                "turn.done",
+                json!({ "turnId": "t1", "reason": "complete" }),
+            ),
         ],
     );
     assert_eq!(assistant_texts(&s), ["Writing.", "Done."]);
     let tool = s.blocks.iter().find_map(|e| match &e.block {
-        Block::Tool { name, summary, status, .. } => Some((name.clone(), summary.clone(), status.clone())),
+        Block::Tool {
+            name,
+            summary,
+            status,
+            ..
+        } => Some((name.clone(), summary.clone(), status.clone())),
         _ => None,
     });
     assert_eq!(
         tool,
-        Some(("write_file".into(), "a.txt".into(), ToolStatus::Ok("Created a.txt".into())))
+        Some((
+            "write_file".into(),
+            "a.txt".into(),
+            ToolStatus::Ok("Created a.txt".into())
+        ))
     );
-    assert!(s.blocks.iter().any(|e| matches!(&e.block, Block::Diff { path, .. } if path == "a.txt")));
+    assert!(s
+        .blocks
+        .iter()
+        .any(|e| matches!(&e.block, Block::Diff { path, .. } if path == "a.txt")));
     assert_eq!(s.tokens, (100, 7));
     assert_eq!(s.model, "m1");
     assert_eq!(s.context_percent, Some(12.5));
@@ -179,7 +262,10 @@ fn duplicates_are_dropped_and_a_gap_is_filled_by_resume_in_order() {
     feed(&mut s, vec![events[6].clone()]);
     assert_eq!(assistant_texts(&s), ["a"]);
     // The resume answers 4..7 (overlapping what was held).
-    let replay: Vec<Value> = events[3..7].iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+    let replay: Vec<Value> = events[3..7]
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
     let fx = update(
         &mut s,
         Msg::Reply {
@@ -199,19 +285,34 @@ fn duplicates_are_dropped_and_a_gap_is_filled_by_resume_in_order() {
 fn opening_a_session_replays_history_and_merges_live_events_once() {
     let mut s = State::new("/w", None, ThemeKind::Dark, false);
     let fx = s.start(Some(SID.into()));
-    assert!(matches!(&fx[0], Effect::Call { method: "session.attach", .. }));
+    assert!(matches!(
+        &fx[0],
+        Effect::Call {
+            method: "session.attach",
+            ..
+        }
+    ));
     let history = turn(1, "t1", &["old ", "answer"]);
     // A live event of a new turn arrives before the history does.
     let live = turn(7, "t2", &["new"]);
     feed(&mut s, live[..3].to_vec());
     assert!(s.blocks.is_empty());
-    let fx = update(&mut s, Msg::Reply { purpose: Purpose::Attach(SID.into()), result: Ok(json!({})) });
+    let fx = update(
+        &mut s,
+        Msg::Reply {
+            purpose: Purpose::Attach(SID.into()),
+            result: Ok(json!({})),
+        },
+    );
     assert!(fx.contains(&Effect::Call {
         method: "session.resume",
         params: json!({ "sessionId": SID, "afterSeq": 0 }),
         purpose: Purpose::Resume(SID.into()),
     }));
-    let mut all: Vec<Value> = history.iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+    let mut all: Vec<Value> = history
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
     all.push(serde_json::to_value(&live[0]).unwrap());
     update(
         &mut s,
@@ -232,12 +333,35 @@ fn reconnect_says_so_reattaches_and_resumes_from_the_last_seq_without_duplicates
     let mut s = opened();
     let events = turn(1, "t1", &["one ", "two ", "three"]);
     feed(&mut s, events[..4].to_vec());
-    let fx = update(&mut s, Msg::Connection { connected: false, closed: false, generation: 1 });
+    let fx = update(
+        &mut s,
+        Msg::Connection {
+            connected: false,
+            closed: false,
+            generation: 1,
+        },
+    );
     assert!(fx.is_empty());
     assert_eq!(s.link, Link::Reconnecting);
-    let fx = update(&mut s, Msg::Connection { connected: true, closed: false, generation: 2 });
+    let fx = update(
+        &mut s,
+        Msg::Connection {
+            connected: true,
+            closed: false,
+            generation: 2,
+        },
+    );
     assert_eq!(s.link, Link::Up);
-    assert!(matches!(&fx[0], Effect::Call { method: "session.attach", .. }), "{fx:?}");
+    assert!(
+        matches!(
+            &fx[0],
+            Effect::Call {
+                method: "session.attach",
+                ..
+            }
+        ),
+        "{fx:?}"
+    );
     assert_eq!(
         fx[1],
         Effect::Call {
@@ -254,14 +378,26 @@ fn reconnect_says_so_reattaches_and_resumes_from_the_last_seq_without_duplicates
             _ => None,
         })
         .collect();
-    assert!(notices.iter().any(|n| n.contains("reconnecting")), "{notices:?}");
-    assert!(notices.iter().any(|n| n.contains("reconnected")), "{notices:?}");
+    assert!(
+        notices.iter().any(|n| n.contains("reconnecting")),
+        "{notices:?}"
+    );
+    assert!(
+        notices.iter().any(|n| n.contains("reconnected")),
+        "{notices:?}"
+    );
     // The SDK's own resume replays 3.. as notifications while ours answers 5..: each once.
     feed(&mut s, events[2..6].to_vec());
-    let replay: Vec<Value> = events[4..].iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+    let replay: Vec<Value> = events[4..]
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect();
     update(
         &mut s,
-        Msg::Reply { purpose: Purpose::Resume(SID.into()), result: Ok(json!({ "events": replay })) },
+        Msg::Reply {
+            purpose: Purpose::Resume(SID.into()),
+            result: Ok(json!({ "events": replay })),
+        },
     );
     assert_eq!(assistant_texts(&s), ["one two three"]);
     assert!(!s.busy());
@@ -296,30 +432,58 @@ fn an_approval_is_a_modal_answered_with_the_chosen_scope() {
     );
     assert_eq!(s.modal, None);
     // Arrow keys + Enter pick too; Esc denies with a reason.
-    update(&mut s, Msg::ApprovalRequest(json!({ "requestId": "ap_2", "tool": "shell", "site": "https://x" })));
+    update(
+        &mut s,
+        Msg::ApprovalRequest(json!({ "requestId": "ap_2", "tool": "shell", "site": "https://x" })),
+    );
     assert!(s.approvals[0].choices.contains(&"site"));
     update(&mut s, key(KeyCode::Right));
     update(&mut s, key(KeyCode::Right));
     let fx = update(&mut s, key(KeyCode::Enter));
-    assert!(matches!(&fx[0], Effect::Answer { result, .. } if result["scope"] == "project"), "{fx:?}");
-    update(&mut s, Msg::ApprovalRequest(json!({ "requestId": "ap_3", "tool": "shell" })));
+    assert!(
+        matches!(&fx[0], Effect::Answer { result, .. } if result["scope"] == "project"),
+        "{fx:?}"
+    );
+    update(
+        &mut s,
+        Msg::ApprovalRequest(json!({ "requestId": "ap_3", "tool": "shell" })),
+    );
     let fx = update(&mut s, key(KeyCode::Esc));
-    assert!(matches!(&fx[0], Effect::Answer { result, .. } if result["decision"] == "deny"), "{fx:?}");
+    assert!(
+        matches!(&fx[0], Effect::Answer { result, .. } if result["decision"] == "deny"),
+        "{fx:?}"
+    );
 }
 
 #[test]
 fn an_approval_answered_by_another_client_closes_the_prompt() {
     let mut s = opened();
-    update(&mut s, Msg::ApprovalRequest(json!({ "requestId": "ap_1", "tool": "shell" })));
-    update(&mut s, Msg::ApprovalRequest(json!({ "requestId": "ap_2", "tool": "write_file" })));
+    update(
+        &mut s,
+        Msg::ApprovalRequest(json!({ "requestId": "ap_1", "tool": "shell" })),
+    );
+    update(
+        &mut s,
+        Msg::ApprovalRequest(json!({ "requestId": "ap_2", "tool": "write_file" })),
+    );
     // Another request's resolution changes nothing.
-    assert!(update(&mut s, Msg::ApprovalResolved(json!({ "requestId": "zz", "by": "x", "decision": "allow" }))).is_empty());
-    let fx = update(&mut s, Msg::ApprovalResolved(json!({ "requestId": "ap_1", "by": "web", "decision": "allow" })));
+    assert!(update(
+        &mut s,
+        Msg::ApprovalResolved(json!({ "requestId": "zz", "by": "x", "decision": "allow" }))
+    )
+    .is_empty());
+    let fx = update(
+        &mut s,
+        Msg::ApprovalResolved(json!({ "requestId": "ap_1", "by": "web", "decision": "allow" })),
+    );
     assert_eq!(fx, vec![Effect::Forget("ap_1".into())]);
     // The next pending one is shown.
     assert_eq!(s.modal, Some(Modal::Approval));
     assert_eq!(s.approvals.front().unwrap().tool, "write_file");
-    update(&mut s, Msg::ApprovalResolved(json!({ "requestId": "ap_2", "by": "web", "decision": "deny" })));
+    update(
+        &mut s,
+        Msg::ApprovalResolved(json!({ "requestId": "ap_2", "by": "web", "decision": "deny" })),
+    );
     assert_eq!(s.modal, None);
 }
 
@@ -370,11 +534,20 @@ fn questions_offer_options_multi_select_and_secret_free_text() {
     );
     assert_eq!(s.modal, None);
     // Esc declines a batch; question.resolved from elsewhere closes one.
-    update(&mut s, Msg::QuestionRequest(json!({ "requestId": "q_2", "questions": [{ "question": "?" }] })));
+    update(
+        &mut s,
+        Msg::QuestionRequest(json!({ "requestId": "q_2", "questions": [{ "question": "?" }] })),
+    );
     let fx = update(&mut s, key(KeyCode::Esc));
     assert!(matches!(&fx[0], Effect::Answer { result, .. } if result == &json!({ "answers": [] })));
-    update(&mut s, Msg::QuestionRequest(json!({ "requestId": "q_3", "questions": [{ "question": "?" }] })));
-    let fx = update(&mut s, Msg::QuestionResolved(json!({ "requestId": "q_3", "by": "web" })));
+    update(
+        &mut s,
+        Msg::QuestionRequest(json!({ "requestId": "q_3", "questions": [{ "question": "?" }] })),
+    );
+    let fx = update(
+        &mut s,
+        Msg::QuestionResolved(json!({ "requestId": "q_3", "by": "web" })),
+    );
     assert_eq!(fx, vec![Effect::Forget("q_3".into())]);
     assert_eq!(s.modal, None);
 }
@@ -382,7 +555,10 @@ fn questions_offer_options_multi_select_and_secret_free_text() {
 #[test]
 fn while_busy_enter_queues_and_ctrl_s_steers_or_says_it_is_unavailable() {
     let mut s = opened();
-    feed(&mut s, vec![ev(1, "turn.started", json!({ "turnId": "t1" }))]);
+    feed(
+        &mut s,
+        vec![ev(1, "turn.started", json!({ "turnId": "t1" }))],
+    );
     typed(&mut s, "next thing");
     let fx = update(&mut s, key(KeyCode::Enter));
     assert_eq!(
@@ -394,8 +570,21 @@ fn while_busy_enter_queues_and_ctrl_s_steers_or_says_it_is_unavailable() {
         }]
     );
     assert_eq!(s.queued.len(), 1);
-    feed(&mut s, vec![ev(2, "turn.queued", json!({ "turnId": "t2", "position": 1, "queued": 1 }))]);
-    update(&mut s, Msg::Reply { purpose: Purpose::Prompt("next thing".into()), result: Ok(json!({ "turnId": "t2" })) });
+    feed(
+        &mut s,
+        vec![ev(
+            2,
+            "turn.queued",
+            json!({ "turnId": "t2", "position": 1, "queued": 1 }),
+        )],
+    );
+    update(
+        &mut s,
+        Msg::Reply {
+            purpose: Purpose::Prompt("next thing".into()),
+            result: Ok(json!({ "turnId": "t2" })),
+        },
+    );
     assert_eq!(s.queued[0].turn_id.as_deref(), Some("t2"));
     // Ctrl-S steers.
     typed(&mut s, "also this");
@@ -420,29 +609,61 @@ fn while_busy_enter_queues_and_ctrl_s_steers_or_says_it_is_unavailable() {
     assert_eq!(s.input_text(), "also this");
     // Then Ctrl-S queues instead of pretending to steer.
     let fx = update(&mut s, ctrl('s'));
-    assert!(matches!(&fx[0], Effect::Call { method: "session.prompt", params, .. } if params["whenBusy"] == "queue"));
+    assert!(
+        matches!(&fx[0], Effect::Call { method: "session.prompt", params, .. } if params["whenBusy"] == "queue")
+    );
     // The queued turn starts: it leaves the queue.
     feed(
         &mut s,
         vec![
-            ev(3, "turn.done", json!({ "turnId": "t1", "reason": "complete" })),
-            ev(4, "turn.dequeued", json!({ "turnId": "t2", "reason": "started" })),
+            ev(
+                3,
+                "turn.done",
+                json!({ "turnId": "t1", "reason": "complete" }),
+            ),
+            ev(
+                4,
+                "turn.dequeued",
+                json!({ "turnId": "t2", "reason": "started" }),
+            ),
             ev(5, "turn.started", json!({ "turnId": "t2", "queued": true })),
         ],
     );
     assert!(s.queued.iter().all(|q| q.turn_id.as_deref() != Some("t2")));
     // A steered message is marked as such.
-    feed(&mut s, vec![ev(6, "message.user", json!({ "text": "x", "steered": true }))]);
-    assert!(matches!(&s.blocks.last().unwrap().block, Block::User { steered: true, .. }));
+    feed(
+        &mut s,
+        vec![ev(
+            6,
+            "message.user",
+            json!({ "text": "x", "steered": true }),
+        )],
+    );
+    assert!(matches!(
+        &s.blocks.last().unwrap().block,
+        Block::User { steered: true, .. }
+    ));
 }
 
 #[test]
 fn esc_interrupts_a_running_turn_and_ctrl_c_twice_quits() {
     let mut s = opened();
-    assert!(update(&mut s, key(KeyCode::Esc)).is_empty(), "nothing to interrupt");
-    feed(&mut s, vec![ev(1, "turn.started", json!({ "turnId": "t1" }))]);
+    assert!(
+        update(&mut s, key(KeyCode::Esc)).is_empty(),
+        "nothing to interrupt"
+    );
+    feed(
+        &mut s,
+        vec![ev(1, "turn.started", json!({ "turnId": "t1" }))],
+    );
     let fx = update(&mut s, key(KeyCode::Esc));
-    assert!(matches!(&fx[0], Effect::Call { method: "session.interrupt", .. }));
+    assert!(matches!(
+        &fx[0],
+        Effect::Call {
+            method: "session.interrupt",
+            ..
+        }
+    ));
     assert!(update(&mut s, ctrl('c')).is_empty());
     assert_eq!(update(&mut s, ctrl('c')), vec![Effect::Quit]);
 }
@@ -468,28 +689,41 @@ fn slash_commands_go_through_command_run_and_fall_back_when_unavailable() {
         vec![Effect::Call {
             method: "command.run",
             params: json!({ "sessionId": SID, "name": "mode", "args": "plan" }),
-            purpose: Purpose::Command { name: "mode".into(), args: "plan".into() },
+            purpose: Purpose::Command {
+                name: "mode".into(),
+                args: "plan".into()
+            },
         }]
     );
     let fx = update(
         &mut s,
         Msg::Reply {
-            purpose: Purpose::Command { name: "mode".into(), args: "plan".into() },
+            purpose: Purpose::Command {
+                name: "mode".into(),
+                args: "plan".into(),
+            },
             result: Err(CallError::Unavailable("command.run".into())),
         },
     );
-    assert!(matches!(&fx[0], Effect::Call { method: "session.setMode", params, .. } if params["mode"] == "plan"));
+    assert!(
+        matches!(&fx[0], Effect::Call { method: "session.setMode", params, .. } if params["mode"] == "plan")
+    );
     // A daemon command list, with an argument hint from argsSchema.
     update(
         &mut s,
         Msg::Reply {
             purpose: Purpose::CommandList,
-            result: Ok(json!({ "commands": [{ "name": "review", "summary": "review", "argsSchema": { "description": "<path>" } }] })),
+            result: Ok(
+                json!({ "commands": [{ "name": "review", "summary": "review", "argsSchema": { "description": "<path>" } }] }),
+            ),
         },
     );
     typed(&mut s, "/rev");
     let rows = s.palette().unwrap();
-    assert_eq!((rows[0].name.as_str(), rows[0].hint.as_str()), ("review", "<path>"));
+    assert_eq!(
+        (rows[0].name.as_str(), rows[0].hint.as_str()),
+        ("review", "<path>")
+    );
     // Tab completes the name.
     update(&mut s, key(KeyCode::Tab));
     assert_eq!(s.input_text(), "/review ");
@@ -505,7 +739,9 @@ fn at_completes_paths_or_says_file_complete_is_unavailable() {
         &mut s,
         Msg::Reply {
             purpose: Purpose::Complete("sr".into()),
-            result: Ok(json!({ "entries": [{ "path": "src", "kind": "dir" }, { "path": "src.rs", "kind": "file" }] })),
+            result: Ok(
+                json!({ "entries": [{ "path": "src", "kind": "dir" }, { "path": "src.rs", "kind": "file" }] }),
+            ),
         },
     );
     update(&mut s, key(KeyCode::Tab));
@@ -513,12 +749,19 @@ fn at_completes_paths_or_says_file_complete_is_unavailable() {
     typed(&mut s, "@x");
     update(
         &mut s,
-        Msg::Reply { purpose: Purpose::Complete("x".into()), result: Err(CallError::Unavailable("file.complete".into())) },
+        Msg::Reply {
+            purpose: Purpose::Complete("x".into()),
+            result: Err(CallError::Unavailable("file.complete".into())),
+        },
     );
     let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
     let mut cache = view::Cache::default();
     t.draw(|f| view::draw(f, &s, &mut cache)).unwrap();
-    assert!(screen_text(&t).contains("path completion is unavailable"), "{}", screen_text(&t));
+    assert!(
+        screen_text(&t).contains("path completion is unavailable"),
+        "{}",
+        screen_text(&t)
+    );
 }
 
 #[test]
@@ -527,7 +770,10 @@ fn history_multiline_and_paste() {
     typed(&mut s, "first");
     update(&mut s, key(KeyCode::Enter));
     update(&mut s, Msg::Paste("line one\r\nline two".into()));
-    update(&mut s, Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT)));
+    update(
+        &mut s,
+        Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT)),
+    );
     typed(&mut s, "three");
     assert_eq!(s.input_text(), "line one\nline two\nthree");
     update(&mut s, key(KeyCode::Enter));
@@ -565,10 +811,26 @@ fn the_view_fits_80x24_and_shows_answer_tool_diff_and_status() {
         vec![
             ev(1, "turn.started", json!({ "turnId": "t1" })),
             ev(2, "message.user", json!({ "text": "edit it" })),
-            ev(3, "tool.call", json!({ "callId": "c1", "name": "write_file", "args": { "path": "a.txt" } })),
-            ev(4, "tool.result", json!({ "callId": "c1", "name": "write_file", "ok": true, "output": "ok" })),
-            ev(5, "diff", json!({ "path": "a.txt", "patch": "--- a\n+++ b\n@@ -1 +1 @@\n-old\n+new\n" })),
-            ev(6, "message.delta", json!({ "text": "# Title\n\nDone with `a.txt`." })),
+            ev(
+                3,
+                "tool.call",
+                json!({ "callId": "c1", "name": "write_file", "args": { "path": "a.txt" } }),
+            ),
+            ev(
+                4,
+                "tool.result",
+                json!({ "callId": "c1", "name": "write_file", "ok": true, "output": "ok" }),
+            ),
+            ev(
+                5,
+                "diff",
+                json!({ "path": "a.txt", "patch": "--- a\n+++ b\n@@ -1 +1 @@\n-old\n+new\n" }),
+            ),
+            ev(
+                6,
+                "message.delta",
+                json!({ "text": "# Title\n\nDone with `a.txt`." }),
+            ),
             ev(7, "context", json!({ "percent": 42.0 })),
         ],
     );
@@ -576,7 +838,17 @@ fn the_view_fits_80x24_and_shows_answer_tool_diff_and_status() {
     let mut cache = view::Cache::default();
     t.draw(|f| view::draw(f, &s, &mut cache)).unwrap();
     let screen = screen_text(&t);
-    for want in ["› edit it", "✓ write_file a.txt", "✎ a.txt", "-old", "+new", "# Title", "Done with a.txt.", "ctx 42%", "working"] {
+    for want in [
+        "› edit it",
+        "✓ write_file a.txt",
+        "✎ a.txt",
+        "-old",
+        "+new",
+        "# Title",
+        "Done with a.txt.",
+        "ctx 42%",
+        "working",
+    ] {
         assert!(screen.contains(want), "{want:?} missing:\n{screen}");
     }
     // Too small: says so instead of drawing a broken layout.
@@ -589,10 +861,38 @@ fn the_view_fits_80x24_and_shows_answer_tool_diff_and_status() {
 fn no_color_draws_without_colours() {
     let mut s = State::new("/w", None, ThemeKind::Light, true);
     s.start(None);
-    update(&mut s, Msg::Reply { purpose: Purpose::StartupList, result: Ok(json!({ "sessions": [] })) });
-    update(&mut s, Msg::Reply { purpose: Purpose::Create, result: Ok(json!({ "sessionId": SID })) });
-    update(&mut s, Msg::Reply { purpose: Purpose::Resume(SID.into()), result: Ok(json!({ "events": [] })) });
-    feed(&mut s, vec![ev(1, "message.delta", json!({ "text": "```rust\nfn x() {}\n```" })), ev(2, "error", json!({ "code": "internal", "message": "boom" }))]);
+    update(
+        &mut s,
+        Msg::Reply {
+            purpose: Purpose::StartupList,
+            result: Ok(json!({ "sessions": [] })),
+        },
+    );
+    update(
+        &mut s,
+        Msg::Reply {
+            purpose: Purpose::Create,
+            result: Ok(json!({ "sessionId": SID })),
+        },
+    );
+    update(
+        &mut s,
+        Msg::Reply {
+            purpose: Purpose::Resume(SID.into()),
+            result: Ok(json!({ "events": [] })),
+        },
+    );
+    feed(
+        &mut s,
+        vec![
+            ev(
+                1,
+                "message.delta",
+                json!({ "text": "```rust\nfn x() {}\n```" }),
+            ),
+            ev(2, "error", json!({ "code": "internal", "message": "boom" })),
+        ],
+    );
     let mut t = Terminal::new(TestBackend::new(80, 24)).unwrap();
     let mut cache = view::Cache::default();
     t.draw(|f| view::draw(f, &s, &mut cache)).unwrap();
@@ -611,8 +911,16 @@ fn the_session_picker_opens_renames_and_closes() {
         { "sessionId": "s_old", "title": "old", "lastActivityAt": "2026-01-01T00:00:00Z", "mode": "accept", "workdir": "/w", "createdAt": "" },
         { "sessionId": "s_new", "lastPrompt": "latest", "lastActivityAt": "2026-02-01T00:00:00Z", "mode": "accept", "workdir": "/w", "createdAt": "" }
     ]});
-    update(&mut s, Msg::Reply { purpose: Purpose::StartupList, result: Ok(list) });
-    let Some(Modal::Picker(p)) = &s.modal else { panic!("picker expected") };
+    update(
+        &mut s,
+        Msg::Reply {
+            purpose: Purpose::StartupList,
+            result: Ok(list),
+        },
+    );
+    let Some(Modal::Picker(p)) = &s.modal else {
+        panic!("picker expected")
+    };
     assert_eq!(p.rows[0].label, "latest", "newest first");
     update(&mut s, key(KeyCode::Char('r')));
     typed(&mut s, "Renamed");
@@ -627,8 +935,12 @@ fn the_session_picker_opens_renames_and_closes() {
     );
     update(&mut s, key(KeyCode::Down));
     let fx = update(&mut s, key(KeyCode::Char('d')));
-    assert!(matches!(&fx[0], Effect::Call { method: "session.close", params, .. } if params["sessionId"] == "s_old"));
+    assert!(
+        matches!(&fx[0], Effect::Call { method: "session.close", params, .. } if params["sessionId"] == "s_old")
+    );
     let fx = update(&mut s, key(KeyCode::Enter));
-    assert!(matches!(&fx[0], Effect::Call { method: "session.attach", params, .. } if params["sessionId"] == "s_new"));
+    assert!(
+        matches!(&fx[0], Effect::Call { method: "session.attach", params, .. } if params["sessionId"] == "s_new")
+    );
     assert_eq!(s.session_id.as_deref(), Some("s_new"));
 }
