@@ -227,10 +227,8 @@ impl Renderer<'_> {
             }
             Tag::Table(_) => self.end_line(),
             Tag::TableHead | Tag::TableRow => self.end_line(),
-            Tag::TableCell => {
-                if !self.current.is_empty() {
-                    self.current.push(Span::styled(" │ ", self.theme.dim()));
-                }
+            Tag::TableCell if !self.current.is_empty() => {
+                self.current.push(Span::styled(" │ ", self.theme.dim()));
             }
             _ => {}
         }
