@@ -47,6 +47,31 @@ pub fn render(text: &str, theme: &Theme) -> Vec<Line<'static>> {
     r.lines
 }
 
+/// The byte offset, at or after `from`, up to which `text` holds complete Markdown blocks: just
+/// after the last blank line that is not inside a fenced code block (`from` itself when there
+/// is none). `from` must be such a boundary (or 0). Rendering `text[..b]` and `text[b..]`
+/// separately gives the same lines as rendering `text`, so a streaming answer renders each
+/// finished paragraph once.
+pub fn stable_boundary(text: &str, from: usize) -> usize {
+    let mut boundary = from;
+    let mut in_fence = false;
+    let mut at = from;
+    let rest = &text[from..];
+    for line in rest.split_inclusive('\n') {
+        at += line.len();
+        if !line.ends_with('\n') {
+            break;
+        }
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+        } else if !in_fence && trimmed.trim().is_empty() {
+            boundary = at;
+        }
+    }
+    boundary
+}
+
 struct Code {
     lang: String,
     text: String,
@@ -393,6 +418,31 @@ mod tests {
             .style
             .add_modifier
             .contains(Modifier::BOLD));
+    }
+
+    #[test]
+    fn rendering_in_stable_pieces_matches_rendering_the_whole() {
+        let theme = Theme::new(ThemeKind::Dark, false);
+        let text =
+            "# T\n\npara one\nstill one\n\n```py\na = 1\n\nb = 2\n```\n\n- x\n- y\n\nlast line";
+        let b = stable_boundary(text, 0);
+        assert_eq!(&text[b..], "last line");
+        // The blank line inside the code block is no boundary.
+        let inside = text.find("a = 1").unwrap();
+        assert!(stable_boundary(&text[..inside + 8], 0) < inside);
+        let whole = plain(&render(text, &theme));
+        let mut pieces = Vec::new();
+        let mut from = 0;
+        for cut in [10, 25, 48, text.len()] {
+            let to = stable_boundary(&text[..cut], from);
+            if to > from {
+                pieces.extend(plain(&render(&text[from..to], &theme)));
+                pieces.push(String::new());
+                from = to;
+            }
+        }
+        pieces.extend(plain(&render(&text[from..], &theme)));
+        assert_eq!(pieces, whole);
     }
 
     #[test]

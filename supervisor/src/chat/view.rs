@@ -29,6 +29,10 @@ pub struct Cache {
     width: usize,
     theme: Option<(super::state::ThemeKind, bool)>,
     blocks: Vec<Option<(u64, Vec<Line<'static>>)>>,
+    /// Per answer block: the bytes of its text already rendered for good (up to a
+    /// paragraph break outside code fences) and their wrapped lines, so a streaming answer
+    /// re-renders only its last paragraph per frame.
+    answers: std::collections::HashMap<usize, (usize, Vec<Line<'static>>)>,
 }
 
 impl Cache {
@@ -37,6 +41,7 @@ impl Cache {
         let theme_key = Some((state.theme, state.no_color));
         if self.epoch != state.epoch || self.width != width || self.theme != theme_key {
             self.blocks.clear();
+            self.answers.clear();
             self.epoch = state.epoch;
             self.width = width;
             self.theme = theme_key;
@@ -52,11 +57,80 @@ impl Cache {
                 continue;
             }
             let prev = i.checked_sub(1).map(|p| &state.blocks[p].block);
-            let logical = block_lines(&entry.block, prev, &theme, state.show_reasoning);
-            let wrapped: Vec<Line<'static>> = logical.iter().flat_map(|l| wrap(l, width)).collect();
+            let wrapped = match &entry.block {
+                Block::Assistant { text, .. } => {
+                    let (done, stable) = self.answers.entry(i).or_default();
+                    answer_lines(
+                        text,
+                        gap_before(&entry.block, prev),
+                        done,
+                        stable,
+                        &theme,
+                        width,
+                    )
+                }
+                block => {
+                    let logical = block_lines(block, prev, &theme, state.show_reasoning);
+                    logical.iter().flat_map(|l| wrap(l, width)).collect()
+                }
+            };
             self.blocks[i] = Some((entry.rev, wrapped));
         }
         &self.blocks
+    }
+}
+
+/// The wrapped lines of an answer: `stable` holds the lines of `text[..*done]` (complete
+/// paragraphs, rendered once); only the rest is rendered again.
+fn answer_lines(
+    text: &str,
+    gap: bool,
+    done: &mut usize,
+    stable: &mut Vec<Line<'static>>,
+    theme: &Theme,
+    width: usize,
+) -> Vec<Line<'static>> {
+    if *done > text.len() || !text.is_char_boundary(*done) {
+        // The text was replaced, not extended.
+        *done = 0;
+        stable.clear();
+    }
+    let boundary = markdown::stable_boundary(text, *done);
+    if boundary > *done {
+        let mut lines = markdown::render(&text[*done..boundary], theme);
+        if !lines.is_empty() {
+            lines.push(Line::default());
+        }
+        stable.extend(lines.iter().flat_map(|l| wrap(l, width)));
+        *done = boundary;
+    }
+    let mut out = Vec::with_capacity(stable.len() + 8);
+    if gap {
+        out.push(Line::default());
+    }
+    out.extend(stable.iter().cloned());
+    out.extend(
+        markdown::render(&text[boundary..], theme)
+            .iter()
+            .flat_map(|l| wrap(l, width)),
+    );
+    while out.last().is_some_and(|l| l.spans.is_empty()) && out.len() > usize::from(gap) {
+        out.pop();
+    }
+    out
+}
+
+/// A blank line before `block` (a new exchange, or an answer after tool lines).
+fn gap_before(block: &Block, prev: Option<&Block>) -> bool {
+    match block {
+        Block::User { .. } => prev.is_some(),
+        Block::Assistant { .. } | Block::Reasoning { .. } => prev.is_some_and(|p| {
+            !matches!(
+                p,
+                Block::Assistant { .. } | Block::Reasoning { .. } | Block::User { .. }
+            )
+        }),
+        _ => false,
     }
 }
 
@@ -68,17 +142,7 @@ pub fn block_lines(
     show_reasoning: bool,
 ) -> Vec<Line<'static>> {
     let mut out = Vec::new();
-    let gap = match block {
-        Block::User { .. } => prev.is_some(),
-        Block::Assistant { .. } | Block::Reasoning { .. } => prev.is_some_and(|p| {
-            !matches!(
-                p,
-                Block::Assistant { .. } | Block::Reasoning { .. } | Block::User { .. }
-            )
-        }),
-        _ => false,
-    };
-    if gap {
+    if gap_before(block, prev) {
         out.push(Line::default());
     }
     match block {
