@@ -944,3 +944,13 @@ fn the_session_picker_opens_renames_and_closes() {
     );
     assert_eq!(s.session_id.as_deref(), Some("s_new"));
 }
+
+#[test]
+fn docs_chat_md_lists_every_key_binding() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/CHAT.md"))
+        .unwrap()
+        .replace('`', "");
+    for (key, _) in view::KEYS {
+        assert!(doc.contains(key), "docs/CHAT.md does not list {key:?}");
+    }
+}
