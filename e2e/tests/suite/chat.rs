@@ -1,7 +1,8 @@
 //! `snowpea chat` in a real terminal (issue 26): tmux runs the real binary against a real
 //! suite with the scripted provider; `send-keys` types prompts, answers an approval and
-//! interrupts a turn; `capture-pane` shows the streamed answer, the tool lines and the diff,
-//! and, after Ctrl-C twice, the normal screen again (the terminal was restored).
+//! interrupts a turn, and the gateway is killed in between (the client reconnects and
+//! resumes); `capture-pane` shows the streamed answers once each, the tool lines and the
+//! diff, and, after Ctrl-C twice, the normal screen again (the terminal was restored).
 //!
 //! tmux is a test prerequisite: missing, the test skips on a developer machine and fails
 //! under `SNOWPEA_REQUIRE_TEST_DEPS` (`.ci/run` installs it). Questions (`question.request`)
@@ -153,7 +154,28 @@ async fn chat_streams_answers_asks_approvals_shows_diffs_and_interrupts_in_tmux(
     tmux.wait_for("› hello there").await;
     tmux.wait_for("Hello from the streamed chat answer.").await;
 
-    // 2. A file edit (diff) and a shell call that needs an approval, answered with `y`.
+    // 2. The gateway dies and comes back: the client reconnects by itself, says so, resumes
+    // the session, and nothing is shown twice.
+    let old = suite.kill9("gateway");
+    suite.wait_restarted("gateway", old).await;
+    tmux.wait_for("reconnected; resuming the session after event")
+        .await;
+    tmux.type_line("hello again");
+    tmux.wait_for("› hello again").await;
+    assert_eventually!(
+        within = SCREEN_WAIT,
+        tmux.screen()
+            .matches("Hello from the streamed chat answer.")
+            .count()
+            == 2,
+        "one answer per prompt after the reconnect:\n{}",
+        tmux.screen()
+    );
+    tmux.wait_for("● ready").await;
+    let screen = tmux.screen();
+    assert_eq!(screen.matches("› hello there").count(), 1, "{screen}");
+
+    // 3. A file edit (diff) and a shell call that needs an approval, answered with `y`.
     tmux.type_line("please edit the notes");
     tmux.wait_for("approval needed").await;
     tmux.wait_for("shell: echo ran > ran.txt").await;
@@ -182,7 +204,7 @@ async fn chat_streams_answers_asks_approvals_shows_diffs_and_interrupts_in_tmux(
     );
     assert!(suite.workdir.path().join("ran.txt").exists());
 
-    // 3. A slow turn, interrupted with Esc.
+    // 4. A slow turn, interrupted with Esc.
     tmux.type_line("slow one");
     tmux.wait_for("working").await;
     tmux.wait_for("Esc interrupts").await;
@@ -190,7 +212,7 @@ async fn chat_streams_answers_asks_approvals_shows_diffs_and_interrupts_in_tmux(
     tmux.wait_for("turn interrupted").await;
     tmux.wait_for("● ready").await;
 
-    // 4. Ctrl-C twice leaves; the terminal is back on the normal screen.
+    // 5. Ctrl-C twice leaves; the terminal is back on the normal screen.
     tmux.key("C-c");
     tmux.wait_for("press Ctrl-C again to leave").await;
     tmux.key("C-c");

@@ -954,3 +954,27 @@ fn docs_chat_md_lists_every_key_binding() {
         assert!(doc.contains(key), "docs/CHAT.md does not list {key:?}");
     }
 }
+
+#[test]
+fn an_approval_that_arrives_under_the_picker_shows_once_the_picker_closes() {
+    let mut s = opened();
+    update(&mut s, ctrl('o'));
+    update(
+        &mut s,
+        Msg::ApprovalRequest(json!({ "requestId": "ap_1", "tool": "shell" })),
+    );
+    assert!(matches!(s.modal, Some(Modal::Picker(_))));
+    update(
+        &mut s,
+        Msg::Reply {
+            purpose: Purpose::PickerList,
+            result: Ok(
+                json!({ "sessions": [{ "sessionId": SID, "workdir": "/w", "mode": "accept", "createdAt": "" }] }),
+            ),
+        },
+    );
+    // Enter on the current session closes the picker: the approval is shown.
+    update(&mut s, key(KeyCode::Down));
+    update(&mut s, key(KeyCode::Enter));
+    assert_eq!(s.modal, Some(Modal::Approval));
+}

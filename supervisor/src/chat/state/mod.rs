@@ -704,6 +704,13 @@ impl State {
 
 /// Applies `msg` to `state`; returns what to do next.
 pub fn update(state: &mut State, msg: Msg) -> Vec<Effect> {
+    let effects = dispatch(state, msg);
+    // A pending approval or question shows as soon as nothing else is on top.
+    show_next_modal(state);
+    effects
+}
+
+fn dispatch(state: &mut State, msg: Msg) -> Vec<Effect> {
     match msg {
         Msg::Key(key) => on_key(state, key),
         Msg::Paste(text) => {
@@ -894,6 +901,10 @@ fn on_connection(state: &mut State, connected: bool, closed: bool, generation: u
     state.questions.clear();
     if matches!(state.modal, Some(Modal::Approval | Modal::Question)) {
         state.modal = None;
+    }
+    if was == Link::Up {
+        // Down and up again between two looks at the connection.
+        state.notice("the connection to the daemon dropped", Level::Warn);
     }
     let Some(sid) = state.session_id.clone() else {
         state.notice("reconnected", Level::Info);
