@@ -181,6 +181,8 @@ async fn chat_streams_answers_asks_approvals_shows_diffs_and_interrupts_in_tmux(
     tmux.wait_for("shell: echo ran > ran.txt").await;
     tmux.key("y");
     tmux.wait_for("## Summary").await;
+    tmux.wait_for("• ran the command").await;
+    tmux.wait_for("● ready").await;
     let screen = tmux.screen();
     for want in [
         "✓ write_file notes.txt",
