@@ -405,12 +405,23 @@ pub fn status_line(state: &State, theme: &Theme) -> Line<'static> {
     } else {
         spans.push(Span::styled("● ready ", theme.ok()));
     }
-    let session = match (&state.session_id, state.title.is_empty()) {
-        (None, _) => "no session".to_owned(),
-        (Some(id), true) => id.clone(),
-        (Some(_), false) => state.title.clone(),
-    };
-    spans.push(Span::styled(format!("│ {session} "), theme.chrome()));
+    // Most useful first: at 80 columns the session's name is what gets cut.
+    if let Some(p) = state.context_percent {
+        let style = if p >= 80.0 {
+            theme.warn()
+        } else {
+            theme.chrome()
+        };
+        spans.push(Span::styled(format!("│ ctx {p:.0}% "), style));
+    }
+    spans.push(Span::styled(
+        format!(
+            "│ ↑{} ↓{} tokens ",
+            human(state.tokens.0),
+            human(state.tokens.1)
+        ),
+        theme.chrome(),
+    ));
     if !state.mode.is_empty() {
         spans.push(Span::styled(format!("│ {} ", state.mode), theme.chrome()));
     }
@@ -425,22 +436,12 @@ pub fn status_line(state: &State, theme: &Theme) -> Line<'static> {
             theme.chrome(),
         ));
     }
-    spans.push(Span::styled(
-        format!(
-            "│ ↑{} ↓{} tokens ",
-            human(state.tokens.0),
-            human(state.tokens.1)
-        ),
-        theme.chrome(),
-    ));
-    if let Some(p) = state.context_percent {
-        let style = if p >= 80.0 {
-            theme.warn()
-        } else {
-            theme.chrome()
-        };
-        spans.push(Span::styled(format!("│ ctx {p:.0}% "), style));
-    }
+    let session = match (&state.session_id, state.title.is_empty()) {
+        (None, _) => "no session".to_owned(),
+        (Some(id), true) => id.clone(),
+        (Some(_), false) => state.title.clone(),
+    };
+    spans.push(Span::styled(format!("│ {session} "), theme.chrome()));
     Line::from(spans)
 }
 
@@ -461,7 +462,8 @@ fn hint_line(state: &State, theme: &Theme) -> Line<'static> {
         };
         format!("Enter queues · {steer} · Esc interrupt · PgUp/PgDn scroll · Ctrl-C×2 quit")
     } else {
-        "Enter send · Alt-Enter newline · / commands · @ paths · Ctrl-O sessions · Ctrl-R reasoning · F1 help".to_owned()
+        "Enter send · Alt-Enter newline · / commands · @ paths · Ctrl-O sessions · F1 help"
+            .to_owned()
     };
     Line::styled(text, theme.dim())
 }
