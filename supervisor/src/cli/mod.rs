@@ -40,6 +40,9 @@ Files under the home (--home, else $SNOWPEA_HOME, else ~/.snowpea):
   logs/<process>.log      one log per process (supervisor, services, gateway)";
 
 const TOP_HELP: &str = "\
+Talking to the agent: `snowpea chat` (the terminal client; keys in docs/CHAT.md), or
+`snowpea run \"<prompt>\"` for one prompt from a script.
+
 Picking a model: the daemon reads these when it starts (restart it after a change):
   ANTHROPIC_API_KEY / OPENAI_API_KEY     use that vendor's API
   providers.default, providers.<vendor>  in $SNOWPEA_HOME/settings.json (e.g. a local
