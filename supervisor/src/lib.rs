@@ -10,6 +10,7 @@
 //! * [`daemonize`]: `start` without `--foreground`.
 
 pub mod bins;
+pub mod chat;
 pub mod cli;
 pub mod cmd;
 pub mod control;

@@ -1,6 +1,7 @@
 mod allowlist;
 mod approvals;
 mod audio;
+mod chat;
 mod checkpoints;
 mod commands;
 mod crash;

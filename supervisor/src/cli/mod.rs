@@ -1,5 +1,5 @@
 //! The `snowpea` command line (clap): `supervisor start|stop|status|restart|logs`, `run`
-//! and `cmd`. One file per subcommand; each returns the process exit code (see [`exit`]).
+//! `cmd` and `chat`. One file per subcommand; each returns the process exit code (see [`exit`]).
 
 pub mod logs;
 pub mod restart;
@@ -40,6 +40,9 @@ Files under the home (--home, else $SNOWPEA_HOME, else ~/.snowpea):
   logs/<process>.log      one log per process (supervisor, services, gateway)";
 
 const TOP_HELP: &str = "\
+Talking to the agent: `snowpea chat` (the terminal client; keys in docs/CHAT.md), or
+`snowpea run \"<prompt>\"` for one prompt from a script.
+
 Picking a model: the daemon reads these when it starts (restart it after a change):
   ANTHROPIC_API_KEY / OPENAI_API_KEY     use that vendor's API
   providers.default, providers.<vendor>  in $SNOWPEA_HOME/settings.json (e.g. a local
@@ -74,6 +77,8 @@ pub enum Command {
     /// Run a slash command headless against the running suite (see --help for the
     /// commands and their risk).
     Cmd(crate::cmd::CmdArgs),
+    /// Talk to the agent: the full-screen terminal client (starting the suite if needed).
+    Chat(crate::chat::ChatArgs),
 }
 
 /// `snowpea supervisor …`.
@@ -127,6 +132,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
     let result = match cli.command {
         Command::Run(args) => return crate::run::run(args).await,
         Command::Cmd(args) => return crate::cmd::cmd(args).await,
+        Command::Chat(args) => return crate::chat::run(args).await,
         Command::Supervisor(SupervisorCommand::Start(a)) => start::start(a).await,
         Command::Supervisor(SupervisorCommand::Stop(a)) => stop::stop(a).await,
         Command::Supervisor(SupervisorCommand::Status(a)) => status::status(a).await,

@@ -118,7 +118,7 @@ pub async fn run(args: RunArgs) -> i32 {
 
 /// A usage error: the message to print before exiting 2.
 #[derive(Debug)]
-struct Usage(String);
+pub(crate) struct Usage(pub(crate) String);
 
 /// Checks the arguments clap cannot: the prompt, the home, the working directory.
 fn prepare(args: &RunArgs) -> Result<(Home, PathBuf), Usage> {
@@ -136,7 +136,7 @@ fn prepare(args: &RunArgs) -> Result<(Home, PathBuf), Usage> {
 }
 
 /// The canonical path of an existing directory.
-fn resolve_workdir(dir: &Path) -> Result<PathBuf, Usage> {
+pub(crate) fn resolve_workdir(dir: &Path) -> Result<PathBuf, Usage> {
     let canonical = std::fs::canonicalize(dir)
         .map_err(|e| Usage(format!("working directory {}: {e}", dir.display())))?;
     if !canonical.is_dir() {
