@@ -18,6 +18,7 @@ use crate::session::{Registry, Sessions};
 use crate::store::{self, Store};
 use crate::tools::Tools;
 use crate::turn::{TurnLimits, Turns};
+use crate::usage::Usage;
 
 /// Environment lookup (injected so tests never change the process environment).
 pub type EnvFn = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -76,6 +77,8 @@ pub struct App {
     pub checkpoints: Arc<Checkpoints>,
     /// Unattended runs for svc-scheduler (`SessionInternalService`).
     pub runs: Runs,
+    /// `usage.summary` (reads the `usage_calls`/`usage_daily` index).
+    pub usage: Usage,
     hub: Arc<BusHub>,
 }
 
@@ -153,6 +156,7 @@ impl App {
             tools,
             checkpoints,
             runs,
+            usage: Usage::new(store.clone()),
             hub,
         }))
     }

@@ -6,7 +6,7 @@
 //! origin connection), [`turn::Turns`] (prompt queue, interrupt, the agent loop),
 //! [`events::EventLog`] (seq assignment, group commit, publish; [`recovery`] repairs a
 //! crash), [`approval::Approvals`], [`tools::Tools`], [`provider::Providers`],
-//! [`checkpoints::Checkpoints`] (per-turn workdir checkpoints), [`runs::Runs`] (svc-scheduler's unattended runs). [`rpc`] holds the gRPC trait impls
+//! [`checkpoints::Checkpoints`] (per-turn workdir checkpoints), [`runs::Runs`] (svc-scheduler's unattended runs), [`usage::Usage`] (`usage.summary`). [`rpc`] holds the gRPC trait impls
 //! that delegate to them; [`clients`] the clients of other services; [`store`] the SQL;
 //! [`permissions`] the mode matrix; [`error`] the one wire mapping.
 
@@ -25,6 +25,7 @@ pub mod session;
 pub mod store;
 pub mod tools;
 pub mod turn;
+pub mod usage;
 
 pub use app::{App, AppConfig};
 

@@ -1,6 +1,6 @@
 //! gRPC implementations of the `snowpea.session.v1` services this process serves, one
 //! file per service: [`session`] (`SessionService`), [`approval`] (`ApprovalService`),
-//! [`tool`] (`ToolService`), [`checkpoint`] (`CheckpointService`). Methods not implemented here answer the generated default
+//! [`tool`] (`ToolService`), [`checkpoint`] (`CheckpointService`), [`usage`] (`UsageService`). Methods not implemented here answer the generated default
 //! (`UNIMPLEMENTED` → `not_implemented` at the gateway). Spans, timing and outcome
 //! codes come from the shared call layer in `snowpea_common::calls` (installed by `serve`).
 
@@ -9,3 +9,4 @@ pub mod checkpoint;
 pub mod internal;
 pub mod session;
 pub mod tool;
+pub mod usage;
