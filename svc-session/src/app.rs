@@ -12,6 +12,7 @@ use snowpea_common::home::Home;
 use crate::approval::Approvals;
 use crate::checkpoints::Checkpoints;
 use crate::events::EventLog;
+use crate::file::Files;
 use crate::provider::Providers;
 use crate::runs::Runs;
 use crate::session::{Registry, Sessions};
@@ -79,6 +80,8 @@ pub struct App {
     pub runs: Runs,
     /// `usage.summary` (reads the `usage_calls`/`usage_daily` index).
     pub usage: Usage,
+    /// `file.complete` (its per-workdir listing cache).
+    pub files: Files,
     hub: Arc<BusHub>,
 }
 
@@ -157,6 +160,7 @@ impl App {
             checkpoints,
             runs,
             usage: Usage::new(store.clone()),
+            files: Files::new(registry.clone()),
             hub,
         }))
     }
