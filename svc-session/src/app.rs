@@ -13,6 +13,7 @@ use crate::approval::Approvals;
 use crate::checkpoints::Checkpoints;
 use crate::events::EventLog;
 use crate::file::Files;
+use crate::llm::Sampler;
 use crate::provider::Providers;
 use crate::runs::Runs;
 use crate::session::{Registry, Sessions};
@@ -82,6 +83,8 @@ pub struct App {
     pub usage: Usage,
     /// `file.complete` (its per-workdir listing cache).
     pub files: Files,
+    /// `llm.sample` (one tool-less call on a session's provider).
+    pub sampler: Sampler,
     hub: Arc<BusHub>,
 }
 
@@ -146,8 +149,14 @@ impl App {
             sessions.clone(),
             approvals.clone(),
             tools.clone(),
-            Providers::new(home, config.env.clone()),
+            Providers::new(home.clone(), config.env.clone()),
         ));
+        let sampler = Sampler::new(
+            home.clone(),
+            registry.clone(),
+            events.clone(),
+            Providers::new(home, config.env.clone()),
+        );
         let runs = Runs::new(sessions.clone(), turns.clone(), events.clone());
         crate::recovery::recover(&store, &events, &registry).await?;
         crate::session::origin::spawn_watcher(&sessions);
@@ -161,6 +170,7 @@ impl App {
             runs,
             usage: Usage::new(store.clone()),
             files: Files::new(registry.clone()),
+            sampler,
             hub,
         }))
     }

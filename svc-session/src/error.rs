@@ -36,6 +36,24 @@ pub enum Error {
     /// (`unavailable`; the caller may retry).
     #[error("{0}")]
     Unavailable(String),
+    /// Nothing could answer, with facts for the client (`unavailable` with `details`, e.g.
+    /// `web.search`'s `details.reason`).
+    #[error("{message}")]
+    UnavailableWith {
+        /// One line for humans.
+        message: String,
+        /// `error.data.details` (a JSON object).
+        details: serde_json::Value,
+    },
+    /// A model's answer did not have the shape asked for (`invalid_output`, e.g. an
+    /// `llm.sample` answer failing its `schema`); `details` says what failed.
+    #[error("{message}")]
+    InvalidOutput {
+        /// One line for humans.
+        message: String,
+        /// `error.data.details` (a JSON object).
+        details: serde_json::Value,
+    },
     /// A failure inside the service (database, file system); logged once at the edge.
     #[error("internal error: {0:#}")]
     Internal(#[from] anyhow::Error),
@@ -63,6 +81,12 @@ impl Error {
             Error::ModeDenied(message) => RpcError::new(ErrorCode::ModeDenied, message),
             Error::ToolInactive(message) => RpcError::new(ErrorCode::ToolInactive, message),
             Error::Unavailable(message) => RpcError::new(ErrorCode::Unavailable, message),
+            Error::UnavailableWith { message, details } => {
+                RpcError::new(ErrorCode::Unavailable, message).with_details(details)
+            }
+            Error::InvalidOutput { message, details } => {
+                RpcError::new(ErrorCode::InvalidOutput, message).with_details(details)
+            }
             Error::Internal(e) => {
                 tracing::error!(error = %format!("{e:#}"), "internal error");
                 RpcError::internal(format!("{e:#}"))
