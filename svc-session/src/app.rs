@@ -21,6 +21,7 @@ use crate::store::{self, Store};
 use crate::tools::Tools;
 use crate::turn::{TurnLimits, Turns};
 use crate::usage::Usage;
+use crate::web::WebSearch;
 
 /// Environment lookup (injected so tests never change the process environment).
 pub type EnvFn = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -85,6 +86,8 @@ pub struct App {
     pub files: Files,
     /// `llm.sample` (one tool-less call on a session's provider).
     pub sampler: Sampler,
+    /// `web.search` (the search provider chain).
+    pub web: WebSearch,
     hub: Arc<BusHub>,
 }
 
@@ -151,6 +154,7 @@ impl App {
             tools.clone(),
             Providers::new(home.clone(), config.env.clone()),
         ));
+        let web = WebSearch::new(home.clone(), config.env.clone());
         let sampler = Sampler::new(
             home.clone(),
             registry.clone(),
@@ -171,6 +175,7 @@ impl App {
             usage: Usage::new(store.clone()),
             files: Files::new(registry.clone()),
             sampler,
+            web,
             hub,
         }))
     }

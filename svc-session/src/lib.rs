@@ -6,7 +6,7 @@
 //! origin connection), [`turn::Turns`] (prompt queue, interrupt, the agent loop),
 //! [`events::EventLog`] (seq assignment, group commit, publish; [`recovery`] repairs a
 //! crash), [`approval::Approvals`], [`tools::Tools`], [`provider::Providers`],
-//! [`checkpoints::Checkpoints`] (per-turn workdir checkpoints), [`runs::Runs`] (svc-scheduler's unattended runs), [`usage::Usage`] (`usage.summary`), [`file::Files`] (`file.complete`), [`llm::Sampler`] (`llm.sample`). [`rpc`] holds the gRPC trait impls
+//! [`checkpoints::Checkpoints`] (per-turn workdir checkpoints), [`runs::Runs`] (svc-scheduler's unattended runs), [`usage::Usage`] (`usage.summary`), [`file::Files`] (`file.complete`), [`llm::Sampler`] (`llm.sample`), [`web::WebSearch`] (`web.search`). [`rpc`] holds the gRPC trait impls
 //! that delegate to them; [`clients`] the clients of other services; [`store`] the SQL;
 //! [`permissions`] the mode matrix; [`error`] the one wire mapping.
 
@@ -28,6 +28,7 @@ pub mod store;
 pub mod tools;
 pub mod turn;
 pub mod usage;
+pub mod web;
 
 pub use app::{App, AppConfig};
 

@@ -38,6 +38,7 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(snowpea_svc_session::rpc::usage::UsageRpc::new(app.clone()).into_server())
         .add_service(snowpea_svc_session::rpc::file::FileRpc::new(app.clone()).into_server())
         .add_service(snowpea_svc_session::rpc::llm::LlmRpc::new(app.clone()).into_server())
+        .add_service(snowpea_svc_session::rpc::web::WebRpc::new(app.clone()).into_server())
         .add_service(
             snowpea_svc_session::rpc::internal::InternalRpc::new(app.clone()).into_server(),
         )

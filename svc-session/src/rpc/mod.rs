@@ -1,6 +1,6 @@
 //! gRPC implementations of the `snowpea.session.v1` services this process serves, one
 //! file per service: [`session`] (`SessionService`), [`approval`] (`ApprovalService`),
-//! [`tool`] (`ToolService`), [`checkpoint`] (`CheckpointService`), [`usage`] (`UsageService`), [`file`] (`FileService`), [`llm`] (`LlmService`). Methods not implemented here answer the generated default
+//! [`tool`] (`ToolService`), [`checkpoint`] (`CheckpointService`), [`usage`] (`UsageService`), [`file`] (`FileService`), [`llm`] (`LlmService`), [`web`] (`WebService`). Methods not implemented here answer the generated default
 //! (`UNIMPLEMENTED` → `not_implemented` at the gateway). Spans, timing and outcome
 //! codes come from the shared call layer in `snowpea_common::calls` (installed by `serve`).
 
@@ -12,3 +12,4 @@ pub mod llm;
 pub mod session;
 pub mod tool;
 pub mod usage;
+pub mod web;
