@@ -15,6 +15,7 @@ use crate::callbacks::consume;
 use crate::callbacks::requests::ServerRequests;
 use crate::dispatch::info::Daemon;
 use crate::dispatch::router::Dispatcher;
+use crate::dispatch::update::Updates;
 use crate::route::table::Routes;
 use crate::upstream::presence::Presence;
 use crate::upstream::services::Services;
@@ -98,6 +99,7 @@ impl Gateway {
             services,
             presence.clone(),
             daemon,
+            Updates::new(home.clone(), connections.clone(), counters.clone()),
             token,
         );
         Arc::new(Gateway {

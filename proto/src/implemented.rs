@@ -24,6 +24,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "checkpoint.diff",
     "checkpoint.list",
     "checkpoint.restore",
+    "file.complete",
     "job.cancel",
     "job.delete",
     "job.list",
@@ -32,6 +33,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "job.runNow",
     "job.schedule",
     "job.update",
+    "llm.sample",
     "mcp.add",
     "mcp.catalog",
     "mcp.list",
@@ -59,12 +61,16 @@ pub const IMPLEMENTED: &[&str] = &[
     "site.mark",
     "site.markPart",
     "site.put",
+    "system.checkUpdate",
     "system.health",
     "system.hello",
     "system.info",
     "system.restart",
     "system.shutdown",
+    "system.update",
     "tool.list",
+    "usage.summary",
+    "web.search",
 ];
 
 /// True when `method` (a JSON-RPC name) is in [`IMPLEMENTED`].

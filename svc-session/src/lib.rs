@@ -33,7 +33,14 @@ pub mod web;
 pub use app::{App, AppConfig};
 
 /// Capabilities this service really implements (`system.hello`).
-pub const CAPABILITIES: &[&str] = &["sessions", "approvals", "tools", "checkpoints"];
+pub const CAPABILITIES: &[&str] = &[
+    "sessions",
+    "approvals",
+    "tools",
+    "checkpoints",
+    "llmSample",
+    "webSearch",
+];
 
 #[cfg(test)]
 pub(crate) mod testkit;

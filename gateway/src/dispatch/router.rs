@@ -16,6 +16,7 @@ use tracing::Instrument;
 use super::hello;
 use super::info::Daemon;
 use super::system::{self, AfterReply};
+use super::update::Updates;
 use crate::route::forward;
 use crate::route::table::{Routes, SystemMethod, Target};
 use crate::upstream::presence::Presence;
@@ -50,6 +51,8 @@ pub struct Dispatcher {
     pub presence: Presence,
     /// What system.info reports about the daemon.
     pub daemon: Daemon,
+    /// system.checkUpdate / system.update state.
+    pub updates: Updates,
     /// The daemon token from `$SNOWPEA_HOME/token`; compared in constant time, never logged.
     token: String,
 }
@@ -63,6 +66,7 @@ impl Dispatcher {
         services: Arc<Services>,
         presence: Presence,
         daemon: Daemon,
+        updates: Updates,
         token: String,
     ) -> Self {
         Dispatcher {
@@ -72,6 +76,7 @@ impl Dispatcher {
             services,
             presence,
             daemon,
+            updates,
             token,
         }
     }
@@ -169,6 +174,7 @@ impl Dispatcher {
                     &self.daemon,
                     &self.counters,
                     &self.services,
+                    &self.updates,
                     *m,
                     route.spec,
                     msg,

@@ -3,7 +3,7 @@
 //! decoding its typed `System*Params` and answering its typed `System*Result`. Shutdown
 //! and restart answer first and act after the answer went out, through the supervisor's
 //! control socket; a standalone gateway (no supervisor answering) stops itself.
-//! checkUpdate, reloadSettings and update are `not_implemented` for now.
+//! checkUpdate and update are [`super::update`]; reloadSettings is `not_implemented` for now.
 
 use std::time::Duration;
 
@@ -16,13 +16,15 @@ use snowpea_proto::schema::MethodSpec;
 use snowpea_proto::supervisor::v1::supervisor_client::SupervisorClient;
 use snowpea_proto::supervisor::v1::{RestartRequest, StopRequest};
 use snowpea_proto::system::v1::{
-    SystemHealthParams, SystemHealthResult, SystemInfoParams, SystemRestartParams,
-    SystemRestartResult, SystemShutdownParams, SystemShutdownResult,
+    SystemCheckUpdateParams, SystemHealthParams, SystemHealthResult, SystemInfoParams,
+    SystemRestartParams, SystemRestartResult, SystemShutdownParams, SystemShutdownResult,
+    SystemUpdateParams,
 };
 use tokio_util::sync::CancellationToken;
 
 use super::info::{info, Daemon};
 use super::typed::{decode, encode};
+use super::update::Updates;
 use crate::route::table::SystemMethod;
 use crate::upstream::services::Services;
 use crate::wire::counters::Counters;
@@ -79,6 +81,7 @@ pub async fn handle(
     daemon: &Daemon,
     counters: &Counters,
     services: &Services,
+    updates: &Updates,
     method: SystemMethod,
     spec: &MethodSpec,
     params: DynamicMessage,
@@ -96,11 +99,12 @@ pub async fn handle(
         SystemMethod::Info => {
             let SystemInfoParams {} = decode(&params)?;
             let mut v = encode(&out, &info(daemon, counters, services).await)?;
-            // restartRequired can only become true through system.update, which is not
-            // implemented; the answer has never carried it, and issue 13 changes nothing on
-            // the wire, so a false one stays off it.
+            // restartRequired becomes true once system.update finished; until then the
+            // answer leaves it out, as it always has.
             if let Some(o) = v.as_object_mut() {
-                if o.get("restartRequired") == Some(&Value::Bool(false)) {
+                if updates.restart_required() {
+                    o.insert("restartRequired".into(), Value::Bool(true));
+                } else if o.get("restartRequired") == Some(&Value::Bool(false)) {
                     o.remove("restartRequired");
                 }
             }
@@ -115,6 +119,16 @@ pub async fn handle(
             let SystemRestartParams {} = decode(&params)?;
             let result = SystemRestartResult { ok: true };
             Ok((encode(&out, &result)?, Some(AfterReply::RestartSuite)))
+        }
+        SystemMethod::CheckUpdate => {
+            let SystemCheckUpdateParams { force } = decode(&params)?;
+            let result =
+                super::update::check::check(updates.home(), snowpea_common::VERSION, force).await;
+            Ok((encode(&out, &result)?, None))
+        }
+        SystemMethod::Update => {
+            let SystemUpdateParams {} = decode(&params)?;
+            Ok((encode(&out, &updates.update().await)?, None))
         }
         SystemMethod::NotImplemented => Err(RpcError::new(
             ErrorCode::NotImplemented,

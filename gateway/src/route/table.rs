@@ -28,6 +28,10 @@ pub enum SystemMethod {
     Shutdown,
     /// `system.restart`.
     Restart,
+    /// `system.checkUpdate`.
+    CheckUpdate,
+    /// `system.update`.
+    Update,
     /// Declared in the schema, not implemented yet (answers `not_implemented`).
     NotImplemented,
 }
@@ -41,6 +45,8 @@ impl SystemMethod {
             "system.info" => SystemMethod::Info,
             "system.shutdown" => SystemMethod::Shutdown,
             "system.restart" => SystemMethod::Restart,
+            "system.checkUpdate" => SystemMethod::CheckUpdate,
+            "system.update" => SystemMethod::Update,
             _ => SystemMethod::NotImplemented,
         }
     }
