@@ -11,6 +11,7 @@ mod jsonrpc;
 mod lifecycle;
 mod mcp;
 mod memory;
+mod onboarding_tools;
 mod resume;
 mod scheduler;
 mod turn;

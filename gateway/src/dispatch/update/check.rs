@@ -3,7 +3,7 @@
 //! The source is the crates.io sparse index file of the package
 //! (`https://index.crates.io/sn/ow/snowpea`, one JSON object per published version with
 //! `vers` and `yanked`), or the URL in the setting `updates.indexUrl` (same format; tests
-//! point it at a local server). Yanked versions are ignored, and so are pre-releases unless
+//! point it at a local server) or in `SNOWPEA_UPDATE_INDEX_URL`. Yanked versions are ignored, and so are pre-releases unless
 //! the running version is one. The answer's `channel` is `"pypi"`: the spec's name for
 //! "the package registry" (here crates.io), as opposed to `"git"` tags.
 //!
@@ -44,15 +44,20 @@ fn cache_path(home: &Home) -> std::path::PathBuf {
     home.root().join("update-check.json")
 }
 
-/// The index URL of the settings (`updates.indexUrl`), else [`DEFAULT_INDEX`].
+/// Environment variable naming the index URL when the settings do not (the suite harness
+/// points it at a closed local port so no test asks the real registry).
+pub const INDEX_ENV: &str = "SNOWPEA_UPDATE_INDEX_URL";
+
+/// The index URL: the setting `updates.indexUrl`, else [`INDEX_ENV`], else
+/// [`DEFAULT_INDEX`].
 pub fn index_url(settings: &Value) -> String {
+    let nonempty = |s: &str| Some(s.trim().to_owned()).filter(|s| !s.is_empty());
     settings
         .pointer("/updates/indexUrl")
         .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .unwrap_or(DEFAULT_INDEX)
-        .to_owned()
+        .and_then(nonempty)
+        .or_else(|| std::env::var(INDEX_ENV).ok().as_deref().and_then(nonempty))
+        .unwrap_or_else(|| DEFAULT_INDEX.to_owned())
 }
 
 /// Answers `system.checkUpdate` for the running version `current`.
