@@ -2,8 +2,10 @@
 //! and directory paths under a session's workdir (or a given `workdir`).
 //!
 //! The candidates of a workdir ([`list`]: `git ls-files` inside a repository, an
-//! ignore-aware walk outside one) are cached for [`CACHE_TTL`], so typing a path costs one
-//! listing and then a scan of the cached list per keystroke ([`rank`]); see
+//! ignore-aware walk outside one) are cached for [`CACHE_TTL`] and then refreshed in the
+//! background while calls keep answering from the previous listing (up to [`MAX_STALE`]), so
+//! typing a path costs one listing and then a scan of the cached list per keystroke
+//! ([`rank`]); see
 //! docs/PERFORMANCE.md "file.complete". Directories are answered with a trailing `/`; files
 //! with their size in bytes.
 
@@ -20,8 +22,11 @@ use crate::session::{check_workdir, Registry};
 pub mod list;
 pub mod rank;
 
-/// How long a workdir's listing is reused.
+/// How long a workdir's listing is reused as it is.
 pub const CACHE_TTL: Duration = Duration::from_secs(5);
+/// After [`CACHE_TTL`] and up to this age a call still answers from the listing at once
+/// while one refresh runs in the background; an older listing is re-read first.
+pub const MAX_STALE: Duration = Duration::from_secs(120);
 /// Most workdirs whose listing is kept at once.
 const CACHE_WORKDIRS: usize = 8;
 /// `limit` when none is given.
@@ -35,7 +40,7 @@ type Listing = Arc<Vec<list::Candidate>>;
 #[derive(Debug)]
 pub struct Files {
     registry: Registry,
-    cache: Mutex<HashMap<PathBuf, (Instant, Listing)>>,
+    cache: Arc<Mutex<Cache>>,
 }
 
 impl Files {
@@ -43,7 +48,7 @@ impl Files {
     pub fn new(registry: Registry) -> Self {
         Files {
             registry,
-            cache: Mutex::new(HashMap::new()),
+            cache: Arc::default(),
         }
     }
 
@@ -95,36 +100,81 @@ impl Files {
 
     async fn listing(&self, workdir: &Path) -> Result<Listing> {
         let now = Instant::now();
-        {
-            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((at, l)) = cache.get(workdir) {
-                if now.duration_since(*at) < CACHE_TTL {
-                    return Ok(l.clone());
-                }
+        let cached = {
+            let cache = lock(&self.cache);
+            cache.entries.get(workdir).cloned()
+        };
+        if let Some((at, l)) = cached {
+            let age = now.duration_since(at);
+            if age < CACHE_TTL {
+                return Ok(l);
+            }
+            if age < MAX_STALE {
+                // Answer from the stale listing at once; one refresh runs behind it.
+                self.refresh_later(workdir);
+                return Ok(l);
             }
         }
-        let dir = workdir.to_path_buf();
-        let listing = tokio::time::timeout(
-            list::LIST_TIMEOUT + Duration::from_secs(5),
-            tokio::task::spawn_blocking(move || Arc::new(list::list(&dir))),
-        )
-        .await
-        .map_err(|_| Error::Unavailable(format!("listing {} took too long", workdir.display())))?
-        .map_err(|e| Error::Internal(anyhow::anyhow!("file.complete listing: {e}")))?;
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        cache.retain(|_, (at, _)| now.duration_since(*at) < CACHE_TTL);
-        if cache.len() >= CACHE_WORKDIRS {
-            if let Some(oldest) = cache
-                .iter()
-                .min_by_key(|(_, (at, _))| *at)
-                .map(|(k, _)| k.clone())
-            {
-                cache.remove(&oldest);
-            }
-        }
-        cache.insert(workdir.to_path_buf(), (Instant::now(), listing.clone()));
+        let listing = list_now(workdir).await?;
+        store(&self.cache, workdir, listing.clone());
         Ok(listing)
     }
+
+    fn refresh_later(&self, workdir: &Path) {
+        if !lock(&self.cache).refreshing.insert(workdir.to_path_buf()) {
+            return;
+        }
+        let cache = self.cache.clone();
+        let dir = workdir.to_path_buf();
+        tokio::spawn(async move {
+            match list_now(&dir).await {
+                Ok(l) => store(&cache, &dir, l),
+                Err(e) => {
+                    tracing::warn!(error = %e, workdir = %dir.display(), "file.complete refresh failed")
+                }
+            }
+            lock(&cache).refreshing.remove(&dir);
+        });
+    }
+}
+
+#[derive(Debug, Default)]
+struct Cache {
+    entries: HashMap<PathBuf, (Instant, Listing)>,
+    refreshing: std::collections::HashSet<PathBuf>,
+}
+
+fn lock(m: &Mutex<Cache>) -> std::sync::MutexGuard<'_, Cache> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+async fn list_now(workdir: &Path) -> Result<Listing> {
+    let dir = workdir.to_path_buf();
+    tokio::time::timeout(
+        list::LIST_TIMEOUT + Duration::from_secs(5),
+        tokio::task::spawn_blocking(move || Arc::new(list::list(&dir))),
+    )
+    .await
+    .map_err(|_| Error::Unavailable(format!("listing {} took too long", workdir.display())))?
+    .map_err(|e| Error::Internal(anyhow::anyhow!("file.complete listing: {e}")))
+}
+
+fn store(cache: &Mutex<Cache>, workdir: &Path, listing: Listing) {
+    let now = Instant::now();
+    let mut c = lock(cache);
+    c.entries
+        .retain(|_, (at, _)| now.duration_since(*at) < MAX_STALE);
+    if c.entries.len() >= CACHE_WORKDIRS && !c.entries.contains_key(workdir) {
+        if let Some(oldest) = c
+            .entries
+            .iter()
+            .min_by_key(|(_, (at, _))| *at)
+            .map(|(k, _)| k.clone())
+        {
+            c.entries.remove(&oldest);
+        }
+    }
+    c.entries.insert(workdir.to_path_buf(), (now, listing));
 }
 
 /// The query relative to the workdir, `/`-separated: the directory part with `.` and inner
