@@ -91,6 +91,7 @@ impl Gateway {
             home: home.clone(),
             port,
             started_at: snowpea_common::time::now_iso(),
+            updates: Updates::new(home.clone(), connections.clone(), counters.clone()),
         };
         let dispatcher = Dispatcher::new(
             Routes::build(&services),
@@ -99,7 +100,6 @@ impl Gateway {
             services,
             presence.clone(),
             daemon,
-            Updates::new(home.clone(), connections.clone(), counters.clone()),
             token,
         );
         Arc::new(Gateway {

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use snowpea_common::bus::{BusHub, BusService};
 use snowpea_common::service::{serve, ServiceArgs, Services};
 use snowpea_svc_session::rpc::{
-    approval::ApprovalRpc, checkpoint::CheckpointRpc, session::SessionRpc, tool::ToolRpc,
+    approval::ApprovalRpc, checkpoint::CheckpointRpc, file::FileRpc, llm::LlmRpc,
+    session::SessionRpc, tool::ToolRpc, usage::UsageRpc, web::WebRpc,
 };
 use snowpea_svc_session::{App, AppConfig, CAPABILITIES};
 
@@ -35,10 +36,10 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(ApprovalRpc::new(app.clone()).into_server())
         .add_service(ToolRpc::new(app.clone()).into_server())
         .add_service(CheckpointRpc::new(app.clone()).into_server())
-        .add_service(snowpea_svc_session::rpc::usage::UsageRpc::new(app.clone()).into_server())
-        .add_service(snowpea_svc_session::rpc::file::FileRpc::new(app.clone()).into_server())
-        .add_service(snowpea_svc_session::rpc::llm::LlmRpc::new(app.clone()).into_server())
-        .add_service(snowpea_svc_session::rpc::web::WebRpc::new(app.clone()).into_server())
+        .add_service(UsageRpc::new(app.clone()).into_server())
+        .add_service(FileRpc::new(app.clone()).into_server())
+        .add_service(LlmRpc::new(app.clone()).into_server())
+        .add_service(WebRpc::new(app.clone()).into_server())
         .add_service(
             snowpea_svc_session::rpc::internal::InternalRpc::new(app.clone()).into_server(),
         )

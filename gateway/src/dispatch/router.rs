@@ -16,7 +16,6 @@ use tracing::Instrument;
 use super::hello;
 use super::info::Daemon;
 use super::system::{self, AfterReply};
-use super::update::Updates;
 use crate::route::forward;
 use crate::route::table::{Routes, SystemMethod, Target};
 use crate::upstream::presence::Presence;
@@ -51,8 +50,6 @@ pub struct Dispatcher {
     pub presence: Presence,
     /// What system.info reports about the daemon.
     pub daemon: Daemon,
-    /// system.checkUpdate / system.update state.
-    pub updates: Updates,
     /// The daemon token from `$SNOWPEA_HOME/token`; compared in constant time, never logged.
     token: String,
 }
@@ -66,7 +63,6 @@ impl Dispatcher {
         services: Arc<Services>,
         presence: Presence,
         daemon: Daemon,
-        updates: Updates,
         token: String,
     ) -> Self {
         Dispatcher {
@@ -76,7 +72,6 @@ impl Dispatcher {
             services,
             presence,
             daemon,
-            updates,
             token,
         }
     }
@@ -174,7 +169,6 @@ impl Dispatcher {
                     &self.daemon,
                     &self.counters,
                     &self.services,
-                    &self.updates,
                     *m,
                     route.spec,
                     msg,

@@ -24,7 +24,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::info::{info, Daemon};
 use super::typed::{decode, encode};
-use super::update::Updates;
 use crate::route::table::SystemMethod;
 use crate::upstream::services::Services;
 use crate::wire::counters::Counters;
@@ -81,12 +80,12 @@ pub async fn handle(
     daemon: &Daemon,
     counters: &Counters,
     services: &Services,
-    updates: &Updates,
     method: SystemMethod,
     spec: &MethodSpec,
     params: DynamicMessage,
 ) -> Result<(Value, Option<AfterReply>), RpcError> {
     let out = spec.output();
+    let updates = &daemon.updates;
     match method {
         SystemMethod::Hello => Err(RpcError::internal("system.hello is answered by hello")),
         SystemMethod::Health => {

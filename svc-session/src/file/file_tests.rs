@@ -276,3 +276,108 @@ async fn escaping_queries_and_bad_targets_are_refused_naming_the_field() {
         .unwrap_err();
     assert!(matches!(missing, Error::NotFound(_)), "{missing:?}");
 }
+
+fn pct(sorted: &[std::time::Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+/// docs/PERFORMANCE.md "file.complete": a tree of `SNOWPEA_BENCH_FILES` (default 100,000)
+/// files in 1,000 directories; the first (cold) call and 400 warm calls of mixed queries,
+/// outside git (ignore walk) and then inside a repository (`git ls-files`).
+#[tokio::test]
+#[ignore = "benchmark: cargo test --release -p snowpea-svc-session --lib bench_ -- --ignored --nocapture"]
+async fn bench_file_complete_on_a_100k_file_tree() {
+    use std::time::{Duration, Instant};
+    let n: usize = std::env::var("SNOWPEA_BENCH_FILES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let h = Harness::new(json!({})).await;
+    let root = h.workdir.join("tree");
+    let words = [
+        "main", "mod", "lib", "util", "config", "handler", "model", "view", "test", "api",
+    ];
+    for i in 0..n {
+        let dir = root.join(format!("pkg{:03}/sub{:02}", (i / 100) % 100, i / 10_000));
+        if i % 100 == 0 {
+            std::fs::create_dir_all(&dir).unwrap();
+        }
+        std::fs::write(dir.join(format!("{}_{i}.rs", words[i % words.len()])), "").unwrap();
+    }
+    let queries = [
+        "m",
+        "mod",
+        "handler_7",
+        "pkg012/",
+        "pkg012/sub03/ma",
+        "hndlr",
+        "zzz",
+        "conf",
+        "api_9999",
+        "s",
+    ];
+    let run = |label: &'static str| {
+        let h = &h;
+        let root = root.clone();
+        async move {
+            let t = Instant::now();
+            let first = complete(h, &root, "main", Some(30)).await.unwrap();
+            let cold = t.elapsed();
+            let mut lat: Vec<Duration> = vec![];
+            for round in 0..40 {
+                for q in queries {
+                    let t = Instant::now();
+                    complete(h, &root, q, Some(30)).await.unwrap();
+                    if round > 0 {
+                        lat.push(t.elapsed());
+                    }
+                }
+            }
+            lat.sort();
+            println!(
+                "file.complete, {n} files, {label}: cold (listing) {:.0} ms; warm p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {} calls ({} first entries)",
+                cold.as_secs_f64() * 1000.0,
+                pct(&lat, 0.5),
+                pct(&lat, 0.99),
+                lat.last().unwrap().as_secs_f64() * 1000.0,
+                lat.len(),
+                first.entries.len()
+            );
+        }
+    };
+    run("outside git (ignore walk)").await;
+    let git_root = h.workdir.join("tree");
+    git(&git_root, &["init", "-q"]);
+    git(&git_root, &["add", "-A"]);
+    // A new Files component: nothing cached from the walk.
+    let h2 = crate::file::Files::new(h.app.sessions.registry().clone());
+    let t = Instant::now();
+    let p = |q: &str| pb::FileCompleteParams {
+        limit: Some(30),
+        query: q.into(),
+        session_id: None,
+        workdir: Some(git_root.to_string_lossy().into_owned()),
+    };
+    h2.complete(p("main")).await.unwrap();
+    let cold = t.elapsed();
+    let mut lat: Vec<Duration> = vec![];
+    for round in 0..40 {
+        for q in queries {
+            let t = Instant::now();
+            h2.complete(p(q)).await.unwrap();
+            if round > 0 {
+                lat.push(t.elapsed());
+            }
+        }
+    }
+    lat.sort();
+    println!(
+        "file.complete, {n} files, inside git (git ls-files): cold (listing) {:.0} ms; warm p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms over {} calls",
+        cold.as_secs_f64() * 1000.0,
+        pct(&lat, 0.5),
+        pct(&lat, 0.99),
+        lat.last().unwrap().as_secs_f64() * 1000.0,
+        lat.len()
+    );
+}

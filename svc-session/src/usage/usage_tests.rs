@@ -352,3 +352,122 @@ async fn bad_params_name_the_field() {
         "params.until"
     );
 }
+
+fn pct(sorted: &[std::time::Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+/// docs/PERFORMANCE.md "usage.summary": seeds `SNOWPEA_BENCH_USAGE_EVENTS` (default
+/// 1,000,000) usage events over 90 days, 2,000 sessions and 4 models through the real
+/// `events` table (so the index triggers run), then times `usage.summary` per grouping and
+/// window, beside a scan of the event JSON (what the index avoids).
+#[tokio::test]
+#[ignore = "benchmark: cargo test --release -p snowpea-svc-session --lib bench_ -- --ignored --nocapture"]
+async fn bench_usage_summary_over_a_million_events() {
+    use std::time::{Duration, Instant};
+    let n: i64 = std::env::var("SNOWPEA_BENCH_USAGE_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let db = Db::new();
+    let base = "2026-01-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap();
+    let span_ms: i64 = 90 * 86_400_000;
+    let models = [
+        ("anthropic", "claude-sonnet-4"),
+        ("openai", "gpt-4.1"),
+        ("openrouter", "qwen/qwen3"),
+        ("ollama", "llama3.1"),
+    ];
+    let seed = |conn: &Connection, n: i64| {
+        conn.execute_batch("BEGIN").unwrap();
+        for j in 0..n {
+            let (p, m) = models[(j % 4) as usize];
+            let ts = base
+                .checked_add(jiff::SignedDuration::from_millis(j * span_ms / n))
+                .unwrap();
+            store::events::insert(
+                conn,
+                &EventRow {
+                    session_id: format!("s{:04}", j % 2000),
+                    seq: j / 2000 + 1,
+                    kind: "usage".into(),
+                    payload: json!({"inputTokens": 1000 + j % 977, "outputTokens": 100 + j % 131, "provider": p, "model": m, "turnId": format!("t{}", j / 7)}).to_string(),
+                    ts: format!("{ts:.3}"),
+                },
+            )
+            .unwrap();
+        }
+        conn.execute_batch("COMMIT").unwrap();
+    };
+    // The cost the triggers add at commit: 100k events with and without the index.
+    let tmp = tempfile::tempdir().unwrap();
+    let plain =
+        snowpea_common::db::open(&tmp.path().join("plain.db"), &store::MIGRATIONS[..3]).unwrap();
+    let t = Instant::now();
+    seed(&plain, 100_000);
+    let without = t.elapsed();
+    let t = Instant::now();
+    seed(&db.conn, n);
+    let with = t.elapsed();
+    println!(
+        "seed: {n} usage events in {:.1} s ({:.0} events/s with the index triggers); 100k events without the index: {:.0} events/s",
+        with.as_secs_f64(),
+        n as f64 / with.as_secs_f64(),
+        100_000.0 / without.as_secs_f64()
+    );
+    let daily: i64 = db
+        .conn
+        .query_row("SELECT COUNT(*) FROM usage_daily", [], |r| r.get(0))
+        .unwrap();
+    println!("usage_daily rows: {daily}");
+
+    let t = Instant::now();
+    let scanned: i64 = db
+        .conn
+        .query_row(
+            "SELECT COUNT(*) FROM (SELECT json_extract(payload, '$.provider') AS k, SUM(json_extract(payload, '$.inputTokens')) \
+             FROM events WHERE kind = 'usage' GROUP BY k)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    println!(
+        "baseline, scanning the event JSON (all time, by provider, {scanned} rows): {:.0} ms",
+        t.elapsed().as_secs_f64() * 1000.0
+    );
+
+    let windows: [(&str, Option<&str>, Option<&str>); 3] = [
+        ("all time", None, None),
+        (
+            "30 days, ragged edges",
+            Some("2026-01-31T05:17:00Z"),
+            Some("2026-03-02T19:45:00Z"),
+        ),
+        (
+            "one hour",
+            Some("2026-02-15T10:00:00Z"),
+            Some("2026-02-15T11:00:00Z"),
+        ),
+    ];
+    for group in ["provider", "model", "session", "day"] {
+        for (name, since, until) in windows {
+            let mut lat: Vec<Duration> = vec![];
+            let mut rows = 0;
+            for i in 0..22 {
+                let t = Instant::now();
+                let r = db.summary(group, since, until).await;
+                if i >= 2 {
+                    lat.push(t.elapsed());
+                }
+                rows = r.rows.len();
+            }
+            lat.sort();
+            println!(
+                "usage.summary groupBy {group:8} {name:22}: p50 {:6.2} ms, p99 {:6.2} ms ({rows} rows)",
+                pct(&lat, 0.5),
+                pct(&lat, 0.99)
+            );
+        }
+    }
+}
