@@ -7,8 +7,8 @@
 //! writer and see exactly what was committed). Which component owns which table:
 //! `sessions` — [`crate::session::Sessions`]; `events` and `turns` —
 //! [`crate::events::EventLog`]; `approvals` — [`crate::approval::Approvals`]; `checkpoints` and
-//! `checkpoint_files` — [`crate::checkpoints::Checkpoints`]; `usage_calls` and `usage_daily`
-//! (kept by triggers on `events`) — [`crate::usage::Usage`].
+//! `checkpoint_files` — [`crate::checkpoints::Checkpoints`]; `usage_calls`, `usage_daily` and
+//! `usage_daily_models` (kept by triggers on `events`) — [`crate::usage::Usage`].
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -117,7 +117,7 @@ CREATE TABLE checkpoint_files (
 ) WITHOUT ROWID;
 "#,
     // 4: the usage index of `usage.summary` (issue 15): one row per stored `usage` event and
-    // per-day totals, both kept by triggers in the transaction that commits (or deletes) the
+    // per-day totals (per session and model, and per model alone), all kept by triggers in the transaction that commits (or deletes) the
     // event, so the summary never scans event JSON. Existing usage events are indexed here.
     r#"
 CREATE TABLE usage_calls (
@@ -141,6 +141,15 @@ CREATE TABLE usage_daily (
     output_tokens INTEGER NOT NULL,
     PRIMARY KEY (day, session_id, provider, model)
 ) WITHOUT ROWID;
+CREATE TABLE usage_daily_models (
+    day TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    calls INTEGER NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    PRIMARY KEY (day, provider, model)
+) WITHOUT ROWID;
 CREATE TRIGGER usage_indexed AFTER INSERT ON events WHEN new.kind = 'usage'
 BEGIN
     INSERT OR REPLACE INTO usage_calls VALUES (
@@ -156,6 +165,13 @@ BEGIN
         calls = calls + 1,
         input_tokens = usage_daily.input_tokens + excluded.input_tokens,
         output_tokens = usage_daily.output_tokens + excluded.output_tokens;
+    INSERT INTO usage_daily_models
+        SELECT substr(ts, 1, 10), provider, model, 1, input_tokens, output_tokens
+        FROM usage_calls WHERE session_id = new.session_id AND seq = new.seq
+    ON CONFLICT (day, provider, model) DO UPDATE SET
+        calls = calls + 1,
+        input_tokens = usage_daily_models.input_tokens + excluded.input_tokens,
+        output_tokens = usage_daily_models.output_tokens + excluded.output_tokens;
 END;
 CREATE TRIGGER usage_unindexed AFTER DELETE ON events WHEN old.kind = 'usage'
 BEGIN
@@ -169,6 +185,16 @@ BEGIN
     DELETE FROM usage_daily WHERE calls <= 0 AND (day, session_id, provider, model) =
         (SELECT substr(ts, 1, 10), session_id, provider, model FROM usage_calls
          WHERE session_id = old.session_id AND seq = old.seq);
+    UPDATE usage_daily_models SET
+        calls = calls - 1,
+        input_tokens = input_tokens - (SELECT input_tokens FROM usage_calls WHERE session_id = old.session_id AND seq = old.seq),
+        output_tokens = output_tokens - (SELECT output_tokens FROM usage_calls WHERE session_id = old.session_id AND seq = old.seq)
+    WHERE (day, provider, model) =
+        (SELECT substr(ts, 1, 10), provider, model FROM usage_calls
+         WHERE session_id = old.session_id AND seq = old.seq);
+    DELETE FROM usage_daily_models WHERE calls <= 0 AND (day, provider, model) =
+        (SELECT substr(ts, 1, 10), provider, model FROM usage_calls
+         WHERE session_id = old.session_id AND seq = old.seq);
     DELETE FROM usage_calls WHERE session_id = old.session_id AND seq = old.seq;
 END;
 INSERT INTO usage_calls
@@ -181,6 +207,9 @@ INSERT INTO usage_calls
 INSERT INTO usage_daily
     SELECT substr(ts, 1, 10), session_id, provider, model, COUNT(*), SUM(input_tokens), SUM(output_tokens)
     FROM usage_calls GROUP BY 1, 2, 3, 4;
+INSERT INTO usage_daily_models
+    SELECT day, provider, model, SUM(calls), SUM(input_tokens), SUM(output_tokens)
+    FROM usage_daily GROUP BY 1, 2, 3;
 "#,
 ];
 

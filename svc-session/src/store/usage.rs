@@ -1,6 +1,7 @@
 //! The usage index of `usage.summary` (issue 15): `usage_calls` (one row per stored `usage`
-//! event) and `usage_daily` (per UTC day, session, provider and model), both kept by the
-//! triggers of migration 4 in the transaction that commits or deletes the event.
+//! event), `usage_daily` (per UTC day, session, provider and model) and `usage_daily_models`
+//! (per UTC day, provider and model: what every grouping but `session` reads), all kept by
+//! the triggers of migration 4 in the transaction that commits or deletes the event.
 
 use rusqlite::{params, Connection};
 
@@ -72,8 +73,12 @@ pub fn summary(conn: &Connection, group: Group, window: &Window) -> rusqlite::Re
         })
     };
     if let Some((from, to)) = &window.days {
+        let table = match group {
+            Group::Session => "usage_daily",
+            _ => "usage_daily_models",
+        };
         let sql = format!(
-            "SELECT {k}, SUM(calls), SUM(input_tokens), SUM(output_tokens) FROM usage_daily \
+            "SELECT {k}, SUM(calls), SUM(input_tokens), SUM(output_tokens) FROM {table} \
              WHERE day >= ?1 AND day < ?2 GROUP BY 1",
             k = group.key("day")
         );

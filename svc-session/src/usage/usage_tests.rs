@@ -280,11 +280,18 @@ async fn deleting_events_and_migrating_an_older_database_keep_the_index_right() 
         .unwrap();
     let r = db.summary("session", None, None).await;
     assert_eq!(rows(&r), vec![(s("kept"), 1, 7, 7)]);
-    let daily: i64 = db
-        .conn
-        .query_row("SELECT COUNT(*) FROM usage_daily", [], |r| r.get(0))
+    let r = db.summary("provider", None, None).await;
+    assert_eq!(rows(&r), vec![(s("p"), 1, 7, 7)]);
+    db.conn
+        .execute("DELETE FROM events WHERE session_id = 'kept'", [])
         .unwrap();
-    assert_eq!(daily, 1, "the emptied day row is gone");
+    for table in ["usage_daily", "usage_daily_models", "usage_calls"] {
+        let n: i64 = db
+            .conn
+            .query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(n, 0, "{table}: emptied rows are gone");
+    }
 
     // A database from before the usage index: its usage events are indexed on upgrade.
     let tmp = tempfile::tempdir().unwrap();
@@ -315,6 +322,15 @@ async fn deleting_events_and_migrating_an_older_database_keep_the_index_right() 
         .await
         .unwrap();
     assert_eq!(rows(&r), vec![(s("openai:x"), 1, 3, 4)]);
+    let r = usage
+        .summary(pb::UsageSummaryParams {
+            group_by: "day".into(),
+            since: None,
+            until: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(rows(&r), vec![(s("2025-12-31"), 1, 3, 4)]);
 }
 
 #[tokio::test]
@@ -420,7 +436,11 @@ async fn bench_usage_summary_over_a_million_events() {
         .conn
         .query_row("SELECT COUNT(*) FROM usage_daily", [], |r| r.get(0))
         .unwrap();
-    println!("usage_daily rows: {daily}");
+    let models: i64 = db
+        .conn
+        .query_row("SELECT COUNT(*) FROM usage_daily_models", [], |r| r.get(0))
+        .unwrap();
+    println!("usage_daily rows: {daily}; usage_daily_models rows: {models}");
 
     let t = Instant::now();
     let scanned: i64 = db
