@@ -15,6 +15,7 @@ use crate::callbacks::consume;
 use crate::callbacks::requests::ServerRequests;
 use crate::dispatch::info::Daemon;
 use crate::dispatch::router::Dispatcher;
+use crate::dispatch::update::Updates;
 use crate::route::table::Routes;
 use crate::upstream::presence::Presence;
 use crate::upstream::services::Services;
@@ -90,6 +91,7 @@ impl Gateway {
             home: home.clone(),
             port,
             started_at: snowpea_common::time::now_iso(),
+            updates: Updates::new(home.clone(), connections.clone(), counters.clone()),
         };
         let dispatcher = Dispatcher::new(
             Routes::build(&services),

@@ -26,6 +26,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "checkpoint.restore",
     "command.list",
     "command.run",
+    "file.complete",
     "job.cancel",
     "job.delete",
     "job.list",
@@ -34,6 +35,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "job.runNow",
     "job.schedule",
     "job.update",
+    "llm.sample",
     "mcp.add",
     "mcp.catalog",
     "mcp.list",
@@ -86,13 +88,17 @@ pub const IMPLEMENTED: &[&str] = &[
     "skill.remove",
     "skill.search",
     "skill.write",
+    "system.checkUpdate",
     "system.health",
     "system.hello",
     "system.info",
     "system.reloadSettings",
     "system.restart",
     "system.shutdown",
+    "system.update",
     "tool.list",
+    "usage.summary",
+    "web.search",
 ];
 
 /// True when `method` (a JSON-RPC name) is in [`IMPLEMENTED`].

@@ -13,6 +13,8 @@ use crate::approval::Approvals;
 use crate::checkpoints::Checkpoints;
 use crate::commands::Commands;
 use crate::events::EventLog;
+use crate::file::Files;
+use crate::llm::Sampler;
 use crate::permission::Allowlist;
 use crate::provider::Providers;
 use crate::question::Questions;
@@ -24,6 +26,8 @@ use crate::skills::Skills;
 use crate::store::{self, Store};
 use crate::tools::Tools;
 use crate::turn::{TurnLimits, Turns};
+use crate::usage::Usage;
+use crate::web::WebSearch;
 
 /// Environment lookup (injected so tests never change the process environment).
 pub type EnvFn = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -97,6 +101,14 @@ pub struct App {
     pub settings: Arc<Settings>,
     /// `setup.*`: the setup wizard.
     pub setup: Setup,
+    /// `usage.summary` (reads the `usage_calls`/`usage_daily` index).
+    pub usage: Usage,
+    /// `file.complete` (its per-workdir listing cache).
+    pub files: Files,
+    /// `llm.sample` (one tool-less call on a session's provider).
+    pub sampler: Sampler,
+    /// `web.search` (the search provider chain).
+    pub web: WebSearch,
     hub: Arc<BusHub>,
 }
 
@@ -195,6 +207,13 @@ impl App {
             providers.clone(),
             commands.clone(),
         ));
+        let web = WebSearch::new(home.clone(), config.env.clone());
+        let sampler = Sampler::new(
+            home.clone(),
+            registry.clone(),
+            events.clone(),
+            providers.clone(),
+        );
         let runs = Runs::new(sessions.clone(), turns.clone(), events.clone());
         crate::recovery::recover(&store, &events, &registry).await?;
         questions.restore().await?;
@@ -232,6 +251,10 @@ impl App {
             runs,
             settings,
             setup,
+            usage: Usage::new(store.clone()),
+            files: Files::new(registry.clone()),
+            sampler,
+            web,
             hub,
         }))
     }

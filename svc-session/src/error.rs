@@ -39,6 +39,24 @@ pub enum Error {
     /// The vendor does not offer the asked login method (`login_unsupported`).
     #[error("{0}")]
     LoginUnsupported(String),
+    /// Nothing could answer, with facts for the client (`unavailable` with `details`, e.g.
+    /// `web.search`'s `details.reason`).
+    #[error("{message}")]
+    UnavailableWith {
+        /// One line for humans.
+        message: String,
+        /// `error.data.details` (a JSON object).
+        details: serde_json::Value,
+    },
+    /// A model's answer did not have the shape asked for (`invalid_output`, e.g. an
+    /// `llm.sample` answer failing its `schema`); `details` says what failed.
+    #[error("{message}")]
+    InvalidOutput {
+        /// One line for humans.
+        message: String,
+        /// `error.data.details` (a JSON object).
+        details: serde_json::Value,
+    },
     /// A failure inside the service (database, file system); logged once at the edge.
     #[error("internal error: {0:#}")]
     Internal(#[from] anyhow::Error),
@@ -67,6 +85,12 @@ impl Error {
             Error::ToolInactive(message) => RpcError::new(ErrorCode::ToolInactive, message),
             Error::Unavailable(message) => RpcError::new(ErrorCode::Unavailable, message),
             Error::LoginUnsupported(message) => RpcError::new(ErrorCode::LoginUnsupported, message),
+            Error::UnavailableWith { message, details } => {
+                RpcError::new(ErrorCode::Unavailable, message).with_details(details)
+            }
+            Error::InvalidOutput { message, details } => {
+                RpcError::new(ErrorCode::InvalidOutput, message).with_details(details)
+            }
             Error::Internal(e) => {
                 tracing::error!(error = %format!("{e:#}"), "internal error");
                 RpcError::internal(format!("{e:#}"))

@@ -16,6 +16,8 @@ pub mod clients;
 pub mod commands;
 pub mod error;
 pub mod events;
+pub mod file;
+pub mod llm;
 pub mod permission;
 pub mod permissions;
 pub mod provider;
@@ -30,6 +32,8 @@ pub mod skills;
 pub mod store;
 pub mod tools;
 pub mod turn;
+pub mod usage;
+pub mod web;
 
 pub use app::{App, AppConfig};
 
@@ -43,6 +47,8 @@ pub const CAPABILITIES: &[&str] = &[
     "settings",
     "setup",
     "commands",
+    "llmSample",
+    "webSearch",
 ];
 
 #[cfg(test)]

@@ -8,9 +8,10 @@ use std::process::ExitCode;
 use snowpea_common::bus::{BusHub, BusService};
 use snowpea_common::service::{serve, ServiceArgs, Services};
 use snowpea_svc_session::rpc::{
-    approval::ApprovalRpc, checkpoint::CheckpointRpc, command::CommandRpc,
-    permission::PermissionRpc, provider::ProviderRpc, question::QuestionRpc, session::SessionRpc,
-    settings::SettingsRpc, setup::SetupRpc, skill::SkillRpc, tool::ToolRpc,
+    approval::ApprovalRpc, checkpoint::CheckpointRpc, command::CommandRpc, file::FileRpc,
+    llm::LlmRpc, permission::PermissionRpc, provider::ProviderRpc, question::QuestionRpc,
+    session::SessionRpc, settings::SettingsRpc, setup::SetupRpc, skill::SkillRpc, tool::ToolRpc,
+    usage::UsageRpc, web::WebRpc,
 };
 use snowpea_svc_session::{App, AppConfig, CAPABILITIES};
 
@@ -45,6 +46,10 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(PermissionRpc::new(app.clone()).into_server())
         .add_service(CommandRpc::new(app.clone()).into_server())
         .add_service(SkillRpc::new(app.clone()).into_server())
+        .add_service(UsageRpc::new(app.clone()).into_server())
+        .add_service(FileRpc::new(app.clone()).into_server())
+        .add_service(LlmRpc::new(app.clone()).into_server())
+        .add_service(WebRpc::new(app.clone()).into_server())
         .add_service(
             snowpea_svc_session::rpc::internal::InternalRpc::new(app.clone()).into_server(),
         )

@@ -14,6 +14,7 @@ mod jsonrpc;
 mod lifecycle;
 mod mcp;
 mod memory;
+mod onboarding_tools;
 mod providers;
 mod questions;
 mod resume;

@@ -50,8 +50,13 @@ pub async fn hello(
                 .flatten()
                 .ok_or_else(|| RpcError::unauthorized("connection is closing"))?;
             wait(announced).await;
+            // `update`: system.checkUpdate / system.update, answered by the gateway itself.
+            let mut capabilities = services.capabilities();
+            capabilities.push("update".to_owned());
+            capabilities.sort();
+            capabilities.dedup();
             let result = SystemHelloResult {
-                capabilities: services.capabilities(),
+                capabilities,
                 protocol_version: PROTOCOL_VERSION.to_owned(),
                 server_version: snowpea_common::VERSION.to_owned(),
             };

@@ -23,6 +23,7 @@ use snowpea_proto::supervisor::v1::{StatusReply, StatusRequest};
 use snowpea_proto::system::v1::SystemInfoResult;
 use snowpea_proto::PROTOCOL_VERSION;
 
+use super::update::Updates;
 use crate::upstream::bus;
 use crate::upstream::services::Services;
 use crate::wire::counters::Counters;
@@ -39,6 +40,9 @@ pub struct Daemon {
     pub port: u16,
     /// UTC ISO-8601 time this gateway started.
     pub started_at: String,
+    /// `system.checkUpdate` / `system.update` state (`restartRequired` once an upgrade
+    /// finished).
+    pub updates: Updates,
 }
 
 /// The `system.info` result.

@@ -4,8 +4,8 @@
 //! and restart answer first and act after the answer went out, through the supervisor's
 //! control socket; a standalone gateway (no supervisor answering) stops itself.
 //! `system.reloadSettings` is asked of the settings owner (svc-session's internal
-//! `SettingsInternalService.Reload`, [`reload_settings`]). checkUpdate and update are
-//! `not_implemented` for now.
+//! `SettingsInternalService.Reload`, [`reload_settings`]); checkUpdate and update are
+//! [`super::update`].
 
 use std::time::Duration;
 
@@ -18,9 +18,9 @@ use snowpea_proto::schema::MethodSpec;
 use snowpea_proto::supervisor::v1::supervisor_client::SupervisorClient;
 use snowpea_proto::supervisor::v1::{RestartRequest, StopRequest};
 use snowpea_proto::system::v1::{
-    SystemHealthParams, SystemHealthResult, SystemInfoParams, SystemReloadSettingsParams,
-    SystemReloadSettingsResult, SystemRestartParams, SystemRestartResult, SystemShutdownParams,
-    SystemShutdownResult,
+    SystemCheckUpdateParams, SystemHealthParams, SystemHealthResult, SystemInfoParams,
+    SystemReloadSettingsParams, SystemReloadSettingsResult, SystemRestartParams,
+    SystemRestartResult, SystemShutdownParams, SystemShutdownResult, SystemUpdateParams,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -118,6 +118,7 @@ pub async fn handle(
     params: DynamicMessage,
 ) -> Result<(Value, Option<AfterReply>), RpcError> {
     let out = spec.output();
+    let updates = &daemon.updates;
     match method {
         SystemMethod::Hello => Err(RpcError::internal("system.hello is answered by hello")),
         SystemMethod::Health => {
@@ -130,11 +131,12 @@ pub async fn handle(
         SystemMethod::Info => {
             let SystemInfoParams {} = decode(&params)?;
             let mut v = encode(&out, &info(daemon, counters, services).await)?;
-            // restartRequired can only become true through system.update, which is not
-            // implemented; the answer has never carried it, and issue 13 changes nothing on
-            // the wire, so a false one stays off it.
+            // restartRequired becomes true once system.update finished; until then the
+            // answer leaves it out, as it always has.
             if let Some(o) = v.as_object_mut() {
-                if o.get("restartRequired") == Some(&Value::Bool(false)) {
+                if updates.restart_required() {
+                    o.insert("restartRequired".into(), Value::Bool(true));
+                } else if o.get("restartRequired") == Some(&Value::Bool(false)) {
                     o.remove("restartRequired");
                 }
             }
@@ -154,6 +156,16 @@ pub async fn handle(
             let SystemReloadSettingsParams {} = decode(&params)?;
             let result = reload_settings(services).await?;
             Ok((encode(&out, &result)?, None))
+        }
+        SystemMethod::CheckUpdate => {
+            let SystemCheckUpdateParams { force } = decode(&params)?;
+            let result =
+                super::update::check::check(updates.home(), snowpea_common::VERSION, force).await;
+            Ok((encode(&out, &result)?, None))
+        }
+        SystemMethod::Update => {
+            let SystemUpdateParams {} = decode(&params)?;
+            Ok((encode(&out, &updates.update().await)?, None))
         }
         SystemMethod::NotImplemented => Err(RpcError::new(
             ErrorCode::NotImplemented,

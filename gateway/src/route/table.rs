@@ -30,6 +30,10 @@ pub enum SystemMethod {
     Restart,
     /// `system.reloadSettings` (asked of the settings owner, svc-session).
     ReloadSettings,
+    /// `system.checkUpdate`.
+    CheckUpdate,
+    /// `system.update`.
+    Update,
     /// Declared in the schema, not implemented yet (answers `not_implemented`).
     NotImplemented,
 }
@@ -44,6 +48,8 @@ impl SystemMethod {
             "system.shutdown" => SystemMethod::Shutdown,
             "system.restart" => SystemMethod::Restart,
             "system.reloadSettings" => SystemMethod::ReloadSettings,
+            "system.checkUpdate" => SystemMethod::CheckUpdate,
+            "system.update" => SystemMethod::Update,
             _ => SystemMethod::NotImplemented,
         }
     }

@@ -86,8 +86,6 @@ async fn a_service_outside_the_suite_is_not_implemented() {
     let e = c.err("memory.search", json!({"query": "x"})).await;
     assert_eq!(e["data"]["code"], "not_implemented", "{e}");
     assert_eq!(e["data"]["details"]["service"], "memory");
-    let e = c.err("system.checkUpdate", json!({})).await;
-    assert_eq!(e["data"]["code"], "not_implemented");
 }
 
 #[tokio::test]

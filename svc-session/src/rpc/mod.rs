@@ -9,7 +9,9 @@
 pub mod approval;
 pub mod checkpoint;
 pub mod command;
+pub mod file;
 pub mod internal;
+pub mod llm;
 pub mod permission;
 pub mod provider;
 pub mod question;
@@ -18,3 +20,5 @@ pub mod settings;
 pub mod setup;
 pub mod skill;
 pub mod tool;
+pub mod usage;
+pub mod web;

@@ -9,7 +9,8 @@
 //! [`crate::events::EventLog`]; `approvals` — [`crate::approval::Approvals`]; `checkpoints` and
 //! `checkpoint_files` — [`crate::checkpoints::Checkpoints`]; `questions` —
 //! [`crate::question::Questions`]; `allowlist` (the `session` scope) —
-//! [`crate::permission::Allowlist`].
+//! [`crate::permission::Allowlist`]; `usage_calls`, `usage_daily` and
+//! `usage_daily_models` (kept by triggers on `events`) — [`crate::usage::Usage`].
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,7 @@ pub mod events;
 pub mod questions;
 pub mod sessions;
 pub mod turns;
+pub mod usage;
 
 /// Schema versions, oldest first (`PRAGMA user_version` = how many ran).
 pub const MIGRATIONS: &[&str] = &[
@@ -143,6 +145,101 @@ CREATE TABLE allowlist (
     created_at TEXT NOT NULL,
     UNIQUE (session_id, pattern)
 );
+"#,
+    // 5: the usage index of `usage.summary` (issue 15): one row per stored `usage` event and
+    // per-day totals (per session and model, and per model alone), all kept by triggers in the transaction that commits (or deletes) the
+    // event, so the summary never scans event JSON. Existing usage events are indexed here.
+    r#"
+CREATE TABLE usage_calls (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    ts TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX usage_calls_ts ON usage_calls(ts);
+CREATE TABLE usage_daily (
+    day TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    calls INTEGER NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    PRIMARY KEY (day, session_id, provider, model)
+) WITHOUT ROWID;
+CREATE TABLE usage_daily_models (
+    day TEXT NOT NULL,
+    provider TEXT NOT NULL,
+    model TEXT NOT NULL,
+    calls INTEGER NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    PRIMARY KEY (day, provider, model)
+) WITHOUT ROWID;
+CREATE TRIGGER usage_indexed AFTER INSERT ON events WHEN new.kind = 'usage'
+BEGIN
+    INSERT OR REPLACE INTO usage_calls VALUES (
+        new.session_id, new.seq, new.ts,
+        COALESCE(json_extract(new.payload, '$.provider'), ''),
+        COALESCE(json_extract(new.payload, '$.model'), ''),
+        COALESCE(CAST(json_extract(new.payload, '$.inputTokens') AS INTEGER), 0),
+        COALESCE(CAST(json_extract(new.payload, '$.outputTokens') AS INTEGER), 0));
+    INSERT INTO usage_daily
+        SELECT substr(ts, 1, 10), session_id, provider, model, 1, input_tokens, output_tokens
+        FROM usage_calls WHERE session_id = new.session_id AND seq = new.seq
+    ON CONFLICT (day, session_id, provider, model) DO UPDATE SET
+        calls = calls + 1,
+        input_tokens = usage_daily.input_tokens + excluded.input_tokens,
+        output_tokens = usage_daily.output_tokens + excluded.output_tokens;
+    INSERT INTO usage_daily_models
+        SELECT substr(ts, 1, 10), provider, model, 1, input_tokens, output_tokens
+        FROM usage_calls WHERE session_id = new.session_id AND seq = new.seq
+    ON CONFLICT (day, provider, model) DO UPDATE SET
+        calls = calls + 1,
+        input_tokens = usage_daily_models.input_tokens + excluded.input_tokens,
+        output_tokens = usage_daily_models.output_tokens + excluded.output_tokens;
+END;
+CREATE TRIGGER usage_unindexed AFTER DELETE ON events WHEN old.kind = 'usage'
+BEGIN
+    UPDATE usage_daily SET
+        calls = calls - 1,
+        input_tokens = input_tokens - (SELECT input_tokens FROM usage_calls WHERE session_id = old.session_id AND seq = old.seq),
+        output_tokens = output_tokens - (SELECT output_tokens FROM usage_calls WHERE session_id = old.session_id AND seq = old.seq)
+    WHERE (day, session_id, provider, model) =
+        (SELECT substr(ts, 1, 10), session_id, provider, model FROM usage_calls
+         WHERE session_id = old.session_id AND seq = old.seq);
+    DELETE FROM usage_daily WHERE calls <= 0 AND (day, session_id, provider, model) =
+        (SELECT substr(ts, 1, 10), session_id, provider, model FROM usage_calls
+         WHERE session_id = old.session_id AND seq = old.seq);
+    UPDATE usage_daily_models SET
+        calls = calls - 1,
+        input_tokens = input_tokens - (SELECT input_tokens FROM usage_calls WHERE session_id = old.session_id AND seq = old.seq),
+        output_tokens = output_tokens - (SELECT output_tokens FROM usage_calls WHERE session_id = old.session_id AND seq = old.seq)
+    WHERE (day, provider, model) =
+        (SELECT substr(ts, 1, 10), provider, model FROM usage_calls
+         WHERE session_id = old.session_id AND seq = old.seq);
+    DELETE FROM usage_daily_models WHERE calls <= 0 AND (day, provider, model) =
+        (SELECT substr(ts, 1, 10), provider, model FROM usage_calls
+         WHERE session_id = old.session_id AND seq = old.seq);
+    DELETE FROM usage_calls WHERE session_id = old.session_id AND seq = old.seq;
+END;
+INSERT INTO usage_calls
+    SELECT session_id, seq, ts,
+        COALESCE(json_extract(payload, '$.provider'), ''),
+        COALESCE(json_extract(payload, '$.model'), ''),
+        COALESCE(CAST(json_extract(payload, '$.inputTokens') AS INTEGER), 0),
+        COALESCE(CAST(json_extract(payload, '$.outputTokens') AS INTEGER), 0)
+    FROM events WHERE kind = 'usage';
+INSERT INTO usage_daily
+    SELECT substr(ts, 1, 10), session_id, provider, model, COUNT(*), SUM(input_tokens), SUM(output_tokens)
+    FROM usage_calls GROUP BY 1, 2, 3, 4;
+INSERT INTO usage_daily_models
+    SELECT day, provider, model, SUM(calls), SUM(input_tokens), SUM(output_tokens)
+    FROM usage_daily GROUP BY 1, 2, 3;
 "#,
 ];
 

@@ -102,6 +102,12 @@ impl Suite {
                 bin_dir().display().to_string(),
             ),
             ("SNOWPEA_STOP_GRACE_MS".to_owned(), "2000".to_owned()),
+            // system.checkUpdate never asks the real registry from a test (a closed port:
+            // the check answers offline at once); a test's settings may point it elsewhere.
+            (
+                "SNOWPEA_UPDATE_INDEX_URL".to_owned(),
+                "http://127.0.0.1:9/snowpea".to_owned(),
+            ),
         ];
         env.extend(opts.env);
         let mut suite = Suite {

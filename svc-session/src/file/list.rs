@@ -1,0 +1,168 @@
+//! The candidate paths of `file.complete`: every file and directory under a workdir, from
+//! `git ls-files` (tracked plus untracked, honouring `.gitignore` and the other git excludes)
+//! inside a repository, else from a walk with the `ignore` crate (which honours `.gitignore`
+//! and `.ignore` files even outside a repository). `.git`, `node_modules`, `.venv` and
+//! `__pycache__` are always left out. Directories are derived from the files' parents (git)
+//! or seen in the walk.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::Duration;
+
+/// Directory names never listed, wherever they are.
+pub const SKIPPED: &[&str] = &[".git", "node_modules", ".venv", "__pycache__"];
+
+/// Most candidates kept for one workdir (a bigger tree is cut, and `file.complete` still
+/// answers from what was listed).
+pub const MAX_CANDIDATES: usize = 1_000_000;
+
+/// Longest a listing (git or walk) may take.
+pub const LIST_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// One candidate: a path relative to the workdir, `/`-separated, without a trailing `/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// Relative path.
+    pub path: Box<str>,
+    /// Byte offset of the basename in `path`.
+    pub base: u32,
+    /// True for a directory.
+    pub is_dir: bool,
+    /// Lower-case copy of `path` for case-insensitive matching.
+    pub lower: Box<str>,
+}
+
+impl Candidate {
+    fn new(path: &str, is_dir: bool) -> Candidate {
+        let base = path.rfind('/').map(|i| i + 1).unwrap_or(0) as u32;
+        Candidate {
+            lower: path.to_lowercase().into(),
+            path: path.into(),
+            base,
+            is_dir,
+        }
+    }
+
+    /// The last component.
+    pub fn basename(&self) -> &str {
+        &self.path[self.base as usize..]
+    }
+
+    /// The directory part (`""` at the top level).
+    pub fn parent(&self) -> &str {
+        self.path[..self.base as usize].trim_end_matches('/')
+    }
+}
+
+fn skipped(path: &str) -> bool {
+    path.split('/').any(|c| SKIPPED.contains(&c))
+}
+
+/// Every candidate under `workdir` (canonical), sorted by path. Blocking: runs `git` or
+/// walks the tree.
+pub fn list(workdir: &Path) -> Vec<Candidate> {
+    let mut out = match git_files(workdir) {
+        Some(files) => with_parents(files),
+        None => walk(workdir),
+    };
+    out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    out.dedup_by(|a, b| a.path == b.path);
+    out.truncate(MAX_CANDIDATES);
+    out
+}
+
+/// `git ls-files` of the workdir, or `None` when it is not inside a work tree (or git is
+/// missing). The argv is fixed; nothing from the client reaches it.
+fn git_files(workdir: &Path) -> Option<Vec<String>> {
+    let mut child = std::process::Command::new("git")
+        .arg("-C")
+        .arg(workdir)
+        .args([
+            "-c",
+            "core.quotepath=off",
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdout = child.stdout.take()?;
+    // Read on this thread; a watchdog kills a git that hangs (a stuck network file system).
+    let pid = child.id();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if done_rx.recv_timeout(LIST_TIMEOUT).is_err() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    });
+    let mut bytes = Vec::new();
+    let read = std::io::Read::read_to_end(&mut stdout, &mut bytes);
+    let status = child.wait();
+    let _ = done_tx.send(());
+    let _ = watchdog.join();
+    if read.is_err() || !status.ok()?.success() {
+        return None;
+    }
+    Some(
+        bytes
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .filter_map(|p| std::str::from_utf8(p).ok())
+            .filter(|p| !skipped(p))
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+/// Files plus every directory above them.
+fn with_parents(files: Vec<String>) -> Vec<Candidate> {
+    let mut dirs: HashSet<&str> = HashSet::new();
+    for f in &files {
+        let mut p = f.as_str();
+        while let Some(i) = p.rfind('/') {
+            p = &p[..i];
+            if !dirs.insert(p) {
+                break;
+            }
+        }
+    }
+    let mut out: Vec<Candidate> = dirs.iter().map(|d| Candidate::new(d, true)).collect();
+    out.extend(files.iter().map(|f| Candidate::new(f, false)));
+    out
+}
+
+/// A walk honouring ignore files, outside a git work tree.
+fn walk(workdir: &Path) -> Vec<Candidate> {
+    let deadline = std::time::Instant::now() + LIST_TIMEOUT;
+    let walker = ignore::WalkBuilder::new(workdir)
+        .hidden(false)
+        .require_git(false)
+        .follow_links(false)
+        .filter_entry(|e| e.file_name().to_str().is_none_or(|n| !SKIPPED.contains(&n)))
+        .build();
+    let mut out = vec![];
+    for entry in walker {
+        if out.len() >= MAX_CANDIDATES || std::time::Instant::now() > deadline {
+            break;
+        }
+        let Ok(entry) = entry else { continue };
+        if entry.depth() == 0 {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(workdir) else {
+            continue;
+        };
+        let Some(rel) = rel.to_str() else { continue };
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        out.push(Candidate::new(rel, is_dir));
+    }
+    out
+}
