@@ -490,6 +490,15 @@ fn apply_settings(
     preset: Option<&Preset>,
     patch: &Patch,
 ) -> anyhow::Result<()> {
+    let sets_something = patch
+        .settings
+        .values()
+        .chain(patch.credentials.values())
+        .any(|v| !v.is_null());
+    // Only nulls for a vendor without a section: nothing to clear, nothing to create.
+    if !sets_something && doc.pointer(&format!("/providers/{vendor}")).is_none() {
+        return Ok(());
+    }
     let root = doc
         .as_object_mut()
         .ok_or_else(|| anyhow::anyhow!("settings must be a JSON object"))?;
@@ -525,10 +534,11 @@ fn apply_settings(
             .entry("preset")
             .or_insert_with(|| Value::String("local".into()));
     }
-    if providers
-        .get("default")
-        .and_then(Value::as_str)
-        .is_none_or(|d| d.trim().is_empty())
+    if sets_something
+        && providers
+            .get("default")
+            .and_then(Value::as_str)
+            .is_none_or(|d| d.trim().is_empty())
     {
         providers.insert("default".into(), Value::String(vendor.to_string()));
     }

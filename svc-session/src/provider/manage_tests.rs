@@ -438,3 +438,32 @@ async fn clearing_optional_settings_keeps_the_vendor_and_its_key() {
     assert!(settings["providers"]["openai"].get("label").is_none());
     assert!(find(&list(&h).await, "openai").configured);
 }
+
+#[tokio::test]
+async fn clearing_a_setting_of_an_unconfigured_vendor_changes_nothing() {
+    let h = Harness::new(&[]).await;
+    h.providers
+        .configure(configure(
+            "mybox",
+            json!({"baseUrl": "http://127.0.0.1:9/v1", "model": "m"}),
+        ))
+        .await
+        .unwrap();
+    h.providers
+        .remove(pb::ProviderRemoveParams {
+            vendor: "mybox".into(),
+        })
+        .await
+        .unwrap();
+    h.providers
+        .configure(configure("xai", json!({"model": null})))
+        .await
+        .unwrap();
+    let settings = h.json("settings.json");
+    assert!(
+        settings["providers"].get("default").is_none(),
+        "a vendor without a key must not become the default: {settings}"
+    );
+    assert!(settings["providers"].get("xai").is_none(), "{settings}");
+    assert!(!find(&list(&h).await, "xai").configured);
+}
