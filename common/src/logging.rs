@@ -5,6 +5,19 @@
 
 use tracing_subscriber::{fmt, EnvFilter};
 
+/// The WebSocket library's frame module: at trace it logs every frame and message it
+/// reads or writes, which carry the connection token (`system.hello`) and API keys
+/// (`provider.configure`). Always off, whatever `SNOWPEA_LOG` says.
+const SILENCED: &str = "tungstenite::protocol=off";
+
+/// The filter of `spec` (`SNOWPEA_LOG`, EnvFilter syntax; absent or invalid = `info`) with
+/// [`SILENCED`] added.
+pub fn filter(spec: Option<&str>) -> EnvFilter {
+    spec.and_then(|s| EnvFilter::try_new(s).ok())
+        .unwrap_or_else(|| EnvFilter::new("info"))
+        .add_directive(SILENCED.parse().expect("a valid directive"))
+}
+
 /// Installs the global subscriber. Safe to call once per process.
 pub fn init(process: &str) {
     init_with(process, None);
@@ -14,7 +27,7 @@ pub fn init(process: &str) {
 /// `logs/supervisor.log` as well as its terminal).
 pub fn init_with(process: &str, also: Option<std::fs::File>) {
     use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriterExt};
-    let filter = EnvFilter::try_from_env("SNOWPEA_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = filter(std::env::var("SNOWPEA_LOG").ok().as_deref());
     let json = std::env::var("SNOWPEA_LOG_FORMAT").is_ok_and(|v| v == "json");
     let writer = match also {
         Some(file) => BoxMakeWriter::new(std::io::stderr.and(std::sync::Mutex::new(file))),
@@ -31,5 +44,41 @@ pub fn init_with(process: &str, also: Option<std::fs::File>) {
     };
     if result.is_ok() {
         tracing::debug!(process, "tracing initialised");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Capture(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Capture {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn trace_logging_never_writes_websocket_frames() {
+        let out = Capture::default();
+        let writer = out.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(super::filter(Some("trace")))
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::trace!(target: "tungstenite::protocol", "Received message {{\"token\": \"t-SECRET\"}}");
+            tracing::trace!(target: "snowpea_gateway", "kept");
+        });
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert!(!text.contains("t-SECRET"), "{text}");
+        assert!(text.contains("kept"), "{text}");
     }
 }

@@ -36,8 +36,9 @@ pub(crate) struct Inner {
     pub hub: Arc<BusHub>,
     pub credentials: CredentialStore,
     pub models: ModelCache,
-    /// Running `provider.loginWeb` flows by vendor (a new login of a vendor ends the old).
-    pub logins: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    /// Running `provider.loginWeb` flows by vendor (a new login of a vendor ends the old
+    /// and waits until it is gone, so its redirect port is free again).
+    pub logins: Mutex<HashMap<String, tokio::task::JoinHandle<()>>>,
     /// HTTP client of listings and OAuth endpoints ([`MANAGEMENT_TIMEOUT`] per request).
     pub http: reqwest::Client,
 }

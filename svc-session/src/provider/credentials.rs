@@ -148,11 +148,28 @@ fn read_doc(path: &Path) -> anyhow::Result<Map<String, Value>> {
     }
 }
 
+/// The `providers` map of the file. A wrongly typed entry is an error naming the entry but
+/// not quoting serde's message, which would quote the offending value (a token pasted into
+/// the wrong field).
 fn providers_of(doc: &Map<String, Value>, path: &Path) -> anyhow::Result<CredentialMap> {
     match doc.get("providers") {
         None | Some(Value::Null) => Ok(CredentialMap::new()),
-        Some(v) => serde_json::from_value(v.clone())
-            .map_err(|e| anyhow::anyhow!("{}: providers: {e}", path.display())),
+        Some(Value::Object(entries)) => entries
+            .iter()
+            .map(|(vendor, v)| {
+                serde_json::from_value::<Credential>(v.clone())
+                    .map(|c| (vendor.clone(), c))
+                    .map_err(|_| {
+                        anyhow::anyhow!(
+                            "{}: providers.{vendor} must be an object whose apiKey, accessToken, \
+                             refreshToken, authMethod and loginMethod are strings and expiresAt \
+                             is unix seconds",
+                            path.display()
+                        )
+                    })
+            })
+            .collect(),
+        Some(_) => anyhow::bail!("{}: providers must be an object", path.display()),
     }
 }
 
@@ -202,6 +219,22 @@ mod tests {
         assert!(store.load().is_err());
         assert!(store.update(|_| Ok(())).is_err());
         assert_eq!(std::fs::read(&path).unwrap(), b"{broken");
+    }
+
+    #[test]
+    fn a_wrongly_typed_entry_is_an_error_that_quotes_no_value() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("credentials.json");
+        // A token pasted into the wrong field.
+        let bad = r#"{"providers": {"openai": {"expiresAt": "sk-PASTED-SECRET-1"}}}"#;
+        std::fs::write(&path, bad).unwrap();
+        let store = CredentialStore::new(&path);
+        let err = format!("{:#}", store.load().unwrap_err());
+        assert!(!err.contains("sk-PASTED-SECRET-1"), "{err}");
+        assert!(err.contains("providers.openai"), "{err}");
+        let err = format!("{:#}", store.update(|_| Ok(())).unwrap_err());
+        assert!(!err.contains("sk-PASTED-SECRET-1"), "{err}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), bad);
     }
 
     #[test]

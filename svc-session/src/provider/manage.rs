@@ -8,9 +8,13 @@
 //! seconds or RFC 3339, and `authMethod` `api_key`|`oauth`) go to `credentials.json`;
 //! `baseUrl` (http/https URL), `model`, `variant` (`local` only), `api`
 //! (`openai`|`anthropic`|`gemini`), `models` (string list), `contextWindow` (positive
-//! integer) and `label` go to the settings. A `null` value forgets that key; every value
-//! `null` forgets the vendor. `"***"` (the mask) in a secret, an unknown key, a wrong type,
-//! an empty config, or a name that is neither a preset nor given a `baseUrl` are
+//! integer) and `label` go to the settings. A `null` value forgets that key; a config whose
+//! every value is `null` and that names a secret (`{"apiKey": null, …}`) forgets the vendor
+//! (clearing only optional settings, e.g. `{"model": null}`, keeps the vendor and its key).
+//! `models` holds at most [`MAX_MODELS`] ids, each checked like any other string.
+//! `"***"` (the mask) in a secret, an unknown key, a wrong type,
+//! an empty config, or a name that is neither a preset (the legacy local names `ollama`,
+//! `vllm`, `lmstudio`, `llamacpp` included) nor given a `baseUrl` are
 //! `invalid_params` naming the field (`params.config.baseUrl`). The first configured
 //! vendor becomes `providers.default`. A change is announced as
 //! `settings.changed{scope:"global", keys:["providers"]}`.
@@ -28,6 +32,8 @@ use crate::error::{Error, Result};
 const MASK: &str = "***";
 /// Longest accepted string value (keys, URLs, model ids).
 const MAX_VALUE_CHARS: usize = 8192;
+/// Most model ids one `models` list may hold.
+const MAX_MODELS: usize = 1000;
 
 /// Settings keys `provider.configure` writes (camelCase; the snake_case spelling is accepted
 /// on input).
@@ -147,11 +153,17 @@ impl Patch {
         Ok(patch)
     }
 
+    /// Every value null and a secret among them: the "forget this vendor" form. Nulls of
+    /// optional settings alone only clear those settings.
     fn forgets_everything(&self) -> bool {
         self.settings
             .values()
             .chain(self.credentials.values())
             .all(Value::is_null)
+            && self
+                .credentials
+                .keys()
+                .any(|k| SECRET_KEYS.contains(&k.as_str()))
     }
 }
 
@@ -159,28 +171,7 @@ fn check_value(vendor: &str, key: &str, value: &Value, field: &str) -> Result<Va
     if value.is_null() {
         return Ok(Value::Null);
     }
-    let string = || -> Result<String> {
-        let s = value
-            .as_str()
-            .ok_or_else(|| Error::invalid(field, "must be a string"))?
-            .trim();
-        if s.is_empty() {
-            return Err(Error::invalid(
-                field,
-                "must not be empty (send null to forget it)",
-            ));
-        }
-        if s.chars().count() > MAX_VALUE_CHARS {
-            return Err(Error::invalid(
-                field,
-                format!("at most {MAX_VALUE_CHARS} characters"),
-            ));
-        }
-        if s.chars().any(char::is_control) {
-            return Err(Error::invalid(field, "must not contain control characters"));
-        }
-        Ok(s.to_string())
-    };
+    let string = || checked_string(value, field);
     Ok(match key {
         "apiKey" | "accessToken" | "refreshToken" => {
             let s = string()?;
@@ -270,15 +261,18 @@ fn check_value(vendor: &str, key: &str, value: &Value, field: &str) -> Result<Va
             let list = value
                 .as_array()
                 .ok_or_else(|| Error::invalid(field, "must be a list of model ids"))?;
-            for (i, m) in list.iter().enumerate() {
-                if m.as_str().is_none_or(|s| s.trim().is_empty()) {
-                    return Err(Error::invalid(
-                        &format!("{field}[{i}]"),
-                        "must be a non-empty string",
-                    ));
-                }
+            if list.len() > MAX_MODELS {
+                return Err(Error::invalid(
+                    field,
+                    format!("at most {MAX_MODELS} model ids"),
+                ));
             }
-            value.clone()
+            let ids = list
+                .iter()
+                .enumerate()
+                .map(|(i, m)| checked_string(m, &format!("{field}[{i}]")).map(Value::String))
+                .collect::<Result<Vec<_>>>()?;
+            Value::Array(ids)
         }
         "contextWindow" => json!(value
             .as_u64()
@@ -286,6 +280,31 @@ fn check_value(vendor: &str, key: &str, value: &Value, field: &str) -> Result<Va
             .ok_or_else(|| Error::invalid(field, "must be a positive integer (tokens)"))?),
         _ => unreachable!("canonical keys only"),
     })
+}
+
+/// A trimmed string value of `field`: non-empty, at most [`MAX_VALUE_CHARS`] characters, no
+/// control characters.
+fn checked_string(value: &Value, field: &str) -> Result<String> {
+    let s = value
+        .as_str()
+        .ok_or_else(|| Error::invalid(field, "must be a string"))?
+        .trim();
+    if s.is_empty() {
+        return Err(Error::invalid(
+            field,
+            "must not be empty (send null to forget it)",
+        ));
+    }
+    if s.chars().count() > MAX_VALUE_CHARS {
+        return Err(Error::invalid(
+            field,
+            format!("at most {MAX_VALUE_CHARS} characters"),
+        ));
+    }
+    if s.chars().any(char::is_control) {
+        return Err(Error::invalid(field, "must not contain control characters"));
+    }
+    Ok(s.to_string())
 }
 
 impl Providers {
@@ -304,11 +323,10 @@ impl Providers {
                 .filter(|p| p.listed)
                 .map(|p| entry(view, &credentials, p.vendor, Some(p), &default, now))
                 .collect();
-            out.extend(
-                custom_vendors(&settings)
-                    .into_iter()
-                    .map(|v| entry(view, &credentials, &v, None, &default, now)),
-            );
+            out.extend(custom_vendors(&settings).into_iter().map(|v| {
+                let legacy = presets::preset(&v);
+                entry(view, &credentials, &v, legacy, &default, now)
+            }));
             out
         });
         Ok(pb::ProviderListResult { providers })
@@ -343,6 +361,7 @@ impl Providers {
             self.forget(&vendor)?;
             return Ok(pb::ProviderConfigureResult { ok: true });
         }
+        let known = presets::preset(&vendor).is_some();
         let preset = presets::preset(&vendor).filter(|p| p.listed);
         let settings_path = self.inner.home.settings_path();
         let store = self.inner.credentials.clone();
@@ -352,7 +371,7 @@ impl Providers {
                 .and_then(Value::as_str)
                 .is_some();
             let new_base = patch.settings.get("baseUrl");
-            if preset.is_none() && (new_base.is_some_and(Value::is_null) || (!known_base && new_base.is_none())) {
+            if !known && (new_base.is_some_and(Value::is_null) || (!known_base && new_base.is_none())) {
                 return Err(anyhow::Error::new(Error::invalid(
                     "params.config.baseUrl",
                     format!(
@@ -471,6 +490,15 @@ fn apply_settings(
     preset: Option<&Preset>,
     patch: &Patch,
 ) -> anyhow::Result<()> {
+    let sets_something = patch
+        .settings
+        .values()
+        .chain(patch.credentials.values())
+        .any(|v| !v.is_null());
+    // Only nulls for a vendor without a section: nothing to clear, nothing to create.
+    if !sets_something && doc.pointer(&format!("/providers/{vendor}")).is_none() {
+        return Ok(());
+    }
     let root = doc
         .as_object_mut()
         .ok_or_else(|| anyhow::anyhow!("settings must be a JSON object"))?;
@@ -506,10 +534,11 @@ fn apply_settings(
             .entry("preset")
             .or_insert_with(|| Value::String("local".into()));
     }
-    if providers
-        .get("default")
-        .and_then(Value::as_str)
-        .is_none_or(|d| d.trim().is_empty())
+    if sets_something
+        && providers
+            .get("default")
+            .and_then(Value::as_str)
+            .is_none_or(|d| d.trim().is_empty())
     {
         providers.insert("default".into(), Value::String(vendor.to_string()));
     }
@@ -541,14 +570,17 @@ fn apply_credentials(map: &mut CredentialMap, vendor: &str, patch: &Map<String, 
     }
 }
 
-/// Names of the user-named servers: settings sections that are objects and not presets.
+/// Names of the user-named servers: settings sections that are objects and not listed
+/// presets (a legacy local name such as `ollama` shows once it has a section).
 fn custom_vendors(settings: &Value) -> Vec<String> {
     let mut names: Vec<String> = settings
         .get("providers")
         .and_then(Value::as_object)
         .into_iter()
         .flat_map(|m| m.iter())
-        .filter(|(k, v)| v.is_object() && k.as_str() != "default" && presets::preset(k).is_none())
+        .filter(|(k, v)| {
+            v.is_object() && k.as_str() != "default" && presets::preset(k).is_none_or(|p| !p.listed)
+        })
         .map(|(k, _)| k.clone())
         .collect();
     names.sort();
@@ -591,11 +623,12 @@ fn entry(
                 .map(|p| p.models.iter().map(|m| m.to_string()).collect())
                 .unwrap_or_default()
         });
-    let custom = preset.is_none();
+    // User-named servers and the legacy local names are "custom" (not catalog entries).
+    let custom = preset.is_none_or(|p| !p.listed);
     pb::provider_list_result::Provider {
         auth_methods: match preset {
-            Some(p) => p.auth_methods.iter().map(|m| m.to_string()).collect(),
-            None => vec!["api_key".into()],
+            Some(p) if p.listed => p.auth_methods.iter().map(|m| m.to_string()).collect(),
+            _ => vec!["api_key".into()],
         },
         auth_status: auth_status.into(),
         base_url: view.base_url(vendor, preset).unwrap_or_default(),

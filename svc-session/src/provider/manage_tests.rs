@@ -338,3 +338,132 @@ async fn env_keys_count_and_an_expired_login_is_reported() {
     };
     assert!(message.contains("expired"), "{message}");
 }
+
+// QA (issue 15): what a new user ran into from outside.
+
+#[tokio::test]
+async fn a_models_list_is_bounded_like_every_other_value() {
+    let h = Harness::new(&[]).await;
+    h.write_settings(&json!({"providers": {"default": "openai", "openai": {"model": "m"}}}));
+    let before = std::fs::read(h.path("settings.json")).unwrap();
+    let cases = [
+        (
+            json!({"models": ["ok", "x".repeat(8193)]}),
+            "params.config.models[1]",
+        ),
+        (json!({"models": ["a\u{7}b"]}), "params.config.models[0]"),
+        (json!({"models": vec!["m"; 1001]}), "params.config.models"),
+    ];
+    for (config, expected) in cases {
+        let err = h
+            .providers
+            .configure(configure("openai", config))
+            .await
+            .expect_err(expected);
+        assert_eq!(field(err), expected);
+    }
+    assert_eq!(std::fs::read(h.path("settings.json")).unwrap(), before);
+    h.providers
+        .configure(configure("openai", json!({"models": [" m1 ", "m2"]})))
+        .await
+        .unwrap();
+    assert_eq!(
+        h.json("settings.json")["providers"]["openai"]["models"],
+        json!(["m1", "m2"])
+    );
+}
+
+#[tokio::test]
+async fn the_legacy_local_names_are_known_and_listed_once_configured() {
+    let h = Harness::new(&[]).await;
+    // `ollama` has a default endpoint: no baseUrl needed, as for a turn.
+    h.providers
+        .configure(configure("ollama", json!({"model": "qwen3"})))
+        .await
+        .unwrap();
+    h.providers
+        .configure(configure(
+            "vllm",
+            json!({"baseUrl": "http://127.0.0.1:8001/v1", "model": "q"}),
+        ))
+        .await
+        .unwrap();
+    let l = list(&h).await;
+    let ollama = find(&l, "ollama");
+    assert!(ollama.configured && ollama.custom && ollama.default);
+    assert_eq!(ollama.preset, "local");
+    assert_eq!(ollama.base_url, "http://127.0.0.1:11434/v1");
+    assert_eq!(ollama.default_model, "qwen3");
+    let vllm = find(&l, "vllm");
+    assert!(vllm.configured && !vllm.default);
+    assert_eq!(vllm.base_url, "http://127.0.0.1:8001/v1");
+    // Unconfigured legacy names stay out of the catalog.
+    assert!(l
+        .iter()
+        .all(|p| p.vendor != "lmstudio" && p.vendor != "llamacpp"));
+    h.providers
+        .remove(pb::ProviderRemoveParams {
+            vendor: "ollama".into(),
+        })
+        .await
+        .unwrap();
+    assert!(list(&h).await.iter().all(|p| p.vendor != "ollama"));
+}
+
+#[tokio::test]
+async fn clearing_optional_settings_keeps_the_vendor_and_its_key() {
+    let h = Harness::new(&[]).await;
+    h.providers
+        .configure(configure(
+            "openai",
+            json!({"apiKey": KEY, "model": "gpt-4.1", "label": "Work", "models": ["a"]}),
+        ))
+        .await
+        .unwrap();
+    h.providers
+        .configure(configure(
+            "openai",
+            json!({"model": null, "label": null, "models": null}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        h.json("credentials.json")["providers"]["openai"]["apiKey"],
+        KEY,
+        "resetting the model must not forget the key"
+    );
+    let settings = h.json("settings.json");
+    assert_eq!(settings["providers"]["default"], "openai");
+    assert!(settings["providers"]["openai"].get("model").is_none());
+    assert!(settings["providers"]["openai"].get("label").is_none());
+    assert!(find(&list(&h).await, "openai").configured);
+}
+
+#[tokio::test]
+async fn clearing_a_setting_of_an_unconfigured_vendor_changes_nothing() {
+    let h = Harness::new(&[]).await;
+    h.providers
+        .configure(configure(
+            "mybox",
+            json!({"baseUrl": "http://127.0.0.1:9/v1", "model": "m"}),
+        ))
+        .await
+        .unwrap();
+    h.providers
+        .remove(pb::ProviderRemoveParams {
+            vendor: "mybox".into(),
+        })
+        .await
+        .unwrap();
+    h.providers
+        .configure(configure("xai", json!({"model": null})))
+        .await
+        .unwrap();
+    let settings = h.json("settings.json");
+    assert!(
+        settings["providers"].get("default").is_none(),
+        "a vendor without a key must not become the default: {settings}"
+    );
+    assert!(settings["providers"].get("xai").is_none(), "{settings}");
+    assert!(!find(&list(&h).await, "xai").configured);
+}

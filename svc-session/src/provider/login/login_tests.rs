@@ -434,3 +434,46 @@ async fn an_expiring_login_is_renewed_with_its_refresh_token() {
     assert_eq!(forms.last().unwrap()["client_id"], "client-test");
     assert_eq!(forms.last().unwrap()["grant_type"], "refresh_token");
 }
+
+#[tokio::test]
+async fn a_second_pkce_login_on_a_fixed_redirect_port_replaces_the_first() {
+    // The vendor registered one redirect port (openai: 1455); a user who starts the login
+    // again (the tab was closed) must get a fresh link, not "address in use".
+    let (base, _auth, _server) = fake_auth(0, false).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let h = Harness::new(&[]).await;
+    h.write_settings(&json!({"providers": {"gemini": {"oauth": {
+        "authorizationUrl": format!("{base}/auth"),
+        "tokenUrl": format!("{base}/token"),
+        "clientId": "gclient",
+        "redirectPort": port
+    }}}}));
+    let first = h
+        .providers
+        .login_web(login("gemini", "google_oauth"))
+        .await
+        .unwrap();
+    let second = h
+        .providers
+        .login_web(login("gemini", "google_oauth"))
+        .await
+        .expect("a second login replaces the first");
+    let (url1, url2) = (
+        first.verification_uri.unwrap(),
+        second.verification_uri.unwrap(),
+    );
+    assert_eq!(query(&url2, "redirect_uri"), query(&url1, "redirect_uri"));
+    assert_ne!(query(&url2, "state"), query(&url1, "state"));
+    let redirect = query(&url2, "redirect_uri");
+    let stale = reqwest::get(format!(
+        "{redirect}?code=code-1&state={}",
+        query(&url1, "state")
+    ))
+    .await
+    .unwrap();
+    assert_eq!(stale.status(), 400, "the first login's link is stale");
+}

@@ -19,7 +19,8 @@
 //! (`refresh.rs`).
 //!
 //! Phases, in order: `started`, `await_user`, `polling`, then `done` or `failed` (with a
-//! one-line `message`). A new login of a vendor ends the one in progress;
+//! one-line `message`). A new login of a vendor ends the one in progress (and waits for it
+//! to let go of its redirect port);
 //! `provider.remove` ends it too. The endpoints are the vendors' unless
 //! `settings.providers.<vendor>.oauth.{clientId, clientSecret, deviceAuthorizationUrl,
 //! authorizationUrl, tokenUrl, scope, redirectPort}` overrides them (how the tests point a
@@ -43,6 +44,8 @@ use crate::error::{Error, Result};
 pub const MAX_LOGIN_WAIT: Duration = Duration::from_secs(30 * 60);
 /// Wait for the browser redirect of a PKCE login.
 pub const PKCE_WAIT: Duration = Duration::from_secs(10 * 60);
+/// Longest wait for a replaced login to end.
+const LOGIN_END_WAIT: Duration = Duration::from_secs(5);
 
 /// How a PKCE login turns the code into a credential.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -277,6 +280,19 @@ impl Providers {
                 "{vendor} {method} needs an OAuth client: set settings providers.{vendor}.oauth.clientId"
             )));
         }
+        // End a login of this vendor still in progress first: a PKCE flow holds the
+        // redirect port, which a vendor registers as one fixed port (openai: 1455).
+        let running = self
+            .inner
+            .logins
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&vendor);
+        if let Some(old) = running {
+            old.abort();
+            // Resolves once the old task (and its listener) is dropped.
+            let _ = tokio::time::timeout(LOGIN_END_WAIT, old).await;
+        }
         self.progress(&vendor, ep.method, "started", None, &Started::default());
         let method = ep.method;
         let begun: Result<(Started, futures::future::BoxFuture<'static, ()>)> = match method {
@@ -300,7 +316,7 @@ impl Providers {
                 return Err(e);
             }
         };
-        let handle = tokio::spawn(task).abort_handle();
+        let handle = tokio::spawn(task);
         if let Some(old) = self
             .inner
             .logins
