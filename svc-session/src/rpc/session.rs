@@ -1,5 +1,6 @@
 //! `SessionService`: `session.create`, `list`, `close`, `prompt`, `interrupt`, `resume`,
-//! `rename`, `setMode`, `attach`.
+//! `rename`, `setMode`, `attach`, `steer`, `notice`, `continue`, `setActive`,
+//! `setBrowserProvider`.
 
 use std::sync::Arc;
 
@@ -113,6 +114,59 @@ impl SessionService for SessionRpc {
         let ctx = CallContext::of(&req);
         Ok(Response::new(
             self.app.sessions.attach(&ctx, req.into_inner()).await?,
+        ))
+    }
+
+    async fn steer(
+        &self,
+        req: Request<pb::SessionSteerParams>,
+    ) -> Result<Response<pb::SessionSteerResult>, Status> {
+        let ctx = CallContext::of(&req);
+        Ok(Response::new(
+            self.app.turns.steer(&ctx, req.into_inner()).await?,
+        ))
+    }
+
+    async fn notice(
+        &self,
+        req: Request<pb::SessionNoticeParams>,
+    ) -> Result<Response<pb::SessionNoticeResult>, Status> {
+        Ok(Response::new(self.app.turns.notice(req.into_inner())?))
+    }
+
+    async fn r#continue(
+        &self,
+        req: Request<pb::SessionContinueParams>,
+    ) -> Result<Response<pb::SessionContinueResult>, Status> {
+        let ctx = CallContext::of(&req);
+        Ok(Response::new(
+            self.app
+                .turns
+                .continue_session(&ctx, req.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn set_active(
+        &self,
+        req: Request<pb::SessionSetActiveParams>,
+    ) -> Result<Response<pb::SessionSetActiveResult>, Status> {
+        let ctx = CallContext::of(&req);
+        Ok(Response::new(
+            self.app.sessions.set_active(&ctx, req.into_inner()).await?,
+        ))
+    }
+
+    async fn set_browser_provider(
+        &self,
+        req: Request<pb::SessionSetBrowserProviderParams>,
+    ) -> Result<Response<pb::SessionSetBrowserProviderResult>, Status> {
+        let ctx = CallContext::of(&req);
+        Ok(Response::new(
+            self.app
+                .sessions
+                .set_browser_provider(&ctx, req.into_inner())
+                .await?,
         ))
     }
 }

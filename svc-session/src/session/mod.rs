@@ -30,7 +30,9 @@ use crate::turn::TurnState;
 /// Longest session title `session.rename` accepts, in characters.
 pub const MAX_TITLE_CHARS: usize = 500;
 
+pub mod callers;
 pub mod origin;
+pub mod prefs;
 
 /// Setting naming the mode a session starts in when `session.create` gives none.
 pub const DEFAULT_MODE_SETTING: &str = "permissions.defaultMode";
@@ -279,6 +281,7 @@ pub(crate) fn notify_changed(
         status: Some(status.to_owned()),
         title: row.title.clone(),
         host_tools_from: row.host_tools_from.clone(),
+        browser_provider: prefs::listed_browser_provider(&row),
         ..Default::default()
     });
 }
@@ -409,6 +412,7 @@ impl Sessions {
             host_tools_from: nonempty(p.host_tools_from).or_else(|| ctx.client_id.clone()),
             origin_surface: nonempty(p.origin_surface),
             origin_client_id: ctx.client_id.clone(),
+            origin_client_kind: ctx.client_kind.clone(),
             origin_connection_id: ctx.connection_id.clone(),
             created_at: now_iso(),
             kind: setup.kind.to_owned(),
@@ -496,6 +500,8 @@ impl Sessions {
                 turn_started_at,
                 workdir: row.workdir.clone(),
                 workspace_dir: Some(row.workspace_dir.clone()),
+                browser_provider: prefs::listed_browser_provider(&row),
+                effort: row.effort.clone(),
                 ..Default::default()
             });
         }

@@ -16,7 +16,7 @@ use futures::StreamExt;
 use serde_json::Value;
 use snowpea_proto::session::v1 as pb;
 
-use super::{history, system_prompt, TurnEnd, TurnStart, Turns};
+use super::{history, slash, system_prompt, TurnEnd, TurnStart, Turns};
 use crate::provider::{ChatMessage, ModelRequest, Provider, ProviderError, StreamEvent, ToolCall};
 use crate::session::Session;
 
@@ -122,24 +122,56 @@ impl Turns {
                 Vec::new()
             }
         };
-        self.event(
-            session,
-            &pb::TurnStartedEvent {
-                turn_id: t.turn_id.clone(),
-                prompt: Some(t.text.clone()),
-                queued: t.queued,
-                initiator: "user".into(),
-                ..Default::default()
-            },
-        );
-        self.event(
-            session,
-            &pb::MessageUserEvent {
-                turn_id: t.turn_id.clone(),
-                text: t.text.clone(),
-                ..Default::default()
-            },
-        );
+        match &t.system_reason {
+            // session.continue: no message.user; the [system] input rides in `note`.
+            Some(reason) => self.event(
+                session,
+                &pb::TurnStartedEvent {
+                    turn_id: t.turn_id.clone(),
+                    prompt: None,
+                    queued: t.queued,
+                    initiator: "system".into(),
+                    reason: Some(reason.clone()),
+                    note: Some(t.text.clone()),
+                    ..Default::default()
+                },
+            ),
+            None => {
+                self.event(
+                    session,
+                    &pb::TurnStartedEvent {
+                        turn_id: t.turn_id.clone(),
+                        prompt: Some(t.text.clone()),
+                        queued: t.queued,
+                        initiator: "user".into(),
+                        ..Default::default()
+                    },
+                );
+                self.event(
+                    session,
+                    &pb::MessageUserEvent {
+                        turn_id: t.turn_id.clone(),
+                        text: t.text.clone(),
+                        ..Default::default()
+                    },
+                );
+            }
+        }
+        if t.system_reason.is_none() {
+            if let Some(cmd) = slash::parse(&t.text).filter(|c| !slash::is_known(c)) {
+                // No model call for an unknown command (the commands component adds them).
+                self.error_event(
+                    session,
+                    &t.turn_id,
+                    "not_found",
+                    &format!("unknown command /{}", cmd.name),
+                );
+                return TurnOutcome {
+                    end: TurnEnd::Error,
+                    text: String::new(),
+                };
+            }
+        }
         messages.push(ChatMessage::user(t.text.clone()));
         let mut acc = TurnAccount::default();
         let end = self.agent_loop(session, t, &mut messages, &mut acc).await;
@@ -271,6 +303,8 @@ impl Turns {
             system.push_str(&block);
         }
         for _round in 0..self.limits.max_tool_rounds {
+            // Notices and steered prompts join before every model call (issue 16).
+            self.fold_waiting(session, t, messages);
             let request = ModelRequest {
                 model: row.model.clone().unwrap_or_default(),
                 system: system.clone(),
@@ -294,6 +328,11 @@ impl Turns {
             };
             messages.push(ChatMessage::assistant(text, calls.clone()));
             if calls.is_empty() {
+                if self.has_steers(session) {
+                    // A prompt steered in while the model answered: it gets its answer in
+                    // this turn.
+                    continue;
+                }
                 return TurnEnd::Complete;
             }
             for call in &calls {

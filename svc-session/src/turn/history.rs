@@ -1,5 +1,7 @@
 //! The conversation history sent to the model, rebuilt from the stored session events so
-//! it survives restarts: `message.user` → a user message; `message.delta`s and
+//! it survives restarts: `message.user` → a user message (its wire-only `input`, what the
+//! model was given, when set; else `text`); a system turn's `turn.started` → a user message
+//! of its wire-only `note` (`session.continue`); `message.delta`s and
 //! `tool.call`s → the assistant message they belong to; `tool.result` → a tool message
 //! (with the images of its `meta.images`, see [`crate::clients::mcp::images_of`]).
 //! Calls that never got a result (interrupted, crashed) get a failed "interrupted" result
@@ -11,6 +13,7 @@ use crate::provider::{ChatMessage, Role, ToolCall, ToolImage};
 
 /// The event kinds the history is built from.
 pub const KINDS: &[&str] = &[
+    "turn.started",
     "message.user",
     "message.delta",
     "tool.call",
@@ -64,7 +67,17 @@ pub fn rebuild(events: impl IntoIterator<Item = (String, Value)>) -> Vec<ChatMes
         match kind.as_str() {
             "message.user" => {
                 b.close_turn();
-                b.out.push(ChatMessage::user(str_of(&p, "text")));
+                let text = p
+                    .get("input")
+                    .and_then(Value::as_str)
+                    .unwrap_or_else(|| str_of(&p, "text"));
+                b.out.push(ChatMessage::user(text));
+            }
+            "turn.started" => {
+                if let Some(note) = p.get("note").and_then(Value::as_str) {
+                    b.close_turn();
+                    b.out.push(ChatMessage::user(note));
+                }
             }
             "message.delta" => {
                 if !b.calls.is_empty() {

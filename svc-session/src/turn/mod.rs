@@ -26,7 +26,10 @@ use crate::session::{Session, Sessions};
 use crate::tools::Tools;
 
 pub mod agent;
+pub mod busy;
+pub mod handback;
 pub mod history;
+pub mod slash;
 pub mod system_prompt;
 mod tool_call;
 
@@ -37,6 +40,33 @@ pub struct TurnState {
     pub running: Option<RunningTurn>,
     /// Prompts waiting behind it, oldest first.
     pub queue: VecDeque<QueuedTurn>,
+    /// Prompts to fold into the running turn before its next model call (steer mode),
+    /// oldest first ([`busy`]).
+    pub steers: VecDeque<QueuedTurn>,
+    /// `[system]` lines for the model's next call (`session.notice`, a `session.continue`
+    /// inside its window), oldest first, at most [`busy::NOTICE_MAX_PENDING`].
+    pub notices: Vec<String>,
+    /// `session.continue` bookkeeping ([`handback`]).
+    pub handback: handback::HandbackState,
+}
+
+impl TurnState {
+    /// Marks `turn_id` running; returns its cancellation token.
+    pub(crate) fn begin(&mut self, turn_id: &str) -> CancellationToken {
+        let cancel = CancellationToken::new();
+        self.running = Some(RunningTurn {
+            turn_id: turn_id.to_owned(),
+            cancel: cancel.clone(),
+            started_at: now_iso(),
+            steered: Vec::new(),
+        });
+        cancel
+    }
+
+    /// Prompts waiting (queued and to be steered).
+    pub fn waiting(&self) -> usize {
+        self.queue.len() + self.steers.len()
+    }
 }
 
 /// A running turn.
@@ -48,6 +78,9 @@ pub struct RunningTurn {
     pub cancel: CancellationToken,
     /// When it started.
     pub started_at: String,
+    /// Turn ids of the prompts steered into it; each gets its `turn.done` right after
+    /// this turn's.
+    pub steered: Vec<String>,
 }
 
 /// A prompt waiting in the queue.
@@ -64,12 +97,15 @@ pub struct QueuedTurn {
 pub struct TurnStart {
     /// Turn id.
     pub turn_id: String,
-    /// The user's prompt.
+    /// The user's prompt (for a system turn: its `[system]` input).
     pub text: String,
     /// True when it waited in the queue first.
     pub queued: bool,
     /// Cancelled to interrupt it.
     pub cancel: CancellationToken,
+    /// `Some(reason)` for a turn `session.continue` started (`turn.started{initiator:
+    /// "system", reason, prompt: null}`, no `message.user`).
+    pub system_reason: Option<String>,
 }
 
 /// Why a turn ended (`turn.done.reason`).
@@ -161,8 +197,9 @@ impl Turns {
         self.log.event_to(session, payload);
     }
 
-    /// `session.prompt`: starts a turn now, or queues it behind the running one
-    /// (`whenBusy: "steer"` is not supported yet and queues too). Returns the turn id.
+    /// `session.prompt`: starts a turn now, or — while one runs — steers it into the
+    /// running turn or queues it behind (`whenBusy`, default the `agent.busy` setting; see
+    /// [`busy`]). Returns the turn id.
     pub async fn prompt(
         self: &Arc<Self>,
         ctx: &CallContext,
@@ -172,64 +209,40 @@ impl Turns {
         if p.text.trim().is_empty() {
             return Err(Error::invalid("params.text", "must not be empty"));
         }
-        if let Some(w) = p.when_busy.as_deref() {
-            if w != "queue" && w != "steer" {
-                return Err(Error::invalid("params.whenBusy", "must be queue or steer"));
-            }
-        }
+        let when_busy = match busy::WhenBusy::parse("params.whenBusy", p.when_busy.as_deref())? {
+            Some(w) => w,
+            None => busy::WhenBusy::from_settings(&self.settings_of(&session)),
+        };
         self.sessions.rebind_on_prompt(
             &session,
             ctx.connection_id.as_deref(),
             ctx.client_id.as_deref(),
         );
+        self.sessions.mark_active_by_client(&session, ctx);
         let turn_id = snowpea_common::ids::new_id("t");
         session.update(|r| {
             r.last_prompt = Some(p.text.clone());
             r.last_activity_at = Some(now_iso());
         });
         self.sessions.save(&session);
-        let start = {
-            let mut st = session.turns();
-            if st.running.is_none() {
-                let cancel = CancellationToken::new();
-                st.running = Some(RunningTurn {
-                    turn_id: turn_id.clone(),
-                    cancel: cancel.clone(),
-                    started_at: now_iso(),
-                });
-                session.idle.send_replace(false);
-                Some(TurnStart {
-                    turn_id: turn_id.clone(),
-                    text: p.text.clone(),
-                    queued: false,
-                    cancel,
-                })
-            } else {
-                st.queue.push_back(QueuedTurn {
-                    turn_id: turn_id.clone(),
-                    text: p.text.clone(),
-                });
-                let n = st.queue.len();
-                // Emitted under the lock so it is ordered before the turn's dequeue.
-                self.event(
-                    &session,
-                    &pb::TurnQueuedEvent {
-                        turn_id: turn_id.clone(),
-                        position: n as i64,
-                        queued: n as i64,
-                        ..Default::default()
-                    },
-                );
-                None
-            }
-        };
+        self.submit(&session, &turn_id, &p.text, when_busy);
         self.sessions.changed(&session, "prompt");
-        if let Some(start) = start {
-            let turns = self.clone();
-            let s = session.clone();
-            tokio::spawn(async move { turns.drive(s, start).await });
-        }
         Ok(turn_id)
+    }
+
+    /// The effective settings of `session`'s workdir (`{}` with a warning when unreadable).
+    pub(crate) fn settings_of(&self, session: &Session) -> serde_json::Value {
+        snowpea_common::settings::load_effective(&self.home, Some(&session.workdir()))
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %format!("{e:#}"), "unreadable settings; using defaults");
+                serde_json::json!({})
+            })
+    }
+
+    /// Runs `start` (and then the queue) on the session's driver task.
+    pub(crate) fn spawn_drive(self: &Arc<Self>, session: Arc<Session>, start: TurnStart) {
+        let turns = self.clone();
+        tokio::spawn(async move { turns.drive(session, start).await });
     }
 
     /// Runs `first`, then every queued prompt, until the queue is empty.
@@ -258,20 +271,31 @@ impl Turns {
                         ..Default::default()
                     },
                 );
+                // Prompts steered into it end with it.
+                let steered = st.running.as_mut().map(|r| std::mem::take(&mut r.steered));
+                for turn_id in steered.unwrap_or_default() {
+                    self.event(
+                        &session,
+                        &pb::TurnDoneEvent {
+                            turn_id,
+                            reason: end.as_str().to_owned(),
+                            ..Default::default()
+                        },
+                    );
+                }
+                // Steers that came after the turn's last model call run next, first.
+                while let Some(q) = st.steers.pop_back() {
+                    st.queue.push_front(q);
+                }
                 match st.queue.pop_front() {
                     Some(q) => {
-                        let cancel = CancellationToken::new();
-                        st.running = Some(RunningTurn {
-                            turn_id: q.turn_id.clone(),
-                            cancel: cancel.clone(),
-                            started_at: now_iso(),
-                        });
+                        let cancel = st.begin(&q.turn_id);
                         self.event(
                             &session,
                             &pb::TurnDequeuedEvent {
                                 turn_id: q.turn_id.clone(),
                                 reason: "started".into(),
-                                queued: st.queue.len() as i64,
+                                queued: st.waiting() as i64,
                                 ..Default::default()
                             },
                         );
@@ -280,6 +304,7 @@ impl Turns {
                             text: q.text,
                             queued: true,
                             cancel,
+                            system_reason: None,
                         })
                     }
                     None => {
@@ -314,27 +339,28 @@ impl Turns {
     }
 
     /// `session.interrupt`: cancels the running turn (it ends promptly with
-    /// `turn.done{reason:"interrupted"}`); queued prompts still run afterwards.
+    /// `turn.done{reason:"interrupted"}`) and drops every waiting prompt, queued or to be
+    /// steered (`turn.dequeued{reason:"dropped"}` + `turn.done{reason:"interrupted"}` each).
     pub fn interrupt(&self, session_id: &str) -> Result<()> {
         let session = self.sessions.get(session_id)?;
         if let Some(t) = &session.turns().running {
             tracing::info!(session_id, turn_id = %t.turn_id, "interrupting turn");
-            t.cancel.cancel();
         }
+        stop_turns(&self.log, &session, true);
         Ok(())
     }
 }
 
-/// Cancels the running turn of `session` and, with `drop_queue`, drops every queued prompt
-/// (`turn.dequeued{reason:"dropped"}` + `turn.done{reason:"interrupted"}` each).
+/// Cancels the running turn of `session` and, with `drop_queue`, drops every waiting prompt,
+/// steers first (`turn.dequeued{reason:"dropped"}` + `turn.done{reason:"interrupted"}` each).
 pub(crate) fn stop_turns(log: &EventLog, session: &Session, drop_queue: bool) {
     let mut st = session.turns();
     if let Some(t) = &st.running {
         t.cancel.cancel();
     }
     if drop_queue {
-        while let Some(q) = st.queue.pop_front() {
-            let left = st.queue.len();
+        while let Some(q) = st.steers.pop_front().or_else(|| st.queue.pop_front()) {
+            let left = st.waiting();
             log.event_to(
                 session,
                 &pb::TurnDequeuedEvent {
@@ -374,3 +400,7 @@ mod tests;
 #[cfg(test)]
 #[path = "turn_end_tests.rs"]
 mod end_tests;
+
+#[cfg(test)]
+#[path = "busy_tests.rs"]
+mod busy_tests;
