@@ -12,6 +12,7 @@ use snowpea_common::home::Home;
 use crate::approval::Approvals;
 use crate::checkpoints::Checkpoints;
 use crate::events::EventLog;
+use crate::models::Models;
 use crate::provider::Providers;
 use crate::runs::Runs;
 use crate::session::{Registry, Sessions};
@@ -68,6 +69,8 @@ pub struct App {
     pub sessions: Arc<Sessions>,
     /// `session.prompt` / `session.interrupt` and the agent loop.
     pub turns: Arc<Turns>,
+    /// `session.setModel` / `session.setEffort` and the model of every call.
+    pub models: Arc<Models>,
     /// `approval.*` (the `approvals` table and the pending requests).
     pub approvals: Arc<Approvals>,
     /// `tool.list` and the tools turns call.
@@ -127,12 +130,19 @@ impl App {
             registry.clone(),
             approvals.clone(),
             checkpoints.clone(),
+            Providers::new(home.clone(), config.env.clone()),
         ));
         let limits = TurnLimits {
             max_tool_rounds: config.max_tool_rounds,
             output_cap: config.output_cap,
             provider_idle_timeout: config.provider_idle_timeout,
         };
+        let models = Arc::new(Models::new(
+            home.clone(),
+            events.clone(),
+            sessions.clone(),
+            Providers::new(home.clone(), config.env.clone()),
+        ));
         let turns = Arc::new(Turns::new(
             home.clone(),
             limits,
@@ -140,7 +150,7 @@ impl App {
             sessions.clone(),
             approvals.clone(),
             tools.clone(),
-            Providers::new(home, config.env.clone()),
+            models.clone(),
         ));
         let runs = Runs::new(sessions.clone(), turns.clone(), events.clone());
         crate::recovery::recover(&store, &events, &registry).await?;
@@ -149,6 +159,7 @@ impl App {
             events,
             sessions,
             turns,
+            models,
             approvals,
             tools,
             checkpoints,

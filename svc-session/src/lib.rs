@@ -5,7 +5,8 @@
 //! components, each owning its state and tables — [`session::Sessions`] (`session.*`,
 //! origin connection), [`turn::Turns`] (prompt queue, interrupt, the agent loop),
 //! [`events::EventLog`] (seq assignment, group commit, publish; [`recovery`] repairs a
-//! crash), [`approval::Approvals`], [`tools::Tools`], [`provider::Providers`],
+//! crash), [`approval::Approvals`], [`tools::Tools`], [`provider::Providers`], [`models::Models`]
+//! (model routing and effort),
 //! [`checkpoints::Checkpoints`] (per-turn workdir checkpoints), [`runs::Runs`] (svc-scheduler's unattended runs). [`rpc`] holds the gRPC trait impls
 //! that delegate to them; [`clients`] the clients of other services; [`store`] the SQL;
 //! [`permissions`] the mode matrix; [`error`] the one wire mapping.
@@ -16,6 +17,7 @@ pub mod checkpoints;
 pub mod clients;
 pub mod error;
 pub mod events;
+pub mod models;
 pub mod permissions;
 pub mod provider;
 pub mod recovery;

@@ -24,7 +24,9 @@ mod select;
 mod test_server;
 
 pub use http::RetryPolicy;
-pub use select::{fake_provider, select_provider, ApiKind, ProviderConfig, Providers};
+pub use select::{
+    fake_provider, is_configured_vendor, select_provider, ApiKind, ProviderConfig, Providers,
+};
 
 /// Who wrote a chat message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,7 +167,7 @@ pub struct ToolSpec {
 }
 
 /// One model call.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelRequest {
     /// Model id; empty = the provider's configured default.
     pub model: String,
@@ -177,6 +179,10 @@ pub struct ModelRequest {
     pub tools: Vec<ToolSpec>,
     /// Output token cap, when set.
     pub max_tokens: Option<u32>,
+    /// Reasoning effort (`low`/`medium`/`high`/`max`, already clamped to what the model
+    /// offers; `None` sends nothing): Anthropic's thinking budget, OpenAI's
+    /// `reasoning_effort` ([`crate::models::effort`]).
+    pub effort: Option<String>,
 }
 
 /// Token usage of one model call (the `usage` session event).

@@ -127,6 +127,13 @@ fn build_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
         };
         body[key] = json!(max);
     }
+    if let Some(e) = request
+        .effort
+        .as_deref()
+        .and_then(crate::models::effort::openai_reasoning_effort)
+    {
+        body["reasoning_effort"] = json!(e);
+    }
     body
 }
 

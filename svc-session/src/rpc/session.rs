@@ -1,6 +1,6 @@
 //! `SessionService`: `session.create`, `list`, `close`, `prompt`, `interrupt`, `resume`,
 //! `rename`, `setMode`, `attach`, `steer`, `notice`, `continue`, `setActive`,
-//! `setBrowserProvider`.
+//! `setBrowserProvider`, `setModel`, `setEffort`.
 
 use std::sync::Arc;
 
@@ -167,6 +167,24 @@ impl SessionService for SessionRpc {
                 .sessions
                 .set_browser_provider(&ctx, req.into_inner())
                 .await?,
+        ))
+    }
+
+    async fn set_model(
+        &self,
+        req: Request<pb::SessionSetModelParams>,
+    ) -> Result<Response<pb::SessionSetModelResult>, Status> {
+        Ok(Response::new(
+            self.app.models.set_model(req.into_inner()).await?,
+        ))
+    }
+
+    async fn set_effort(
+        &self,
+        req: Request<pb::SessionSetEffortParams>,
+    ) -> Result<Response<pb::SessionSetEffortResult>, Status> {
+        Ok(Response::new(
+            self.app.models.set_effort(req.into_inner()).await?,
         ))
     }
 }

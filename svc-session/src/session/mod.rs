@@ -24,6 +24,7 @@ use crate::checkpoints::Checkpoints;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::permissions::Mode;
+use crate::provider::Providers;
 use crate::store::{self, sessions::SessionRow, Store};
 use crate::turn::TurnState;
 
@@ -33,6 +34,19 @@ pub const MAX_TITLE_CHARS: usize = 500;
 pub mod callers;
 pub mod origin;
 pub mod prefs;
+
+/// Most concurrent subagents `session.create{maxConcurrent}` may ask for.
+pub const MAX_CONCURRENT: i64 = 64;
+
+/// True when `tag` looks like a BCP 47 language tag (`en`, `ko-KR`, `zh-Hant-TW`): a 2–3
+/// letter language, then subtags of 1–8 letters or digits.
+pub fn is_language_tag(tag: &str) -> bool {
+    let mut parts = tag.split('-');
+    let lang = parts.next().unwrap_or_default();
+    (2..=3).contains(&lang.len())
+        && lang.chars().all(|c| c.is_ascii_alphabetic())
+        && parts.all(|p| (1..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()))
+}
 
 /// Setting naming the mode a session starts in when `session.create` gives none.
 pub const DEFAULT_MODE_SETTING: &str = "permissions.defaultMode";
@@ -282,7 +296,6 @@ pub(crate) fn notify_changed(
         title: row.title.clone(),
         host_tools_from: row.host_tools_from.clone(),
         browser_provider: prefs::listed_browser_provider(&row),
-        ..Default::default()
     });
 }
 
@@ -296,6 +309,7 @@ pub struct Sessions {
     registry: Registry,
     approvals: Arc<Approvals>,
     checkpoints: Arc<Checkpoints>,
+    providers: Providers,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -306,7 +320,9 @@ impl std::fmt::Debug for Sessions {
 
 impl Sessions {
     /// The component over `registry`, writing through `log`, counting `approvals`; a
-    /// deleted session's checkpoints go with it ([`Checkpoints::delete_session`]).
+    /// deleted session's checkpoints go with it ([`Checkpoints::delete_session`]);
+    /// `providers` says which vendors `session.create{provider, model}` may name.
+    #[allow(clippy::too_many_arguments)] // one per peer, built once in App::open
     pub fn new(
         home: Home,
         store: Store,
@@ -315,6 +331,7 @@ impl Sessions {
         registry: Registry,
         approvals: Arc<Approvals>,
         checkpoints: Arc<Checkpoints>,
+        providers: Providers,
     ) -> Self {
         Sessions {
             home,
@@ -324,6 +341,7 @@ impl Sessions {
             registry,
             approvals,
             checkpoints,
+            providers,
         }
     }
 
@@ -389,6 +407,30 @@ impl Sessions {
                 .and_then(Mode::parse)
                 .unwrap_or(Mode::Accept),
         };
+        let pin = crate::models::routing::check_create(
+            &settings,
+            nonempty(p.provider),
+            nonempty(p.model),
+            &|v| self.providers.is_configured(&settings, v),
+        )?;
+        let effort = match nonempty(p.effort) {
+            Some(e) => Some(crate::models::effort::parse(&e).ok_or_else(|| {
+                Error::invalid(
+                    "params.effort",
+                    format!("must be low, medium, high, max or null, not {e:?}"),
+                )
+            })?),
+            None => None,
+        };
+        if let Some(n) = p.max_concurrent {
+            if !(1..=MAX_CONCURRENT).contains(&n) {
+                return Err(Error::invalid(
+                    "params.maxConcurrent",
+                    format!("must be between 1 and {MAX_CONCURRENT}, got {n}"),
+                ));
+            }
+        }
+        let browser = ctx.client_kind.as_deref() == Some(callers::BROWSER);
         let id = snowpea_common::ids::new_id("s");
         let date = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
         let workspace = self.home.sessions_dir().join(format!("{date}_{id}"));
@@ -406,8 +448,12 @@ impl Sessions {
             workdir: workdir.to_string_lossy().into_owned(),
             workspace_dir: workspace.to_string_lossy().into_owned(),
             mode: mode.as_str().to_owned(),
-            provider: nonempty(p.provider),
-            model: nonempty(p.model),
+            provider: pin.vendor,
+            model: pin.model,
+            effort: effort.map(str::to_owned),
+            max_concurrent: p.max_concurrent,
+            locale: nonempty(p.locale).filter(|l| is_language_tag(l)),
+            browser_memory: Some(p.browser_memory.unwrap_or(browser)),
             deny_exec: p.deny_exec.unwrap_or(false),
             host_tools_from: nonempty(p.host_tools_from).or_else(|| ctx.client_id.clone()),
             origin_surface: nonempty(p.origin_surface),
@@ -627,7 +673,7 @@ impl Sessions {
             .collect();
         Ok(pb::SessionResumeResult {
             delegation: false,
-            effort: None,
+            effort: row.effort.clone(),
             events,
             mode: Some(row.mode.clone()),
             model: row.model_in_use.clone().or(row.model.clone()),

@@ -236,8 +236,8 @@ impl Turns {
         acc: &mut TurnAccount,
     ) -> TurnEnd {
         let workdir = session.workdir();
-        let settings = match snowpea_common::settings::load_effective(&self.home, Some(&workdir)) {
-            Ok(s) => s,
+        let docs = match self.models.settings(&workdir) {
+            Ok(d) => d,
             Err(e) => {
                 self.error_event(
                     session,
@@ -248,23 +248,18 @@ impl Turns {
                 return TurnEnd::Error;
             }
         };
+        let settings = docs.effective.clone();
         let row = session.row();
-        let provider =
-            match self
-                .providers
-                .select(&settings, row.provider.as_deref(), row.model.as_deref())
-            {
-                Ok(p) => p,
-                Err((e, message)) => {
-                    self.error_event(session, &t.turn_id, provider_error_code(&e), &message);
-                    return TurnEnd::Error;
-                }
-            };
-        let model = row
-            .model
-            .clone()
-            .unwrap_or_else(|| provider.default_model().to_owned());
-        let vendor = provider.vendor().to_owned();
+        let chosen = match self.models.in_effect(&docs, &row) {
+            Ok(c) => c,
+            Err((e, message)) => {
+                self.error_event(session, &t.turn_id, provider_error_code(&e), &message);
+                return TurnEnd::Error;
+            }
+        };
+        let provider = chosen.provider.clone();
+        let model = chosen.model.clone();
+        let vendor = chosen.vendor.clone();
         acc.window = context_window(&settings, &vendor, &model);
         acc.provider = Some(vendor.clone());
         acc.model = Some(model.clone());
@@ -306,11 +301,12 @@ impl Turns {
             // Notices and steered prompts join before every model call (issue 16).
             self.fold_waiting(session, t, messages);
             let request = ModelRequest {
-                model: row.model.clone().unwrap_or_default(),
+                model: model.clone(),
                 system: system.clone(),
                 messages: messages.clone(),
                 tools: specs.clone(),
                 max_tokens: None,
+                effort: chosen.effort.effort.map(str::to_owned),
             };
             let (text, calls) = match self
                 .model_call(session, t, provider.as_ref(), request, acc)

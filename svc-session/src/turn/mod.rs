@@ -21,7 +21,7 @@ use snowpea_common::home::Home;
 use crate::approval::Approvals;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
-use crate::provider::Providers;
+use crate::models::Models;
 use crate::session::{Session, Sessions};
 use crate::tools::Tools;
 
@@ -149,7 +149,7 @@ pub struct TurnLimits {
 
 /// The turn component (`session.prompt`, `session.interrupt`, the agent loop): runs the
 /// turns of every session, asking [`Approvals`] before tool calls, with the tools of
-/// [`Tools`] and the provider of [`Providers`]. It owns the running turn and the prompt
+/// [`Tools`] and the provider, model and effort [`Models`] chooses. It owns the running turn and the prompt
 /// queue of each session ([`TurnState`]); the `turns` table follows the `turn.*` events
 /// ([`EventLog`]).
 pub struct Turns {
@@ -159,7 +159,7 @@ pub struct Turns {
     sessions: Arc<Sessions>,
     approvals: Arc<Approvals>,
     tools: Arc<Tools>,
-    providers: Providers,
+    models: Arc<Models>,
 }
 
 impl std::fmt::Debug for Turns {
@@ -179,7 +179,7 @@ impl Turns {
         sessions: Arc<Sessions>,
         approvals: Arc<Approvals>,
         tools: Arc<Tools>,
-        providers: Providers,
+        models: Arc<Models>,
     ) -> Self {
         Turns {
             home,
@@ -188,7 +188,7 @@ impl Turns {
             sessions,
             approvals,
             tools,
-            providers,
+            models,
         }
     }
 
