@@ -46,6 +46,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "memory.write",
     "session.attach",
     "session.close",
+    "session.compact",
     "session.continue",
     "session.create",
     "session.interrupt",

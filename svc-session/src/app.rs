@@ -11,6 +11,7 @@ use snowpea_common::home::Home;
 
 use crate::approval::Approvals;
 use crate::checkpoints::Checkpoints;
+use crate::compaction::Compaction;
 use crate::events::EventLog;
 use crate::models::Models;
 use crate::provider::Providers;
@@ -143,6 +144,11 @@ impl App {
             sessions.clone(),
             Providers::new(home.clone(), config.env.clone()),
         ));
+        let compaction = Arc::new(Compaction::new(
+            events.clone(),
+            sessions.clone(),
+            models.clone(),
+        ));
         let turns = Arc::new(Turns::new(
             home.clone(),
             limits,
@@ -151,6 +157,7 @@ impl App {
             approvals.clone(),
             tools.clone(),
             models.clone(),
+            compaction,
         ));
         let runs = Runs::new(sessions.clone(), turns.clone(), events.clone());
         crate::recovery::recover(&store, &events, &registry).await?;

@@ -15,6 +15,7 @@ pub mod app;
 pub mod approval;
 pub mod checkpoints;
 pub mod clients;
+pub mod compaction;
 pub mod error;
 pub mod events;
 pub mod models;

@@ -1,6 +1,6 @@
 //! `SessionService`: `session.create`, `list`, `close`, `prompt`, `interrupt`, `resume`,
 //! `rename`, `setMode`, `attach`, `steer`, `notice`, `continue`, `setActive`,
-//! `setBrowserProvider`, `setModel`, `setEffort`.
+//! `setBrowserProvider`, `setModel`, `setEffort`, `compact`.
 
 use std::sync::Arc;
 
@@ -185,6 +185,15 @@ impl SessionService for SessionRpc {
     ) -> Result<Response<pb::SessionSetEffortResult>, Status> {
         Ok(Response::new(
             self.app.models.set_effort(req.into_inner()).await?,
+        ))
+    }
+
+    async fn compact(
+        &self,
+        req: Request<pb::SessionCompactParams>,
+    ) -> Result<Response<pb::SessionCompactResult>, Status> {
+        Ok(Response::new(
+            self.app.turns.compact(req.into_inner()).await?,
         ))
     }
 }

@@ -106,6 +106,14 @@ pub fn context_window(settings: &Value, vendor: &str, model: &str) -> Option<u64
     }
 }
 
+/// `used / window` in percent with one decimal, `None` when the window is unknown.
+pub fn percent(used: u64, window: Option<u64>) -> Option<f64> {
+    window.filter(|w| *w > 0).map(|w| {
+        let p = used as f64 * 100.0 / w as f64;
+        (p * 10.0).round() / 10.0
+    })
+}
+
 impl Turns {
     /// Runs one turn up to its `context` event and returns how it ended. The driver
     /// ([`Turns::drive`]) emits `turn.done` itself, in the same step that frees the running
@@ -188,10 +196,7 @@ impl Turns {
         let (used, estimated) = acc
             .context_used
             .unwrap_or_else(|| (history::estimate_tokens(&messages), true));
-        let percent = acc.window.filter(|w| *w > 0).map(|w| {
-            let p = used as f64 * 100.0 / w as f64;
-            (p * 10.0).round() / 10.0
-        });
+        let percent = percent(used, acc.window);
         self.event(
             session,
             &pb::ContextEvent {
@@ -297,7 +302,28 @@ impl Turns {
         if let Some(block) = crate::clients::memory::recall_block(&recalled) {
             system.push_str(&block);
         }
+        let auto_compact = crate::compaction::auto_threshold(&settings);
         for _round in 0..self.limits.max_tool_rounds {
+            // Auto-compaction (issue 16) at the start of a model call, over the threshold of
+            // a known window.
+            if let (Some(threshold), Some(window)) = (auto_compact, acc.window) {
+                let used = history::estimate_tokens(messages) + (system.len() as u64).div_ceil(4);
+                if percent(used, Some(window)).is_some_and(|p| p >= threshold)
+                    && crate::compaction::has_older(&settings, messages)
+                {
+                    let call = crate::compaction::CompactionCall {
+                        turn_id: Some(&t.turn_id),
+                        instructions: None,
+                        auto: true,
+                        cancel: &t.cancel,
+                    };
+                    let done = self
+                        .compaction
+                        .run(session, std::mem::take(messages), call)
+                        .await;
+                    *messages = done.messages;
+                }
+            }
             // Notices and steered prompts join before every model call (issue 16).
             self.fold_waiting(session, t, messages);
             let request = ModelRequest {

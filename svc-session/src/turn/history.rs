@@ -3,7 +3,8 @@
 //! model was given, when set; else `text`); a system turn's `turn.started` → a user message
 //! of its wire-only `note` (`session.continue`); `message.delta`s and
 //! `tool.call`s → the assistant message they belong to; `tool.result` → a tool message
-//! (with the images of its `meta.images`, see [`crate::clients::mcp::images_of`]).
+//! (with the images of its `meta.images`, see [`crate::clients::mcp::images_of`]);
+//! `compaction` with a summary → the summary message plus the `kept` messages before it.
 //! Calls that never got a result (interrupted, crashed) get a failed "interrupted" result
 //! at the end of their turn, so every vendor sees a well-formed conversation.
 
@@ -19,6 +20,7 @@ pub const KINDS: &[&str] = &[
     "tool.call",
     "tool.result",
     "turn.done",
+    "compaction",
 ];
 
 /// Text given to the model for a call that never finished.
@@ -115,6 +117,16 @@ pub fn rebuild(events: impl IntoIterator<Item = (String, Value)>) -> Vec<ChatMes
                 );
             }
             "turn.done" => b.close_turn(),
+            "compaction" => {
+                // The summary replaces everything before the kept tail (issue 16).
+                if let Some(summary) = p.get("summary").and_then(Value::as_str) {
+                    b.flush();
+                    let kept = p.get("kept").and_then(Value::as_u64).unwrap_or(0) as usize;
+                    let tail = b.out.split_off(b.out.len().saturating_sub(kept));
+                    b.out = vec![crate::compaction::summary_message(summary)];
+                    b.out.extend(tail);
+                }
+            }
             _ => {}
         }
     }

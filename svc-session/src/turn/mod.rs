@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use snowpea_common::home::Home;
 
 use crate::approval::Approvals;
+use crate::compaction::{Compaction, CompactionCall};
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::models::Models;
@@ -160,6 +161,7 @@ pub struct Turns {
     approvals: Arc<Approvals>,
     tools: Arc<Tools>,
     models: Arc<Models>,
+    compaction: Arc<Compaction>,
 }
 
 impl std::fmt::Debug for Turns {
@@ -172,6 +174,7 @@ impl std::fmt::Debug for Turns {
 
 impl Turns {
     /// The component over its peers.
+    #[allow(clippy::too_many_arguments)] // one per peer, built once in App::open
     pub fn new(
         home: Home,
         limits: TurnLimits,
@@ -180,6 +183,7 @@ impl Turns {
         approvals: Arc<Approvals>,
         tools: Arc<Tools>,
         models: Arc<Models>,
+        compaction: Arc<Compaction>,
     ) -> Self {
         Turns {
             home,
@@ -189,6 +193,7 @@ impl Turns {
             approvals,
             tools,
             models,
+            compaction,
         }
     }
 
@@ -283,37 +288,7 @@ impl Turns {
                         },
                     );
                 }
-                // Steers that came after the turn's last model call run next, first.
-                while let Some(q) = st.steers.pop_back() {
-                    st.queue.push_front(q);
-                }
-                match st.queue.pop_front() {
-                    Some(q) => {
-                        let cancel = st.begin(&q.turn_id);
-                        self.event(
-                            &session,
-                            &pb::TurnDequeuedEvent {
-                                turn_id: q.turn_id.clone(),
-                                reason: "started".into(),
-                                queued: st.waiting() as i64,
-                                ..Default::default()
-                            },
-                        );
-                        Some(TurnStart {
-                            turn_id: q.turn_id,
-                            text: q.text,
-                            queued: true,
-                            cancel,
-                            system_reason: None,
-                        })
-                    }
-                    None => {
-                        st.running = None;
-                        // Under the lock: a prompt arriving now sees the session idle.
-                        session.idle.send_replace(true);
-                        None
-                    }
-                }
+                self.next_in_line(&mut st, &session)
             };
             if let Err(e) = self.log.flush().await {
                 tracing::error!(error = %format!("{e:#}"), "turn.done not written");
@@ -336,6 +311,97 @@ impl Turns {
                 None => break,
             }
         }
+    }
+
+    /// Hands the session's running slot to the next waiting prompt — steers that came after
+    /// the last model call first, then the queue — with its `turn.dequeued{reason:"started"}`,
+    /// or frees it. Called under the turn lock `st` when a turn (or a manual compaction) ends.
+    fn next_in_line(&self, st: &mut TurnState, session: &Session) -> Option<TurnStart> {
+        while let Some(q) = st.steers.pop_back() {
+            st.queue.push_front(q);
+        }
+        match st.queue.pop_front() {
+            Some(q) => {
+                let cancel = st.begin(&q.turn_id);
+                self.event(
+                    session,
+                    &pb::TurnDequeuedEvent {
+                        turn_id: q.turn_id.clone(),
+                        reason: "started".into(),
+                        queued: st.waiting() as i64,
+                        ..Default::default()
+                    },
+                );
+                Some(TurnStart {
+                    turn_id: q.turn_id,
+                    text: q.text,
+                    queued: true,
+                    cancel,
+                    system_reason: None,
+                })
+            }
+            None => {
+                st.running = None;
+                // Under the lock: a prompt arriving now sees the session idle.
+                session.idle.send_replace(true);
+                None
+            }
+        }
+    }
+
+    /// `session.compact`: summarises the session's history (see [`crate::compaction`]),
+    /// holding the session's turn slot meanwhile; a running turn is `session_busy`. A prompt
+    /// that arrives during it waits and runs after it.
+    pub async fn compact(
+        self: &Arc<Self>,
+        p: pb::SessionCompactParams,
+    ) -> Result<pb::SessionCompactResult> {
+        let session = self.sessions.get(&p.session_id)?;
+        let cancel = {
+            let mut st = session.turns();
+            if let Some(t) = &st.running {
+                return Err(Error::SessionBusy(format!(
+                    "session {} is running turn {}; compact it when the turn has ended                      (or interrupt it first)",
+                    session.id, t.turn_id
+                )));
+            }
+            let cancel = st.begin(&snowpea_common::ids::new_id("compaction"));
+            session.idle.send_replace(false);
+            cancel
+        };
+        let result = async {
+            self.log.flush().await?;
+            let rows = self.log.of_kinds(&session.id, history::KINDS).await?;
+            Ok::<_, Error>(history::rebuild(rows))
+        }
+        .await;
+        let outcome = match result {
+            Ok(messages) => {
+                let call = CompactionCall {
+                    turn_id: None,
+                    instructions: p.instructions.as_deref(),
+                    auto: false,
+                    cancel: &cancel,
+                };
+                Ok(self.compaction.run(&session, messages, call).await)
+            }
+            Err(e) => Err(e),
+        };
+        let next = {
+            let mut st = session.turns();
+            self.next_in_line(&mut st, &session)
+        };
+        if let Some(start) = next {
+            self.spawn_drive(session.clone(), start);
+        }
+        let done = outcome?;
+        self.log.flush().await?;
+        self.sessions.changed(&session, "compacted");
+        Ok(pb::SessionCompactResult {
+            after: done.after as i64,
+            before: done.before as i64,
+            summary_chars: done.summary_chars as i64,
+        })
     }
 
     /// `session.interrupt`: cancels the running turn (it ends promptly with
