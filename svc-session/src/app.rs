@@ -70,6 +70,8 @@ pub struct App {
     pub sessions: Arc<Sessions>,
     /// `session.prompt` / `session.interrupt` and the agent loop.
     pub turns: Arc<Turns>,
+    /// Summarising a history (`session.compact`, auto-compaction).
+    pub compaction: Arc<Compaction>,
     /// `session.setModel` / `session.setEffort` and the model of every call.
     pub models: Arc<Models>,
     /// `approval.*` (the `approvals` table and the pending requests).
@@ -157,7 +159,7 @@ impl App {
             approvals.clone(),
             tools.clone(),
             models.clone(),
-            compaction,
+            compaction.clone(),
         ));
         let runs = Runs::new(sessions.clone(), turns.clone(), events.clone());
         crate::recovery::recover(&store, &events, &registry).await?;
@@ -166,6 +168,7 @@ impl App {
             events,
             sessions,
             turns,
+            compaction,
             models,
             approvals,
             tools,

@@ -193,3 +193,73 @@ async fn auto_compaction_is_off_at_zero_and_at_a_hundred() {
     assert_eq!(ctx["payload"]["window"], 10);
     assert!(ctx["payload"]["percent"].as_f64().unwrap() > 100.0);
 }
+
+/// Compaction time of a 200-message history with the scripted provider (docs/PERFORMANCE.md).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: cargo test -p snowpea-svc-session --lib compaction::tests::measure -- --ignored --nocapture"]
+async fn measure_compaction_of_200_messages() {
+    use crate::provider::{ChatMessage, ToolCall};
+    let h = Harness::new(json!({"steps": [{"match": "conversation to summarise", "text": "A summary of the work so far, as notes.", "repeat": true}]})).await;
+    let sid = h.create("accept").await;
+    let session = h.app.sessions.get(&sid).unwrap();
+    let mut history = Vec::new();
+    for i in 0..50 {
+        let call = ToolCall {
+            id: format!("c{i}"),
+            name: "read_file".into(),
+            arguments: json!({"path": format!("src/f{i}.rs")}),
+        };
+        history.push(ChatMessage::user(format!(
+            "step {i}: {}",
+            "please look at this. ".repeat(10)
+        )));
+        history.push(ChatMessage::assistant("Reading.", vec![call.clone()]));
+        history.push(ChatMessage::tool_result(
+            &call,
+            "fn main() {}\n".repeat(40),
+            false,
+        ));
+        history.push(ChatMessage::assistant(
+            format!("Done with {i}. {}", "ok ".repeat(30)),
+            vec![],
+        ));
+    }
+    assert_eq!(history.len(), 200);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let mut times = Vec::new();
+    for _ in 0..30 {
+        let start = std::time::Instant::now();
+        let call = super::CompactionCall {
+            turn_id: None,
+            instructions: None,
+            auto: false,
+            cancel: &cancel,
+        };
+        let done = h.app.compaction.run(&session, history.clone(), call).await;
+        times.push(start.elapsed());
+        assert_eq!(done.messages.len(), 1 + super::DEFAULT_KEEP);
+    }
+    times.sort();
+    println!(
+        "compaction of 200 messages: p50 {:?}, max {:?} (before/after tokens {} → {})",
+        times[times.len() / 2],
+        times.last().unwrap(),
+        crate::turn::history::estimate_tokens(&history),
+        crate::turn::history::estimate_tokens(
+            &h.app
+                .compaction
+                .run(
+                    &session,
+                    history.clone(),
+                    super::CompactionCall {
+                        turn_id: None,
+                        instructions: None,
+                        auto: false,
+                        cancel: &cancel
+                    }
+                )
+                .await
+                .messages
+        )
+    );
+}

@@ -16,7 +16,7 @@ use futures::StreamExt;
 use serde_json::Value;
 use snowpea_proto::session::v1 as pb;
 
-use super::{history, slash, system_prompt, TurnEnd, TurnStart, Turns};
+use super::{history, refs, slash, system_prompt, TurnEnd, TurnStart, Turns};
 use crate::provider::{ChatMessage, ModelRequest, Provider, ProviderError, StreamEvent, ToolCall};
 use crate::session::Session;
 
@@ -155,15 +155,11 @@ impl Turns {
                         ..Default::default()
                     },
                 );
-                self.event(
-                    session,
-                    &pb::MessageUserEvent {
-                        turn_id: t.turn_id.clone(),
-                        text: t.text.clone(),
-                        ..Default::default()
-                    },
-                );
             }
+        }
+        let mut input = t.text.clone();
+        if t.system_reason.is_none() {
+            input = self.user_message(session, &t.turn_id, &t.text, false);
         }
         if t.system_reason.is_none() {
             if let Some(cmd) = slash::parse(&t.text).filter(|c| !slash::is_known(c)) {
@@ -180,7 +176,7 @@ impl Turns {
                 };
             }
         }
-        messages.push(ChatMessage::user(t.text.clone()));
+        messages.push(ChatMessage::user(input));
         let mut acc = TurnAccount::default();
         let end = self.agent_loop(session, t, &mut messages, &mut acc).await;
 
@@ -219,6 +215,39 @@ impl Turns {
             end,
             text: acc.text,
         }
+    }
+
+    /// Emits `message.user` for `text` with its resolved `@` references ([`refs`]) and
+    /// returns what the model gets (the text plus the reference blocks).
+    pub(crate) fn user_message(
+        &self,
+        session: &Session,
+        turn_id: &str,
+        text: &str,
+        steered: bool,
+    ) -> String {
+        let resolved = if slash::parse(text).is_some() {
+            refs::Resolved::default()
+        } else {
+            refs::resolve(&session.workdir(), text)
+        };
+        let input = (!resolved.context.is_empty()).then(|| format!("{text}{}", resolved.context));
+        self.event(
+            session,
+            &pb::MessageUserEvent {
+                turn_id: turn_id.to_owned(),
+                text: text.to_owned(),
+                steered,
+                refs: resolved
+                    .refs
+                    .iter()
+                    .map(snowpea_proto::wkt::to_struct)
+                    .collect(),
+                input: input.clone(),
+                ..Default::default()
+            },
+        );
+        input.unwrap_or_else(|| text.to_owned())
     }
 
     fn error_event(&self, session: &Session, turn_id: &str, code: &str, message: &str) {

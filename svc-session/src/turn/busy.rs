@@ -155,15 +155,7 @@ impl Turns {
         }
         let mut steered = false;
         while let Some(q) = st.steers.pop_front() {
-            self.event(
-                session,
-                &pb::MessageUserEvent {
-                    turn_id: t.turn_id.clone(),
-                    text: q.text.clone(),
-                    steered: true,
-                    ..Default::default()
-                },
-            );
+            let input = self.user_message(session, &t.turn_id, &q.text, true);
             let left = st.waiting();
             self.event(
                 session,
@@ -177,7 +169,7 @@ impl Turns {
             if let Some(r) = st.running.as_mut() {
                 r.steered.push(q.turn_id);
             }
-            messages.push(ChatMessage::user(q.text));
+            messages.push(ChatMessage::user(input));
             steered = true;
         }
         steered

@@ -385,3 +385,79 @@ async fn continue_starts_a_system_turn_once_per_window_and_honours_keys() {
         .unwrap_err();
     assert!(matches!(err, crate::error::Error::Unauthorized(_)), "{err}");
 }
+
+/// Steer latency (docs/PERFORMANCE.md): from the `session.prompt` call of a steered prompt to
+/// its `message.user{steered}` on the bus, while a turn loops over fast tool rounds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: cargo test -p snowpea-svc-session --lib turn::busy_tests::measure -- --ignored --nocapture"]
+async fn measure_steer_latency() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "bench", "tool_calls": [{"name": "list_dir", "arguments": {}}], "repeat": true},
+            {"after_tool": "list_dir", "tool_calls": [{"name": "list_dir", "arguments": {}}], "repeat": true}
+        ]
+    }))
+    .await;
+    let sid = h.create("accept").await;
+    let mut samples = Vec::new();
+    while samples.len() < 200 {
+        let t = h.prompt(&sid, "bench loop").await;
+        for i in 0..40 {
+            let text = format!("bench steer {i}");
+            let start = std::time::Instant::now();
+            h.prompt_with(&sid, &text, "steer").await;
+            loop {
+                if let Item::Note(m, p) = h.next().await {
+                    if m == "session.event"
+                        && p["kind"] == "message.user"
+                        && p["payload"]["text"] == text.as_str()
+                    {
+                        samples.push(start.elapsed());
+                        break;
+                    }
+                }
+            }
+        }
+        h.app.turns.interrupt(&sid).unwrap();
+        h.until_done(&t, |_| None).await;
+    }
+    samples.sort();
+    let p = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
+    println!(
+        "steer latency over {} steers: p50 {:?}, p99 {:?}, max {:?}",
+        samples.len(),
+        p(0.5),
+        p(0.99),
+        samples.last().unwrap()
+    );
+}
+
+#[tokio::test]
+async fn at_references_are_listed_in_message_user_and_reach_the_model() {
+    let mut h = Harness::new(json!({"default": {"text": "seen"}})).await;
+    std::fs::create_dir_all(h.workdir.join("src")).unwrap();
+    std::fs::write(h.workdir.join("src/a.rs"), "one\ntwo\nthree\nfour\n").unwrap();
+    let sid = h.create("accept").await;
+    let t = h
+        .prompt(&sid, "look at @src/a.rs:2-3 and @../escape.txt")
+        .await;
+    let ev = h.until_done(&t, |_| None).await;
+    let user = &of_kind(&ev, "message.user")[0]["payload"];
+    assert_eq!(user["text"], "look at @src/a.rs:2-3 and @../escape.txt");
+    assert_eq!(
+        user["refs"],
+        json!([
+            {"path": "src/a.rs", "kind": "file", "lines": [2, 3]},
+            {"path": "../escape.txt", "kind": "missing", "error": "outside the workdir"}
+        ])
+    );
+    let got = last_user_texts(&h).pop().unwrap();
+    assert!(
+        got.contains("<ref path=\"src/a.rs\" kind=\"file\" lines=\"2-3\">\ntwo\nthree\n</ref>"),
+        "{got}"
+    );
+    // The next turn's history keeps what the model was given.
+    let t = h.prompt(&sid, "next").await;
+    h.until_done(&t, |_| None).await;
+    assert!(last_user_texts(&h)[0].contains("two\nthree"));
+}

@@ -30,6 +30,7 @@ pub mod agent;
 pub mod busy;
 pub mod handback;
 pub mod history;
+pub mod refs;
 pub mod slash;
 pub mod system_prompt;
 mod tool_call;
