@@ -104,6 +104,7 @@ async fn the_interactive_turn() {
             {"match": "list please", "tool_calls": [{"name": "list_dir", "arguments": {}}], "repeat": true},
             {"after_tool": "list_dir", "text": "Listed.", "repeat": true},
             {"match": "hang", "delaySec": 60, "text": "late", "repeat": true},
+            {"match": "[system]", "echoRequest": true, "repeat": true},
             {"match": "echo", "echoRequest": true, "repeat": true}
         ],
         "default": {"text": "ok"}

@@ -1,6 +1,6 @@
 //! `SessionService`: `session.create`, `list`, `close`, `prompt`, `interrupt`, `resume`,
 //! `rename`, `setMode`, `attach`, `steer`, `notice`, `continue`, `setActive`,
-//! `setBrowserProvider`, `setModel`, `setEffort`, `compact`.
+//! `setBrowserProvider`, `setModel`, `setEffort`, `compact`, `deleteSaved`, `artifacts`.
 
 use std::sync::Arc;
 
@@ -194,6 +194,24 @@ impl SessionService for SessionRpc {
     ) -> Result<Response<pb::SessionCompactResult>, Status> {
         Ok(Response::new(
             self.app.turns.compact(req.into_inner()).await?,
+        ))
+    }
+
+    async fn delete_saved(
+        &self,
+        req: Request<pb::SessionDeleteSavedParams>,
+    ) -> Result<Response<pb::SessionDeleteSavedResult>, Status> {
+        Ok(Response::new(
+            self.app.sessions.delete_saved(req.into_inner()).await?,
+        ))
+    }
+
+    async fn artifacts(
+        &self,
+        req: Request<pb::SessionArtifactsParams>,
+    ) -> Result<Response<pb::SessionArtifactsResult>, Status> {
+        Ok(Response::new(
+            self.app.sessions.artifacts(req.into_inner()).await?,
         ))
     }
 }

@@ -34,6 +34,7 @@ pub const MAX_TITLE_CHARS: usize = 500;
 pub mod callers;
 pub mod origin;
 pub mod prefs;
+pub mod saved;
 
 /// Most concurrent subagents `session.create{maxConcurrent}` may ask for.
 pub const MAX_CONCURRENT: i64 = 64;
@@ -683,28 +684,10 @@ impl Sessions {
     }
 
     /// `DeleteSessions` (svc-scheduler, issue 5): closes and deletes the saved session `id`
-    /// with its events, turns, workspace and checkpoints. Returns false when there is no such session.
+    /// with its events, turns, workspace and checkpoints. Returns false when there is no such
+    /// session.
     pub async fn delete(&self, id: &str) -> Result<bool> {
-        if self.get(id).is_ok() {
-            self.close(id).await?;
-        }
-        let Some(row) = self.registry.row(id).await? else {
-            return Ok(false);
-        };
-        let sid = id.to_owned();
-        self.log
-            .write(move |c| {
-                c.execute("DELETE FROM events WHERE session_id = ?1", [&sid])?;
-                c.execute("DELETE FROM turns WHERE session_id = ?1", [&sid])?;
-                c.execute("DELETE FROM sessions WHERE id = ?1", [&sid])?;
-                Ok(())
-            })
-            .await?;
-        if !row.workspace_dir.is_empty() {
-            let _ = std::fs::remove_dir_all(&row.workspace_dir);
-        }
-        self.checkpoints.delete_session(id).await?;
-        Ok(true)
+        self.delete_with(id, true).await
     }
 }
 
