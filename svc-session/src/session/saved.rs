@@ -157,7 +157,7 @@ impl Sessions {
         let mut artifacts = tokio::task::spawn_blocking(move || list_artifacts(&root))
             .await
             .map_err(|e| Error::Internal(anyhow::anyhow!("artifacts listing: {e}")))?;
-        artifacts.sort_by(|a, b| b.1.cmp(&a.1));
+        artifacts.sort_by_key(|a| std::cmp::Reverse(a.1));
         artifacts.truncate(MAX_ARTIFACTS);
         Ok(pb::SessionArtifactsResult {
             artifacts: artifacts.into_iter().map(|(a, _)| a).collect(),
