@@ -387,32 +387,42 @@ async fn continue_starts_a_system_turn_once_per_window_and_honours_keys() {
 }
 
 /// Steer latency (docs/PERFORMANCE.md): from the `session.prompt` call of a steered prompt to
-/// its `message.user{steered}` on the bus, while a turn loops over fast tool rounds.
+/// its `message.user{steered}` on the bus, while a turn loops over tool rounds of a 0.2 s
+/// shell command (so the fold waits for the round in progress, as it would in real use).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: cargo test -p snowpea-svc-session --lib turn::busy_tests::measure -- --ignored --nocapture"]
 async fn measure_steer_latency() {
     let mut h = Harness::new(json!({
         "steps": [
-            {"match": "bench", "tool_calls": [{"name": "list_dir", "arguments": {}}], "repeat": true},
-            {"after_tool": "list_dir", "tool_calls": [{"name": "list_dir", "arguments": {}}], "repeat": true}
+            {"match": "bench", "tool_calls": [{"name": "shell", "arguments": {"command": "sleep 0.2"}}], "repeat": true},
+            {"after_tool": "shell", "tool_calls": [{"name": "shell", "arguments": {"command": "sleep 0.2"}}], "repeat": true}
         ]
     }))
     .await;
-    let sid = h.create("accept").await;
+    let sid = h.create("auto").await;
     let mut samples = Vec::new();
+    let mut after_round = Vec::new();
     while samples.len() < 200 {
         let t = h.prompt(&sid, "bench loop").await;
-        for i in 0..40 {
+        for i in 0..20 {
             let text = format!("bench steer {i}");
             let start = std::time::Instant::now();
             h.prompt_with(&sid, &text, "steer").await;
+            let mut round_end = None;
             loop {
                 if let Item::Note(m, p) = h.next().await {
+                    if m == "session.event" && p["kind"] == "tool.result" {
+                        round_end = Some(std::time::Instant::now());
+                    }
                     if m == "session.event"
                         && p["kind"] == "message.user"
+                        && p["payload"]["steered"] == true
                         && p["payload"]["text"] == text.as_str()
                     {
                         samples.push(start.elapsed());
+                        if let Some(r) = round_end {
+                            after_round.push(r.elapsed());
+                        }
                         break;
                     }
                 }
@@ -422,13 +432,20 @@ async fn measure_steer_latency() {
         h.until_done(&t, |_| None).await;
     }
     samples.sort();
-    let p = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
+    after_round.sort();
+    let q = |v: &[std::time::Duration], q: f64| v[((v.len() - 1) as f64 * q) as usize];
     println!(
         "steer latency over {} steers: p50 {:?}, p99 {:?}, max {:?}",
         samples.len(),
-        p(0.5),
-        p(0.99),
+        q(&samples, 0.5),
+        q(&samples, 0.99),
         samples.last().unwrap()
+    );
+    println!(
+        "tool round end → message.user{{steered}} over {}: p50 {:?}, p99 {:?}",
+        after_round.len(),
+        q(&after_round, 0.5),
+        q(&after_round, 0.99)
     );
 }
 
