@@ -133,7 +133,23 @@ fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for m in messages {
         let (role, blocks): (&'static str, Vec<Value>) = match m.role {
-            Role::User => ("user", text_block(&m.content).into_iter().collect()),
+            Role::User => {
+                // Attached images first, then the text (Anthropic's recommended order).
+                let mut blocks: Vec<Value> = m
+                    .images
+                    .iter()
+                    .filter(|i| i.is_supported())
+                    .map(|i| {
+                        json!({"type": "image", "source": {
+                            "type": "base64",
+                            "media_type": i.mime_type.trim(),
+                            "data": i.data,
+                        }})
+                    })
+                    .collect();
+                blocks.extend(text_block(&m.content));
+                ("user", blocks)
+            }
             Role::Assistant => {
                 let mut blocks: Vec<Value> = text_block(&m.content).into_iter().collect();
                 blocks.extend(m.tool_calls.iter().map(|c| {

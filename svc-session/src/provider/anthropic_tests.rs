@@ -444,3 +444,27 @@ async fn effort_is_sent_as_a_thinking_budget() {
     assert_eq!(reqs[1].body["max_tokens"], DEFAULT_MAX_TOKENS);
     assert!(reqs[2].body.get("thinking").is_none());
 }
+
+/// An image attached to a prompt reaches the wire as an `image` block of the user message.
+#[tokio::test]
+async fn an_attached_image_is_a_user_image_block() {
+    let server = serve(vec![Reply::sse(fixture("anthropic_text.sse"))]).await;
+    let p = provider(&server.base);
+    let mut r = simple_request();
+    r.messages = vec![ChatMessage::user("what is this?").with_images(vec![
+        crate::provider::ToolImage {
+            mime_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        },
+    ])];
+    let ev = run(&p, r).await;
+    assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
+    let body = &server.requests()[0].body;
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            {"type": "text", "text": "what is this?"}
+        ]}])
+    );
+}

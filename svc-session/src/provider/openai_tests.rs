@@ -582,3 +582,28 @@ async fn effort_is_sent_as_reasoning_effort() {
     assert_eq!(reqs[1].body["reasoning_effort"], "high");
     assert!(reqs[2].body.get("reasoning_effort").is_none());
 }
+
+/// An image attached to a prompt reaches the wire as an `image_url` part of the user message.
+#[tokio::test]
+async fn an_attached_image_is_a_user_image_url_part() {
+    let server = serve(vec![Reply::sse(fixture("openai_text.sse"))]).await;
+    let p = provider(&server.base, "openai");
+    let mut r = simple_request();
+    r.messages = vec![ChatMessage::user("what is this?").with_images(vec![
+        crate::provider::ToolImage {
+            mime_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        },
+    ])];
+    let ev = run(&p, r).await;
+    assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
+    let body = &server.requests()[0].body;
+    let user = body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        user,
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+        ]})
+    );
+}
