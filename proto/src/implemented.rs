@@ -46,6 +46,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "memory.write",
     "session.artifacts",
     "session.attach",
+    "session.attachments",
     "session.close",
     "session.compact",
     "session.continue",

@@ -160,6 +160,7 @@ impl App {
             tools.clone(),
             models.clone(),
             compaction.clone(),
+            crate::attachments::Attachments::new(home.clone()),
         ));
         let runs = Runs::new(sessions.clone(), turns.clone(), events.clone());
         crate::recovery::recover(&store, &events, &registry).await?;

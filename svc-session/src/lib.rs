@@ -13,6 +13,7 @@
 
 pub mod app;
 pub mod approval;
+pub mod attachments;
 pub mod checkpoints;
 pub mod clients;
 pub mod compaction;

@@ -47,7 +47,8 @@
 //! `[image <mime type>, <n> base64 characters, from <tool>]` (`[no images]` when there are
 //! none); `echoRequest: true` appends `[model <model> effort <effort or none>]` and one
 //! `[user] <text>` line per user message of the request (each message's lines joined with
-//! ` / `), so suite tests can see steered prompts, notices, summaries and the routed model;
+//! ` / `, then `[image <mime>, <n> base64 characters]` per attached image), so suite tests
+//! can see steered prompts, notices, summaries, attachments and the routed model;
 //! and [`FakeProvider::received`] returns the last [`RECEIVED_KEEP`] requests.
 
 use std::collections::VecDeque;
@@ -338,10 +339,18 @@ fn echo_request(request: &ModelRequest) -> String {
             .iter()
             .filter(|m| m.role == Role::User)
             .map(|m| {
-                format!(
+                let mut line = format!(
                     "[user] {}",
                     m.content.lines().collect::<Vec<_>>().join(" / ")
-                )
+                );
+                for i in &m.images {
+                    line.push_str(&format!(
+                        " [image {}, {} base64 characters]",
+                        i.mime_type,
+                        i.data.len()
+                    ));
+                }
+                line
             }),
     );
     lines.join("\n")

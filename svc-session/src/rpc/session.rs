@@ -1,6 +1,6 @@
 //! `SessionService`: `session.create`, `list`, `close`, `prompt`, `interrupt`, `resume`,
 //! `rename`, `setMode`, `attach`, `steer`, `notice`, `continue`, `setActive`,
-//! `setBrowserProvider`, `setModel`, `setEffort`, `compact`, `deleteSaved`, `artifacts`.
+//! `setBrowserProvider`, `setModel`, `setEffort`, `compact`, `deleteSaved`, `artifacts`, `attachments`.
 
 use std::sync::Arc;
 
@@ -212,6 +212,15 @@ impl SessionService for SessionRpc {
     ) -> Result<Response<pb::SessionArtifactsResult>, Status> {
         Ok(Response::new(
             self.app.sessions.artifacts(req.into_inner()).await?,
+        ))
+    }
+
+    async fn attachments(
+        &self,
+        req: Request<pb::SessionAttachmentsParams>,
+    ) -> Result<Response<pb::SessionAttachmentsResult>, Status> {
+        Ok(Response::new(
+            self.app.turns.attachments(req.into_inner()).await?,
         ))
     }
 }

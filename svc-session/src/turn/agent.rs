@@ -157,9 +157,9 @@ impl Turns {
                 );
             }
         }
-        let mut input = t.text.clone();
+        let mut input = ChatMessage::user(t.text.clone());
         if t.system_reason.is_none() {
-            input = self.user_message(session, &t.turn_id, &t.text, false);
+            input = self.user_message(session, &t.turn_id, &t.text, false, &t.attachments);
         }
         if t.system_reason.is_none() {
             if let Some(cmd) = slash::parse(&t.text).filter(|c| !slash::is_known(c)) {
@@ -176,7 +176,7 @@ impl Turns {
                 };
             }
         }
-        messages.push(ChatMessage::user(input));
+        messages.push(input);
         let mut acc = TurnAccount::default();
         let end = self.agent_loop(session, t, &mut messages, &mut acc).await;
 
@@ -218,20 +218,27 @@ impl Turns {
     }
 
     /// Emits `message.user` for `text` with its resolved `@` references ([`refs`]) and
-    /// returns what the model gets (the text plus the reference blocks).
+    /// attachments, and returns what the model gets: the text plus the reference and
+    /// attachment blocks, with the attached images.
     pub(crate) fn user_message(
         &self,
         session: &Session,
         turn_id: &str,
         text: &str,
         steered: bool,
-    ) -> String {
+        attachments: &crate::attachments::Prepared,
+    ) -> ChatMessage {
         let resolved = if slash::parse(text).is_some() {
             refs::Resolved::default()
         } else {
             refs::resolve(&session.workdir(), text)
         };
-        let input = (!resolved.context.is_empty()).then(|| format!("{text}{}", resolved.context));
+        let mut context = resolved.context;
+        context.push_str(&attachments.context);
+        for a in attachments.listed.iter().filter(|a| a.kind == "image") {
+            context.push_str(&format!("\n\n[image {} attached]", a.name));
+        }
+        let input = (!context.is_empty()).then(|| format!("{text}{context}"));
         self.event(
             session,
             &pb::MessageUserEvent {
@@ -244,10 +251,12 @@ impl Turns {
                     .map(snowpea_proto::wkt::to_struct)
                     .collect(),
                 input: input.clone(),
+                attachments: attachments.listed.clone(),
                 ..Default::default()
             },
         );
-        input.unwrap_or_else(|| text.to_owned())
+        ChatMessage::user(input.unwrap_or_else(|| text.to_owned()))
+            .with_images(attachments.images.clone())
     }
 
     fn error_event(&self, session: &Session, turn_id: &str, code: &str, message: &str) {
@@ -294,6 +303,26 @@ impl Turns {
         let provider = chosen.provider.clone();
         let model = chosen.model.clone();
         let vendor = chosen.vendor.clone();
+        let vision = settings
+            .pointer(&format!("/providers/{vendor}/vision"))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(true);
+        if !vision
+            && messages
+                .iter()
+                .any(|m| m.role == crate::provider::Role::User && !m.images.is_empty())
+        {
+            self.error_event(
+                session,
+                &t.turn_id,
+                "invalid_params",
+                &format!(
+                    "{vendor}:{model} does not accept images (providers.{vendor}.vision is false); \
+                     send the prompt without the image or pick a vision model with session.setModel"
+                ),
+            );
+            return TurnEnd::Error;
+        }
         acc.window = context_window(&settings, &vendor, &model);
         acc.provider = Some(vendor.clone());
         acc.model = Some(model.clone());

@@ -27,6 +27,7 @@ use snowpea_common::context::CallContext;
 use snowpea_proto::session::v1 as pb;
 
 use super::{QueuedTurn, TurnStart, Turns};
+use crate::attachments::Prepared;
 use crate::error::{Error, Result};
 use crate::provider::ChatMessage;
 use crate::session::Session;
@@ -93,6 +94,7 @@ impl Turns {
         turn_id: &str,
         text: &str,
         when_busy: WhenBusy,
+        attachments: Arc<Prepared>,
     ) -> bool {
         let start = {
             let mut st = session.turns();
@@ -105,11 +107,13 @@ impl Turns {
                     queued: false,
                     cancel,
                     system_reason: None,
+                    attachments,
                 })
             } else {
                 let waiting = QueuedTurn {
                     turn_id: turn_id.to_owned(),
                     text: text.to_owned(),
+                    attachments,
                 };
                 let list = match when_busy {
                     WhenBusy::Steer => &mut st.steers,
@@ -155,7 +159,7 @@ impl Turns {
         }
         let mut steered = false;
         while let Some(q) = st.steers.pop_front() {
-            let input = self.user_message(session, &t.turn_id, &q.text, true);
+            let input = self.user_message(session, &t.turn_id, &q.text, true, &q.attachments);
             let left = st.waiting();
             self.event(
                 session,
@@ -169,7 +173,7 @@ impl Turns {
             if let Some(r) = st.running.as_mut() {
                 r.steered.push(q.turn_id);
             }
-            messages.push(ChatMessage::user(input));
+            messages.push(input);
             steered = true;
         }
         steered
@@ -198,7 +202,13 @@ impl Turns {
         );
         self.sessions.mark_active_by_client(&session, ctx);
         let turn_id = snowpea_common::ids::new_id("t");
-        let started = self.submit(&session, &turn_id, &p.text, WhenBusy::Steer);
+        let started = self.submit(
+            &session,
+            &turn_id,
+            &p.text,
+            WhenBusy::Steer,
+            Default::default(),
+        );
         self.sessions.changed(&session, "prompt");
         Ok(pb::SessionSteerResult { ok: true, started })
     }

@@ -109,6 +109,7 @@ impl Turns {
                     queued: false,
                     cancel,
                     system_reason: Some(reason.clone()),
+                    attachments: Default::default(),
                 })
             }
         };

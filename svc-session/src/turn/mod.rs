@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use snowpea_common::home::Home;
 
 use crate::approval::Approvals;
+use crate::attachments::{Attachments, Prepared};
 use crate::compaction::{Compaction, CompactionCall};
 use crate::error::{Error, Result};
 use crate::events::EventLog;
@@ -92,6 +93,8 @@ pub struct QueuedTurn {
     pub turn_id: String,
     /// The prompt text.
     pub text: String,
+    /// Its attachments, stored and prepared when it was sent.
+    pub attachments: Arc<Prepared>,
 }
 
 /// What a turn starts with.
@@ -108,6 +111,8 @@ pub struct TurnStart {
     /// `Some(reason)` for a turn `session.continue` started (`turn.started{initiator:
     /// "system", reason, prompt: null}`, no `message.user`).
     pub system_reason: Option<String>,
+    /// The prompt's attachments.
+    pub attachments: Arc<Prepared>,
 }
 
 /// Why a turn ended (`turn.done.reason`).
@@ -163,6 +168,7 @@ pub struct Turns {
     tools: Arc<Tools>,
     models: Arc<Models>,
     compaction: Arc<Compaction>,
+    attachments: Attachments,
 }
 
 impl std::fmt::Debug for Turns {
@@ -185,6 +191,7 @@ impl Turns {
         tools: Arc<Tools>,
         models: Arc<Models>,
         compaction: Arc<Compaction>,
+        attachments: Attachments,
     ) -> Self {
         Turns {
             home,
@@ -195,6 +202,7 @@ impl Turns {
             tools,
             models,
             compaction,
+            attachments,
         }
     }
 
@@ -226,12 +234,18 @@ impl Turns {
         );
         self.sessions.mark_active_by_client(&session, ctx);
         let turn_id = snowpea_common::ids::new_id("t");
+        // Checked and stored before anything else happens: a refusal loses nothing.
+        let attachments = Arc::new(self.attachments.prepare(
+            &session.id,
+            &turn_id,
+            &p.attachments,
+        )?);
         session.update(|r| {
             r.last_prompt = Some(p.text.clone());
             r.last_activity_at = Some(now_iso());
         });
         self.sessions.save(&session);
-        self.submit(&session, &turn_id, &p.text, when_busy);
+        self.submit(&session, &turn_id, &p.text, when_busy, attachments);
         self.sessions.changed(&session, "prompt");
         Ok(turn_id)
     }
@@ -339,6 +353,7 @@ impl Turns {
                     queued: true,
                     cancel,
                     system_reason: None,
+                    attachments: q.attachments,
                 })
             }
             None => {
@@ -403,6 +418,17 @@ impl Turns {
             before: done.before as i64,
             summary_chars: done.summary_chars as i64,
         })
+    }
+
+    /// `session.attachments`: the files attached in this session, oldest first.
+    pub async fn attachments(
+        &self,
+        p: pb::SessionAttachmentsParams,
+    ) -> Result<pb::SessionAttachmentsResult> {
+        if self.sessions.registry().row(&p.session_id).await?.is_none() {
+            return Err(Error::NotFound(format!("no session {:?}", p.session_id)));
+        }
+        self.attachments.list(&p.session_id)
     }
 
     /// `session.interrupt`: cancels the running turn (it ends promptly with
