@@ -2,7 +2,8 @@
 //! folded between two tool rounds, queue order, interrupt dropping the queue, notices and
 //! their cap, `session.continue`'s window and idempotency, compaction (manual and auto, never
 //! splitting a tool pair), the setModel routing table and setEffort, slash commands, and bad
-//! input naming its field. One suite for the file: each scenario uses its own session (and
+//! input naming its field, `@` references with a range and an escape attempt, attachments
+//! (an image reaching the model as vision input), artifacts and `session.deleteSaved`. One suite for the file: each scenario uses its own session (and
 //! workdir where it needs project settings) and script steps that match only its prompts.
 use std::path::Path;
 use std::time::Duration;
@@ -127,6 +128,8 @@ async fn the_interactive_turn() {
     compaction_keeps_tool_pairs_and_auto_fires_at_the_threshold(&client).await;
     set_model_routes_and_set_effort_reaches_the_call(&client).await;
     slash_commands_and_bad_input(&client, work).await;
+    refs_and_attachments_reach_the_model(&client).await;
+    delete_saved_leaves_no_file_behind(&client, &suite).await;
 }
 
 async fn steer_is_folded_between_two_tool_rounds(client: &Client, gate: &mut Gate, work: &Path) {
@@ -556,4 +559,134 @@ async fn slash_commands_and_bad_input(client: &Client, work: &Path) {
     assert_eq!(r["browserProvider"], "local");
     let r = call(client, "session.setActive", json!({"sessionId": sid})).await;
     assert_eq!(r["ok"], true);
+}
+
+async fn refs_and_attachments_reach_the_model(client: &Client) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/a.rs"), "l1\nl2\nl3\nl4\n").unwrap();
+    std::fs::write(
+        dir.path().parent().unwrap().join("outside-secret.txt"),
+        "SECRET",
+    )
+    .unwrap();
+    let sid = client
+        .create_session(dir.path(), Some("accept"))
+        .await
+        .unwrap();
+    let mut events = client.events(&sid);
+    let r = call(
+        client,
+        "session.prompt",
+        json!({
+            "sessionId": sid,
+            "text": "echo @src/a.rs:2-3 and @../outside-secret.txt",
+            "attachments": [
+                {"kind": "image", "name": "shot.png", "mimeType": "image/png", "data": "iVBORw0KGgo="},
+                {"kind": "text", "name": "paste", "text": "pasted words"}
+            ]
+        }),
+    )
+    .await;
+    let tid = r["turnId"].as_str().unwrap().to_owned();
+    let out = events.wait_for_turn_done(&tid, TURN).await.unwrap();
+    let user = &of(&out.events, "message.user")[0].payload;
+    assert_eq!(
+        user["text"],
+        "echo @src/a.rs:2-3 and @../outside-secret.txt"
+    );
+    assert_eq!(
+        user["refs"],
+        json!([
+            {"path": "src/a.rs", "kind": "file", "lines": [2, 3]},
+            {"path": "../outside-secret.txt", "kind": "missing", "error": "outside the workdir"}
+        ])
+    );
+    assert_eq!(
+        user["attachments"],
+        json!([{"kind": "image", "name": "shot.png"}, {"kind": "text", "name": "paste"}])
+    );
+    let text = out.text();
+    assert!(text.contains("l2 / l3 / </ref>"), "{text}");
+    assert!(!text.contains("SECRET"), "an escape is never read: {text}");
+    assert!(text.contains("pasted words"), "{text}");
+    assert!(
+        text.contains("[image image/png, 12 base64 characters]"),
+        "vision input: {text}"
+    );
+    let listed = call(client, "session.attachments", json!({"sessionId": sid})).await;
+    let image = &listed["attachments"][0];
+    assert_eq!(image["mime"], "image/png");
+    let bytes = std::fs::read(image["path"].as_str().unwrap()).unwrap();
+    assert_eq!(bytes, b"\x89PNG\r\n\x1a\n");
+    let (code, message) = refused(
+        client,
+        "session.prompt",
+        json!({"sessionId": sid, "text": "x", "attachments": [{"kind": "image", "mimeType": "image/png", "data": "***"}]}),
+    )
+    .await;
+    assert_eq!(code, "invalid_params");
+    assert!(message.contains("params.attachments[0].data"), "{message}");
+}
+
+async fn delete_saved_leaves_no_file_behind(client: &Client, suite: &Suite) {
+    let dir = tempfile::tempdir().unwrap();
+    let sid = client
+        .create_session(dir.path(), Some("accept"))
+        .await
+        .unwrap();
+    let out = client
+        .prompt_and_collect(&sid, "list please", TURN)
+        .await
+        .unwrap();
+    assert_eq!(out.reason.as_deref(), Some("complete"));
+    call(
+        client,
+        "session.prompt",
+        json!({"sessionId": sid, "text": "x", "whenBusy": "queue", "attachments": [{"kind": "file", "name": "a.bin", "data": "AAEC"}]}),
+    )
+    .await;
+    let created = call(client, "session.list", json!({})).await;
+    let ws = created["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sessionId"] == sid.as_str())
+        .unwrap()["workspaceDir"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(Path::new(&ws).join("artifacts/report.md"), "# report").unwrap();
+    let arts = call(client, "session.artifacts", json!({"sessionId": sid})).await;
+    assert_eq!(arts["artifacts"][0]["name"], "report.md");
+    assert_eq!(arts["artifacts"][0]["mimeType"], "text/markdown");
+    // Wait for the queued turn to end, then delete everything of the session.
+    snowpea_testkit::assert_eventually!(call(client, "session.list", json!({})).await["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["sessionId"] == sid.as_str() && s["status"] == "idle"));
+    let r = call(
+        client,
+        "session.deleteSaved",
+        json!({"sessionId": sid, "deleteWorkspace": true}),
+    )
+    .await;
+    assert_eq!(r["deleted"], 1);
+    let mut left = Vec::new();
+    let mut stack = vec![suite.home().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.to_string_lossy().contains(sid.as_str()) {
+                left.push(p.clone());
+            }
+            if p.is_dir() && !p.is_symlink() {
+                stack.push(p);
+            }
+        }
+    }
+    assert!(left.is_empty(), "files of the session left: {left:?}");
+    let (code, _) = refused(client, "session.resume", json!({"sessionId": sid})).await;
+    assert_eq!(code, "not_found");
 }
