@@ -64,6 +64,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "session.setMode",
     "session.setModel",
     "session.steer",
+    "session.toolContent",
     "site.delete",
     "site.get",
     "site.list",

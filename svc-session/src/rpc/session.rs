@@ -1,6 +1,6 @@
 //! `SessionService`: `session.create`, `list`, `close`, `prompt`, `interrupt`, `resume`,
 //! `rename`, `setMode`, `attach`, `steer`, `notice`, `continue`, `setActive`,
-//! `setBrowserProvider`, `setModel`, `setEffort`, `compact`, `deleteSaved`, `artifacts`, `attachments`.
+//! `setBrowserProvider`, `setModel`, `setEffort`, `compact`, `deleteSaved`, `artifacts`, `attachments`, `toolContent`.
 
 use std::sync::Arc;
 
@@ -221,6 +221,15 @@ impl SessionService for SessionRpc {
     ) -> Result<Response<pb::SessionAttachmentsResult>, Status> {
         Ok(Response::new(
             self.app.turns.attachments(req.into_inner()).await?,
+        ))
+    }
+
+    async fn tool_content(
+        &self,
+        req: Request<pb::SessionToolContentParams>,
+    ) -> Result<Response<pb::SessionToolContentResult>, Status> {
+        Ok(Response::new(
+            self.app.turns.tool_content(req.into_inner()).await?,
         ))
     }
 }

@@ -35,6 +35,7 @@ pub mod refs;
 pub mod slash;
 pub mod system_prompt;
 mod tool_call;
+pub mod tool_content;
 
 /// The running turn and the prompt queue of a session.
 #[derive(Debug, Default)]
