@@ -643,6 +643,10 @@ impl Sessions {
             session.update(|r| r.host_tools_from = Some(host));
             self.changed(&session, "host");
         }
+        // A locale that is not a language tag is ignored (spec session.create{locale}).
+        if let Some(locale) = nonempty(p.locale).filter(|l| is_language_tag(l)) {
+            session.update(|r| r.locale = Some(locale));
+        }
         self.bind_origin(&session, conn, ctx.client_id.clone());
         self.log.flush().await?;
         Ok(pb::SessionAttachResult {
