@@ -122,7 +122,7 @@ async fn the_interactive_turn() {
 
     steer_is_folded_between_two_tool_rounds(&client, &mut gate, work).await;
     three_queued_prompts_run_in_order(&client, &mut gate, work).await;
-    interrupt_drops_the_queue(&client, work).await;
+    interrupt_drops_the_queue(&client, &mut gate, work).await;
     notices_are_capped_and_reach_the_next_call(&client, work).await;
     continue_keeps_its_window_and_keys(&client, work).await;
     compaction_keeps_tool_pairs_and_auto_fires_at_the_threshold(&client).await;
@@ -205,14 +205,18 @@ async fn three_queued_prompts_run_in_order(client: &Client, gate: &mut Gate, wor
     }
 }
 
-async fn interrupt_drops_the_queue(client: &Client, work: &Path) {
+async fn interrupt_drops_the_queue(client: &Client, gate: &mut Gate, work: &Path) {
     let sid = client.create_session(work, Some("accept")).await.unwrap();
     let mut events = client.events(&sid);
-    let t1 = prompt(client, &sid, "hang", None).await;
+    // The turn waits on an approval, so both prompts wait (none is folded into a model call).
+    let t1 = prompt(client, &sid, "gated work", None).await;
+    let answer = next_approval(gate).await;
     let t2 = prompt(client, &sid, "later one", Some("queue")).await;
     let t3 = prompt(client, &sid, "later two", Some("steer")).await;
     client.interrupt(&sid).await.unwrap();
     let ev = events.wait_for_turn_done(&t1, TURN).await.unwrap().events;
+    // The request was withdrawn by the interrupt; the late answer changes nothing.
+    let _ = answer.send(json!({"decision": "deny", "scope": "once"}));
     for t in [&t2, &t3] {
         let dq = ev
             .iter()
