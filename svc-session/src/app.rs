@@ -12,9 +12,11 @@ use snowpea_common::home::Home;
 use crate::approval::Approvals;
 use crate::checkpoints::Checkpoints;
 use crate::commands::Commands;
+use crate::compaction::Compaction;
 use crate::events::EventLog;
 use crate::file::Files;
 use crate::llm::Sampler;
+use crate::models::Models;
 use crate::permission::Allowlist;
 use crate::provider::Providers;
 use crate::question::Questions;
@@ -79,6 +81,10 @@ pub struct App {
     pub sessions: Arc<Sessions>,
     /// `session.prompt` / `session.interrupt` and the agent loop.
     pub turns: Arc<Turns>,
+    /// Summarising a history (`session.compact`, auto-compaction).
+    pub compaction: Arc<Compaction>,
+    /// `session.setModel` / `session.setEffort` and the model of every call.
+    pub models: Arc<Models>,
     /// `approval.*` (the `approvals` table and the pending requests).
     pub approvals: Arc<Approvals>,
     /// `question.*` (the `questions` table and the pending batches of `ask_user`).
@@ -169,6 +175,7 @@ impl App {
             registry.clone(),
             allowlist.clone(),
         ));
+        let providers = Providers::new(home.clone(), config.env.clone(), hub.clone());
         let sessions = Arc::new(Sessions::new(
             home.clone(),
             store.clone(),
@@ -177,6 +184,7 @@ impl App {
             registry.clone(),
             questions.clone(),
             checkpoints.clone(),
+            providers.clone(),
         ));
         // `~/.claude` is searched too (skills, agents, commands, Claude Code's plugins).
         let claude_home = (config.env)("HOME")
@@ -196,7 +204,17 @@ impl App {
             output_cap: config.output_cap,
             provider_idle_timeout: config.provider_idle_timeout,
         };
-        let providers = Providers::new(home.clone(), config.env.clone(), hub.clone());
+        let models = Arc::new(Models::new(
+            home.clone(),
+            events.clone(),
+            sessions.clone(),
+            providers.clone(),
+        ));
+        let compaction = Arc::new(Compaction::new(
+            events.clone(),
+            sessions.clone(),
+            models.clone(),
+        ));
         let turns = Arc::new(Turns::new(
             home.clone(),
             limits,
@@ -206,6 +224,9 @@ impl App {
             tools.clone(),
             providers.clone(),
             commands.clone(),
+            models.clone(),
+            compaction.clone(),
+            crate::attachments::Attachments::new(home.clone()),
         ));
         let web = WebSearch::new(home.clone(), config.env.clone());
         let sampler = Sampler::new(
@@ -240,6 +261,8 @@ impl App {
             events,
             sessions,
             turns,
+            compaction,
+            models,
             approvals,
             questions,
             allowlist,

@@ -11,13 +11,16 @@
 
 pub mod app;
 pub mod approval;
+pub mod attachments;
 pub mod checkpoints;
 pub mod clients;
 pub mod commands;
+pub mod compaction;
 pub mod error;
 pub mod events;
 pub mod file;
 pub mod llm;
+pub mod models;
 pub mod permission;
 pub mod permissions;
 pub mod provider;

@@ -169,6 +169,21 @@ impl Harness {
             .unwrap()
     }
 
+    /// Sends a prompt from `c1` with `whenBusy` (`queue` or `steer`).
+    pub async fn prompt_with(&self, session_id: &str, text: &str, when_busy: &str) -> String {
+        let p = pb::SessionPromptParams {
+            session_id: session_id.into(),
+            text: text.into(),
+            when_busy: Some(when_busy.into()),
+            ..Default::default()
+        };
+        self.app
+            .turns
+            .prompt(&Self::ctx("c1", Some("cli")), p)
+            .await
+            .unwrap()
+    }
+
     /// The next bus item, or panics after `WAIT`.
     pub async fn next(&mut self) -> Item {
         let item = snowpea_testkit::within(WAIT, "the next bus item", self.feed.next())

@@ -10,6 +10,7 @@ mod grpcurl;
 mod handshake;
 mod implemented;
 mod info;
+mod interactive;
 mod jsonrpc;
 mod lifecycle;
 mod mcp;

@@ -125,7 +125,17 @@ async fn a_prompt_during_a_turn_is_queued() {
         .unwrap();
     let mut events = client.events(&sid);
     let t1 = client.prompt(&sid, "first").await.unwrap();
-    let t2 = client.prompt(&sid, "second").await.unwrap();
+    // Queued explicitly: the agent.busy default (steer) would fold it into the first turn.
+    let t2 = client
+        .call(
+            "session.prompt",
+            json!({"sessionId": sid, "text": "second", "whenBusy": "queue"}),
+        )
+        .await
+        .unwrap()["turnId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert_ne!(t1, t2);
     let out1 = events.wait_for_turn_done(&t1, TURN).await.unwrap();
     assert_eq!(out1.reason.as_deref(), Some("complete"));

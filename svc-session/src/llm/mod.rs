@@ -134,6 +134,7 @@ impl Sampler {
             ))],
             tools: vec![],
             max_tokens: Some(max_tokens),
+            effort: None,
         };
         let vendor = provider.vendor().to_owned();
         let answered = tokio::time::timeout(CALL_TIMEOUT, collect(provider.stream(request))).await;

@@ -106,14 +106,53 @@ fn build_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
             .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
             .collect();
     }
+    if let Some(budget) = thinking_budget(request) {
+        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+        // max_tokens must leave room for the answer after the thinking.
+        let max = request
+            .max_tokens
+            .unwrap_or(DEFAULT_MAX_TOKENS)
+            .max(budget + DEFAULT_MAX_TOKENS);
+        body["max_tokens"] = json!(max);
+    }
     body
+}
+
+/// The thinking budget of `request`'s effort. Sent only on a call that follows a user
+/// message: the history keeps no signed thinking blocks, and the API refuses thinking on a
+/// tool-result continuation whose assistant message has none, so those calls go without.
+fn thinking_budget(request: &ModelRequest) -> Option<u32> {
+    let effort = request.effort.as_deref()?;
+    let after_user = request
+        .messages
+        .last()
+        .is_some_and(|m| m.role == Role::User);
+    after_user
+        .then(|| crate::models::effort::anthropic_thinking_budget(effort))
+        .flatten()
 }
 
 fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for m in messages {
         let (role, blocks): (&'static str, Vec<Value>) = match m.role {
-            Role::User => ("user", text_block(&m.content).into_iter().collect()),
+            Role::User => {
+                // Attached images first, then the text (Anthropic's recommended order).
+                let mut blocks: Vec<Value> = m
+                    .images
+                    .iter()
+                    .filter(|i| i.is_supported())
+                    .map(|i| {
+                        json!({"type": "image", "source": {
+                            "type": "base64",
+                            "media_type": i.mime_type.trim(),
+                            "data": i.data,
+                        }})
+                    })
+                    .collect();
+                blocks.extend(text_block(&m.content));
+                ("user", blocks)
+            }
             Role::Assistant => {
                 let mut blocks: Vec<Value> = text_block(&m.content).into_iter().collect();
                 blocks.extend(m.tool_calls.iter().map(|c| {

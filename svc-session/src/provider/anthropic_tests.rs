@@ -36,6 +36,7 @@ fn simple_request() -> ModelRequest {
         messages: vec![ChatMessage::user("hello")],
         tools: vec![],
         max_tokens: None,
+        effort: None,
     }
 }
 
@@ -243,6 +244,7 @@ async fn request_body_maps_tools_and_history() {
             parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
         }],
         max_tokens: Some(1000),
+        effort: None,
     };
     let ev = run(&p, request).await;
     assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
@@ -382,6 +384,7 @@ async fn tool_result_images_are_image_blocks_inside_the_tool_result() {
         ],
         tools: vec![],
         max_tokens: None,
+        effort: None,
     };
     let ev = run(&p, request).await;
     assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
@@ -397,5 +400,72 @@ async fn tool_result_images_are_image_blocks_inside_the_tool_result() {
             ]},
             {"type": "tool_result", "tool_use_id": "toolu_txt", "content": "X"}
         ]})
+    );
+}
+
+/// The session's effort reaches the wire as an extended-thinking budget, with `max_tokens`
+/// raised above it; a tool-result continuation goes without (no signed thinking blocks).
+#[tokio::test]
+async fn effort_is_sent_as_a_thinking_budget() {
+    let server = serve(vec![
+        Reply::sse(fixture("anthropic_text.sse")),
+        Reply::sse(fixture("anthropic_text.sse")),
+        Reply::sse(fixture("anthropic_text.sse")),
+    ])
+    .await;
+    let p = provider(&server.base);
+    let mut high = simple_request();
+    high.effort = Some("high".into());
+    let mut none = simple_request();
+    none.effort = None;
+    let call = ToolCall {
+        id: "toolu_a".into(),
+        name: "shell".into(),
+        arguments: json!({"command": "ls"}),
+    };
+    let mut after_tool = simple_request();
+    after_tool.effort = Some("max".into());
+    after_tool
+        .messages
+        .push(ChatMessage::assistant("", vec![call.clone()]));
+    after_tool
+        .messages
+        .push(ChatMessage::tool_result(&call, "a.txt", false));
+    for r in [high, none, after_tool] {
+        let ev = run(&p, r).await;
+        assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
+    }
+    let reqs = server.requests();
+    assert_eq!(
+        reqs[0].body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 16384})
+    );
+    assert!(reqs[0].body["max_tokens"].as_u64().unwrap() > 16384);
+    assert!(reqs[1].body.get("thinking").is_none());
+    assert_eq!(reqs[1].body["max_tokens"], DEFAULT_MAX_TOKENS);
+    assert!(reqs[2].body.get("thinking").is_none());
+}
+
+/// An image attached to a prompt reaches the wire as an `image` block of the user message.
+#[tokio::test]
+async fn an_attached_image_is_a_user_image_block() {
+    let server = serve(vec![Reply::sse(fixture("anthropic_text.sse"))]).await;
+    let p = provider(&server.base);
+    let mut r = simple_request();
+    r.messages = vec![ChatMessage::user("what is this?").with_images(vec![
+        crate::provider::ToolImage {
+            mime_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        },
+    ])];
+    let ev = run(&p, r).await;
+    assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
+    let body = &server.requests()[0].body;
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+            {"type": "text", "text": "what is this?"}
+        ]}])
     );
 }

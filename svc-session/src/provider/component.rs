@@ -104,6 +104,19 @@ impl Providers {
             })
     }
 
+    /// True when `vendor` is one this daemon can use: a built-in or configured vendor
+    /// ([`super::is_configured_vendor`]) or one with stored credentials
+    /// (`session.create{provider}`, `session.setModel`).
+    pub fn is_configured(&self, settings: &Value, vendor: &str) -> bool {
+        let env = self.inner.env.clone();
+        super::is_configured_vendor(settings, vendor, &|k| env(k))
+            || self
+                .inner
+                .credentials
+                .load()
+                .is_ok_and(|c| c.contains_key(vendor.trim()))
+    }
+
     /// The global settings document (`$SNOWPEA_HOME/settings.json`); a malformed file is
     /// `unavailable` naming it (provider calls never rewrite it).
     pub(crate) fn global_settings(&self) -> Result<Value> {

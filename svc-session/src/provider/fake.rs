@@ -45,7 +45,11 @@
 //! (images included) reach it: `describeImages: true` (or `describe_images`) on a step
 //! appends one line per image of the trailing tool results to its text,
 //! `[image <mime type>, <n> base64 characters, from <tool>]` (`[no images]` when there are
-//! none); and [`FakeProvider::received`] returns the last [`RECEIVED_KEEP`] requests.
+//! none); `echoRequest: true` appends `[model <model> effort <effort or none>]` and one
+//! `[user] <text>` line per user message of the request (each message's lines joined with
+//! ` / `, then `[image <mime>, <n> base64 characters]` per attached image), so suite tests
+//! can see steered prompts, notices, summaries, attachments and the routed model;
+//! and [`FakeProvider::received`] returns the last [`RECEIVED_KEEP`] requests.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -127,6 +131,10 @@ pub struct ScriptStep {
     /// Append a line per image of the trailing tool results to the text (module doc).
     #[serde(default, rename = "describeImages", alias = "describe_images")]
     pub describe_images: bool,
+    /// Append what the call was given: `[model <m> effort <e>]` and one `[user] …` line per
+    /// user message (module doc).
+    #[serde(default, rename = "echoRequest", alias = "echo_request")]
+    pub echo_request: bool,
 }
 
 /// A whole script.
@@ -318,6 +326,36 @@ fn describe_images(request: &ModelRequest) -> String {
     }
 }
 
+/// The `echoRequest` lines of `request`.
+fn echo_request(request: &ModelRequest) -> String {
+    let mut lines = vec![format!(
+        "[model {} effort {}]",
+        request.model,
+        request.effort.as_deref().unwrap_or("none")
+    )];
+    lines.extend(
+        request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| {
+                let mut line = format!(
+                    "[user] {}",
+                    m.content.lines().collect::<Vec<_>>().join(" / ")
+                );
+                for i in &m.images {
+                    line.push_str(&format!(
+                        " [image {}, {} base64 characters]",
+                        i.mime_type,
+                        i.data.len()
+                    ));
+                }
+                line
+            }),
+    );
+    lines.join("\n")
+}
+
 /// Splits text into word-sized deltas (each word keeps the whitespace after it), so
 /// clients see several `message.delta`s; words longer than 16 characters are cut.
 pub fn split_deltas(text: &str) -> Vec<String> {
@@ -352,6 +390,13 @@ impl Provider for FakeProvider {
         let mut step = self.pick(&request);
         if step.describe_images {
             let lines = describe_images(&request);
+            step.text = Some(match step.text.take().filter(|t| !t.is_empty()) {
+                Some(t) => format!("{t}\n{lines}"),
+                None => lines,
+            });
+        }
+        if step.echo_request {
+            let lines = echo_request(&request);
             step.text = Some(match step.text.take().filter(|t| !t.is_empty()) {
                 Some(t) => format!("{t}\n{lines}"),
                 None => lines,

@@ -18,6 +18,7 @@ fn req(messages: Vec<ChatMessage>) -> ModelRequest {
         messages,
         tools: vec![],
         max_tokens: None,
+        effort: None,
     }
 }
 

@@ -36,6 +36,7 @@ fn request(messages: Vec<ChatMessage>) -> ModelRequest {
         messages,
         tools: vec![],
         max_tokens: None,
+        effort: None,
     }
 }
 

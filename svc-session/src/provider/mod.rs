@@ -41,7 +41,9 @@ pub use component::{Providers, MANAGEMENT_TIMEOUT};
 pub use http::RetryPolicy;
 pub use models::{Listing, CACHE_TTL};
 pub use probe::{TEST_MAX_TOKENS, TEST_PROMPT, TEST_TIMEOUT};
-pub use select::{fake_provider, select_provider, select_with, ApiKind, ProviderConfig};
+pub use select::{
+    fake_provider, is_configured_vendor, select_provider, select_with, ApiKind, ProviderConfig,
+};
 
 /// Who wrote a chat message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -182,7 +184,7 @@ pub struct ToolSpec {
 }
 
 /// One model call.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ModelRequest {
     /// Model id; empty = the provider's configured default.
     pub model: String,
@@ -194,6 +196,10 @@ pub struct ModelRequest {
     pub tools: Vec<ToolSpec>,
     /// Output token cap, when set.
     pub max_tokens: Option<u32>,
+    /// Reasoning effort (`low`/`medium`/`high`/`max`, already clamped to what the model
+    /// offers; `None` sends nothing): Anthropic's thinking budget, OpenAI's
+    /// `reasoning_effort` ([`crate::models::effort`]).
+    pub effort: Option<String>,
 }
 
 /// Token usage of one model call (the `usage` session event).

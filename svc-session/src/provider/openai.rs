@@ -127,6 +127,13 @@ fn build_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
         };
         body[key] = json!(max);
     }
+    if let Some(e) = request
+        .effort
+        .as_deref()
+        .and_then(crate::models::effort::openai_reasoning_effort)
+    {
+        body["reasoning_effort"] = json!(e);
+    }
     body
 }
 
@@ -159,6 +166,17 @@ fn images_message(parts: Vec<Value>) -> Value {
 
 fn message_json(m: &ChatMessage) -> Value {
     match m.role {
+        Role::User if m.images.iter().any(|i| i.is_supported()) => {
+            // Attached images as `image_url` parts (vision input), after the text.
+            let mut parts = vec![json!({"type": "text", "text": m.content})];
+            parts.extend(
+                m.images
+                    .iter()
+                    .filter(|i| i.is_supported())
+                    .map(|i| json!({"type": "image_url", "image_url": {"url": i.data_url()}})),
+            );
+            json!({"role": "user", "content": parts})
+        }
         Role::User => json!({"role": "user", "content": m.content}),
         Role::Assistant => {
             if m.tool_calls.is_empty() {

@@ -38,6 +38,7 @@ fn simple_request() -> ModelRequest {
         messages: vec![ChatMessage::user("hello")],
         tools: vec![],
         max_tokens: None,
+        effort: None,
     }
 }
 
@@ -217,6 +218,7 @@ async fn request_body_maps_tools_and_history() {
             parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}),
         }],
         max_tokens: Some(256),
+        effort: None,
     };
     let ev = run(&p, request).await;
     assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
@@ -507,6 +509,7 @@ async fn tool_result_images_follow_the_tool_messages_as_a_user_message() {
         ],
         tools: vec![],
         max_tokens: None,
+        effort: None,
     };
     let ev = run(&p, request).await;
     assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
@@ -554,5 +557,54 @@ fn images_at_the_end_of_the_history_still_go_out() {
     assert_eq!(
         last["content"][1]["image_url"]["url"],
         "data:image/jpeg;base64,/9j/4AAQ"
+    );
+}
+
+/// The session's effort reaches the wire as `reasoning_effort` (`max` as `high`); no effort,
+/// no field.
+#[tokio::test]
+async fn effort_is_sent_as_reasoning_effort() {
+    let server = serve(vec![
+        Reply::sse(fixture("openai_text.sse")),
+        Reply::sse(fixture("openai_text.sse")),
+        Reply::sse(fixture("openai_text.sse")),
+    ])
+    .await;
+    let p = provider(&server.base, "openai");
+    for effort in [Some("low"), Some("max"), None] {
+        let mut r = simple_request();
+        r.model = "o4-mini".into();
+        r.effort = effort.map(str::to_owned);
+        let ev = run(&p, r).await;
+        assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
+    }
+    let reqs = server.requests();
+    assert_eq!(reqs[0].body["reasoning_effort"], "low");
+    assert_eq!(reqs[1].body["reasoning_effort"], "high");
+    assert!(reqs[2].body.get("reasoning_effort").is_none());
+}
+
+/// An image attached to a prompt reaches the wire as an `image_url` part of the user message.
+#[tokio::test]
+async fn an_attached_image_is_a_user_image_url_part() {
+    let server = serve(vec![Reply::sse(fixture("openai_text.sse"))]).await;
+    let p = provider(&server.base, "openai");
+    let mut r = simple_request();
+    r.messages = vec![ChatMessage::user("what is this?").with_images(vec![
+        crate::provider::ToolImage {
+            mime_type: "image/png".into(),
+            data: "iVBORw0KGgo=".into(),
+        },
+    ])];
+    let ev = run(&p, r).await;
+    assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
+    let body = &server.requests()[0].body;
+    let user = body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(
+        user,
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+        ]})
     );
 }

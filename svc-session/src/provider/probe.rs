@@ -70,6 +70,7 @@ impl Providers {
             messages: vec![ChatMessage::user(TEST_PROMPT)],
             tools: vec![],
             max_tokens: Some(TEST_MAX_TOKENS),
+            effort: None,
         };
         let started = Instant::now();
         let outcome = tokio::time::timeout(TEST_TIMEOUT, async {

@@ -69,6 +69,7 @@ async fn configure_then_test_then_a_turn_use_the_stored_key() {
             messages: vec![ChatMessage::user("hi")],
             tools: vec![],
             max_tokens: None,
+            effort: None,
         })
         .collect()
         .await;

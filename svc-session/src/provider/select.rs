@@ -349,6 +349,28 @@ fn normalise_env_base(vendor: &str, value: &str) -> String {
     }
 }
 
+/// True when `vendor` names a vendor this daemon can talk to: a built-in one, one with a
+/// `settings.providers.<vendor>` object, or `fake` while the scripted provider is selected.
+pub fn is_configured_vendor(
+    settings: &Value,
+    vendor: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> bool {
+    let v = vendor.trim().to_lowercase();
+    if v.is_empty() {
+        return false;
+    }
+    presets::preset(&v).is_some()
+        || settings
+            .pointer(&format!("/providers/{v}"))
+            .is_some_and(Value::is_object)
+        || (v == "fake"
+            && env("SNOWPEA_PROVIDER")
+                .as_deref()
+                .and_then(fake_script_path)
+                .is_some())
+}
+
 /// Decides which provider a session uses (see the module rules). `env` looks up
 /// environment variables (injected so tests never touch the process environment).
 pub fn select_provider(

@@ -305,6 +305,7 @@ async fn fake_provider_is_selected_and_shared_per_path() {
         messages: vec![ChatMessage::user("hi")],
         tools: vec![],
         max_tokens: None,
+        effort: None,
     };
     let texts = |ev: Vec<Result<StreamEvent, ProviderError>>| -> String {
         ev.into_iter()

@@ -1,5 +1,6 @@
 //! `SessionService`: `session.create`, `list`, `close`, `prompt`, `interrupt`, `resume`,
-//! `rename`, `setMode`, `attach`.
+//! `rename`, `setMode`, `attach`, `steer`, `notice`, `continue`, `setActive`,
+//! `setBrowserProvider`, `setModel`, `setEffort`, `compact`, `deleteSaved`, `artifacts`, `attachments`, `toolContent`.
 
 use std::sync::Arc;
 
@@ -113,6 +114,122 @@ impl SessionService for SessionRpc {
         let ctx = CallContext::of(&req);
         Ok(Response::new(
             self.app.sessions.attach(&ctx, req.into_inner()).await?,
+        ))
+    }
+
+    async fn steer(
+        &self,
+        req: Request<pb::SessionSteerParams>,
+    ) -> Result<Response<pb::SessionSteerResult>, Status> {
+        let ctx = CallContext::of(&req);
+        Ok(Response::new(
+            self.app.turns.steer(&ctx, req.into_inner()).await?,
+        ))
+    }
+
+    async fn notice(
+        &self,
+        req: Request<pb::SessionNoticeParams>,
+    ) -> Result<Response<pb::SessionNoticeResult>, Status> {
+        Ok(Response::new(self.app.turns.notice(req.into_inner())?))
+    }
+
+    async fn r#continue(
+        &self,
+        req: Request<pb::SessionContinueParams>,
+    ) -> Result<Response<pb::SessionContinueResult>, Status> {
+        let ctx = CallContext::of(&req);
+        Ok(Response::new(
+            self.app
+                .turns
+                .continue_session(&ctx, req.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn set_active(
+        &self,
+        req: Request<pb::SessionSetActiveParams>,
+    ) -> Result<Response<pb::SessionSetActiveResult>, Status> {
+        let ctx = CallContext::of(&req);
+        Ok(Response::new(
+            self.app.sessions.set_active(&ctx, req.into_inner()).await?,
+        ))
+    }
+
+    async fn set_browser_provider(
+        &self,
+        req: Request<pb::SessionSetBrowserProviderParams>,
+    ) -> Result<Response<pb::SessionSetBrowserProviderResult>, Status> {
+        let ctx = CallContext::of(&req);
+        Ok(Response::new(
+            self.app
+                .sessions
+                .set_browser_provider(&ctx, req.into_inner())
+                .await?,
+        ))
+    }
+
+    async fn set_model(
+        &self,
+        req: Request<pb::SessionSetModelParams>,
+    ) -> Result<Response<pb::SessionSetModelResult>, Status> {
+        Ok(Response::new(
+            self.app.models.set_model(req.into_inner()).await?,
+        ))
+    }
+
+    async fn set_effort(
+        &self,
+        req: Request<pb::SessionSetEffortParams>,
+    ) -> Result<Response<pb::SessionSetEffortResult>, Status> {
+        Ok(Response::new(
+            self.app.models.set_effort(req.into_inner()).await?,
+        ))
+    }
+
+    async fn compact(
+        &self,
+        req: Request<pb::SessionCompactParams>,
+    ) -> Result<Response<pb::SessionCompactResult>, Status> {
+        Ok(Response::new(
+            self.app.turns.compact(req.into_inner()).await?,
+        ))
+    }
+
+    async fn delete_saved(
+        &self,
+        req: Request<pb::SessionDeleteSavedParams>,
+    ) -> Result<Response<pb::SessionDeleteSavedResult>, Status> {
+        Ok(Response::new(
+            self.app.sessions.delete_saved(req.into_inner()).await?,
+        ))
+    }
+
+    async fn artifacts(
+        &self,
+        req: Request<pb::SessionArtifactsParams>,
+    ) -> Result<Response<pb::SessionArtifactsResult>, Status> {
+        Ok(Response::new(
+            self.app.sessions.artifacts(req.into_inner()).await?,
+        ))
+    }
+
+    async fn attachments(
+        &self,
+        req: Request<pb::SessionAttachmentsParams>,
+    ) -> Result<Response<pb::SessionAttachmentsResult>, Status> {
+        Ok(Response::new(
+            self.app.turns.attachments(req.into_inner()).await?,
+        ))
+    }
+
+    async fn tool_content(
+        &self,
+        req: Request<pb::SessionToolContentParams>,
+    ) -> Result<Response<pb::SessionToolContentResult>, Status> {
+        Ok(Response::new(
+            self.app.turns.tool_content(req.into_inner()).await?,
         ))
     }
 }

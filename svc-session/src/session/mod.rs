@@ -24,6 +24,7 @@ use crate::checkpoints::Checkpoints;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::permissions::Mode;
+use crate::provider::Providers;
 use crate::question::Questions;
 use crate::store::{self, sessions::SessionRow, Store};
 use crate::turn::TurnState;
@@ -31,7 +32,23 @@ use crate::turn::TurnState;
 /// Longest session title `session.rename` accepts, in characters.
 pub const MAX_TITLE_CHARS: usize = 500;
 
+pub mod callers;
 pub mod origin;
+pub mod prefs;
+pub mod saved;
+
+/// Most concurrent subagents `session.create{maxConcurrent}` may ask for.
+pub const MAX_CONCURRENT: i64 = 64;
+
+/// True when `tag` looks like a BCP 47 language tag (`en`, `ko-KR`, `zh-Hant-TW`): a 2–3
+/// letter language, then subtags of 1–8 letters or digits.
+pub fn is_language_tag(tag: &str) -> bool {
+    let mut parts = tag.split('-');
+    let lang = parts.next().unwrap_or_default();
+    (2..=3).contains(&lang.len())
+        && lang.chars().all(|c| c.is_ascii_alphabetic())
+        && parts.all(|p| (1..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()))
+}
 
 /// Setting naming the mode a session starts in when `session.create` gives none.
 pub const DEFAULT_MODE_SETTING: &str = "permissions.defaultMode";
@@ -304,7 +321,7 @@ pub(crate) fn notify_changed(log: &EventLog, session: &Session, reason: &str) {
         status: Some(status.to_owned()),
         title: row.title.clone(),
         host_tools_from: row.host_tools_from.clone(),
-        ..Default::default()
+        browser_provider: prefs::listed_browser_provider(&row),
     });
 }
 
@@ -318,6 +335,7 @@ pub struct Sessions {
     registry: Registry,
     questions: Arc<Questions>,
     checkpoints: Arc<Checkpoints>,
+    providers: Providers,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -327,9 +345,11 @@ impl std::fmt::Debug for Sessions {
 }
 
 impl Sessions {
-    /// The component over `registry`, writing through `log`; a closed session's pending
-    /// questions are declined ([`Questions::interrupt_session`]) and a deleted session's
-    /// checkpoints go with it ([`Checkpoints::delete_session`]).
+    /// The component over `registry`, writing through `log`, counting `approvals`; a closed
+    /// session's pending questions are declined ([`Questions::interrupt_session`]), a
+    /// deleted session's checkpoints go with it ([`Checkpoints::delete_session`]);
+    /// `providers` says which vendors `session.create{provider, model}` may name.
+    #[allow(clippy::too_many_arguments)] // one per peer, built once in App::open
     pub fn new(
         home: Home,
         store: Store,
@@ -338,6 +358,7 @@ impl Sessions {
         registry: Registry,
         questions: Arc<Questions>,
         checkpoints: Arc<Checkpoints>,
+        providers: Providers,
     ) -> Self {
         Sessions {
             home,
@@ -347,6 +368,7 @@ impl Sessions {
             registry,
             questions,
             checkpoints,
+            providers,
         }
     }
 
@@ -412,6 +434,30 @@ impl Sessions {
                 .and_then(Mode::parse)
                 .unwrap_or(Mode::Accept),
         };
+        let pin = crate::models::routing::check_create(
+            &settings,
+            nonempty(p.provider),
+            nonempty(p.model),
+            &|v| self.providers.is_configured(&settings, v),
+        )?;
+        let effort = match nonempty(p.effort) {
+            Some(e) => Some(crate::models::effort::parse(&e).ok_or_else(|| {
+                Error::invalid(
+                    "params.effort",
+                    format!("must be low, medium, high, max or null, not {e:?}"),
+                )
+            })?),
+            None => None,
+        };
+        if let Some(n) = p.max_concurrent {
+            if !(1..=MAX_CONCURRENT).contains(&n) {
+                return Err(Error::invalid(
+                    "params.maxConcurrent",
+                    format!("must be between 1 and {MAX_CONCURRENT}, got {n}"),
+                ));
+            }
+        }
+        let browser = ctx.client_kind.as_deref() == Some(callers::BROWSER);
         let id = snowpea_common::ids::new_id("s");
         let date = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
         let workspace = self.home.sessions_dir().join(format!("{date}_{id}"));
@@ -429,12 +475,17 @@ impl Sessions {
             workdir: workdir.to_string_lossy().into_owned(),
             workspace_dir: workspace.to_string_lossy().into_owned(),
             mode: mode.as_str().to_owned(),
-            provider: nonempty(p.provider),
-            model: nonempty(p.model),
+            provider: pin.vendor,
+            model: pin.model,
+            effort: effort.map(str::to_owned),
+            max_concurrent: p.max_concurrent,
+            locale: nonempty(p.locale).filter(|l| is_language_tag(l)),
+            browser_memory: Some(p.browser_memory.unwrap_or(browser)),
             deny_exec: p.deny_exec.unwrap_or(false),
             host_tools_from: nonempty(p.host_tools_from).or_else(|| ctx.client_id.clone()),
             origin_surface: nonempty(p.origin_surface),
             origin_client_id: ctx.client_id.clone(),
+            origin_client_kind: ctx.client_kind.clone(),
             origin_connection_id: ctx.connection_id.clone(),
             created_at: now_iso(),
             kind: setup.kind.to_owned(),
@@ -526,6 +577,8 @@ impl Sessions {
                 turn_started_at,
                 workdir: row.workdir.clone(),
                 workspace_dir: Some(row.workspace_dir.clone()),
+                browser_provider: prefs::listed_browser_provider(&row),
+                effort: row.effort.clone(),
                 ..Default::default()
             });
         }
@@ -621,6 +674,10 @@ impl Sessions {
             session.update(|r| r.host_tools_from = Some(host));
             self.changed(&session, "host");
         }
+        // A locale that is not a language tag is ignored (spec session.create{locale}).
+        if let Some(locale) = nonempty(p.locale).filter(|l| is_language_tag(l)) {
+            session.update(|r| r.locale = Some(locale));
+        }
         self.bind_origin(&session, conn, ctx.client_id.clone());
         self.log.flush().await?;
         Ok(pb::SessionAttachResult {
@@ -652,7 +709,7 @@ impl Sessions {
             .collect();
         Ok(pb::SessionResumeResult {
             delegation: false,
-            effort: None,
+            effort: row.effort.clone(),
             events,
             mode: Some(row.mode.clone()),
             model: row.model_in_use.clone().or(row.model.clone()),
@@ -662,28 +719,10 @@ impl Sessions {
     }
 
     /// `DeleteSessions` (svc-scheduler, issue 5): closes and deletes the saved session `id`
-    /// with its events, turns, workspace and checkpoints. Returns false when there is no such session.
+    /// with its events, turns, workspace and checkpoints. Returns false when there is no such
+    /// session.
     pub async fn delete(&self, id: &str) -> Result<bool> {
-        if self.get(id).is_ok() {
-            self.close(id).await?;
-        }
-        let Some(row) = self.registry.row(id).await? else {
-            return Ok(false);
-        };
-        let sid = id.to_owned();
-        self.log
-            .write(move |c| {
-                c.execute("DELETE FROM events WHERE session_id = ?1", [&sid])?;
-                c.execute("DELETE FROM turns WHERE session_id = ?1", [&sid])?;
-                c.execute("DELETE FROM sessions WHERE id = ?1", [&sid])?;
-                Ok(())
-            })
-            .await?;
-        if !row.workspace_dir.is_empty() {
-            let _ = std::fs::remove_dir_all(&row.workspace_dir);
-        }
-        self.checkpoints.delete_session(id).await?;
-        Ok(true)
+        self.delete_with(id, true).await
     }
 }
 

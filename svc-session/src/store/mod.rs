@@ -241,6 +241,18 @@ INSERT INTO usage_daily_models
     SELECT day, provider, model, SUM(calls), SUM(input_tokens), SUM(output_tokens)
     FROM usage_daily GROUP BY 1, 2, 3;
 "#,
+    // 6: the interactive session (issue 16): the effort pin, the browser provider, the kind
+    // of the creating client (the caller rule of session.continue / setActive), the
+    // session.create knobs, when the session was last marked active.
+    r#"
+ALTER TABLE sessions ADD COLUMN effort TEXT;
+ALTER TABLE sessions ADD COLUMN browser_provider TEXT;
+ALTER TABLE sessions ADD COLUMN origin_client_kind TEXT;
+ALTER TABLE sessions ADD COLUMN max_concurrent INTEGER;
+ALTER TABLE sessions ADD COLUMN locale TEXT;
+ALTER TABLE sessions ADD COLUMN browser_memory INTEGER;
+ALTER TABLE sessions ADD COLUMN active_at TEXT;
+"#,
 ];
 
 /// Opens (creating and migrating) the database at `path`.

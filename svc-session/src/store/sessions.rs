@@ -55,6 +55,22 @@ pub struct SessionRow {
     /// Seconds an approval may wait before it is denied with `approval_timeout`; `None`
     /// means the `approvals.timeoutSec` setting.
     pub approval_timeout_sec: Option<i64>,
+    /// The session's effort pin (`session.setEffort`, `session.create{effort}`):
+    /// `low`/`medium`/`high`/`max`; `None` follows the settings.
+    pub effort: Option<String>,
+    /// `session.setBrowserProvider`: `Some("local")` when the user opted in to core's own
+    /// browser; `None` is `host`.
+    pub browser_provider: Option<String>,
+    /// `clientKind` of the connection that created the session (`browser`, `tui`, …).
+    pub origin_client_kind: Option<String>,
+    /// `session.create{maxConcurrent}`: concurrent subagents override.
+    pub max_concurrent: Option<i64>,
+    /// `session.create{locale}` / `attach{locale}`: a BCP 47 tag.
+    pub locale: Option<String>,
+    /// `session.create{browserMemory}`: recall also searches browser-ingested pages.
+    pub browser_memory: Option<bool>,
+    /// When `session.setActive` (or a client's prompt/steer) last marked it active.
+    pub active_at: Option<String>,
 }
 
 /// Kind of a session a person drives (spec `session.list` `kind`).
@@ -77,7 +93,8 @@ const COLUMNS: &str =
     "id, workdir, workspace_dir, mode, provider, model, provider_in_use, model_in_use, \
      title, deny_exec, host_tools_from, origin_surface, origin_client_id, origin_connection_id, \
      created_at, last_activity_at, last_prompt, closed_at, context_used, context_window, \
-     kind, agent, job_id, approval_timeout_sec";
+     kind, agent, job_id, approval_timeout_sec, effort, browser_provider, origin_client_kind, \
+     max_concurrent, locale, browser_memory, active_at";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
@@ -105,6 +122,13 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         agent: r.get(21)?,
         job_id: r.get(22)?,
         approval_timeout_sec: r.get(23)?,
+        effort: r.get(24)?,
+        browser_provider: r.get(25)?,
+        origin_client_kind: r.get(26)?,
+        max_concurrent: r.get(27)?,
+        locale: r.get(28)?,
+        browser_memory: r.get(29)?,
+        active_at: r.get(30)?,
     })
 }
 
@@ -112,7 +136,8 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
 pub fn save(conn: &Connection, s: &SessionRow) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
         "INSERT OR REPLACE INTO sessions ({COLUMNS}) VALUES \
-         (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)"
+         (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,\
+         ?25,?26,?27,?28,?29,?30,?31)"
     ))?
     .execute(params![
         s.id,
@@ -139,6 +164,13 @@ pub fn save(conn: &Connection, s: &SessionRow) -> rusqlite::Result<()> {
         s.agent,
         s.job_id,
         s.approval_timeout_sec,
+        s.effort,
+        s.browser_provider,
+        s.origin_client_kind,
+        s.max_concurrent,
+        s.locale,
+        s.browser_memory,
+        s.active_at,
     ])?;
     Ok(())
 }

@@ -16,7 +16,7 @@ use futures::StreamExt;
 use serde_json::Value;
 use snowpea_proto::session::v1 as pb;
 
-use super::{history, system_prompt, TurnEnd, TurnStart, Turns};
+use super::{history, refs, slash, system_prompt, TurnEnd, TurnStart, Turns};
 use crate::provider::{ChatMessage, ModelRequest, Provider, ProviderError, StreamEvent, ToolCall};
 use crate::session::Session;
 
@@ -121,6 +121,14 @@ pub fn context_window(settings: &Value, vendor: &str, model: &str) -> Option<u64
     }
 }
 
+/// `used / window` in percent with one decimal, `None` when the window is unknown.
+pub fn percent(used: u64, window: Option<u64>) -> Option<f64> {
+    window.filter(|w| *w > 0).map(|w| {
+        let p = used as f64 * 100.0 / w as f64;
+        (p * 10.0).round() / 10.0
+    })
+}
+
 impl Turns {
     /// Runs one turn up to its `context` event and returns how it ended. The driver
     /// ([`Turns::drive`]) emits `turn.done` itself, in the same step that frees the running
@@ -156,28 +164,41 @@ impl Turns {
                 Vec::new()
             }
         };
-        if !command_turn {
-            // A command turn announced itself before its command ran.
-            self.event(
+        match &t.system_reason {
+            // session.continue: no message.user; the [system] input rides in `note`.
+            Some(reason) => self.event(
                 session,
                 &pb::TurnStartedEvent {
                     turn_id: t.turn_id.clone(),
-                    prompt: Some(t.text.clone()),
+                    prompt: None,
                     queued: t.queued,
-                    initiator: "user".into(),
+                    initiator: "system".into(),
+                    reason: Some(reason.clone()),
+                    note: Some(t.text.clone()),
                     ..Default::default()
                 },
-            );
+            ),
+            // A command turn announced itself before its command ran.
+            None if command_turn => {}
+            None => {
+                self.event(
+                    session,
+                    &pb::TurnStartedEvent {
+                        turn_id: t.turn_id.clone(),
+                        prompt: Some(t.text.clone()),
+                        queued: t.queued,
+                        initiator: "user".into(),
+                        ..Default::default()
+                    },
+                );
+            }
         }
-        self.event(
-            session,
-            &pb::MessageUserEvent {
-                turn_id: t.turn_id.clone(),
-                text: text.to_owned(),
-                ..Default::default()
-            },
-        );
-        messages.push(ChatMessage::user(text.to_owned()));
+        let input = if t.system_reason.is_none() {
+            self.user_message(session, &t.turn_id, text, false, &t.attachments)
+        } else {
+            ChatMessage::user(text.to_owned())
+        };
+        messages.push(input);
         let mut acc = TurnAccount {
             allowed_tools,
             ..Default::default()
@@ -198,10 +219,7 @@ impl Turns {
         let (used, estimated) = acc
             .context_used
             .unwrap_or_else(|| (history::estimate_tokens(&messages), true));
-        let percent = acc.window.filter(|w| *w > 0).map(|w| {
-            let p = used as f64 * 100.0 / w as f64;
-            (p * 10.0).round() / 10.0
-        });
+        let percent = percent(used, acc.window);
         self.event(
             session,
             &pb::ContextEvent {
@@ -226,6 +244,48 @@ impl Turns {
         }
     }
 
+    /// Emits `message.user` for `text` with its resolved `@` references ([`refs`]) and
+    /// attachments, and returns what the model gets: the text plus the reference and
+    /// attachment blocks, with the attached images.
+    pub(crate) fn user_message(
+        &self,
+        session: &Session,
+        turn_id: &str,
+        text: &str,
+        steered: bool,
+        attachments: &crate::attachments::Prepared,
+    ) -> ChatMessage {
+        let resolved = if slash::parse(text).is_some() {
+            refs::Resolved::default()
+        } else {
+            refs::resolve(&session.workdir(), text)
+        };
+        let mut context = resolved.context;
+        context.push_str(&attachments.context);
+        for a in attachments.listed.iter().filter(|a| a.kind == "image") {
+            context.push_str(&format!("\n\n[image {} attached]", a.name));
+        }
+        let input = (!context.is_empty()).then(|| format!("{text}{context}"));
+        self.event(
+            session,
+            &pb::MessageUserEvent {
+                turn_id: turn_id.to_owned(),
+                text: text.to_owned(),
+                steered,
+                refs: resolved
+                    .refs
+                    .iter()
+                    .map(snowpea_proto::wkt::to_struct)
+                    .collect(),
+                input: input.clone(),
+                attachments: attachments.listed.clone(),
+                ..Default::default()
+            },
+        );
+        ChatMessage::user(input.unwrap_or_else(|| text.to_owned()))
+            .with_images(attachments.images.clone())
+    }
+
     fn error_event(&self, session: &Session, turn_id: &str, code: &str, message: &str) {
         self.event(
             session,
@@ -247,8 +307,8 @@ impl Turns {
         acc: &mut TurnAccount,
     ) -> TurnEnd {
         let workdir = session.workdir();
-        let settings = match snowpea_common::settings::load_effective(&self.home, Some(&workdir)) {
-            Ok(s) => s,
+        let docs = match self.models.settings(&workdir) {
+            Ok(d) => d,
             Err(e) => {
                 self.error_event(
                     session,
@@ -259,26 +319,41 @@ impl Turns {
                 return TurnEnd::Error;
             }
         };
+        let settings = docs.effective.clone();
         let row = session.row();
         self.providers
             .refresh_if_expiring(row.provider.as_deref())
             .await;
-        let provider =
-            match self
-                .providers
-                .select(&settings, row.provider.as_deref(), row.model.as_deref())
-            {
-                Ok(p) => p,
-                Err((e, message)) => {
-                    self.error_event(session, &t.turn_id, provider_error_code(&e), &message);
-                    return TurnEnd::Error;
-                }
-            };
-        let model = row
-            .model
-            .clone()
-            .unwrap_or_else(|| provider.default_model().to_owned());
-        let vendor = provider.vendor().to_owned();
+        let chosen = match self.models.in_effect(&docs, &row) {
+            Ok(c) => c,
+            Err((e, message)) => {
+                self.error_event(session, &t.turn_id, provider_error_code(&e), &message);
+                return TurnEnd::Error;
+            }
+        };
+        let provider = chosen.provider.clone();
+        let model = chosen.model.clone();
+        let vendor = chosen.vendor.clone();
+        let vision = settings
+            .pointer(&format!("/providers/{vendor}/vision"))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(true);
+        if !vision
+            && messages
+                .iter()
+                .any(|m| m.role == crate::provider::Role::User && !m.images.is_empty())
+        {
+            self.error_event(
+                session,
+                &t.turn_id,
+                "invalid_params",
+                &format!(
+                    "{vendor}:{model} does not accept images (providers.{vendor}.vision is false); \
+                     send the prompt without the image or pick a vision model with session.setModel"
+                ),
+            );
+            return TurnEnd::Error;
+        }
         acc.window = context_window(&settings, &vendor, &model);
         acc.provider = Some(vendor.clone());
         acc.model = Some(model.clone());
@@ -329,13 +404,37 @@ impl Turns {
         let max_tool_rounds = agent_setting("agent.max_tool_rounds")
             .map_or(self.limits.max_tool_rounds, |n| n as usize);
         let max_tokens = agent_setting("agent.max_tokens").map(|n| n as u32);
+        let auto_compact = crate::compaction::auto_threshold(&settings);
         for _round in 0..max_tool_rounds {
+            // Auto-compaction (issue 16) at the start of a model call, over the threshold of
+            // a known window.
+            if let (Some(threshold), Some(window)) = (auto_compact, acc.window) {
+                let used = history::estimate_tokens(messages) + (system.len() as u64).div_ceil(4);
+                if percent(used, Some(window)).is_some_and(|p| p >= threshold)
+                    && crate::compaction::has_older(&settings, messages)
+                {
+                    let call = crate::compaction::CompactionCall {
+                        turn_id: Some(&t.turn_id),
+                        instructions: None,
+                        auto: true,
+                        cancel: &t.cancel,
+                    };
+                    let done = self
+                        .compaction
+                        .run(session, std::mem::take(messages), call)
+                        .await;
+                    *messages = done.messages;
+                }
+            }
+            // Notices and steered prompts join before every model call (issue 16).
+            self.fold_waiting(session, t, messages);
             let request = ModelRequest {
-                model: row.model.clone().unwrap_or_default(),
+                model: model.clone(),
                 system: system.clone(),
                 messages: messages.clone(),
                 tools: specs.clone(),
                 max_tokens,
+                effort: chosen.effort.effort.map(str::to_owned),
             };
             let (text, calls) = match self
                 .model_call(session, t, provider.as_ref(), request, acc)
@@ -353,6 +452,11 @@ impl Turns {
             };
             messages.push(ChatMessage::assistant(text, calls.clone()));
             if calls.is_empty() {
+                if self.has_steers(session) {
+                    // A prompt steered in while the model answered: it gets its answer in
+                    // this turn.
+                    continue;
+                }
                 return TurnEnd::Complete;
             }
             for call in &calls {

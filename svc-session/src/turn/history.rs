@@ -1,7 +1,10 @@
 //! The conversation history sent to the model, rebuilt from the stored session events so
-//! it survives restarts: `message.user` → a user message; `message.delta`s and
+//! it survives restarts: `message.user` → a user message (its wire-only `input`, what the
+//! model was given, when set; else `text`); a system turn's `turn.started` → a user message
+//! of its wire-only `note` (`session.continue`); `message.delta`s and
 //! `tool.call`s → the assistant message they belong to; `tool.result` → a tool message
-//! (with the images of its `meta.images`, see [`crate::clients::mcp::images_of`]).
+//! (with the images of its `meta.images`, see [`crate::clients::mcp::images_of`]);
+//! `compaction` with a summary → the summary message plus the `kept` messages before it.
 //! Calls that never got a result (interrupted, crashed) get a failed "interrupted" result
 //! at the end of their turn, so every vendor sees a well-formed conversation.
 
@@ -11,11 +14,13 @@ use crate::provider::{ChatMessage, Role, ToolCall, ToolImage};
 
 /// The event kinds the history is built from.
 pub const KINDS: &[&str] = &[
+    "turn.started",
     "message.user",
     "message.delta",
     "tool.call",
     "tool.result",
     "turn.done",
+    "compaction",
 ];
 
 /// Text given to the model for a call that never finished.
@@ -64,7 +69,17 @@ pub fn rebuild(events: impl IntoIterator<Item = (String, Value)>) -> Vec<ChatMes
         match kind.as_str() {
             "message.user" => {
                 b.close_turn();
-                b.out.push(ChatMessage::user(str_of(&p, "text")));
+                let text = p
+                    .get("input")
+                    .and_then(Value::as_str)
+                    .unwrap_or_else(|| str_of(&p, "text"));
+                b.out.push(ChatMessage::user(text));
+            }
+            "turn.started" => {
+                if let Some(note) = p.get("note").and_then(Value::as_str) {
+                    b.close_turn();
+                    b.out.push(ChatMessage::user(note));
+                }
             }
             "message.delta" => {
                 if !b.calls.is_empty() {
@@ -102,6 +117,16 @@ pub fn rebuild(events: impl IntoIterator<Item = (String, Value)>) -> Vec<ChatMes
                 );
             }
             "turn.done" => b.close_turn(),
+            "compaction" => {
+                // The summary replaces everything before the kept tail (issue 16).
+                if let Some(summary) = p.get("summary").and_then(Value::as_str) {
+                    b.flush();
+                    let kept = p.get("kept").and_then(Value::as_u64).unwrap_or(0) as usize;
+                    let tail = b.out.split_off(b.out.len().saturating_sub(kept));
+                    b.out = vec![crate::compaction::summary_message(summary)];
+                    b.out.extend(tail);
+                }
+            }
             _ => {}
         }
     }

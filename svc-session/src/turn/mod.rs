@@ -19,18 +19,26 @@ use tokio_util::sync::CancellationToken;
 use snowpea_common::home::Home;
 
 use crate::approval::Approvals;
+use crate::attachments::{Attachments, Prepared};
 use crate::commands::Commands;
+use crate::compaction::{Compaction, CompactionCall};
 use crate::error::{Error, Result};
 use crate::events::EventLog;
+use crate::models::Models;
 use crate::provider::Providers;
 use crate::session::{Session, Sessions};
 use crate::tools::Tools;
 
 pub mod agent;
+pub mod busy;
 mod command;
+pub mod handback;
 pub mod history;
+pub mod refs;
+pub mod slash;
 pub mod system_prompt;
 mod tool_call;
+pub mod tool_content;
 
 /// The running turn and the prompt queue of a session.
 #[derive(Debug, Default)]
@@ -39,6 +47,33 @@ pub struct TurnState {
     pub running: Option<RunningTurn>,
     /// Prompts waiting behind it, oldest first.
     pub queue: VecDeque<QueuedTurn>,
+    /// Prompts to fold into the running turn before its next model call (steer mode),
+    /// oldest first ([`busy`]).
+    pub steers: VecDeque<QueuedTurn>,
+    /// `[system]` lines for the model's next call (`session.notice`, a `session.continue`
+    /// inside its window), oldest first, at most [`busy::NOTICE_MAX_PENDING`].
+    pub notices: Vec<String>,
+    /// `session.continue` bookkeeping ([`handback`]).
+    pub handback: handback::HandbackState,
+}
+
+impl TurnState {
+    /// Marks `turn_id` running; returns its cancellation token.
+    pub(crate) fn begin(&mut self, turn_id: &str) -> CancellationToken {
+        let cancel = CancellationToken::new();
+        self.running = Some(RunningTurn {
+            turn_id: turn_id.to_owned(),
+            cancel: cancel.clone(),
+            started_at: now_iso(),
+            steered: Vec::new(),
+        });
+        cancel
+    }
+
+    /// Prompts waiting (queued and to be steered).
+    pub fn waiting(&self) -> usize {
+        self.queue.len() + self.steers.len()
+    }
 }
 
 /// A running turn.
@@ -50,6 +85,9 @@ pub struct RunningTurn {
     pub cancel: CancellationToken,
     /// When it started.
     pub started_at: String,
+    /// Turn ids of the prompts steered into it; each gets its `turn.done` right after
+    /// this turn's.
+    pub steered: Vec<String>,
 }
 
 /// A prompt waiting in the queue.
@@ -59,6 +97,8 @@ pub struct QueuedTurn {
     pub turn_id: String,
     /// The prompt text.
     pub text: String,
+    /// Its attachments, stored and prepared when it was sent.
+    pub attachments: Arc<Prepared>,
     /// Sent on the headless command plane (`command.run` of a `cli` client): a slash
     /// command then needs `--yes` for medium/high-risk writes and runs no model turn.
     pub headless: bool,
@@ -69,12 +109,17 @@ pub struct QueuedTurn {
 pub struct TurnStart {
     /// Turn id.
     pub turn_id: String,
-    /// The user's prompt.
+    /// The user's prompt (for a system turn: its `[system]` input).
     pub text: String,
     /// True when it waited in the queue first.
     pub queued: bool,
     /// Cancelled to interrupt it.
     pub cancel: CancellationToken,
+    /// `Some(reason)` for a turn `session.continue` started (`turn.started{initiator:
+    /// "system", reason, prompt: null}`, no `message.user`).
+    pub system_reason: Option<String>,
+    /// The prompt's attachments.
+    pub attachments: Arc<Prepared>,
     /// See [`QueuedTurn::headless`].
     pub headless: bool,
 }
@@ -120,7 +165,7 @@ pub struct TurnLimits {
 
 /// The turn component (`session.prompt`, `session.interrupt`, the agent loop): runs the
 /// turns of every session, asking [`Approvals`] before tool calls, with the tools of
-/// [`Tools`] and the provider of [`Providers`]. It owns the running turn and the prompt
+/// [`Tools`] and the provider, model and effort [`Models`] chooses. It owns the running turn and the prompt
 /// queue of each session ([`TurnState`]); the `turns` table follows the `turn.*` events
 /// ([`EventLog`]).
 pub struct Turns {
@@ -132,6 +177,9 @@ pub struct Turns {
     tools: Arc<Tools>,
     providers: Providers,
     commands: Arc<Commands>,
+    models: Arc<Models>,
+    compaction: Arc<Compaction>,
+    attachments: Attachments,
 }
 
 impl std::fmt::Debug for Turns {
@@ -143,8 +191,8 @@ impl std::fmt::Debug for Turns {
 }
 
 impl Turns {
-    /// The component over its peers (one argument per peer component).
-    #[allow(clippy::too_many_arguments)]
+    /// The component over its peers.
+    #[allow(clippy::too_many_arguments)] // one per peer, built once in App::open
     pub fn new(
         home: Home,
         limits: TurnLimits,
@@ -154,6 +202,9 @@ impl Turns {
         tools: Arc<Tools>,
         providers: Providers,
         commands: Arc<Commands>,
+        models: Arc<Models>,
+        compaction: Arc<Compaction>,
+        attachments: Attachments,
     ) -> Self {
         Turns {
             home,
@@ -164,6 +215,9 @@ impl Turns {
             tools,
             providers,
             commands,
+            models,
+            compaction,
+            attachments,
         }
     }
 
@@ -172,8 +226,9 @@ impl Turns {
         self.log.event_to(session, payload);
     }
 
-    /// `session.prompt`: starts a turn now, or queues it behind the running one
-    /// (`whenBusy: "steer"` is not supported yet and queues too). Returns the turn id.
+    /// `session.prompt`: starts a turn now, or — while one runs — steers it into the
+    /// running turn or queues it behind (`whenBusy`, default the `agent.busy` setting; see
+    /// [`busy`]). Returns the turn id.
     pub async fn prompt(
         self: &Arc<Self>,
         ctx: &CallContext,
@@ -183,83 +238,80 @@ impl Turns {
         if p.text.trim().is_empty() {
             return Err(Error::invalid("params.text", "must not be empty"));
         }
-        if let Some(w) = p.when_busy.as_deref() {
-            if w != "queue" && w != "steer" {
-                return Err(Error::invalid("params.whenBusy", "must be queue or steer"));
-            }
-        }
+        let when_busy = match busy::WhenBusy::parse("params.whenBusy", p.when_busy.as_deref())? {
+            Some(w) => w,
+            None => busy::WhenBusy::from_settings(&self.settings_of(&session)),
+        };
         self.sessions.rebind_on_prompt(
             &session,
             ctx.connection_id.as_deref(),
             ctx.client_id.as_deref(),
         );
-        Ok(self.start(&session, p.text, false))
+        self.sessions.mark_active_by_client(&session, ctx);
+        let turn_id = snowpea_common::ids::new_id("t");
+        // Checked and stored before anything else happens: a refusal loses nothing.
+        let attachments = Arc::new(self.attachments.prepare(
+            &session.id,
+            &turn_id,
+            &p.attachments,
+        )?);
+        session.update(|r| {
+            r.last_prompt = Some(p.text.clone());
+            r.last_activity_at = Some(now_iso());
+        });
+        self.sessions.save(&session);
+        // A slash command is its own turn: it waits in the queue, never steered into the
+        // running turn.
+        let when_busy = if crate::commands::parse_slash(&p.text).is_some() {
+            busy::WhenBusy::Queue
+        } else {
+            when_busy
+        };
+        self.submit(&session, &turn_id, &p.text, when_busy, attachments, false);
+        self.sessions.changed(&session, "prompt");
+        Ok(turn_id)
     }
 
-    /// Starts a turn of `text` in `session` now, or queues it behind the running one;
-    /// returns its id. A `text` starting with `/` runs as a slash command
-    /// ([`Turns::command`]).
+    /// Starts a turn of `text` (a slash command: `command.run`, `skill.create`) in
+    /// `session` now, or queues it behind the running one; returns its id. `headless`
+    /// marks the headless command plane ([`QueuedTurn::headless`]).
     pub(crate) fn start(
         self: &Arc<Self>,
         session: &Arc<Session>,
         text: String,
         headless: bool,
     ) -> String {
-        let session = session.clone();
-        let p = pb::SessionPromptParams {
-            text,
-            ..Default::default()
-        };
         let turn_id = snowpea_common::ids::new_id("t");
         session.update(|r| {
-            r.last_prompt = Some(p.text.clone());
+            r.last_prompt = Some(text.clone());
             r.last_activity_at = Some(now_iso());
         });
-        self.sessions.save(&session);
-        let start = {
-            let mut st = session.turns();
-            if st.running.is_none() {
-                let cancel = CancellationToken::new();
-                st.running = Some(RunningTurn {
-                    turn_id: turn_id.clone(),
-                    cancel: cancel.clone(),
-                    started_at: now_iso(),
-                });
-                session.idle.send_replace(false);
-                Some(TurnStart {
-                    turn_id: turn_id.clone(),
-                    text: p.text.clone(),
-                    queued: false,
-                    cancel,
-                    headless,
-                })
-            } else {
-                st.queue.push_back(QueuedTurn {
-                    turn_id: turn_id.clone(),
-                    text: p.text.clone(),
-                    headless,
-                });
-                let n = st.queue.len();
-                // Emitted under the lock so it is ordered before the turn's dequeue.
-                self.event(
-                    &session,
-                    &pb::TurnQueuedEvent {
-                        turn_id: turn_id.clone(),
-                        position: n as i64,
-                        queued: n as i64,
-                        ..Default::default()
-                    },
-                );
-                None
-            }
-        };
-        self.sessions.changed(&session, "prompt");
-        if let Some(start) = start {
-            let turns = self.clone();
-            let s = session.clone();
-            tokio::spawn(async move { turns.drive(s, start).await });
-        }
+        self.sessions.save(session);
+        self.submit(
+            session,
+            &turn_id,
+            &text,
+            busy::WhenBusy::Queue,
+            Arc::new(Prepared::default()),
+            headless,
+        );
+        self.sessions.changed(session, "prompt");
         turn_id
+    }
+
+    /// The effective settings of `session`'s workdir (`{}` with a warning when unreadable).
+    pub(crate) fn settings_of(&self, session: &Session) -> serde_json::Value {
+        snowpea_common::settings::load_effective(&self.home, Some(&session.workdir()))
+            .unwrap_or_else(|e| {
+                tracing::warn!(error = %format!("{e:#}"), "unreadable settings; using defaults");
+                serde_json::json!({})
+            })
+    }
+
+    /// Runs `start` (and then the queue) on the session's driver task.
+    pub(crate) fn spawn_drive(self: &Arc<Self>, session: Arc<Session>, start: TurnStart) {
+        let turns = self.clone();
+        tokio::spawn(async move { turns.drive(session, start).await });
     }
 
     /// Runs `first`, then every queued prompt, until the queue is empty.
@@ -288,38 +340,19 @@ impl Turns {
                         ..Default::default()
                     },
                 );
-                match st.queue.pop_front() {
-                    Some(q) => {
-                        let cancel = CancellationToken::new();
-                        st.running = Some(RunningTurn {
-                            turn_id: q.turn_id.clone(),
-                            cancel: cancel.clone(),
-                            started_at: now_iso(),
-                        });
-                        self.event(
-                            &session,
-                            &pb::TurnDequeuedEvent {
-                                turn_id: q.turn_id.clone(),
-                                reason: "started".into(),
-                                queued: st.queue.len() as i64,
-                                ..Default::default()
-                            },
-                        );
-                        Some(TurnStart {
-                            turn_id: q.turn_id,
-                            text: q.text,
-                            queued: true,
-                            cancel,
-                            headless: q.headless,
-                        })
-                    }
-                    None => {
-                        st.running = None;
-                        // Under the lock: a prompt arriving now sees the session idle.
-                        session.idle.send_replace(true);
-                        None
-                    }
+                // Prompts steered into it end with it.
+                let steered = st.running.as_mut().map(|r| std::mem::take(&mut r.steered));
+                for turn_id in steered.unwrap_or_default() {
+                    self.event(
+                        &session,
+                        &pb::TurnDoneEvent {
+                            turn_id,
+                            reason: end.as_str().to_owned(),
+                            ..Default::default()
+                        },
+                    );
                 }
+                self.next_in_line(&mut st, &session)
             };
             if let Err(e) = self.log.flush().await {
                 tracing::error!(error = %format!("{e:#}"), "turn.done not written");
@@ -344,30 +377,135 @@ impl Turns {
         }
     }
 
+    /// Hands the session's running slot to the next waiting prompt — steers that came after
+    /// the last model call first, then the queue — with its `turn.dequeued{reason:"started"}`,
+    /// or frees it. Called under the turn lock `st` when a turn (or a manual compaction) ends.
+    fn next_in_line(&self, st: &mut TurnState, session: &Session) -> Option<TurnStart> {
+        while let Some(q) = st.steers.pop_back() {
+            st.queue.push_front(q);
+        }
+        match st.queue.pop_front() {
+            Some(q) => {
+                let cancel = st.begin(&q.turn_id);
+                self.event(
+                    session,
+                    &pb::TurnDequeuedEvent {
+                        turn_id: q.turn_id.clone(),
+                        reason: "started".into(),
+                        queued: st.waiting() as i64,
+                        ..Default::default()
+                    },
+                );
+                Some(TurnStart {
+                    turn_id: q.turn_id,
+                    text: q.text,
+                    queued: true,
+                    cancel,
+                    system_reason: None,
+                    attachments: q.attachments,
+                    headless: q.headless,
+                })
+            }
+            None => {
+                st.running = None;
+                // Under the lock: a prompt arriving now sees the session idle.
+                session.idle.send_replace(true);
+                None
+            }
+        }
+    }
+
+    /// `session.compact`: summarises the session's history (see [`crate::compaction`]),
+    /// holding the session's turn slot meanwhile; a running turn is `session_busy`. A prompt
+    /// that arrives during it waits and runs after it.
+    pub async fn compact(
+        self: &Arc<Self>,
+        p: pb::SessionCompactParams,
+    ) -> Result<pb::SessionCompactResult> {
+        let session = self.sessions.get(&p.session_id)?;
+        let cancel = {
+            let mut st = session.turns();
+            if let Some(t) = &st.running {
+                return Err(Error::SessionBusy(format!(
+                    "session {} is running turn {}; compact it when the turn has ended                      (or interrupt it first)",
+                    session.id, t.turn_id
+                )));
+            }
+            let cancel = st.begin(&snowpea_common::ids::new_id("compaction"));
+            session.idle.send_replace(false);
+            cancel
+        };
+        let result = async {
+            self.log.flush().await?;
+            let rows = self.log.of_kinds(&session.id, history::KINDS).await?;
+            Ok::<_, Error>(history::rebuild(rows))
+        }
+        .await;
+        let outcome = match result {
+            Ok(messages) => {
+                let call = CompactionCall {
+                    turn_id: None,
+                    instructions: p.instructions.as_deref(),
+                    auto: false,
+                    cancel: &cancel,
+                };
+                Ok(self.compaction.run(&session, messages, call).await)
+            }
+            Err(e) => Err(e),
+        };
+        let next = {
+            let mut st = session.turns();
+            self.next_in_line(&mut st, &session)
+        };
+        if let Some(start) = next {
+            self.spawn_drive(session.clone(), start);
+        }
+        let done = outcome?;
+        self.log.flush().await?;
+        self.sessions.changed(&session, "compacted");
+        Ok(pb::SessionCompactResult {
+            after: done.after as i64,
+            before: done.before as i64,
+            summary_chars: done.summary_chars as i64,
+        })
+    }
+
+    /// `session.attachments`: the files attached in this session, oldest first.
+    pub async fn attachments(
+        &self,
+        p: pb::SessionAttachmentsParams,
+    ) -> Result<pb::SessionAttachmentsResult> {
+        if self.sessions.registry().row(&p.session_id).await?.is_none() {
+            return Err(Error::NotFound(format!("no session {:?}", p.session_id)));
+        }
+        self.attachments.list(&p.session_id)
+    }
+
     /// `session.interrupt`: cancels the running turn (it ends promptly with
-    /// `turn.done{reason:"interrupted"}`); queued prompts still run afterwards.
+    /// `turn.done{reason:"interrupted"}`) and drops every waiting prompt, queued or to be
+    /// steered (`turn.dequeued{reason:"dropped"}` + `turn.done{reason:"interrupted"}` each).
     pub fn interrupt(&self, session_id: &str) -> Result<()> {
         let session = self.sessions.get(session_id)?;
         if let Some(t) = &session.turns().running {
             tracing::info!(session_id, turn_id = %t.turn_id, "interrupting turn");
-            t.cancel.cancel();
         }
         // Batches restored after a restart wait on no turn: an interrupt withdraws them too.
         self.sessions.questions().interrupt_session(session_id);
+        stop_turns(&self.log, &session, true);
         Ok(())
     }
 }
 
-/// Cancels the running turn of `session` and, with `drop_queue`, drops every queued prompt
-/// (`turn.dequeued{reason:"dropped"}` + `turn.done{reason:"interrupted"}` each).
+/// Cancels the running turn of `session` and, with `drop_queue`, drops every waiting prompt,
+/// steers first (`turn.dequeued{reason:"dropped"}` + `turn.done{reason:"interrupted"}` each).
 pub(crate) fn stop_turns(log: &EventLog, session: &Session, drop_queue: bool) {
     let mut st = session.turns();
     if let Some(t) = &st.running {
         t.cancel.cancel();
     }
     if drop_queue {
-        while let Some(q) = st.queue.pop_front() {
-            let left = st.queue.len();
+        while let Some(q) = st.steers.pop_front().or_else(|| st.queue.pop_front()) {
+            let left = st.waiting();
             log.event_to(
                 session,
                 &pb::TurnDequeuedEvent {
@@ -407,3 +545,7 @@ mod tests;
 #[cfg(test)]
 #[path = "turn_end_tests.rs"]
 mod end_tests;
+
+#[cfg(test)]
+#[path = "busy_tests.rs"]
+mod busy_tests;

@@ -4,7 +4,7 @@
 use serde_json::{json, Value};
 use snowpea_proto::session::v1 as pb;
 
-use crate::testkit::{done_reason, of_kind, Harness};
+use crate::testkit::{done_reason, of_kind, Harness, Item};
 
 /// Turns in a row; the race between publishing `turn.done` and clearing the running slot
 /// is narrow, so it is given many chances to show.
@@ -91,21 +91,34 @@ async fn once_turn_done_is_published_the_session_is_idle_for_every_busy_check() 
 /// A prompt queued behind a turn starts when that turn ends: when its `turn.done` is seen
 /// the session is already running the queued turn, so an interrupt sent at once ends that
 /// turn (never the one that just ended, never leaving two), and every turn id gets exactly
-/// one `turn.done`.
+/// one `turn.done`. The first turn waits on an approval until the second prompt is queued.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_turn_done_a_queued_prompt_is_already_the_running_turn() {
     let mut h = Harness::new(json!({
-        "steps": [{"match": "slow", "delaySec": 60, "text": "late", "repeat": true}],
+        "steps": [
+            {"match": "gated", "tool_calls": [{"name": "shell", "arguments": {"command": "true"}}], "repeat": true},
+            {"match": "slow", "delaySec": 60, "text": "late", "repeat": true}
+        ],
         "default": {"text": "ok"}
     }))
     .await;
+    h.connect("c1", Some("cli")).await;
     let sid = h.create("accept").await;
     for round in 0..ROUNDS / 3 {
-        let first = h.prompt(&sid, "slow first").await;
-        let queued = h.prompt(&sid, "slow queued").await;
-        h.app.turns.interrupt(&sid).unwrap();
+        let first = h.prompt(&sid, "gated first").await;
+        let request = loop {
+            if let Item::Request(r) = h.next().await {
+                break r;
+            }
+        };
+        let queued = h.prompt_with(&sid, "slow queued", "queue").await;
+        h.reply(
+            &request.request_id,
+            json!({"decision": "allow", "scope": "once"}),
+        )
+        .await;
         let ev = h.until_done(&first, |_| None).await;
-        assert_eq!(done_reason(&ev), "interrupted", "round {round}");
+        assert_eq!(done_reason(&ev), "complete", "round {round}");
         let (running, status) = listed(&h, &sid).await;
         assert_eq!(
             (running, status.as_str()),

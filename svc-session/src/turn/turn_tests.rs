@@ -96,8 +96,8 @@ async fn prompts_while_a_turn_runs_are_queued_and_run_in_order() {
     .await;
     let sid = h.create("accept").await;
     let t1 = h.prompt(&sid, "slow one").await;
-    let t2 = h.prompt(&sid, "second").await;
-    let t3 = h.prompt(&sid, "third").await;
+    let t2 = h.prompt_with(&sid, "second", "queue").await;
+    let t3 = h.prompt_with(&sid, "third", "queue").await;
     let ev = h.until_done(&t3, |_| None).await;
     let seq_of = |kind: &str, tid: &str| {
         ev.iter()
@@ -234,7 +234,7 @@ async fn close_ends_the_running_turn_and_drops_the_queue() {
     let mut h = Harness::new(json!({"steps": [{"match": "slow", "delaySec": 30, "text": "never"}], "default": {"text": "x"}})).await;
     let sid = h.create("accept").await;
     let t1 = h.prompt(&sid, "slow").await;
-    let t2 = h.prompt(&sid, "queued").await;
+    let t2 = h.prompt_with(&sid, "queued", "queue").await;
     tokio::time::timeout(Duration::from_secs(15), h.app.sessions.close(&sid))
         .await
         .unwrap()
