@@ -114,6 +114,8 @@ pub mod opt {
     pub const WIRE_ONLY: &str = "snowpea.rpc.v1.wire_only";
     /// Field: allowed string values named once, as the wire spellings of an enum.
     pub const VALUE_SET: &str = "snowpea.rpc.v1.value_set";
+    /// Field: free-form JSON object carried as its text.
+    pub const JSON_OBJECT: &str = "snowpea.rpc.v1.json_object";
     /// Field: how a notification/event writes it when it holds no value.
     pub const UNSET: &str = "snowpea.rpc.v1.unset";
     /// Message: notification name.
@@ -162,11 +164,14 @@ pub struct FieldRules {
     /// Full name of the enum whose `wire` spellings are [`FieldRules::values`] (option
     /// `value_set`, e.g. `snowpea.session.v1.PermissionMode`), when the list is a named one.
     pub value_set: Option<String>,
+    /// A free-form JSON object (`Record<string, unknown>`) carried as its text on a `string`
+    /// field (option `json_object`), so its numbers round-trip exactly; empty text is unset.
+    pub json_object: bool,
 }
 
 /// Reads the protocol options of a field.
 pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
-    static EXTS: LazyLock<[ExtensionDescriptor; 6]> = LazyLock::new(|| {
+    static EXTS: LazyLock<[ExtensionDescriptor; 7]> = LazyLock::new(|| {
         let p = descriptor_pool();
         [
             ext(p, opt::REQUIRED),
@@ -175,6 +180,7 @@ pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
             ext(p, opt::FIELD_SINCE),
             ext(p, opt::WIRE_ONLY),
             ext(p, opt::VALUE_SET),
+            ext(p, opt::JSON_OBJECT),
         ]
     });
     let options = field.options();
@@ -201,6 +207,9 @@ pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
     rules.since = opt_string(&options, &EXTS[3]);
     if options.has_extension(&EXTS[4]) {
         rules.wire_only = options.get_extension(&EXTS[4]).as_bool().unwrap_or(false);
+    }
+    if options.has_extension(&EXTS[6]) {
+        rules.json_object = options.get_extension(&EXTS[6]).as_bool().unwrap_or(false);
     }
     rules
 }
