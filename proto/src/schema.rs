@@ -116,6 +116,8 @@ pub mod opt {
     pub const VALUE_SET: &str = "snowpea.rpc.v1.value_set";
     /// Field: free-form JSON object carried as its text.
     pub const JSON_OBJECT: &str = "snowpea.rpc.v1.json_object";
+    /// Field: the spec's table leaves its description empty (docs/protocol.md does too).
+    pub const SPEC_UNDESCRIBED: &str = "snowpea.rpc.v1.spec_undescribed";
     /// Field: how a notification/event writes it when it holds no value.
     pub const UNSET: &str = "snowpea.rpc.v1.unset";
     /// Message: notification name.
@@ -167,11 +169,14 @@ pub struct FieldRules {
     /// A free-form JSON object (`Record<string, unknown>`) carried as its text on a `string`
     /// field (option `json_object`), so its numbers round-trip exactly; empty text is unset.
     pub json_object: bool,
+    /// The spec's table leaves the field's description empty (option `spec_undescribed`):
+    /// `docs/protocol.md` prints it empty, the JSON Schema and the SDK carry its comment.
+    pub spec_undescribed: bool,
 }
 
 /// Reads the protocol options of a field.
 pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
-    static EXTS: LazyLock<[ExtensionDescriptor; 7]> = LazyLock::new(|| {
+    static EXTS: LazyLock<[ExtensionDescriptor; 8]> = LazyLock::new(|| {
         let p = descriptor_pool();
         [
             ext(p, opt::REQUIRED),
@@ -181,6 +186,7 @@ pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
             ext(p, opt::WIRE_ONLY),
             ext(p, opt::VALUE_SET),
             ext(p, opt::JSON_OBJECT),
+            ext(p, opt::SPEC_UNDESCRIBED),
         ]
     });
     let options = field.options();
@@ -210,6 +216,9 @@ pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
     }
     if options.has_extension(&EXTS[6]) {
         rules.json_object = options.get_extension(&EXTS[6]).as_bool().unwrap_or(false);
+    }
+    if options.has_extension(&EXTS[7]) {
+        rules.spec_undescribed = options.get_extension(&EXTS[7]).as_bool().unwrap_or(false);
     }
     rules
 }
