@@ -442,7 +442,7 @@ pub fn to_json(msg: &DynamicMessage) -> Json {
             continue;
         }
         let value = msg.get_field(&field);
-        if field_rules(&field).json_object {
+        if crate::schema::is_json_object(&field) {
             if let Some(json) = value.as_str().and_then(json_object_value) {
                 out.insert(field.json_name().to_owned(), json);
             }

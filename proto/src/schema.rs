@@ -223,6 +223,21 @@ pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
     rules
 }
 
+/// Whether `field` is a `json_object` field (see [`FieldRules::json_object`]), answered from a
+/// set built once: the JSON writers ask it for every field they write, and reading a field's
+/// options decodes them each time.
+pub fn is_json_object(field: &FieldDescriptor) -> bool {
+    static FIELDS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(|| {
+        descriptor_pool()
+            .all_messages()
+            .flat_map(|m| m.fields().collect::<Vec<_>>())
+            .filter(|f| field_rules(f).json_object)
+            .map(|f| f.full_name().to_owned())
+            .collect()
+    });
+    field.kind() == prost_reflect::Kind::String && FIELDS.contains(field.full_name())
+}
+
 /// The `wire` spellings of the values of the enum a `value_set` option names, in declaration
 /// order (values without `wire`, like the `*_UNSPECIFIED` zero, are not protocol values). Empty
 /// when the pool has no such enum; the `every_value_set_names_an_enum` test rules that out.

@@ -225,7 +225,7 @@ pub fn wire_json(msg: &DynamicMessage) -> Json {
     }
     let mut out = Map::new();
     for field in desc.fields() {
-        let json_object = crate::schema::field_rules(&field).json_object;
+        let json_object = crate::schema::is_json_object(&field);
         if json_object {
             // Free-form JSON carried as text: written as the object it holds, verbatim.
             let value = msg.get_field(&field);

@@ -604,6 +604,12 @@ export type PermissionMode = "plan" | "accept" | "auto";
 /** The permission tag of a tool (what kind of side effect it has), which the mode matrix and approvals decide by; an MCP server's tools carry their server's tag. */
 export type PermissionTag = "read" | "write" | "exec" | "network" | "send" | "config" | "delegate" | "secret";
 
+/** Where a subagent is (the `status` of the subagent.spawn, subagent.update and subagent.done events). */
+export type SubagentStatus = "queued" | "running" | "done" | "error" | "interrupted";
+
+/** Where a task of a team board is (team.status rows and the team.task.update event). */
+export type TeamTaskStatus = "pending" | "queued" | "claimed" | "running" | "done" | "conflict" | "merged" | "failed";
+
 // ---- Methods ----
 
 /** Params of `agent.bindChannel` (client → server). Route a gateway channel to a named agent. */
@@ -2629,7 +2635,7 @@ export interface TeamStatusResult {
   /** The task the team was given. */
   task?: string;
   /** Task board contents. */
-  tasks?: ({ agentN?: number | null; assignee?: string | null; branch?: string; conflictHunks?: string; conflictSummary?: string; dependsOn?: string[]; note?: string; retries?: number; status?: "pending" | "queued" | "claimed" | "running" | "done" | "conflict" | "merged" | "failed"; taskId: string; title: string; })[];
+  tasks?: ({ agentN?: number | null; assignee?: string | null; branch?: string; conflictHunks?: string; conflictSummary?: string; dependsOn?: string[]; note?: string; retries?: number; status?: TeamTaskStatus; taskId: string; title: string; })[];
   /** Team that was inspected. */
   teamId: string;
   /** How many workers the run was started with. */
@@ -3270,7 +3276,7 @@ export interface SubagentDoneEvent {
   /** The subagent's own session. */
   sessionId?: string | null;
   /** Terminal state: done, error or interrupted. */
-  status?: "queued" | "running" | "done" | "error" | "interrupted";
+  status?: SubagentStatus;
   /** The subagent's final answer. */
   summary?: string;
   /** One-line label for the delegation, written by the delegating model in the user's language; empty when it wrote none. */
@@ -3290,7 +3296,7 @@ export interface SubagentSpawnEvent {
   /** The subagent's own session, once it has one. */
   sessionId?: string | null;
   /** State at spawn: queued until a concurrency slot frees up. */
-  status?: "queued" | "running" | "done" | "error" | "interrupted";
+  status?: SubagentStatus;
   /** Task it was given. */
   task?: string;
   /** One-line label for the delegation, written by the delegating model in the user's language; empty when it wrote none. */
@@ -3310,7 +3316,7 @@ export interface SubagentUpdateEvent {
   /** The subagent's own session. */
   sessionId?: string | null;
   /** Lifecycle state. */
-  status?: "queued" | "running" | "done" | "error" | "interrupted";
+  status?: SubagentStatus;
   /** Human-readable progress text. */
   text?: string;
   /** One-line label for the delegation, written by the delegating model in the user's language; empty when it wrote none. */
@@ -3330,7 +3336,7 @@ export interface TeamTaskUpdateEvent {
   /** How many times a merge conflict re-queued it. */
   retries?: number;
   /** New state. */
-  status?: "pending" | "queued" | "claimed" | "running" | "done" | "conflict" | "merged" | "failed";
+  status?: TeamTaskStatus;
   /** Task that changed. */
   taskId: string;
   /** Team the task belongs to. */
