@@ -24,9 +24,8 @@ use std::time::Duration;
 use futures::Stream;
 use serde_json::Value;
 use snowpea_proto::rpc::v1::{
-    client_reply, outbound, service_bus_server::ServiceBus, BusAck, BusClientRequest,
-    BusNotification, ClientReply, ConnectionInfo, ConnectionSet, Outbound, SettingsChange,
-    SubscribeRequest,
+    client_reply, outbound, service_bus_server::ServiceBus, BusClientRequest, BusNotification,
+    ClientReply, ConnectionInfo, ConnectionSet, Outbound, SettingsChange, SubscribeRequest,
 };
 use snowpea_proto::typed::{FreeForm, Notification, ServerRequest};
 use tokio::sync::mpsc::error::TrySendError;
@@ -464,14 +463,14 @@ impl ServiceBus for BusService {
         ))))
     }
 
-    async fn reply(&self, req: Request<ClientReply>) -> Result<Response<BusAck>, Status> {
+    async fn reply(&self, req: Request<ClientReply>) -> Result<Response<()>, Status> {
         self.hub.complete(req.into_inner());
-        Ok(Response::new(BusAck {}))
+        Ok(Response::new(()))
     }
 
     async fn capabilities(
         &self,
-        _req: Request<snowpea_proto::rpc::v1::CapabilitiesRequest>,
+        _req: Request<()>,
     ) -> Result<Response<snowpea_proto::rpc::v1::CapabilitiesReply>, Status> {
         let capabilities = self
             .hub
@@ -486,25 +485,19 @@ impl ServiceBus for BusService {
 
     async fn call_stats(
         &self,
-        _req: Request<snowpea_proto::rpc::v1::CallStatsRequest>,
+        _req: Request<()>,
     ) -> Result<Response<snowpea_proto::rpc::v1::CallStatsReply>, Status> {
         Ok(Response::new(crate::calls::snapshot()))
     }
 
-    async fn sync_connections(
-        &self,
-        req: Request<ConnectionSet>,
-    ) -> Result<Response<BusAck>, Status> {
+    async fn sync_connections(&self, req: Request<ConnectionSet>) -> Result<Response<()>, Status> {
         self.hub.apply(req.into_inner());
-        Ok(Response::new(BusAck {}))
+        Ok(Response::new(()))
     }
 
-    async fn settings_changed(
-        &self,
-        req: Request<SettingsChange>,
-    ) -> Result<Response<BusAck>, Status> {
+    async fn settings_changed(&self, req: Request<SettingsChange>) -> Result<Response<()>, Status> {
         self.hub.settings_changed(req.into_inner());
-        Ok(Response::new(BusAck {}))
+        Ok(Response::new(()))
     }
 }
 

@@ -242,7 +242,6 @@ mod tests {
     use std::time::Duration;
 
     use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
-    use snowpea_proto::rpc::v1::CallStatsRequest;
 
     use super::Services;
     use crate::bus::{BusHub, BusService};
@@ -279,7 +278,7 @@ mod tests {
         let call = |c: &mut ServiceBusClient<tonic::transport::Channel>| {
             let mut c = c.clone();
             async move {
-                tokio::time::timeout(Duration::from_secs(10), c.call_stats(CallStatsRequest {}))
+                tokio::time::timeout(Duration::from_secs(10), c.call_stats(()))
                     .await
                     .expect("CallStats answers in time")
                     .expect("CallStats succeeds")

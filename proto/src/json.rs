@@ -181,6 +181,9 @@ fn field_value(field: &FieldDescriptor, value: &Json, path: &str) -> Result<Valu
         return Ok(Value::Map(out));
     }
     let rules = field_rules(field);
+    if rules.json_object {
+        return json_object_text(value, path).map(Value::String);
+    }
     if field.is_list() {
         let Json::Array(items) = value else {
             return Err(ParamError::new(
@@ -369,6 +372,35 @@ fn json_depth(v: &Json, limit: usize) -> usize {
         .unwrap_or(0)
 }
 
+/// The text a `json_object` field stores for the params value `value` (an object, checked
+/// like a `google.protobuf.Struct`: at most [`MAX_JSON_DEPTH`] levels deep).
+fn json_object_text(value: &Json, path: &str) -> Result<String, ParamError> {
+    if !value.is_object() {
+        return Err(ParamError::new(
+            path,
+            format!("expected an object, got {}", type_name(value)),
+        ));
+    }
+    if json_depth(value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH {
+        return Err(ParamError::new(
+            path,
+            format!("is nested more than {MAX_JSON_DEPTH} levels deep"),
+        ));
+    }
+    Ok(value.to_string())
+}
+
+/// The JSON a `json_object` field holds: `None` when its text is empty (an unset field),
+/// else the parsed text, numbers exactly as written. Text that is not JSON (a service
+/// defect: services write it with `serde_json`) is written as a JSON string rather than
+/// dropped.
+pub fn json_object_value(text: &str) -> Option<Json> {
+    if text.is_empty() {
+        return None;
+    }
+    Some(serde_json::from_str(text).unwrap_or_else(|_| Json::String(text.to_owned())))
+}
+
 /// Builds a well-known-type message (Struct, Value, ListValue, Empty) from JSON.
 fn wkt_from_json(
     desc: &MessageDescriptor,
@@ -410,6 +442,12 @@ pub fn to_json(msg: &DynamicMessage) -> Json {
             continue;
         }
         let value = msg.get_field(&field);
+        if crate::schema::is_json_object(&field) {
+            if let Some(json) = value.as_str().and_then(json_object_value) {
+                out.insert(field.json_name().to_owned(), json);
+            }
+            continue;
+        }
         out.insert(
             field.json_name().to_owned(),
             value_to_json(&field, &value, Style::Result),

@@ -183,3 +183,55 @@ fn every_value_set_names_an_enum_with_wire_values() {
     }
     assert!(seen >= 10, "the mode fields use value_set ({seen})");
 }
+
+/// 2^60: past 2^53, where a `google.protobuf.Struct` (doubles) would round it.
+const BIG: u64 = 1 << 60;
+
+#[test]
+fn json_object_fields_keep_integers_of_any_size() {
+    use prost::Message as _;
+    let event = crate::session::v1::SessionEvent {
+        kind: "tool.call".into(),
+        payload: json!({"args": {"n": BIG, "neg": -(1_i64 << 60), "f": 2.0}}).to_string(),
+        seq: 1,
+        session_id: "s".into(),
+        ts: "t".into(),
+    };
+    let result = crate::session::v1::SessionResumeResult {
+        events: vec![event],
+        ..Default::default()
+    };
+    let desc = crate::descriptor_pool()
+        .get_message_by_name("snowpea.session.v1.SessionResumeResult")
+        .unwrap();
+    let msg = DynamicMessage::decode(desc, result.encode_to_vec().as_slice()).unwrap();
+    let out = to_json(&msg);
+    let payload = &out["events"][0]["payload"];
+    assert_eq!(payload["args"]["n"].as_u64(), Some(BIG));
+    assert_eq!(payload["args"]["neg"].as_i64(), Some(-(1_i64 << 60)));
+    assert_eq!(
+        payload["args"]["f"],
+        json!(2.0),
+        "written exactly as it was"
+    );
+}
+
+#[test]
+fn json_object_fields_unset_are_left_out_and_params_must_be_objects() {
+    let desc = crate::descriptor_pool()
+        .get_message_by_name("snowpea.session.v1.ApprovalRequest")
+        .unwrap();
+    let base = json!({"requestId": "r", "sessionId": "s", "tool": "shell"});
+    let out = to_json(&to_message(&desc, &base, "params").unwrap());
+    assert!(out.get("args").is_none(), "{out}");
+
+    let mut with = base.clone();
+    with["args"] = json!({"n": BIG});
+    let msg = to_message(&desc, &with, "params").unwrap();
+    assert_eq!(to_json(&msg)["args"]["n"].as_u64(), Some(BIG));
+
+    with["args"] = json!([1]);
+    let e = to_message(&desc, &with, "params").unwrap_err();
+    assert_eq!(e.field, "params.args");
+    assert!(e.message.contains("expected an object"), "{}", e.message);
+}

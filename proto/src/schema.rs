@@ -114,6 +114,10 @@ pub mod opt {
     pub const WIRE_ONLY: &str = "snowpea.rpc.v1.wire_only";
     /// Field: allowed string values named once, as the wire spellings of an enum.
     pub const VALUE_SET: &str = "snowpea.rpc.v1.value_set";
+    /// Field: free-form JSON object carried as its text.
+    pub const JSON_OBJECT: &str = "snowpea.rpc.v1.json_object";
+    /// Field: the spec's table leaves its description empty (docs/protocol.md does too).
+    pub const SPEC_UNDESCRIBED: &str = "snowpea.rpc.v1.spec_undescribed";
     /// Field: how a notification/event writes it when it holds no value.
     pub const UNSET: &str = "snowpea.rpc.v1.unset";
     /// Message: notification name.
@@ -162,11 +166,17 @@ pub struct FieldRules {
     /// Full name of the enum whose `wire` spellings are [`FieldRules::values`] (option
     /// `value_set`, e.g. `snowpea.session.v1.PermissionMode`), when the list is a named one.
     pub value_set: Option<String>,
+    /// A free-form JSON object (`Record<string, unknown>`) carried as its text on a `string`
+    /// field (option `json_object`), so its numbers round-trip exactly; empty text is unset.
+    pub json_object: bool,
+    /// The spec's table leaves the field's description empty (option `spec_undescribed`):
+    /// `docs/protocol.md` prints it empty, the JSON Schema and the SDK carry its comment.
+    pub spec_undescribed: bool,
 }
 
 /// Reads the protocol options of a field.
 pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
-    static EXTS: LazyLock<[ExtensionDescriptor; 6]> = LazyLock::new(|| {
+    static EXTS: LazyLock<[ExtensionDescriptor; 8]> = LazyLock::new(|| {
         let p = descriptor_pool();
         [
             ext(p, opt::REQUIRED),
@@ -175,6 +185,8 @@ pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
             ext(p, opt::FIELD_SINCE),
             ext(p, opt::WIRE_ONLY),
             ext(p, opt::VALUE_SET),
+            ext(p, opt::JSON_OBJECT),
+            ext(p, opt::SPEC_UNDESCRIBED),
         ]
     });
     let options = field.options();
@@ -202,7 +214,28 @@ pub fn field_rules(field: &FieldDescriptor) -> FieldRules {
     if options.has_extension(&EXTS[4]) {
         rules.wire_only = options.get_extension(&EXTS[4]).as_bool().unwrap_or(false);
     }
+    if options.has_extension(&EXTS[6]) {
+        rules.json_object = options.get_extension(&EXTS[6]).as_bool().unwrap_or(false);
+    }
+    if options.has_extension(&EXTS[7]) {
+        rules.spec_undescribed = options.get_extension(&EXTS[7]).as_bool().unwrap_or(false);
+    }
     rules
+}
+
+/// Whether `field` is a `json_object` field (see [`FieldRules::json_object`]), answered from a
+/// set built once: the JSON writers ask it for every field they write, and reading a field's
+/// options decodes them each time.
+pub fn is_json_object(field: &FieldDescriptor) -> bool {
+    static FIELDS: LazyLock<std::collections::HashSet<String>> = LazyLock::new(|| {
+        descriptor_pool()
+            .all_messages()
+            .flat_map(|m| m.fields().collect::<Vec<_>>())
+            .filter(|f| field_rules(f).json_object)
+            .map(|f| f.full_name().to_owned())
+            .collect()
+    });
+    field.kind() == prost_reflect::Kind::String && FIELDS.contains(field.full_name())
 }
 
 /// The `wire` spellings of the values of the enum a `value_set` option names, in declaration

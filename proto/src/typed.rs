@@ -17,6 +17,8 @@
 //! already holds as JSON is written verbatim with the `*_with` encoders ([`FreeForm`]): a
 //! `Struct` keeps numbers as `f64`, so integers beyond 2^53 and `2.0` would not survive a
 //! round trip through it.
+//! A `json_object` field (option `snowpea.rpc.v1.json_object`, free-form JSON carried as its
+//! text) needs none of that: it is written as the object its text holds, exactly.
 //!
 //! [`NOTIFICATIONS`] and [`EVENT_KINDS`] list every implementation (one per declared
 //! notification and event kind); a test walks the descriptor against them.
@@ -85,7 +87,8 @@ pub trait SessionEventPayload: prost::Message + Default {
 
 /// Free-form fields written verbatim: `(pointer, value)` pairs, the pointer naming the
 /// field by its JSON names from the message's root, e.g. `/args` or `/request/args`. Each
-/// must name a `google.protobuf.Struct`/`Value`/`ListValue` field (see [`encode_with`]).
+/// must name a `google.protobuf.Struct`/`Value`/`ListValue` field or a `json_object` field
+/// (see [`encode_with`]).
 pub type FreeForm<'a> = &'a [(&'static str, Json)];
 
 /// One typed notification or event kind, as listed in [`NOTIFICATIONS`] / [`EVENT_KINDS`].
@@ -175,6 +178,13 @@ pub fn encode_with<M: prost::Message>(msg: &M, message: &str, free: FreeForm<'_>
             let field = desc
                 .get_field_by_json_name(segment)
                 .unwrap_or_else(|| panic!("{message} has no field {segment:?} ({pointer})"));
+            if i + 1 == segments.len() && crate::schema::field_rules(&field).json_object {
+                let obj = at.as_object_mut().unwrap_or_else(|| {
+                    panic!("{message}{pointer}: parent of {segment:?} is an object")
+                });
+                obj.insert(field.json_name().to_owned(), value.clone());
+                break;
+            }
             let prost_reflect::Kind::Message(m) = field.kind() else {
                 panic!("{message}{pointer}: {segment:?} is not a message field");
             };
@@ -215,14 +225,24 @@ pub fn wire_json(msg: &DynamicMessage) -> Json {
     }
     let mut out = Map::new();
     for field in desc.fields() {
-        if !msg.has_field(&field) {
+        let json_object = crate::schema::is_json_object(&field);
+        if json_object {
+            // Free-form JSON carried as text: written as the object it holds, verbatim.
+            let value = msg.get_field(&field);
+            if let Some(json) = value.as_str().and_then(crate::json::json_object_value) {
+                out.insert(field.json_name().to_owned(), json);
+                continue;
+            }
+        }
+        if json_object || !msg.has_field(&field) {
             match unset_rule(&field) {
                 Unset::Omit => continue,
                 Unset::Null => {
                     out.insert(field.json_name().to_owned(), Json::Null);
                     continue;
                 }
-                Unset::Default if field.supports_presence() => continue,
+                // Empty text is an unset field: left out, like an unset `Struct`.
+                Unset::Default if json_object || field.supports_presence() => continue,
                 Unset::Default => {}
             }
         }

@@ -125,3 +125,23 @@ fn free_form_payloads_keep_integral_numbers_integral() {
         r#"{"jobId":"j1","kind":"finished","payload":{"exitCode":0,"runId":"r","x":2.5}}"#
     );
 }
+
+#[test]
+fn json_object_fields_are_written_exactly() {
+    use crate::session::v1::{ApprovalPendingNotification, ApprovalRequest};
+    let big: u64 = 1 << 60;
+    let n = ApprovalPendingNotification {
+        host_tools_from: None,
+        request: Some(ApprovalRequest {
+            args: serde_json::json!({"n": big}).to_string(),
+            request_id: "r".into(),
+            ..Default::default()
+        }),
+    };
+    assert_eq!(n.to_params()["request"]["args"]["n"].as_u64(), Some(big));
+    let empty = ApprovalPendingNotification {
+        host_tools_from: None,
+        request: Some(ApprovalRequest::default()),
+    };
+    assert!(empty.to_params()["request"].get("args").is_none());
+}

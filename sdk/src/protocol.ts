@@ -143,49 +143,86 @@ export interface MemoryHit {
 
 /** A named control on the page (an `actions` item of a site entry). */
 export interface SiteAction {
+  /** Iframes to enter to reach the element, outermost first; null on the top document. */
   frames?: ({ origin: string; path: string; selector: string; })[] | null;
+  /** What the action does to the element. */
   kind: "click" | "fill" | "select" | "toggle" | "submit";
+  /** Ways to find the element, most robust first (no XPath). */
   locators: ({ by: "role" | "label" | "text" | "placeholder" | "testid" | "css"; name?: string | null; role?: string | null; value?: string | null; })[];
+  /** True for a login field (user name, password): a put may never store a value for it. */
   loginField?: boolean;
+  /** Name of the action, unique within the entry, e.g. 'search'. */
   name: string;
 }
 
 /** One stored page entry of site memory (`site.get`, `site.mark`, `site.markPart`). */
 export interface SiteEntry {
+  /** Elements worth acting on, each with its locators. */
   actions?: SiteAction[];
+  /** UTC ISO-8601 time the entry was first put. */
   createdAt: string;
+  /** Entry id, for site.mark, site.markPart and site.delete. */
   entryId: string;
+  /** Uses that failed ('stale' marks). */
   failureCount?: number;
+  /** Structural fingerprint of the page the entry was learnt on, to notice a redesign. */
   fingerprint?: string | null;
+  /** Named step sequences that get something done on the page. */
   flows?: SiteFlow[];
+  /** Landmarks that identify the page (headings, regions). */
   landmarks?: string[];
+  /** UTC ISO-8601 time of the last put or 'ok' mark. */
   lastVerified: string;
+  /** Origin the entry belongs to, e.g. 'https://www.example.com'. */
   origin: string;
+  /** Kind of page, unique per origin, e.g. 'search-results'. */
   pageType: string;
+  /** Things that went wrong on this page before, to avoid. */
   pitfalls?: string[];
+  /** How to read repeated items (rows, cards) off the page. */
   recipes?: SiteRecipe[];
+  /** True after a 'stale' mark, until the next put. */
   stale?: boolean;
+  /** Verified uses (puts and 'ok' marks). */
   successCount?: number;
+  /** What the page is for, in a sentence. */
   summary?: string;
+  /** Which paths of the origin the entry applies to; site.get ranks the most specific first. */
   urlPattern: string;
 }
 
 /** A named sequence of steps (a `flows` item of a site entry). */
 export interface SiteFlow {
+  /** What the last step leads to: a new 'page' or an in-page 'update'. */
   expect?: "page" | "update" | null;
+  /** Name of the flow, unique within the entry. */
   name: string;
+  /** Use counts kept by site.markPart. */
   stats?: { lastRun?: string | null; missed?: number; ok?: number; } | null;
+  /** The steps in order: an action's name, or {verb, action?, intent?}. */
   steps?: (string | { action?: string | null; intent?: string | null; verb: "fill" | "click" | "select" | "enter"; })[];
 }
 
 /** How to read a repeated item off the page (a `recipes` item of a site entry). */
 export interface SiteRecipe {
+  /** The values to read from each item. */
   fields: ({ attr?: string | null; name: string; selector: string; })[];
+  /** What the recipe is for, in words. */
   intent?: string | null;
+  /** CSS selector of one repeated item. */
   item: string;
+  /** Name of the recipe, unique within the entry. */
   name: string;
+  /** True after a use found it broken ('stale'), until the next put. */
   stale?: boolean;
+  /** Use counts kept by site.markPart. */
   stats?: { day?: number | null; hits?: number; misses?: number; } | null;
+}
+
+/** Result of a method that only reports whether it succeeded (`session.close`, `job.cancel`, `mcp.remove`, `approval.respond`, …): the spec's `{ ok: boolean }`. */
+export interface OkResult {
+  /** True when the call succeeded. */
+  ok?: boolean;
 }
 
 /** A scheduled job as `job.list` and `job.update` report it. */
@@ -232,30 +269,41 @@ export interface Job {
 
 /** One row of `agent.list`: a defined named agent, with its running instance when it has one. */
 export interface AgentRow {
+  /** True while the agent has a live session. */
   active?: boolean | null;
   /** Id correlating the subagent.* events of the agent's running instance; null when none. */
   agentId?: string | null;
+  /** Agents this one may delegate to. */
   agents?: string[];
+  /** Gateway bindings that route to it. */
   bindings?: string[];
+  /** Chat channel bound to it, '<platform>:<id>'. */
   channel?: string | null;
   /** Gateway channels routed to the agent (agent.bindChannel). */
   channels?: string[];
   /** One-line description. */
   description?: string;
+  /** True when it has a guide (AGENT.md). */
   hasGuide?: boolean | null;
+  /** Scheduled jobs that run it. */
   jobs?: string[];
+  /** What kind of agent it is, e.g. a defined agent or a running subagent. */
   kind?: string;
   /** Agent name. */
   name: string;
   /** Memory namespace of a persistent named instance (agent:<name>); null when none. */
   namespace?: string | null;
+  /** Session that spawned it (subagents). */
   parentSessionId?: string | null;
   /** Where the definition was written; null when it has no file. */
   path?: string | null;
   /** The agent's own session, once it has one. */
   sessionId?: string | null;
+  /** Where it is defined, e.g. 'user' or 'project'. */
   source?: string;
+  /** Stage name → state, for agents that run in stages. */
   stages?: Record<string, string>;
+  /** What it is doing now. */
   status?: string | null;
   /** Task it was given; null when none. */
   task?: string | null;
@@ -367,6 +415,14 @@ export interface ContentBlock {
   text?: string | null;
   /** Block type. */
   type: "text" | "image";
+}
+
+/** The answer to one question of a batch: an entry of `question.respond` and of the `question.request` result. */
+export interface QuestionAnswer {
+  /** Labels of the chosen options. */
+  selected?: string[];
+  /** Free-text answer (allowOther) or the secret. */
+  text?: string | null;
 }
 
 /** Questions the agent puts to a person: the params of `question.request`, the rows of `question.list` and the request of `question.pending`. */
@@ -548,6 +604,12 @@ export type PermissionMode = "plan" | "accept" | "auto";
 /** The permission tag of a tool (what kind of side effect it has), which the mode matrix and approvals decide by; an MCP server's tools carry their server's tag. */
 export type PermissionTag = "read" | "write" | "exec" | "network" | "send" | "config" | "delegate" | "secret";
 
+/** Where a subagent is (the `status` of the subagent.spawn, subagent.update and subagent.done events). */
+export type SubagentStatus = "queued" | "running" | "done" | "error" | "interrupted";
+
+/** Where a task of a team board is (team.status rows and the team.task.update event). */
+export type TeamTaskStatus = "pending" | "queued" | "claimed" | "running" | "done" | "conflict" | "merged" | "failed";
+
 // ---- Methods ----
 
 /** Params of `agent.bindChannel` (client → server). Route a gateway channel to a named agent. */
@@ -561,10 +623,7 @@ export interface AgentBindChannelParams {
 }
 
 /** Result of `agent.bindChannel` (client → server). */
-export interface AgentBindChannelResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type AgentBindChannelResult = OkResult;
 
 /** Params of `agent.create` (client → server). Define a named agent from a description. */
 export interface AgentCreateParams {
@@ -591,10 +650,7 @@ export interface AgentDeleteParams {
 }
 
 /** Result of `agent.delete` (client → server). */
-export interface AgentDeleteResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type AgentDeleteResult = OkResult;
 
 /** Params of `agent.list` (client → server). List the named agents that are defined. */
 export type AgentListParams = Record<string, never>;
@@ -695,10 +751,7 @@ export interface ApprovalRespondParams {
 }
 
 /** Result of `approval.respond` (client → server). */
-export interface ApprovalRespondResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type ApprovalRespondResult = OkResult;
 
 /** Params of `audio.capabilities` (client → server). Report what voice input and output can do on this machine. */
 export type AudioCapabilitiesParams = Record<string, never>;
@@ -886,10 +939,7 @@ export interface BackendSetParams {
 }
 
 /** Result of `backend.set` (client → server). */
-export interface BackendSetResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type BackendSetResult = OkResult;
 
 /** Params of `checkpoint.delete` (client → server). Delete one checkpoint, or all checkpoints for a session. */
 export interface CheckpointDeleteParams {
@@ -900,10 +950,7 @@ export interface CheckpointDeleteParams {
 }
 
 /** Result of `checkpoint.delete` (client → server). */
-export interface CheckpointDeleteResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type CheckpointDeleteResult = OkResult;
 
 /** Params of `checkpoint.diff` (client → server). Show what restoring a checkpoint would change from the current workdir. */
 export interface CheckpointDiffParams {
@@ -1058,10 +1105,7 @@ export interface GatewayUnbindParams {
 }
 
 /** Result of `gateway.unbind` (client → server). */
-export interface GatewayUnbindResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type GatewayUnbindResult = OkResult;
 
 /** Params of `job.cancel` (client → server). Cancel a scheduled job. */
 export interface JobCancelParams {
@@ -1070,10 +1114,7 @@ export interface JobCancelParams {
 }
 
 /** Result of `job.cancel` (client → server). */
-export interface JobCancelResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type JobCancelResult = OkResult;
 
 /** Params of `job.delete` (client → server). Delete a job, its schedule and run history; optionally its run sessions. */
 export interface JobDeleteParams {
@@ -1135,10 +1176,7 @@ export interface JobRunNowParams {
 }
 
 /** Result of `job.runNow` (client → server). */
-export interface JobRunNowResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type JobRunNowResult = OkResult;
 
 /** Params of `job.schedule` (client → server). Schedule a prompt to run unattended. */
 export interface JobScheduleParams {
@@ -1349,10 +1387,7 @@ export interface McpRemoveParams {
 }
 
 /** Result of `mcp.remove` (client → server). */
-export interface McpRemoveResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type McpRemoveResult = OkResult;
 
 /** Params of `mcp.test` (client → server). Probe a saved MCP server or an unsaved draft and report its tools. */
 export interface McpTestParams {
@@ -1421,10 +1456,7 @@ export interface McpUpdateParams {
 }
 
 /** Result of `mcp.update` (client → server). */
-export interface McpUpdateResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type McpUpdateResult = OkResult;
 
 /** Params of `memory.delete` (client → server). Forget one stored memory. */
 export interface MemoryDeleteParams {
@@ -1559,10 +1591,7 @@ export interface PermissionAllowlistRemoveParams {
 }
 
 /** Result of `permission.allowlist.remove` (client → server). */
-export interface PermissionAllowlistRemoveResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type PermissionAllowlistRemoveResult = OkResult;
 
 /** Params of `provider.configure` (client → server). Store settings and credentials for a provider. */
 export interface ProviderConfigureParams {
@@ -1573,10 +1602,7 @@ export interface ProviderConfigureParams {
 }
 
 /** Result of `provider.configure` (client → server). */
-export interface ProviderConfigureResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type ProviderConfigureResult = OkResult;
 
 /** Params of `provider.list` (client → server). List chat providers and whether they are configured. */
 export type ProviderListParams = Record<string, never>;
@@ -1642,10 +1668,7 @@ export interface ProviderRemoveParams {
 }
 
 /** Result of `provider.remove` (client → server). */
-export interface ProviderRemoveResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type ProviderRemoveResult = OkResult;
 
 /** Params of `provider.test` (client → server). Send one short completion to check a provider and model. */
 export interface ProviderTestParams {
@@ -1691,22 +1714,19 @@ export type QuestionRequestParams = QuestionRequest;
 /** Result of `question.request` (server → client). */
 export interface QuestionRequestResult {
   /** One entry per question, in question order. */
-  answers?: ({ selected?: string[]; text?: string | null; })[];
+  answers?: QuestionAnswer[];
 }
 
 /** Params of `question.respond` (client → server). Answer a pending question and unblock the turn. */
 export interface QuestionRespondParams {
   /** One entry per question, in question order; empty declines the batch. */
-  answers?: ({ selected?: string[]; text?: string | null; })[];
+  answers?: QuestionAnswer[];
   /** Batch being answered. */
   requestId: string;
 }
 
 /** Result of `question.respond` (client → server). */
-export interface QuestionRespondResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type QuestionRespondResult = OkResult;
 
 /** Params of `session.artifacts` (client → server). Files the session saved for the user under its workspace's artifacts/. */
 export interface SessionArtifactsParams {
@@ -1761,10 +1781,7 @@ export interface SessionCloseParams {
 }
 
 /** Result of `session.close` (client → server). */
-export interface SessionCloseResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type SessionCloseResult = OkResult;
 
 /** Params of `session.compact` (client → server). Summarise the conversation so far and replace the history with it. */
 export interface SessionCompactParams {
@@ -1860,6 +1877,7 @@ export interface SessionDeleteSavedParams {
 
 /** Result of `session.deleteSaved` (client → server). */
 export interface SessionDeleteSavedResult {
+  /** Saved sessions deleted. */
   deleted?: number;
 }
 
@@ -1870,10 +1888,7 @@ export interface SessionInterruptParams {
 }
 
 /** Result of `session.interrupt` (client → server). */
-export interface SessionInterruptResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type SessionInterruptResult = OkResult;
 
 /** Params of `session.list` (client → server). List live or saved sessions. */
 export interface SessionListParams {
@@ -1904,10 +1919,7 @@ export interface SessionNoticeParams {
 }
 
 /** Result of `session.notice` (client → server). */
-export interface SessionNoticeResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type SessionNoticeResult = OkResult;
 
 /** Params of `session.prompt` (client → server). Send user text to a session and start a turn. Events: turn.started {turnId, prompt, queued}, then message.user {text, attachments, refs, steered: false}, then the model's output. message.user.text is what the user typed; a page attachment is listed as {kind: page, name, url, title} and only the model sees the rendered page. A steered prompt emits message.user {steered: true} + turn.dequeued {reason: steered}; a queued one emits turn.queued first. */
 export interface SessionPromptParams {
@@ -1936,10 +1948,7 @@ export interface SessionRenameParams {
 }
 
 /** Result of `session.rename` (client → server). */
-export interface SessionRenameResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type SessionRenameResult = OkResult;
 
 /** Params of `session.resume` (client → server). Replay the events a disconnected client missed. */
 export interface SessionResumeParams {
@@ -1976,10 +1985,7 @@ export interface SessionSetActiveParams {
 }
 
 /** Result of `session.setActive` (client → server). */
-export interface SessionSetActiveResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type SessionSetActiveResult = OkResult;
 
 /** Params of `session.setAgent` (client → server). Run a session as an agent definition, or as none (addendum 17). Only the session's origin connection, a browser session's hostToolsFrom host, or a non-browser surface (for a session it originated or that is not a browser session) may call it; others get 'unauthorized'. */
 export interface SessionSetAgentParams {
@@ -2324,10 +2330,7 @@ export interface SkillInstallParams {
 }
 
 /** Result of `skill.install` (client → server). */
-export interface SkillInstallResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type SkillInstallResult = OkResult;
 
 /** Params of `skill.list` (client → server). List installed skills. */
 export type SkillListParams = Record<string, never>;
@@ -2360,10 +2363,7 @@ export interface SkillReadResult {
 export type SkillReloadParams = Record<string, never>;
 
 /** Result of `skill.reload` (client → server). */
-export interface SkillReloadResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type SkillReloadResult = OkResult;
 
 /** Params of `skill.remove` (client → server). Delete an installed skill or plugin. */
 export interface SkillRemoveParams {
@@ -2372,10 +2372,7 @@ export interface SkillRemoveParams {
 }
 
 /** Result of `skill.remove` (client → server). */
-export interface SkillRemoveResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type SkillRemoveResult = OkResult;
 
 /** Params of `skill.search` (client → server). Search available skills. */
 export interface SkillSearchParams {
@@ -2406,10 +2403,7 @@ export interface SkillWriteParams {
 }
 
 /** Result of `skill.write` (client → server). */
-export interface SkillWriteResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type SkillWriteResult = OkResult;
 
 /** Params of `system.checkUpdate` (client → server). Report whether a newer snowpea release exists; cached for 24h. */
 export interface SystemCheckUpdateParams {
@@ -2518,19 +2512,13 @@ export interface SystemReloadSettingsResult {
 export type SystemRestartParams = Record<string, never>;
 
 /** Result of `system.restart` (client → server). */
-export interface SystemRestartResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type SystemRestartResult = OkResult;
 
 /** Params of `system.shutdown` (client → server). Ask the daemon to shut down gracefully. */
 export type SystemShutdownParams = Record<string, never>;
 
 /** Result of `system.shutdown` (client → server). */
-export interface SystemShutdownResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type SystemShutdownResult = OkResult;
 
 /** Params of `system.update` (client → server). Upgrade snowpea in a detached subprocess and report progress. */
 export type SystemUpdateParams = Record<string, never>;
@@ -2560,10 +2548,7 @@ export interface TeamGuideDeleteParams {
 }
 
 /** Result of `team.guide.delete` (client → server). */
-export interface TeamGuideDeleteResult {
-  /** True when the call succeeded. */
-  ok?: boolean;
-}
+export type TeamGuideDeleteResult = OkResult;
 
 /** Params of `team.guide.get` (client → server). Read a team guide for a project or session. */
 export interface TeamGuideGetParams {
@@ -2650,7 +2635,7 @@ export interface TeamStatusResult {
   /** The task the team was given. */
   task?: string;
   /** Task board contents. */
-  tasks?: ({ agentN?: number | null; assignee?: string | null; branch?: string; conflictHunks?: string; conflictSummary?: string; dependsOn?: string[]; note?: string; retries?: number; status?: "pending" | "queued" | "claimed" | "running" | "done" | "conflict" | "merged" | "failed"; taskId: string; title: string; })[];
+  tasks?: ({ agentN?: number | null; assignee?: string | null; branch?: string; conflictHunks?: string; conflictSummary?: string; dependsOn?: string[]; note?: string; retries?: number; status?: TeamTaskStatus; taskId: string; title: string; })[];
   /** Team that was inspected. */
   teamId: string;
   /** How many workers the run was started with. */
@@ -2786,6 +2771,7 @@ export interface WebSearchParams {
 export interface WebSearchResult {
   /** The search provider that answered, e.g. 'ddgs'. */
   provider: string;
+  /** Results, best first (untrusted web content). */
   results?: ({ snippet?: string; title: string; url: string; })[];
 }
 
@@ -2981,11 +2967,13 @@ export interface ToolCancelNotification {
 export interface AgentChangedEvent {
   /** Agent definition now in force (prompt, tools, rounds); null for none. */
   agent?: string | null;
+  /** Event kind: always 'agent.changed'. */
   kind?: "agent.changed";
 }
 
 /** Payload of the `audio.spoken` session event. */
 export interface AudioSpokenEvent {
+  /** Event kind: always 'audio.spoken'. */
   kind?: "audio.spoken";
   /** Media type of that file. */
   mime?: string;
@@ -3005,6 +2993,7 @@ export interface AudioSpokenEvent {
 export interface BackendChangedEvent {
   /** Where tools now execute. */
   backend: "local" | "docker" | "ssh";
+  /** Event kind: always 'backend.changed'. */
   kind?: "backend.changed";
 }
 
@@ -3012,6 +3001,7 @@ export interface BackendChangedEvent {
 export interface CheckpointRestoredEvent {
   /** Undo checkpoint for the restore, null when none was written. */
   checkpointId?: string | null;
+  /** Event kind: always 'checkpoint.restored'. */
   kind?: "checkpoint.restored";
   /** Paths restored. */
   restored?: string[];
@@ -3023,6 +3013,7 @@ export interface CheckpointRestoredEvent {
 export interface CheckpointUpdatedEvent {
   /** The whole checkpoint manifest so far. */
   checkpoint: Checkpoint;
+  /** Event kind: always 'checkpoint.updated'. */
   kind?: "checkpoint.updated";
 }
 
@@ -3032,6 +3023,7 @@ export interface CommandProgressEvent {
   command: "ralph" | "ultrawork";
   /** 0 for the plan, then 1, 2, …. */
   iteration?: number;
+  /** Event kind: always 'command.progress'. */
   kind?: "command.progress";
   /** Set on the last event only: ralph 'complete', 'rejected', 'stopped', 'max_iterations' or 'error'; ultrawork 'complete' or 'partial'. */
   outcome?: string | null;
@@ -3049,6 +3041,7 @@ export interface CompactionEvent {
   before?: number;
   /** Messages kept verbatim after the summary. */
   kept?: number;
+  /** Event kind: always 'compaction'. */
   kind?: "compaction";
   /** Length of the summary in characters. */
   summaryChars?: number;
@@ -3058,6 +3051,7 @@ export interface CompactionEvent {
 export interface CompactionStartedEvent {
   /** Estimated tokens the history holds now. */
   before?: number;
+  /** Event kind: always 'compaction.started'. */
   kind?: "compaction.started";
   /** auto = the auto-compaction threshold triggered it. */
   reason?: "manual" | "auto";
@@ -3067,6 +3061,7 @@ export interface CompactionStartedEvent {
 export interface ContextEvent {
   /** True while 'used' is a local estimate; false once the provider reported it. */
   estimated?: boolean;
+  /** Event kind: always 'context'. */
   kind?: "context";
   /** Model the window belongs to. */
   model?: string | null;
@@ -3082,6 +3077,7 @@ export interface ContextEvent {
 
 /** Payload of the `diff` session event. */
 export interface DiffEvent {
+  /** Event kind: always 'diff'. */
   kind?: "diff";
   /** Unified diff of the change. */
   patch: string;
@@ -3093,6 +3089,7 @@ export interface DiffEvent {
 export interface ErrorEvent {
   /** One of the protocol error codes. */
   code: string;
+  /** Event kind: always 'error'. */
   kind?: "error";
   /** Human-readable detail. */
   message: string;
@@ -3102,6 +3099,7 @@ export interface ErrorEvent {
 export interface HookContinueEvent {
   /** How many times Stop hooks continued this turn so far. */
   count: number;
+  /** Event kind: always 'hook.continue'. */
   kind?: "hook.continue";
   /** The hook's instruction, handed to the model. */
   reason: string;
@@ -3111,6 +3109,7 @@ export interface HookContinueEvent {
 export interface JobDoneEvent {
   /** Job that ran. */
   jobId: string;
+  /** Event kind: always 'job.done'. */
   kind?: "job.done";
   /** Session the run used. */
   sessionId?: string | null;
@@ -3124,6 +3123,7 @@ export interface JobDoneEvent {
 export interface JobFailedEvent {
   /** Job that ran. */
   jobId: string;
+  /** Event kind: always 'job.failed'. */
   kind?: "job.failed";
   /** Session the run used. */
   sessionId?: string | null;
@@ -3137,6 +3137,7 @@ export interface JobFailedEvent {
 export interface LoopSuspectedEvent {
   /** Repeats seen in the last 20 tool calls. */
   count?: number;
+  /** Event kind: always 'loop.suspected'. */
   kind?: "loop.suspected";
   /** Tool whose call repeated. */
   tool: string;
@@ -3148,6 +3149,7 @@ export interface LspDiagnosticsEvent {
   count?: number;
   /** How many of them are errors. */
   errors?: number;
+  /** Event kind: always 'lsp.diagnostics'. */
   kind?: "lsp.diagnostics";
   /** File the diagnostics are about. */
   path: string;
@@ -3157,6 +3159,7 @@ export interface LspDiagnosticsEvent {
 
 /** Payload of the `message.delta` session event. */
 export interface MessageDeltaEvent {
+  /** Event kind: always 'message.delta'. */
   kind?: "message.delta";
   /** Text fragment to append to the current message. */
   text: string;
@@ -3166,6 +3169,7 @@ export interface MessageDeltaEvent {
 export interface MessageDoneEvent {
   /** How many times the turn was resumed after hitting the output limit. */
   continuations?: number;
+  /** Event kind: always 'message.done'. */
   kind?: "message.done";
   /** Optional message classification inside the message.done payload, for example 'interrupted' for the post-stop system note. */
   messageKind?: "" | "interrupted";
@@ -3181,6 +3185,7 @@ export interface MessageDoneEvent {
 export interface MessageReasoningEvent {
   /** Characters of reasoning so far in this turn. */
   chars?: number;
+  /** Event kind: always 'message.reasoning'. */
   kind?: "message.reasoning";
   /** Reasoning fragment; not part of the answer. */
   text?: string;
@@ -3192,6 +3197,7 @@ export interface MessageUserEvent {
   attachments?: ({ kind?: "file" | "image" | "text" | "page"; name?: string; title?: string | null; url?: string | null; })[];
   /** Set when text is a skill command: the skill body the model was given instead. Surfaces show it folded, like a tool call, not inline. */
   expansion?: { kind?: "skill" | "command"; name: string; text: string; } | null;
+  /** Event kind: always 'message.user'. */
   kind?: "message.user";
   /** Resolved @ references (path, kind, lines, truncated). */
   refs?: (Record<string, unknown>)[];
@@ -3205,6 +3211,7 @@ export interface MessageUserEvent {
 export interface ModeChangedEvent {
   /** Whether delegation mode is now in force, sent when /delegation changes it; absent when only the permission mode moved. */
   delegation?: boolean | null;
+  /** Event kind: always 'mode.changed'. */
   kind?: "mode.changed";
   /** Mode now in effect. */
   mode: PermissionMode;
@@ -3218,6 +3225,7 @@ export interface ModelChangedEvent {
   effortSource?: "session" | "model" | "vendor" | "default" | null;
   /** Tiers this model offers, weakest first; [] means it has no effort setting (effort is then null). E.g. Qwen3.8 Flash Next offers low, medium, high. */
   efforts?: ("low" | "medium" | "high" | "max")[] | null;
+  /** Event kind: always 'model.changed'. */
   kind?: "model.changed";
   /** Model id now in effect. */
   model?: string | null;
@@ -3229,6 +3237,7 @@ export interface ModelChangedEvent {
 export interface PlanUpdatedEvent {
   /** Steps marked done. */
   done?: number;
+  /** Event kind: always 'plan.updated'. */
   kind?: "plan.updated";
   /** The next pending step as 'S3 <title>'; null when none is left. */
   next?: string | null;
@@ -3252,6 +3261,7 @@ export interface SubagentDoneEvent {
   deniedCalls?: number;
   /** Unique names of tools whose calls were denied. */
   deniedTools?: string[];
+  /** Event kind: always 'subagent.done'. */
   kind?: "subagent.done";
   /** Named agent that ran, when there was one. */
   name?: string;
@@ -3266,7 +3276,7 @@ export interface SubagentDoneEvent {
   /** The subagent's own session. */
   sessionId?: string | null;
   /** Terminal state: done, error or interrupted. */
-  status?: "queued" | "running" | "done" | "error" | "interrupted";
+  status?: SubagentStatus;
   /** The subagent's final answer. */
   summary?: string;
   /** One-line label for the delegation, written by the delegating model in the user's language; empty when it wrote none. */
@@ -3279,13 +3289,14 @@ export interface SubagentDoneEvent {
 export interface SubagentSpawnEvent {
   /** Id correlating this subagent's events. */
   agentId: string;
+  /** Event kind: always 'subagent.spawn'. */
   kind?: "subagent.spawn";
   /** Named agent that was spawned. */
   name?: string;
   /** The subagent's own session, once it has one. */
   sessionId?: string | null;
   /** State at spawn: queued until a concurrency slot frees up. */
-  status?: "queued" | "running" | "done" | "error" | "interrupted";
+  status?: SubagentStatus;
   /** Task it was given. */
   task?: string;
   /** One-line label for the delegation, written by the delegating model in the user's language; empty when it wrote none. */
@@ -3296,6 +3307,7 @@ export interface SubagentSpawnEvent {
 export interface SubagentUpdateEvent {
   /** Subagent reporting progress. */
   agentId: string;
+  /** Event kind: always 'subagent.update'. */
   kind?: "subagent.update";
   /** Most recent text the subagent produced. */
   lastText?: string;
@@ -3304,7 +3316,7 @@ export interface SubagentUpdateEvent {
   /** The subagent's own session. */
   sessionId?: string | null;
   /** Lifecycle state. */
-  status?: "queued" | "running" | "done" | "error" | "interrupted";
+  status?: SubagentStatus;
   /** Human-readable progress text. */
   text?: string;
   /** One-line label for the delegation, written by the delegating model in the user's language; empty when it wrote none. */
@@ -3319,11 +3331,12 @@ export interface TeamTaskUpdateEvent {
   agentN?: number | null;
   /** Worker that owns the task. */
   assignee?: string | null;
+  /** Event kind: always 'team.task.update'. */
   kind?: "team.task.update";
   /** How many times a merge conflict re-queued it. */
   retries?: number;
   /** New state. */
-  status?: "pending" | "queued" | "claimed" | "running" | "done" | "conflict" | "merged" | "failed";
+  status?: TeamTaskStatus;
   /** Task that changed. */
   taskId: string;
   /** Team the task belongs to. */
@@ -3332,6 +3345,7 @@ export interface TeamTaskUpdateEvent {
 
 /** Payload of the `todos.updated` session event. */
 export interface TodosUpdatedEvent {
+  /** Event kind: always 'todos.updated'. */
   kind?: "todos.updated";
   /** The whole list, in order. */
   todos?: ({ content: string; id: string; status: "pending" | "in_progress" | "completed"; })[];
@@ -3343,6 +3357,7 @@ export interface ToolCallEvent {
   args?: Record<string, unknown>;
   /** Id pairing this call with its tool.result. */
   callId: string;
+  /** Event kind: always 'tool.call'. */
   kind?: "tool.call";
   /** Tool being called. */
   name: string;
@@ -3354,6 +3369,7 @@ export interface ToolProgressEvent {
   callId: string;
   /** Raw output fragment, in order. */
   chunk?: string;
+  /** Event kind: always 'tool.progress'. */
   kind?: "tool.progress";
   /** Tool that is running. */
   name: string;
@@ -3373,6 +3389,7 @@ export interface ToolResultEvent {
   content?: ContentBlock[] | null;
   /** Failure detail when ok is false. */
   error?: string | null;
+  /** Event kind: always 'tool.result'. */
   kind?: "tool.result";
   /** Host-tool facts for surfaces (e.g. pages for page preview cards); not shown to the model. Forwarded as the host gave it, also for sensitive results; dropped above 16 KB (addendum 13). */
   meta?: Record<string, unknown> | null;
@@ -3386,6 +3403,7 @@ export interface ToolResultEvent {
 
 /** Payload of the `turn.dequeued` session event. */
 export interface TurnDequeuedEvent {
+  /** Event kind: always 'turn.dequeued'. */
   kind?: "turn.dequeued";
   /** Prompts still waiting after this one left. */
   queued?: number;
@@ -3397,6 +3415,7 @@ export interface TurnDequeuedEvent {
 
 /** Payload of the `turn.done` session event. */
 export interface TurnDoneEvent {
+  /** Event kind: always 'turn.done'. */
   kind?: "turn.done";
   /** Why the turn ended. budget = the tool-round budget ran out; the turn reported what it had done before ending. stalled = consecutive rounds made no new tool or file progress. empty_response = the model ended with no text and no tool call, again after one nudge (1.23.0); an error event with code empty_response precedes it. */
   reason?: "complete" | "interrupted" | "error" | "denied" | "timeout" | "budget" | "stalled" | "empty_response";
@@ -3408,6 +3427,7 @@ export interface TurnDoneEvent {
 
 /** Payload of the `turn.queued` session event. */
 export interface TurnQueuedEvent {
+  /** Event kind: always 'turn.queued'. */
   kind?: "turn.queued";
   /** 1-based place in the queue behind the running turn. */
   position: number;
@@ -3421,6 +3441,7 @@ export interface TurnQueuedEvent {
 export interface TurnStartedEvent {
   /** Who started the turn (1.8.0). 'system' = session.continue: the input is a [system] note, no message.user is emitted, and surfaces show a status line instead of a user bubble. */
   initiator?: "user" | "system";
+  /** Event kind: always 'turn.started'. */
   kind?: "turn.started";
   /** The prompt that opened it; null when there is none. */
   prompt?: string | null;
@@ -3438,6 +3459,7 @@ export interface UsageEvent {
   cachedInputTokens?: number | null;
   /** Prompt tokens consumed. */
   inputTokens?: number;
+  /** Event kind: always 'usage'. */
   kind?: "usage";
   /** Model that served the call (1.7.0). */
   model?: string | null;

@@ -15,7 +15,7 @@ use snowpea_common::home::Home;
 use snowpea_proto::supervisor::v1::supervisor_client::SupervisorClient;
 use snowpea_proto::supervisor::v1::supervisor_server::{Supervisor, SupervisorServer};
 use snowpea_proto::supervisor::v1::{
-    RestartReply, RestartRequest, StatusReply, StatusRequest, StopReply, StopRequest,
+    RestartReply, RestartRequest, StatusReply, StopReply, StopRequest,
 };
 use tokio::net::UnixListener;
 use tokio::sync::{mpsc, oneshot};
@@ -81,7 +81,7 @@ impl ControlService {
 
 #[tonic::async_trait]
 impl Supervisor for ControlService {
-    async fn status(&self, _: Request<StatusRequest>) -> Result<Response<StatusReply>, Status> {
+    async fn status(&self, _: Request<()>) -> Result<Response<StatusReply>, Status> {
         self.ask(|reply| ControlRequest::Status { reply })
             .await
             .map(Response::new)
@@ -144,7 +144,7 @@ pub async fn status(home: &Home) -> Option<StatusReply> {
         return None;
     }
     let mut c = client(home);
-    match tokio::time::timeout(Duration::from_secs(3), c.status(StatusRequest {})).await {
+    match tokio::time::timeout(Duration::from_secs(3), c.status(())).await {
         Ok(Ok(r)) => Some(r.into_inner()),
         _ => None,
     }

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use snowpea_proto::audio::v1::audio_service_client::AudioServiceClient;
-use snowpea_proto::audio::v1::{AudioCapabilitiesParams, AudioSpeakParams, AudioTranscribeParams};
+use snowpea_proto::audio::v1::{AudioSpeakParams, AudioTranscribeParams};
 
 /// About three seconds with espeak-ng's default rate.
 const UTTERANCE: &str = "The quick brown fox jumps over the lazy dog.";
@@ -62,18 +62,14 @@ async fn main() {
     let mut c = AudioServiceClient::new(snowpea_common::client::unix_channel(&socket));
     tokio::time::sleep(Duration::from_millis(500)).await;
     println!("idle RSS after start: {} KiB", rss_kib(child.id()));
-    let caps = c
-        .capabilities(AudioCapabilitiesParams {})
-        .await
-        .unwrap()
-        .into_inner();
+    let caps = c.capabilities(()).await.unwrap().into_inner();
     println!(
         "tts providers: {:?}, stt providers: {:?}",
         caps.tts_providers, caps.stt_providers
     );
     let t = Instant::now();
     for _ in 0..100 {
-        c.capabilities(AudioCapabilitiesParams {}).await.unwrap();
+        c.capabilities(()).await.unwrap();
     }
     println!(
         "audio.capabilities (cached) mean: {:.3} ms",

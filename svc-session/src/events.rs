@@ -60,7 +60,8 @@ impl SessionEvent {
     pub fn to_proto(&self) -> pb::SessionEvent {
         pb::SessionEvent {
             kind: self.kind.clone(),
-            payload: Some(snowpea_proto::wkt::to_struct(&self.payload)),
+            // Its JSON text, so the payload's numbers (integers past 2^53 too) come back exactly.
+            payload: self.payload.to_string(),
             seq: self.seq,
             session_id: self.session_id.clone(),
             ts: self.ts.clone(),

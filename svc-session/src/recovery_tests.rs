@@ -79,7 +79,7 @@ async fn a_turn_left_open_by_a_crash_gets_a_synthetic_turn_done() {
         .map(|e| {
             (
                 e.kind.clone(),
-                snowpea_proto::wkt::from_struct(e.payload.as_ref().unwrap()),
+                serde_json::from_str::<serde_json::Value>(&e.payload).unwrap(),
             )
         })
         .collect();

@@ -135,3 +135,74 @@ async fn respond_only_from_the_origin_and_pending_is_broadcast() {
         .unwrap_err();
     assert_eq!(e.code_str(), Some("not_found"));
 }
+
+/// Free-form JSON keeps integers past 2^53 exactly on every path a client reads it from:
+/// `approval.request`, `approval.list` and the events `session.resume` replays.
+#[tokio::test]
+async fn free_form_integers_past_2_pow_53_survive_approval_list_and_session_resume() {
+    const BIG: u64 = 1 << 60;
+    let script = json!({"steps": [
+        {"match": "go", "tool_calls": [{"name": "shell", "arguments": {"command": "true", "n": BIG}}]},
+        {"after_tool": "shell", "text": "finished"}
+    ]});
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
+    let client = suite.client().await;
+    let (asked_tx, mut asked) = tokio::sync::mpsc::unbounded_channel();
+    // The client does not answer the request itself; it answers with approval.respond.
+    client.on_request("approval.request", move |p: Value| {
+        let asked_tx = asked_tx.clone();
+        async move {
+            let _ = asked_tx.send(p);
+            tokio::time::sleep(Duration::from_secs(120)).await;
+            Ok(json!({"decision": "deny"}))
+        }
+    });
+    let sid = client
+        .create_session(suite.workdir.path(), Some("accept"))
+        .await
+        .unwrap();
+    let mut events = client.events(&sid);
+    let turn = client.prompt(&sid, "go").await.unwrap();
+    let request =
+        snowpea_testkit::within(Duration::from_secs(20), "approval.request", asked.recv())
+            .await
+            .expect("approval.request");
+    assert_eq!(request["args"]["n"].as_u64(), Some(BIG), "{request}");
+
+    let listed = client
+        .call("approval.list", json!({"sessionId": sid}))
+        .await
+        .unwrap();
+    assert_eq!(
+        listed["requests"][0]["args"]["n"].as_u64(),
+        Some(BIG),
+        "{listed}"
+    );
+    client
+        .call(
+            "approval.respond",
+            json!({"requestId": request["requestId"], "decision": "allow", "scope": "once"}),
+        )
+        .await
+        .unwrap();
+    events
+        .wait_for_turn_done(&turn, Duration::from_secs(30))
+        .await
+        .unwrap();
+
+    let replayed = client.resume(&sid, 0).await.unwrap();
+    let call = replayed
+        .iter()
+        .find(|e| e.kind == "tool.call")
+        .expect("tool.call replayed");
+    assert_eq!(
+        call.payload["args"]["n"].as_u64(),
+        Some(BIG),
+        "{}",
+        call.payload
+    );
+}

@@ -19,7 +19,7 @@ use snowpea_common::client::unix_channel;
 use snowpea_common::home::Home;
 use snowpea_proto::rpc::v1::CallStatsReply;
 use snowpea_proto::supervisor::v1::supervisor_client::SupervisorClient;
-use snowpea_proto::supervisor::v1::{StatusReply, StatusRequest};
+use snowpea_proto::supervisor::v1::StatusReply;
 use snowpea_proto::system::v1::SystemInfoResult;
 use snowpea_proto::PROTOCOL_VERSION;
 
@@ -92,7 +92,7 @@ pub async fn info(daemon: &Daemon, counters: &Counters, services: &Services) -> 
 /// The supervisor's `Status`, or `None` when none answers within the deadline.
 async fn supervisor_status(home: &Home) -> Option<StatusReply> {
     let mut client = SupervisorClient::new(unix_channel(home.supervisor_socket()));
-    match tokio::time::timeout(CALL_STATS_DEADLINE, client.status(StatusRequest {})).await {
+    match tokio::time::timeout(CALL_STATS_DEADLINE, client.status(())).await {
         Ok(Ok(reply)) => Some(reply.into_inner()),
         _ => None,
     }

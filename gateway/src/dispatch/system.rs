@@ -14,13 +14,12 @@ use serde_json::Value;
 use snowpea_common::client::unix_channel;
 use snowpea_common::home::Home;
 use snowpea_proto::error::{ErrorCode, RpcError};
+use snowpea_proto::rpc::v1::OkResult;
 use snowpea_proto::schema::MethodSpec;
 use snowpea_proto::supervisor::v1::supervisor_client::SupervisorClient;
 use snowpea_proto::supervisor::v1::{RestartRequest, StopRequest};
 use snowpea_proto::system::v1::{
-    SystemCheckUpdateParams, SystemHealthParams, SystemHealthResult, SystemInfoParams,
-    SystemReloadSettingsParams, SystemReloadSettingsResult, SystemRestartParams,
-    SystemRestartResult, SystemShutdownParams, SystemShutdownResult, SystemUpdateParams,
+    SystemCheckUpdateParams, SystemHealthResult, SystemReloadSettingsResult,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -122,14 +121,14 @@ pub async fn handle(
     match method {
         SystemMethod::Hello => Err(RpcError::internal("system.hello is answered by hello")),
         SystemMethod::Health => {
-            let SystemHealthParams {} = decode(&params)?;
+            decode::<()>(&params)?;
             let result = SystemHealthResult {
                 status: "ok".into(),
             };
             Ok((encode(&out, &result)?, None))
         }
         SystemMethod::Info => {
-            let SystemInfoParams {} = decode(&params)?;
+            decode::<()>(&params)?;
             let mut v = encode(&out, &info(daemon, counters, services).await)?;
             // restartRequired becomes true once system.update finished; until then the
             // answer leaves it out, as it always has.
@@ -143,17 +142,17 @@ pub async fn handle(
             Ok((v, None))
         }
         SystemMethod::Shutdown => {
-            let SystemShutdownParams {} = decode(&params)?;
-            let result = SystemShutdownResult { ok: true };
+            decode::<()>(&params)?;
+            let result = OkResult { ok: true };
             Ok((encode(&out, &result)?, Some(AfterReply::StopSuite)))
         }
         SystemMethod::Restart => {
-            let SystemRestartParams {} = decode(&params)?;
-            let result = SystemRestartResult { ok: true };
+            decode::<()>(&params)?;
+            let result = OkResult { ok: true };
             Ok((encode(&out, &result)?, Some(AfterReply::RestartSuite)))
         }
         SystemMethod::ReloadSettings => {
-            let SystemReloadSettingsParams {} = decode(&params)?;
+            decode::<()>(&params)?;
             let result = reload_settings(services).await?;
             Ok((encode(&out, &result)?, None))
         }
@@ -164,7 +163,7 @@ pub async fn handle(
             Ok((encode(&out, &result)?, None))
         }
         SystemMethod::Update => {
-            let SystemUpdateParams {} = decode(&params)?;
+            decode::<()>(&params)?;
             Ok((encode(&out, &updates.update().await)?, None))
         }
         SystemMethod::NotImplemented => Err(RpcError::new(

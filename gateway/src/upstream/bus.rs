@@ -4,9 +4,7 @@
 use std::time::Duration;
 
 use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
-use snowpea_proto::rpc::v1::{
-    CallStatsReply, CallStatsRequest, CapabilitiesRequest, ClientReply, ConnectionSet,
-};
+use snowpea_proto::rpc::v1::{CallStatsReply, ClientReply, ConnectionSet};
 use tonic::Code;
 
 use super::services::Service;
@@ -39,12 +37,7 @@ pub async fn sync_connections(svc: &Service, set: ConnectionSet) {
 /// Asks the service for its capabilities and remembers them (system.hello answers the union).
 pub async fn refresh_capabilities(svc: &Service) {
     let mut client = client(svc);
-    match tokio::time::timeout(
-        BUS_CALL_TIMEOUT,
-        client.capabilities(CapabilitiesRequest {}),
-    )
-    .await
-    {
+    match tokio::time::timeout(BUS_CALL_TIMEOUT, client.capabilities(())).await {
         Ok(Ok(reply)) => {
             let caps = reply.into_inner().capabilities;
             tracing::debug!(service = %svc.name, ?caps, "capabilities");
@@ -73,7 +66,7 @@ pub async fn reply(svc: &Service, answer: ClientReply) {
 /// within `deadline` or does not implement `CallStats` (system.info leaves it out).
 pub async fn call_stats(svc: &Service, deadline: Duration) -> Option<CallStatsReply> {
     let mut client = client(svc);
-    match tokio::time::timeout(deadline, client.call_stats(CallStatsRequest {})).await {
+    match tokio::time::timeout(deadline, client.call_stats(())).await {
         Ok(Ok(reply)) => Some(reply.into_inner()),
         Ok(Err(e)) if e.code() == Code::Unimplemented => None,
         Ok(Err(e)) => {

@@ -22,17 +22,17 @@ use snowpea_common::context::CallContext;
 use snowpea_common::home::Home;
 use snowpea_proto::error::RpcError;
 use snowpea_proto::rpc::v1::service_bus_server::{ServiceBus, ServiceBusServer};
+use snowpea_proto::rpc::v1::OkResult;
 use snowpea_proto::rpc::v1::{
-    BusAck, CallStatsReply, CallStatsRequest, CapabilitiesReply, CapabilitiesRequest, ClientReply,
-    ConnectionSet, MethodCallStats, SubscribeRequest,
+    CallStatsReply, CapabilitiesReply, ClientReply, ConnectionSet, MethodCallStats,
+    SubscribeRequest,
 };
 use snowpea_proto::session::v1::session_service_server::{SessionService, SessionServiceServer};
 use snowpea_proto::session::v1::tool_service_server::{ToolService, ToolServiceServer};
 use snowpea_proto::session::v1::SessionSummary;
 use snowpea_proto::session::v1::{
-    SessionCloseParams, SessionCloseResult, SessionListParams, SessionListResult,
-    SessionRenameParams, SessionRenameResult, SessionResumeParams, SessionResumeResult,
-    ToolProgressParams,
+    SessionCloseParams, SessionListParams, SessionListResult, SessionRenameParams,
+    SessionResumeParams, SessionResumeResult, ToolProgressParams,
 };
 use tokio::sync::watch;
 use tokio_stream::wrappers::UnixListenerStream;
@@ -107,7 +107,7 @@ impl SessionService for FakeSession {
     async fn rename(
         &self,
         req: Request<SessionRenameParams>,
-    ) -> Result<Response<SessionRenameResult>, Status> {
+    ) -> Result<Response<OkResult>, Status> {
         let started = Instant::now();
         record(
             &self.calls,
@@ -122,15 +122,12 @@ impl SessionService for FakeSession {
             .into_status())
     }
 
-    async fn close(
-        &self,
-        req: Request<SessionCloseParams>,
-    ) -> Result<Response<SessionCloseResult>, Status> {
+    async fn close(&self, req: Request<SessionCloseParams>) -> Result<Response<OkResult>, Status> {
         let id = req.into_inner().session_id;
         if let Some(ms) = id.strip_prefix("slow-").and_then(|n| n.parse().ok()) {
             tokio::time::sleep(Duration::from_millis(ms)).await;
         }
-        Ok(Response::new(SessionCloseResult { ok: true }))
+        Ok(Response::new(OkResult { ok: true }))
     }
 
     async fn resume(
@@ -183,25 +180,16 @@ impl ServiceBus for Bus {
         self.subscribed.send_modify(|n| *n += 1);
         r
     }
-    async fn reply(&self, req: Request<ClientReply>) -> Result<Response<BusAck>, Status> {
+    async fn reply(&self, req: Request<ClientReply>) -> Result<Response<()>, Status> {
         ServiceBus::reply(&self.inner, req).await
     }
-    async fn sync_connections(
-        &self,
-        req: Request<ConnectionSet>,
-    ) -> Result<Response<BusAck>, Status> {
+    async fn sync_connections(&self, req: Request<ConnectionSet>) -> Result<Response<()>, Status> {
         ServiceBus::sync_connections(&self.inner, req).await
     }
-    async fn capabilities(
-        &self,
-        req: Request<CapabilitiesRequest>,
-    ) -> Result<Response<CapabilitiesReply>, Status> {
+    async fn capabilities(&self, req: Request<()>) -> Result<Response<CapabilitiesReply>, Status> {
         ServiceBus::capabilities(&self.inner, req).await
     }
-    async fn call_stats(
-        &self,
-        _req: Request<CallStatsRequest>,
-    ) -> Result<Response<CallStatsReply>, Status> {
+    async fn call_stats(&self, _req: Request<()>) -> Result<Response<CallStatsReply>, Status> {
         let mut by_method: BTreeMap<&str, Vec<Answered>> = BTreeMap::new();
         for a in self.calls.lock().unwrap().iter() {
             by_method.entry(a.method).or_default().push(a.clone());

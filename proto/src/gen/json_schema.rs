@@ -153,6 +153,9 @@ fn field_schema(schema: &Schema, f: &FieldDescriptor, stack: &mut Vec<String>) -
             "type": "object",
             "additionalProperties": element_schema(schema, &value, &values, stack),
         })
+    } else if rules.json_object {
+        // Free-form JSON carried as text: the same schema as a `google.protobuf.Struct`.
+        json!({"type": "object"})
     } else if f.is_list() {
         json!({"type": "array", "items": element_schema(schema, f, &rules.values, stack)})
     } else {

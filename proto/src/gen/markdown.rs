@@ -10,10 +10,10 @@ use std::fmt::Write as _;
 
 use prost_reflect::MessageDescriptor;
 
-use super::types::{one_line, own_doc, rows, Row};
+use super::types::{one_line, own_doc, rows, sorted_fields, Row};
 use super::{TransportSurface, EVENT_KINDS_INTRO, HANDSHAKE_INTRO, TRANSPORT};
 use crate::implemented::is_implemented;
-use crate::schema::{Direction, Schema};
+use crate::schema::{field_rules, Direction, Schema};
 use crate::PROTOCOL_VERSION;
 
 /// Spec text under "Error codes": how the string code travels.
@@ -195,15 +195,24 @@ fn field_table(out: &mut String, schema: &Schema, m: &MessageDescriptor, empty: 
         return;
     }
     table_header(out, &["field", "type", "required", "description"]);
-    for Row {
-        field,
-        ty,
-        required,
-        description,
-    } in &rows
+    for (
+        Row {
+            field,
+            ty,
+            required,
+            description,
+        },
+        f,
+    ) in rows.iter().zip(sorted_fields(m))
     {
         let ty = format!("`{ty}`");
         let required = if *required { "yes" } else { "no" };
+        // The table mirrors the spec's: a cell the spec leaves empty stays empty.
+        let description = if field_rules(&f).spec_undescribed {
+            ""
+        } else {
+            description
+        };
         table_row(out, &[field, &ty, required, description]);
     }
     out.push('\n');

@@ -79,6 +79,8 @@ fn ts_type_in(
             "Record<string, {}>",
             element_type(schema, &value, &field_rules(&value).values, stack, names)
         )
+    } else if rules.json_object {
+        "Record<string, unknown>".to_owned()
     } else {
         let elem = match (names, &rules.value_set) {
             // A named value list is written by its name where domain types are (the SDK).

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use snowpea_proto::audio::v1::audio_service_server::{AudioService, AudioServiceServer};
 use snowpea_proto::audio::v1::{
-    AudioCapabilitiesParams, AudioCapabilitiesResult, AudioInstallParams, AudioInstallResult,
-    AudioRecordStartParams, AudioRecordStartResult, AudioRecordStopParams, AudioRecordStopResult,
-    AudioSpeakParams, AudioSpeakResult, AudioTranscribeParams, AudioTranscribeResult,
-    AudioVoicesParams, AudioVoicesResult,
+    AudioCapabilitiesResult, AudioInstallParams, AudioInstallResult, AudioRecordStartParams,
+    AudioRecordStartResult, AudioRecordStopParams, AudioRecordStopResult, AudioSpeakParams,
+    AudioSpeakResult, AudioTranscribeParams, AudioTranscribeResult, AudioVoicesParams,
+    AudioVoicesResult,
 };
 use tonic::{Request, Response, Status};
 
@@ -42,7 +42,7 @@ impl AudioRpc {
 impl AudioService for AudioRpc {
     async fn capabilities(
         &self,
-        _req: Request<AudioCapabilitiesParams>,
+        _req: Request<()>,
     ) -> Result<Response<AudioCapabilitiesResult>, Status> {
         Ok(Response::new(self.api.capabilities().await))
     }

@@ -3,7 +3,6 @@
 use serde_json::json;
 
 use super::harness::{call, have, Svc};
-use snowpea_proto::audio::v1::AudioCapabilitiesParams;
 
 fn no_sound_device() -> bool {
     let snd = std::fs::read_dir("/dev/snd")
@@ -16,9 +15,7 @@ fn no_sound_device() -> bool {
 #[tokio::test]
 async fn nothing_pinned_reports_off_with_reasons() {
     let svc = Svc::start(json!({})).await;
-    let c = call(svc.audio().capabilities(AudioCapabilitiesParams {}))
-        .await
-        .unwrap();
+    let c = call(svc.audio().capabilities(())).await.unwrap();
     assert!(!c.tts && !c.tts_pinned && c.tts_effective.is_none() && c.tts_provider.is_none());
     assert!(c.stt.is_none() && !c.stt_pinned && c.stt_effective.is_none());
     assert!(
@@ -54,17 +51,13 @@ async fn nothing_pinned_reports_off_with_reasons() {
 #[tokio::test]
 async fn detection_follows_settings_changes() {
     let svc = Svc::start(json!({})).await;
-    let c = call(svc.audio().capabilities(AudioCapabilitiesParams {}))
-        .await
-        .unwrap();
+    let c = call(svc.audio().capabilities(())).await.unwrap();
     assert!(!c.tts_pinned);
     svc.write_settings(json!({"audio": {
         "tts": {"provider": "piper", "voice": "en_US-amy-medium", "autoSpeak": true},
         "stt": {"provider": "local-whisper", "language": "de"}
     }}));
-    let c = call(svc.audio().capabilities(AudioCapabilitiesParams {}))
-        .await
-        .unwrap();
+    let c = call(svc.audio().capabilities(())).await.unwrap();
     assert!(c.tts_pinned && c.stt_pinned);
     assert_eq!(c.voice.as_deref(), Some("en_US-amy-medium"));
     assert_eq!(
@@ -83,14 +76,10 @@ async fn detection_follows_settings_changes() {
 #[tokio::test]
 async fn detection_is_fast_and_cached() {
     let svc = Svc::start(json!({"audio": {"tts": {"provider": "espeak-ng"}}})).await;
-    let _ = call(svc.audio().capabilities(AudioCapabilitiesParams {}))
-        .await
-        .unwrap();
+    let _ = call(svc.audio().capabilities(())).await.unwrap();
     let start = std::time::Instant::now();
     for _ in 0..20 {
-        call(svc.audio().capabilities(AudioCapabilitiesParams {}))
-            .await
-            .unwrap();
+        call(svc.audio().capabilities(())).await.unwrap();
     }
     // Not a benchmark: a cached answer must not start anything (20 calls well under 2 s
     // even on a loaded 2-core CI machine; one python probe alone takes ~50 ms).

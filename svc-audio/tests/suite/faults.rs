@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use snowpea_proto::audio::v1::{AudioCapabilitiesParams, AudioSpeakParams, AudioTranscribeParams};
+use snowpea_proto::audio::v1::{AudioSpeakParams, AudioTranscribeParams};
 use snowpea_proto::error::ErrorCode;
 
 use super::harness::{alive, call, call_within, gone_within, script, Svc};
@@ -56,9 +56,7 @@ async fn a_crashing_engine_is_a_clear_error_and_the_service_lives_on() {
         e.message
     );
     // The service is still there.
-    call(svc.audio().capabilities(AudioCapabilitiesParams {}))
-        .await
-        .unwrap();
+    call(svc.audio().capabilities(())).await.unwrap();
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use snowpea_proto::audio::v1::{AudioCapabilitiesParams, AudioInstallParams, AudioVoicesParams};
+use snowpea_proto::audio::v1::{AudioInstallParams, AudioVoicesParams};
 use snowpea_proto::error::ErrorCode;
 use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
 use snowpea_proto::rpc::v1::{outbound, SubscribeRequest};
@@ -172,9 +172,7 @@ async fn a_piper_voice_installs_from_a_mirror_with_byte_progress_and_is_not_sele
         serde_json::from_slice(&std::fs::read(svc.home.path().join("settings.json")).unwrap())
             .unwrap();
     assert_eq!(on_disk, settings);
-    let c = call(svc.audio().capabilities(AudioCapabilitiesParams {}))
-        .await
-        .unwrap();
+    let c = call(svc.audio().capabilities(())).await.unwrap();
     assert_ne!(c.tts_effective.as_deref(), Some("piper"));
 
     let e = call(svc.audio().install(AudioInstallParams {
@@ -271,9 +269,7 @@ async fn pocketsphinx_installs_into_the_runtime_venv_from_a_local_wheel_dir_with
     );
     let venv_python = svc.home.path().join("audio-runtime/venv/bin/python");
     assert!(venv_python.exists());
-    let c = call(svc.audio().capabilities(AudioCapabilitiesParams {}))
-        .await
-        .unwrap();
+    let c = call(svc.audio().capabilities(())).await.unwrap();
     assert!(
         c.stt_providers.contains(&"pocketsphinx".to_string()),
         "{c:?}"

@@ -15,9 +15,10 @@ use std::sync::Arc;
 use indexmap::IndexMap;
 use snowpea_proto::mcp::v1::{
     McpAddParams, McpAddResult, McpCatalogEntry, McpCatalogResult, McpListParams, McpListResult,
-    McpReloadParams, McpReloadResult, McpRemoveParams, McpRemoveResult, McpServer, McpServerDraft,
-    McpServerTool, McpTestParams, McpTestResult, McpUpdateParams, McpUpdateResult,
+    McpReloadParams, McpReloadResult, McpRemoveParams, McpServer, McpServerDraft, McpServerTool,
+    McpTestParams, McpTestResult, McpUpdateParams,
 };
+use snowpea_proto::rpc::v1::OkResult;
 
 use crate::config::{self, file::McpFile, Declared, Scope, ServerEntry, ToolsFilter};
 use crate::error::{Error, Result};
@@ -429,7 +430,7 @@ impl McpApi {
         &self,
         p: McpUpdateParams,
         cleared: &std::collections::HashSet<String>,
-    ) -> Result<McpUpdateResult> {
+    ) -> Result<OkResult> {
         validate::check_name(&p.name)?;
         let workdir = self
             .workdir(p.workdir.as_deref(), p.session_id.as_deref())
@@ -476,11 +477,11 @@ impl McpApi {
         drop(_guard);
         tracing::info!(server = %p.name, path = %crate::clip::clip(&file.path.display().to_string()), "MCP server updated");
         self.app.host.reconcile().await;
-        Ok(McpUpdateResult { ok: true })
+        Ok(OkResult { ok: true })
     }
 
     /// `mcp.remove`.
-    pub async fn remove(&self, p: McpRemoveParams) -> Result<McpRemoveResult> {
+    pub async fn remove(&self, p: McpRemoveParams) -> Result<OkResult> {
         validate::check_name(&p.name)?;
         let workdir = self
             .workdir(p.workdir.as_deref(), p.session_id.as_deref())
@@ -505,7 +506,7 @@ impl McpApi {
             tracing::info!(server = %p.name, path = %crate::clip::clip(&file.path.display().to_string()), "MCP server removed");
         }
         self.app.host.reconcile().await;
-        Ok(McpRemoveResult { ok: true })
+        Ok(OkResult { ok: true })
     }
 
     /// `mcp.list`.

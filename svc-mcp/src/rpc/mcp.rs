@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use snowpea_proto::mcp::v1::mcp_service_server::{McpService, McpServiceServer};
 use snowpea_proto::mcp::v1::{
-    McpAddParams, McpAddResult, McpCatalogParams, McpCatalogResult, McpListParams, McpListResult,
-    McpReloadParams, McpReloadResult, McpRemoveParams, McpRemoveResult, McpTestParams,
-    McpTestResult, McpUpdateParams, McpUpdateResult,
+    McpAddParams, McpAddResult, McpCatalogResult, McpListParams, McpListResult, McpReloadParams,
+    McpReloadResult, McpRemoveParams, McpTestParams, McpTestResult, McpUpdateParams,
 };
+use snowpea_proto::rpc::v1::OkResult;
 use tonic::{Request, Response, Status};
 
 use crate::api::mcp::McpApi;
@@ -49,10 +49,7 @@ impl McpService for McpRpc {
             .map_err(Error::into_status)
     }
 
-    async fn catalog(
-        &self,
-        _req: Request<McpCatalogParams>,
-    ) -> Result<Response<McpCatalogResult>, Status> {
+    async fn catalog(&self, _req: Request<()>) -> Result<Response<McpCatalogResult>, Status> {
         Ok(Response::new(self.api.catalog()))
     }
 
@@ -75,10 +72,7 @@ impl McpService for McpRpc {
             .map_err(Error::into_status)
     }
 
-    async fn remove(
-        &self,
-        req: Request<McpRemoveParams>,
-    ) -> Result<Response<McpRemoveResult>, Status> {
+    async fn remove(&self, req: Request<McpRemoveParams>) -> Result<Response<OkResult>, Status> {
         self.api
             .remove(req.into_inner())
             .await
@@ -94,10 +88,7 @@ impl McpService for McpRpc {
             .map_err(Error::into_status)
     }
 
-    async fn update(
-        &self,
-        req: Request<McpUpdateParams>,
-    ) -> Result<Response<McpUpdateResult>, Status> {
+    async fn update(&self, req: Request<McpUpdateParams>) -> Result<Response<OkResult>, Status> {
         let cleared = crate::patch::cleared_fields(req.metadata());
         self.api
             .update(req.into_inner(), &cleared)

@@ -4,8 +4,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use snowpea_proto::mcp::v1::{
-    McpCatalogParams, McpReloadParams, McpRemoveParams, McpServerDraft as Patch, McpTestParams,
-    McpUpdateParams,
+    McpReloadParams, McpRemoveParams, McpServerDraft as Patch, McpTestParams, McpUpdateParams,
 };
 
 use super::*;
@@ -17,7 +16,7 @@ fn global_file(svc: &Svc) -> Value {
 #[tokio::test]
 async fn catalog_offers_the_curated_presets() {
     let svc = Svc::start().await;
-    let r = within(CALL, "catalog", svc.mcp().catalog(McpCatalogParams {}))
+    let r = within(CALL, "catalog", svc.mcp().catalog(()))
         .await
         .unwrap()
         .into_inner();

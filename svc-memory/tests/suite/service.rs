@@ -1,7 +1,6 @@
 //! The process: health, the bus and its capabilities.
 
 use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
-use snowpea_proto::rpc::v1::CapabilitiesRequest;
 
 use super::harness::*;
 
@@ -19,9 +18,6 @@ async fn serves_health_and_declares_real_capabilities() {
         );
     }
     let mut bus = ServiceBusClient::new(svc.channel());
-    let caps = call(bus.capabilities(CapabilitiesRequest::default()))
-        .await
-        .unwrap()
-        .capabilities;
+    let caps = call(bus.capabilities(())).await.unwrap().capabilities;
     assert_eq!(caps, vec!["siteMemory", "siteRecipes"]);
 }

@@ -3,6 +3,7 @@
 //! clock (`SetClock`). Carries no JSON-RPC names, so the gateway never exposes it.
 
 use jiff::{SignedDuration, Timestamp};
+use snowpea_proto::rpc::v1::OkResult;
 use snowpea_proto::scheduler::v1::scheduler_internal_service_server::{
     SchedulerInternalService, SchedulerInternalServiceServer,
 };
@@ -78,7 +79,7 @@ impl SchedulerInternalService for InternalRpc {
     async fn tool_cancel(
         &self,
         req: Request<ToolCancelRequest>,
-    ) -> Result<Response<JobCancelResult>, Status> {
+    ) -> Result<Response<OkResult>, Status> {
         let p = req.into_inner();
         let caller = Caller::Tool {
             session_id: p.session_id,

@@ -11,6 +11,7 @@ use jiff::Timestamp;
 use serde_json::{json, Value};
 use snowpea_common::context::CallContext;
 use snowpea_common::home::Home;
+use snowpea_proto::rpc::v1::OkResult;
 use snowpea_proto::scheduler::v1::job::Held;
 use snowpea_proto::scheduler::v1::job_service_server::{JobService, JobServiceServer};
 use snowpea_proto::scheduler::v1::*;
@@ -316,7 +317,7 @@ impl JobApi {
     }
 
     /// `job.cancel`.
-    pub fn cancel(&self, caller: &Caller, job_id: &str) -> Result<JobCancelResult, JobError> {
+    pub fn cancel(&self, caller: &Caller, job_id: &str) -> Result<OkResult, JobError> {
         let mut j = self.find(job_id)?;
         check_may_change(caller, &j, "cancel")?;
         j.enabled = false;
@@ -330,7 +331,7 @@ impl JobApi {
             json!({ "enabled": false, "state": "cancelled", "nextRunAt": null }),
         );
         self.sched.wake();
-        Ok(JobCancelResult { ok: true })
+        Ok(OkResult { ok: true })
     }
 
     /// `job.delete`.
@@ -398,14 +399,14 @@ impl JobApi {
 
     /// `job.runNow`: `ok` is false when a run of the job is already in progress (no second
     /// run is started).
-    pub fn run_now(&self, caller: &Caller, job_id: &str) -> Result<JobRunNowResult, JobError> {
+    pub fn run_now(&self, caller: &Caller, job_id: &str) -> Result<OkResult, JobError> {
         let j = self.find(job_id)?;
         check_may_change(caller, &j, "run")?;
         if j.cancelled {
             return Err(JobError::Cancelled(j.job_id));
         }
         let r = self.sched.run_now(j)?;
-        Ok(JobRunNowResult {
+        Ok(OkResult {
             ok: r == RunNow::Started,
         })
     }
@@ -563,10 +564,7 @@ impl JobRpc {
 /// the blocking pool (the shared call layer opens the span and counts the call).
 #[tonic::async_trait]
 impl JobService for JobRpc {
-    async fn cancel(
-        &self,
-        req: Request<JobCancelParams>,
-    ) -> Result<Response<JobCancelResult>, Status> {
+    async fn cancel(&self, req: Request<JobCancelParams>) -> Result<Response<OkResult>, Status> {
         let caller = Caller::Client(CallContext::of(&req));
         let job_id = req.into_inner().job_id;
         reply(
@@ -585,7 +583,7 @@ impl JobService for JobRpc {
         reply(self.api.delete(&caller, &p.job_id, p.delete_runs).await)
     }
 
-    async fn list(&self, req: Request<JobListParams>) -> Result<Response<JobListResult>, Status> {
+    async fn list(&self, req: Request<()>) -> Result<Response<JobListResult>, Status> {
         let caller = Caller::Client(CallContext::of(&req));
         reply(
             self.api
@@ -620,10 +618,7 @@ impl JobService for JobRpc {
         )
     }
 
-    async fn run_now(
-        &self,
-        req: Request<JobRunNowParams>,
-    ) -> Result<Response<JobRunNowResult>, Status> {
+    async fn run_now(&self, req: Request<JobRunNowParams>) -> Result<Response<OkResult>, Status> {
         let caller = Caller::Client(CallContext::of(&req));
         let job_id = req.into_inner().job_id;
         reply(

@@ -58,14 +58,7 @@ async fn kill9_during_a_held_run_never_runs_it_twice_and_records_its_real_result
     fake.hold.store(false, std::sync::atomic::Ordering::SeqCst);
     let mut s = Scheduler::start(home.clone(), "2026-01-15T10:01:00Z").await;
     assert_eventually!(fake.watches.lock().unwrap().as_slice() == ["s_fake_1"]);
-    let j = s
-        .jobs
-        .list(JobListParams {})
-        .await
-        .unwrap()
-        .into_inner()
-        .jobs
-        .remove(0);
+    let j = s.jobs.list(()).await.unwrap().into_inner().jobs.remove(0);
     assert_eq!(j.state, "running", "still in progress after the restart");
     assert_eq!(j.last_status, None);
     // The turn ends in svc-session: recorded with its real result.
@@ -74,14 +67,7 @@ async fn kill9_during_a_held_run_never_runs_it_twice_and_records_its_real_result
     assert_eq!(finished[0]["sessionId"], "s_fake_1");
     assert_eq!(finished[0]["text"], "ran t");
     assert_eq!(finished[0]["runId"], started[0]["runId"]);
-    let j = s
-        .jobs
-        .list(JobListParams {})
-        .await
-        .unwrap()
-        .into_inner()
-        .jobs
-        .remove(0);
+    let j = s.jobs.list(()).await.unwrap().into_inner().jobs.remove(0);
     assert_eq!(j.last_status.as_deref(), Some("ok"));
     assert_eq!(j.state, "scheduled");
     assert_eq!(fake.runs.lock().unwrap().len(), 1, "never twice");
@@ -193,13 +179,7 @@ async fn kill9_right_before_the_claim_catches_up_once_or_records_missed() {
             .collect::<Vec<_>>(),
         [(near.clone(), "2026-01-15T11:00:00Z".to_string())]
     );
-    let jobs = s
-        .jobs
-        .list(JobListParams {})
-        .await
-        .unwrap()
-        .into_inner()
-        .jobs;
+    let jobs = s.jobs.list(()).await.unwrap().into_inner().jobs;
     let f = jobs.iter().find(|j| j.job_id == far).unwrap();
     let held = f.held.as_ref().unwrap();
     assert_eq!(
@@ -304,13 +284,6 @@ async fn svc_session_killed_during_a_run_fails_it_and_the_next_occurrence_fires(
     let _session = SessionServer::start(fake.clone(), Scheduler::socket(&home, "session"));
     s.advance(60).await;
     s.expect(&["started", "finished"]).await;
-    let j = s
-        .jobs
-        .list(JobListParams {})
-        .await
-        .unwrap()
-        .into_inner()
-        .jobs
-        .remove(0);
+    let j = s.jobs.list(()).await.unwrap().into_inner().jobs.remove(0);
     assert_eq!(j.last_status.as_deref(), Some("ok"));
 }

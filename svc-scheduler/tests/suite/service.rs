@@ -56,14 +56,7 @@ async fn every_method_and_event_over_grpc() {
         rpc.message
     );
     assert_eq!(rpc.details.unwrap()["field"], "params.spec");
-    assert!(s
-        .jobs
-        .list(JobListParams {})
-        .await
-        .unwrap()
-        .into_inner()
-        .jobs
-        .is_empty());
+    assert!(s.jobs.list(()).await.unwrap().into_inner().jobs.is_empty());
 
     // job.schedule → due on the manual clock → started → finished.
     let r = s
@@ -81,14 +74,7 @@ async fn every_method_and_event_over_grpc() {
     assert_eq!(p[1]["text"], "ran say hi");
 
     // job.list.
-    let j = s
-        .jobs
-        .list(JobListParams {})
-        .await
-        .unwrap()
-        .into_inner()
-        .jobs
-        .remove(0);
+    let j = s.jobs.list(()).await.unwrap().into_inner().jobs.remove(0);
     assert_eq!(j.job_id, id);
     assert_eq!(
         (
@@ -203,13 +189,7 @@ async fn every_method_and_event_over_grpc() {
             .ok
     );
     s.expect(&["updated"]).await;
-    let jobs = s
-        .jobs
-        .list(JobListParams {})
-        .await
-        .unwrap()
-        .into_inner()
-        .jobs;
+    let jobs = s.jobs.list(()).await.unwrap().into_inner().jobs;
     let c = jobs.iter().find(|j| j.job_id == hid).unwrap();
     assert_eq!(
         (c.state.as_str(), c.enabled, c.next_run_at.as_deref()),
@@ -264,16 +244,7 @@ async fn every_method_and_event_over_grpc() {
         ..Default::default()
     });
     assert!(s.jobs.schedule(in_template).await.is_err());
-    assert_eq!(
-        s.jobs
-            .list(JobListParams {})
-            .await
-            .unwrap()
-            .into_inner()
-            .jobs
-            .len(),
-        2
-    );
+    assert_eq!(s.jobs.list(()).await.unwrap().into_inner().jobs.len(), 2);
 
     // job.delete{deleteRuns}: the two finished runs' sessions are deleted through svc-session.
     let d = s
@@ -340,7 +311,7 @@ async fn meta_jobs_belong_to_their_browser_client() {
     // Another browser sees it owned, without meta or fingerprint, and may not run it.
     let other = s
         .jobs
-        .list(as_client("browser", "b2", Request::new(JobListParams {})))
+        .list(as_client("browser", "b2", Request::new(())))
         .await
         .unwrap()
         .into_inner()
@@ -378,7 +349,7 @@ async fn meta_jobs_belong_to_their_browser_client() {
     // The owner sees meta and the sealed fingerprint.
     let mine = s
         .jobs
-        .list(as_client("browser", "b1", Request::new(JobListParams {})))
+        .list(as_client("browser", "b1", Request::new(())))
         .await
         .unwrap()
         .into_inner()
@@ -445,14 +416,7 @@ async fn agent_tool_jobs_report_created_via_tool_and_reach_their_origin_session(
         fake.events.lock().unwrap().clone() == vec![("s_chat".to_string(), "job.done".to_string())]
     });
     // The spent one-shot is disabled.
-    let j = s
-        .jobs
-        .list(JobListParams {})
-        .await
-        .unwrap()
-        .into_inner()
-        .jobs
-        .remove(0);
+    let j = s.jobs.list(()).await.unwrap().into_inner().jobs.remove(0);
     assert!(!j.enabled && j.next_run_at.is_none());
 }
 
@@ -609,14 +573,7 @@ async fn oversized_params_are_invalid_params_naming_the_field() {
         .await
         .unwrap_err();
     assert_eq!(invalid_field(&e), "params.jobId");
-    assert!(s
-        .jobs
-        .list(JobListParams {})
-        .await
-        .unwrap()
-        .into_inner()
-        .jobs
-        .is_empty());
+    assert!(s.jobs.list(()).await.unwrap().into_inner().jobs.is_empty());
 }
 
 #[tokio::test]
@@ -637,13 +594,7 @@ async fn an_explicit_zero_in_the_session_template_is_kept() {
         .unwrap()
         .into_inner()
         .job_id;
-    let jobs = s
-        .jobs
-        .list(JobListParams {})
-        .await
-        .unwrap()
-        .into_inner()
-        .jobs;
+    let jobs = s.jobs.list(()).await.unwrap().into_inner().jobs;
     let window = |id: &str| {
         jobs.iter()
             .find(|j| j.job_id == id)

@@ -117,7 +117,7 @@ type ClientAnswer<'a> =
 
 struct Pending {
     session_id: String,
-    /// The request as `approval.list` reports it (its `args` as a `Struct`).
+    /// The request as `approval.list` reports it (`args` as its JSON text, exactly).
     request: pb::ApprovalRequest,
     answer: oneshot::Sender<Resolution>,
 }
@@ -235,19 +235,18 @@ impl Approvals {
             risk: ask.risk.to_owned(),
             scope_hint: "once".into(),
             timeout_sec,
+            // Free-form JSON as its text: `approval.request`, `approval.pending` and
+            // `approval.list` write it exactly as the tool call gave it.
+            args: ask.args.to_string(),
             ..Default::default()
         };
-        // The arguments travel verbatim (free-form); `approval.list` answers them as a Struct.
-        let args = ask.args.clone();
         let (answer, mut answered) = oneshot::channel();
         {
             let (sid, tid, rid, text) = (
                 session.id.clone(),
                 ask.turn_id.to_owned(),
                 request_id.clone(),
-                request
-                    .to_request_params(&[("/args", args.clone())])
-                    .to_string(),
+                request.to_request_params(&[]).to_string(),
             );
             self.log.write_later(move |c| {
                 store::approvals::insert(c, &rid, &sid, &tid, &text, &now_iso())
@@ -257,20 +256,14 @@ impl Approvals {
             request_id.clone(),
             Pending {
                 session_id: session.id.clone(),
-                request: pb::ApprovalRequest {
-                    args: Some(snowpea_proto::wkt::to_struct(&args)),
-                    ..request.clone()
-                },
+                request: request.clone(),
                 answer,
             },
         );
-        self.log.publish_with(
-            &pb::ApprovalPendingNotification {
-                host_tools_from: session.host_tools_from(),
-                request: Some(request.clone()),
-            },
-            &[("/request/args", args.clone())],
-        );
+        self.log.publish(&pb::ApprovalPendingNotification {
+            host_tools_from: session.host_tools_from(),
+            request: Some(request.clone()),
+        });
         self.changed(session, "approval");
         // The events before this ask (the tool.call it is about) reach clients first.
         if let Err(e) = self.log.flush().await {
@@ -290,12 +283,8 @@ impl Approvals {
                 Some(o) if inflight.as_ref().is_some_and(|(t, _)| *t == o) => {}
                 Some(o) if failed_on.as_deref() != Some(o.as_str()) => {
                     let remaining = deadline.saturating_duration_since(Instant::now());
-                    let (hub, conn, params, args) =
-                        (self.hub.clone(), o.clone(), request.clone(), args.clone());
-                    let fut = async move {
-                        hub.request(&conn, &params, &[("/args", args)], remaining)
-                            .await
-                    };
+                    let (hub, conn, params) = (self.hub.clone(), o.clone(), request.clone());
+                    let fut = async move { hub.request(&conn, &params, &[], remaining).await };
                     inflight = Some((o, Box::pin(fut)));
                 }
                 _ => inflight = None,

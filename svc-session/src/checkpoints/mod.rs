@@ -25,6 +25,7 @@ use std::sync::Mutex;
 
 use snowpea_common::home::Home;
 use snowpea_common::time::now_iso;
+use snowpea_proto::rpc::v1::OkResult;
 use snowpea_proto::session::v1 as pb;
 
 use crate::error::{Error, Result};
@@ -597,10 +598,7 @@ impl Checkpoints {
     }
 
     /// `checkpoint.delete`: one checkpoint (`id`) or all of the session's; always `ok`.
-    pub async fn delete(
-        &self,
-        p: pb::CheckpointDeleteParams,
-    ) -> Result<pb::CheckpointDeleteResult> {
+    pub async fn delete(&self, p: pb::CheckpointDeleteParams) -> Result<OkResult> {
         paths::check_id("params.sessionId", &p.session_id)?;
         match p.id.as_deref() {
             Some(id) => {
@@ -615,7 +613,7 @@ impl Checkpoints {
             }
             None => self.delete_session(&p.session_id).await?,
         }
-        Ok(pb::CheckpointDeleteResult { ok: true })
+        Ok(OkResult { ok: true })
     }
 
     /// Removes every checkpoint of a session and its store directory (`checkpoint.delete`

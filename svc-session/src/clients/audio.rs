@@ -101,7 +101,7 @@ pub const CAPABILITIES_TIMEOUT: Duration = Duration::from_secs(2);
 pub async fn usable_engines(home: &Home) -> (Vec<String>, Vec<String>) {
     let mut client =
         AudioServiceClient::new(snowpea_common::client::unix_channel(home.socket("audio")));
-    let req = snowpea_proto::audio::v1::AudioCapabilitiesParams::default();
+    let req = ();
     match tokio::time::timeout(CAPABILITIES_TIMEOUT, client.capabilities(req)).await {
         Ok(Ok(r)) => {
             let r = r.into_inner();

@@ -310,7 +310,7 @@ fn checked_string(value: &Value, field: &str) -> Result<String> {
 impl Providers {
     /// `provider.list`: the listed presets in catalog order, then the user-named servers of
     /// the settings (sorted), each with what is configured. Never shows a secret.
-    pub async fn list(&self, _p: pb::ProviderListParams) -> Result<pb::ProviderListResult> {
+    pub async fn list(&self, _p: ()) -> Result<pb::ProviderListResult> {
         let settings = self.global_settings()?;
         let credentials = self.credentials()?;
         let now = jiff::Timestamp::now().as_second();
@@ -336,7 +336,7 @@ impl Providers {
     /// `setup.status` reports as `configuredProviders`).
     pub async fn configured_vendors(&self) -> Result<Vec<String>> {
         Ok(self
-            .list(pb::ProviderListParams {})
+            .list(())
             .await?
             .providers
             .into_iter()
@@ -349,7 +349,7 @@ impl Providers {
     pub async fn configure(
         &self,
         p: pb::ProviderConfigureParams,
-    ) -> Result<pb::ProviderConfigureResult> {
+    ) -> Result<snowpea_proto::rpc::v1::OkResult> {
         let vendor = vendor_name(&p.vendor, "params.vendor")?;
         let config = p
             .config
@@ -359,7 +359,7 @@ impl Providers {
         let patch = Patch::parse(&vendor, &config)?;
         if patch.forgets_everything() {
             self.forget(&vendor)?;
-            return Ok(pb::ProviderConfigureResult { ok: true });
+            return Ok(snowpea_proto::rpc::v1::OkResult { ok: true });
         }
         let known = presets::preset(&vendor).is_some();
         let preset = presets::preset(&vendor).filter(|p| p.listed);
@@ -394,13 +394,16 @@ impl Providers {
         self.inner.models.forget(&vendor);
         self.announce_change();
         tracing::info!(vendor, "provider configured");
-        Ok(pb::ProviderConfigureResult { ok: true })
+        Ok(snowpea_proto::rpc::v1::OkResult { ok: true })
     }
 
     /// `provider.remove`: forgets a vendor's credentials and settings (and
     /// `providers.default` when it named it), ends a login in progress. `invalid_params` for
     /// an empty name or `default`; `not_found` when nothing of it is stored.
-    pub async fn remove(&self, p: pb::ProviderRemoveParams) -> Result<pb::ProviderRemoveResult> {
+    pub async fn remove(
+        &self,
+        p: pb::ProviderRemoveParams,
+    ) -> Result<snowpea_proto::rpc::v1::OkResult> {
         let vendor = vendor_name(&p.vendor, "params.vendor")?;
         let settings = self.global_settings()?;
         let credentials = self.credentials()?;
@@ -419,7 +422,7 @@ impl Providers {
             }));
         }
         self.forget(&vendor)?;
-        Ok(pb::ProviderRemoveResult { ok: true })
+        Ok(snowpea_proto::rpc::v1::OkResult { ok: true })
     }
 
     /// Removes everything stored for `vendor` (settings section, default, credentials, a

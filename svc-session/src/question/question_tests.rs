@@ -138,12 +138,11 @@ async fn respond_from_any_client_with_edges_and_the_awaiting_question_status() {
     let sessions = h.app.sessions.list(Default::default()).await.unwrap();
     assert_eq!(sessions.sessions[0].status, "awaiting_question");
     assert_eq!(sessions.sessions[0].pending_questions, 1);
-    let respond =
-        |answers: Vec<pb::question_respond_params::Answer>, id: &str| pb::QuestionRespondParams {
-            answers,
-            request_id: id.to_owned(),
-        };
-    let ans = |sel: &[&str], text: Option<&str>| pb::question_respond_params::Answer {
+    let respond = |answers: Vec<pb::QuestionAnswer>, id: &str| pb::QuestionRespondParams {
+        answers,
+        request_id: id.to_owned(),
+    };
+    let ans = |sel: &[&str], text: Option<&str>| pb::QuestionAnswer {
         selected: sel.iter().map(|s| s.to_string()).collect(),
         text: text.map(str::to_owned),
     };
@@ -400,7 +399,7 @@ async fn a_bad_answer_from_the_origin_keeps_the_batch_pending_for_question_respo
         .questions
         .respond(pb::QuestionRespondParams {
             answers: vec![
-                pb::question_respond_params::Answer {
+                pb::QuestionAnswer {
                     selected: vec!["pg".into()],
                     text: None,
                 },

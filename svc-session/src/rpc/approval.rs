@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use snowpea_common::context::CallContext;
+use snowpea_proto::rpc::v1::OkResult;
 use snowpea_proto::session::v1 as pb;
 use snowpea_proto::session::v1::approval_service_server::{ApprovalService, ApprovalServiceServer};
 use tonic::{Request, Response, Status};
@@ -46,9 +47,9 @@ impl ApprovalService for ApprovalRpc {
     async fn respond(
         &self,
         req: Request<pb::ApprovalRespondParams>,
-    ) -> Result<Response<pb::ApprovalRespondResult>, Status> {
+    ) -> Result<Response<OkResult>, Status> {
         let ctx = CallContext::of(&req);
         self.app.approvals.respond(&ctx, req.into_inner())?;
-        Ok(Response::new(pb::ApprovalRespondResult { ok: true }))
+        Ok(Response::new(OkResult { ok: true }))
     }
 }

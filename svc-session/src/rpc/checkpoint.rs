@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use snowpea_proto::rpc::v1::OkResult;
 use snowpea_proto::session::v1 as pb;
 use snowpea_proto::session::v1::checkpoint_service_server::{
     CheckpointService, CheckpointServiceServer,
@@ -34,7 +35,7 @@ impl CheckpointService for CheckpointRpc {
     async fn delete(
         &self,
         req: Request<pb::CheckpointDeleteParams>,
-    ) -> Result<Response<pb::CheckpointDeleteResult>, Status> {
+    ) -> Result<Response<OkResult>, Status> {
         Ok(Response::new(
             self.app.checkpoints.delete(req.into_inner()).await?,
         ))

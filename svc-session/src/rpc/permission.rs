@@ -58,11 +58,9 @@ impl PermissionService for PermissionRpc {
     async fn allowlist_remove(
         &self,
         req: Request<pb::PermissionAllowlistRemoveParams>,
-    ) -> Result<Response<pb::PermissionAllowlistRemoveResult>, Status> {
+    ) -> Result<Response<snowpea_proto::rpc::v1::OkResult>, Status> {
         let ctx = CallContext::of(&req);
         self.app.allowlist.remove(&ctx, req.into_inner()).await?;
-        Ok(Response::new(pb::PermissionAllowlistRemoveResult {
-            ok: true,
-        }))
+        Ok(Response::new(snowpea_proto::rpc::v1::OkResult { ok: true }))
     }
 }

@@ -32,16 +32,13 @@ impl ProviderService for ProviderRpc {
     async fn configure(
         &self,
         req: Request<pb::ProviderConfigureParams>,
-    ) -> Result<Response<pb::ProviderConfigureResult>, Status> {
+    ) -> Result<Response<snowpea_proto::rpc::v1::OkResult>, Status> {
         Ok(Response::new(
             self.app.providers.configure(req.into_inner()).await?,
         ))
     }
 
-    async fn list(
-        &self,
-        req: Request<pb::ProviderListParams>,
-    ) -> Result<Response<pb::ProviderListResult>, Status> {
+    async fn list(&self, req: Request<()>) -> Result<Response<pb::ProviderListResult>, Status> {
         Ok(Response::new(
             self.app.providers.list(req.into_inner()).await?,
         ))
@@ -68,7 +65,7 @@ impl ProviderService for ProviderRpc {
     async fn remove(
         &self,
         req: Request<pb::ProviderRemoveParams>,
-    ) -> Result<Response<pb::ProviderRemoveResult>, Status> {
+    ) -> Result<Response<snowpea_proto::rpc::v1::OkResult>, Status> {
         Ok(Response::new(
             self.app.providers.remove(req.into_inner()).await?,
         ))

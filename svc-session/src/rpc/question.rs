@@ -46,8 +46,8 @@ impl QuestionService for QuestionRpc {
     async fn respond(
         &self,
         req: Request<pb::QuestionRespondParams>,
-    ) -> Result<Response<pb::QuestionRespondResult>, Status> {
+    ) -> Result<Response<snowpea_proto::rpc::v1::OkResult>, Status> {
         self.app.questions.respond(req.into_inner()).await?;
-        Ok(Response::new(pb::QuestionRespondResult { ok: true }))
+        Ok(Response::new(snowpea_proto::rpc::v1::OkResult { ok: true }))
     }
 }

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use snowpea_common::context::CallContext;
+use snowpea_proto::rpc::v1::OkResult;
 use snowpea_proto::session::v1 as pb;
 use snowpea_proto::session::v1::session_service_server::{SessionService, SessionServiceServer};
 use tonic::{Request, Response, Status};
@@ -55,10 +56,10 @@ impl SessionService for SessionRpc {
     async fn close(
         &self,
         req: Request<pb::SessionCloseParams>,
-    ) -> Result<Response<pb::SessionCloseResult>, Status> {
+    ) -> Result<Response<OkResult>, Status> {
         let p = req.into_inner();
         self.app.sessions.close(&p.session_id).await?;
-        Ok(Response::new(pb::SessionCloseResult { ok: true }))
+        Ok(Response::new(OkResult { ok: true }))
     }
 
     async fn prompt(
@@ -73,9 +74,9 @@ impl SessionService for SessionRpc {
     async fn interrupt(
         &self,
         req: Request<pb::SessionInterruptParams>,
-    ) -> Result<Response<pb::SessionInterruptResult>, Status> {
+    ) -> Result<Response<OkResult>, Status> {
         self.app.turns.interrupt(&req.get_ref().session_id)?;
-        Ok(Response::new(pb::SessionInterruptResult { ok: true }))
+        Ok(Response::new(OkResult { ok: true }))
     }
 
     async fn resume(
@@ -90,10 +91,10 @@ impl SessionService for SessionRpc {
     async fn rename(
         &self,
         req: Request<pb::SessionRenameParams>,
-    ) -> Result<Response<pb::SessionRenameResult>, Status> {
+    ) -> Result<Response<OkResult>, Status> {
         let p = req.into_inner();
         self.app.sessions.rename(&p.session_id, &p.title).await?;
-        Ok(Response::new(pb::SessionRenameResult { ok: true }))
+        Ok(Response::new(OkResult { ok: true }))
     }
 
     async fn set_mode(
@@ -130,7 +131,7 @@ impl SessionService for SessionRpc {
     async fn notice(
         &self,
         req: Request<pb::SessionNoticeParams>,
-    ) -> Result<Response<pb::SessionNoticeResult>, Status> {
+    ) -> Result<Response<snowpea_proto::rpc::v1::OkResult>, Status> {
         Ok(Response::new(self.app.turns.notice(req.into_inner())?))
     }
 
@@ -150,7 +151,7 @@ impl SessionService for SessionRpc {
     async fn set_active(
         &self,
         req: Request<pb::SessionSetActiveParams>,
-    ) -> Result<Response<pb::SessionSetActiveResult>, Status> {
+    ) -> Result<Response<snowpea_proto::rpc::v1::OkResult>, Status> {
         let ctx = CallContext::of(&req);
         Ok(Response::new(
             self.app.sessions.set_active(&ctx, req.into_inner()).await?,

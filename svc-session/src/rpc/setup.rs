@@ -38,10 +38,7 @@ impl SetupService for SetupRpc {
         ))
     }
 
-    async fn catalog(
-        &self,
-        req: Request<pb::SetupCatalogParams>,
-    ) -> Result<Response<pb::SetupCatalogResult>, Status> {
+    async fn catalog(&self, req: Request<()>) -> Result<Response<pb::SetupCatalogResult>, Status> {
         Ok(Response::new(
             self.app.setup.catalog(req.into_inner()).await?,
         ))

@@ -49,16 +49,13 @@ impl SkillService for SkillRpc {
     async fn install(
         &self,
         req: Request<pb::SkillInstallParams>,
-    ) -> Result<Response<pb::SkillInstallResult>, Status> {
+    ) -> Result<Response<snowpea_proto::rpc::v1::OkResult>, Status> {
         Ok(Response::new(
             self.app.skills.install(req.into_inner()).await?,
         ))
     }
 
-    async fn list(
-        &self,
-        _req: Request<pb::SkillListParams>,
-    ) -> Result<Response<pb::SkillListResult>, Status> {
+    async fn list(&self, _req: Request<()>) -> Result<Response<pb::SkillListResult>, Status> {
         Ok(Response::new(self.app.skills.list().await?))
     }
 
@@ -71,15 +68,15 @@ impl SkillService for SkillRpc {
 
     async fn reload(
         &self,
-        _req: Request<pb::SkillReloadParams>,
-    ) -> Result<Response<pb::SkillReloadResult>, Status> {
+        _req: Request<()>,
+    ) -> Result<Response<snowpea_proto::rpc::v1::OkResult>, Status> {
         Ok(Response::new(self.app.skills.reload().await?))
     }
 
     async fn remove(
         &self,
         req: Request<pb::SkillRemoveParams>,
-    ) -> Result<Response<pb::SkillRemoveResult>, Status> {
+    ) -> Result<Response<snowpea_proto::rpc::v1::OkResult>, Status> {
         Ok(Response::new(
             self.app.skills.remove(req.into_inner()).await?,
         ))
@@ -97,7 +94,7 @@ impl SkillService for SkillRpc {
     async fn write(
         &self,
         req: Request<pb::SkillWriteParams>,
-    ) -> Result<Response<pb::SkillWriteResult>, Status> {
+    ) -> Result<Response<snowpea_proto::rpc::v1::OkResult>, Status> {
         Ok(Response::new(
             self.app.skills.write(req.into_inner()).await?,
         ))

@@ -18,7 +18,7 @@ impl Sessions {
         &self,
         ctx: &CallContext,
         p: pb::SessionSetActiveParams,
-    ) -> Result<pb::SessionSetActiveResult> {
+    ) -> Result<snowpea_proto::rpc::v1::OkResult> {
         let session = self.get(&p.session_id)?;
         let kind = session.row().kind().to_owned();
         if kind != KIND_CHAT {
@@ -32,7 +32,7 @@ impl Sessions {
         self.save(&session);
         self.changed(&session, "active");
         self.log.flush().await?;
-        Ok(pb::SessionSetActiveResult { ok: true })
+        Ok(snowpea_proto::rpc::v1::OkResult { ok: true })
     }
 
     /// A client's `session.prompt` / `session.steer` marks a chat session active too (spec

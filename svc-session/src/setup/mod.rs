@@ -85,7 +85,7 @@ impl Setup {
     }
 
     /// `setup.catalog`.
-    pub async fn catalog(&self, _p: pb::SetupCatalogParams) -> Result<pb::SetupCatalogResult> {
+    pub async fn catalog(&self, _p: ()) -> Result<pb::SetupCatalogResult> {
         let settings = self.settings.global();
         let configured = providers::configured_providers(&self.home, &settings, &*self.env);
         let (stt, tts) = crate::clients::audio::usable_engines(&self.home).await;

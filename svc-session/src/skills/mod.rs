@@ -273,13 +273,13 @@ impl Skills {
     }
 
     /// `skill.write`: validates, writes verbatim, reloads.
-    pub async fn write(&self, p: pb::SkillWriteParams) -> Result<pb::SkillWriteResult> {
+    pub async fn write(&self, p: pb::SkillWriteParams) -> Result<snowpea_proto::rpc::v1::OkResult> {
         validate_name(&p.name).map_err(|m| Error::invalid("params.name", m))?;
         validate_skill(&p.name, &p.content)?;
         let path = self.target(&p.scope, &p.workdir, &p.name)?;
         blocking(move || write_skill_file(&path, &p.content)).await?;
         self.reloaded("skill.write");
-        Ok(pb::SkillWriteResult { ok: true })
+        Ok(snowpea_proto::rpc::v1::OkResult { ok: true })
     }
 
     /// `skill.create` with `content`: validates, refuses to overwrite without `force`,
@@ -345,7 +345,10 @@ impl Skills {
 
     /// `skill.remove`: an installed plugin (`plugins/<name>`; a linked one loses only its
     /// link) or a global skill (`skills/<name>`); `not_found` otherwise.
-    pub async fn remove(&self, p: pb::SkillRemoveParams) -> Result<pb::SkillRemoveResult> {
+    pub async fn remove(
+        &self,
+        p: pb::SkillRemoveParams,
+    ) -> Result<snowpea_proto::rpc::v1::OkResult> {
         validate_name(&p.name).map_err(|m| Error::invalid("params.name", m))?;
         let plugin = self.plugins_dir().join(&p.name);
         let skill = self.home.root().join("skills").join(&p.name);
@@ -373,13 +376,13 @@ impl Skills {
             )));
         }
         self.reloaded("skill.remove");
-        Ok(pb::SkillRemoveResult { ok: true })
+        Ok(snowpea_proto::rpc::v1::OkResult { ok: true })
     }
 
     /// `skill.reload`: reloads the global roots and announces it.
-    pub async fn reload(&self) -> Result<pb::SkillReloadResult> {
+    pub async fn reload(&self) -> Result<snowpea_proto::rpc::v1::OkResult> {
         self.reloaded("skill.reload");
-        Ok(pb::SkillReloadResult { ok: true })
+        Ok(snowpea_proto::rpc::v1::OkResult { ok: true })
     }
 
     /// `skill.search` (see [`search`]).
@@ -392,12 +395,15 @@ impl Skills {
     }
 
     /// `skill.install` (see [`install`]); reloads after.
-    pub async fn install(&self, p: pb::SkillInstallParams) -> Result<pb::SkillInstallResult> {
+    pub async fn install(
+        &self,
+        p: pb::SkillInstallParams,
+    ) -> Result<snowpea_proto::rpc::v1::OkResult> {
         let name =
             install::install(&self.plugins_dir(), &p.source, p.link, &self.sources()).await?;
         tracing::info!(plugin = %name, link = p.link, "plugin installed");
         self.reloaded("skill.install");
-        Ok(pb::SkillInstallResult { ok: true })
+        Ok(snowpea_proto::rpc::v1::OkResult { ok: true })
     }
 }
 

@@ -225,13 +225,13 @@ impl Turns {
 
     /// `session.notice`: queues a `[system]` line for the model's next call (module doc).
     /// `ok: false` when [`NOTICE_MAX_PENDING`] notices already wait and this one is dropped.
-    pub fn notice(&self, p: pb::SessionNoticeParams) -> Result<pb::SessionNoticeResult> {
+    pub fn notice(&self, p: pb::SessionNoticeParams) -> Result<snowpea_proto::rpc::v1::OkResult> {
         let session = self.sessions.get(&p.session_id)?;
         let text = clean_notice(&p.text);
         if text.is_empty() {
             return Err(Error::invalid("params.text", "must not be empty"));
         }
-        Ok(pb::SessionNoticeResult {
+        Ok(snowpea_proto::rpc::v1::OkResult {
             ok: push_notice(&session, text),
         })
     }
