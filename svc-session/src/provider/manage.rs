@@ -310,7 +310,7 @@ fn checked_string(value: &Value, field: &str) -> Result<String> {
 impl Providers {
     /// `provider.list`: the listed presets in catalog order, then the user-named servers of
     /// the settings (sorted), each with what is configured. Never shows a secret.
-    pub async fn list(&self, _p: ()) -> Result<pb::ProviderListResult> {
+    pub async fn list(&self) -> Result<pb::ProviderListResult> {
         let settings = self.global_settings()?;
         let credentials = self.credentials()?;
         let now = jiff::Timestamp::now().as_second();
@@ -336,7 +336,7 @@ impl Providers {
     /// `setup.status` reports as `configuredProviders`).
     pub async fn configured_vendors(&self) -> Result<Vec<String>> {
         Ok(self
-            .list(())
+            .list()
             .await?
             .providers
             .into_iter()

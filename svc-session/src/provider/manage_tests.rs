@@ -23,11 +23,7 @@ fn field(e: Error) -> String {
 }
 
 async fn list(h: &Harness) -> Vec<pb::provider_list_result::Provider> {
-    h.providers
-        .list(Default::default())
-        .await
-        .unwrap()
-        .providers
+    h.providers.list().await.unwrap().providers
 }
 
 fn find<'a>(

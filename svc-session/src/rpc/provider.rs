@@ -38,10 +38,8 @@ impl ProviderService for ProviderRpc {
         ))
     }
 
-    async fn list(&self, req: Request<()>) -> Result<Response<pb::ProviderListResult>, Status> {
-        Ok(Response::new(
-            self.app.providers.list(req.into_inner()).await?,
-        ))
+    async fn list(&self, _req: Request<()>) -> Result<Response<pb::ProviderListResult>, Status> {
+        Ok(Response::new(self.app.providers.list().await?))
     }
 
     async fn login_web(

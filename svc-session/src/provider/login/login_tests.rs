@@ -203,12 +203,7 @@ async fn device_code_login_is_issued_polled_and_stored() {
         "device request, one pending poll, the grant"
     );
 
-    let listed = h
-        .providers
-        .list(Default::default())
-        .await
-        .unwrap()
-        .providers;
+    let listed = h.providers.list().await.unwrap().providers;
     let openai = listed.iter().find(|p| p.vendor == "openai").unwrap();
     assert_eq!(
         (openai.configured, openai.auth_status.as_str()),
@@ -387,12 +382,7 @@ async fn an_expiring_login_is_renewed_with_its_refresh_token() {
         h.json("credentials.json")["providers"]["openai"]["accessToken"],
         "at-old"
     );
-    let listed = h
-        .providers
-        .list(Default::default())
-        .await
-        .unwrap()
-        .providers;
+    let listed = h.providers.list().await.unwrap().providers;
     assert_eq!(
         listed
             .iter()
@@ -416,12 +406,7 @@ async fn an_expiring_login_is_renewed_with_its_refresh_token() {
         "kept when the answer has none"
     );
     assert!(openai["expiresAt"].as_i64().unwrap() > now + 600);
-    let listed = h
-        .providers
-        .list(Default::default())
-        .await
-        .unwrap()
-        .providers;
+    let listed = h.providers.list().await.unwrap().providers;
     assert_eq!(
         listed
             .iter()
