@@ -48,8 +48,9 @@ async fn every_method_answers_as_the_declaration_says() {
         "declaration and suite disagree:\n{}",
         wrong.join("\n")
     );
+    // The walk covered the whole client surface, most of it implemented.
     assert!(
-        implemented > 40 && not_yet > 40,
+        implemented > 40 && implemented + not_yet > 100,
         "{implemented} / {not_yet}"
     );
     // The suite still answers after every call (nothing above stopped it).

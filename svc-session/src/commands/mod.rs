@@ -398,15 +398,7 @@ fn builtin_schema(b: &dyn Builtin) -> Value {
 /// Splits a prompt starting with `/` into the command name and its raw args (everything
 /// after the first space); `None` for any other text (or a bare `/`).
 pub fn parse_slash(text: &str) -> Option<(String, String)> {
-    let rest = text.trim_start().strip_prefix('/')?;
-    let (name, args) = match rest.find(char::is_whitespace) {
-        Some(i) => (&rest[..i], rest[i..].trim()),
-        None => (rest, ""),
-    };
-    if name.is_empty() || name.starts_with('/') {
-        return None;
-    }
-    Some((name.to_owned(), args.to_owned()))
+    crate::turn::slash::parse(text).map(|c| (c.name, c.args))
 }
 
 impl Commands {

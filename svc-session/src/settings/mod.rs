@@ -39,6 +39,12 @@ use snowpea_proto::wkt;
 
 use crate::error::{Error, Result};
 
+/// Keys `settings.set` refuses (`invalid_params` naming the key): they make the daemon run
+/// a program (`system.update` runs `updates.command`) or choose where an upgrade comes
+/// from, so a client holding the token must not be able to set them without a person
+/// editing `settings.json` by hand.
+pub const FILE_ONLY_KEYS: &[&str] = &["updates.command", "updates.indexUrl"];
+
 /// Which document a call reads or writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
@@ -175,6 +181,16 @@ impl Settings {
             return Err(Error::invalid(
                 &format!("params.patch.{path}"),
                 "is the mask \"***\" that settings.get shows in place of a secret; send the real value, or leave the field out to keep it",
+            ));
+        }
+        if let Some(key) = FILE_ONLY_KEYS.iter().find(|k| {
+            patch
+                .pointer(&format!("/{}", k.replace('.', "/")))
+                .is_some()
+        }) {
+            return Err(Error::invalid(
+                &format!("params.patch.{key}"),
+                "names a program the daemon runs or where it fetches one from; it can only be set by editing settings.json by hand",
             ));
         }
         let touched: Vec<String> = fields.keys().cloned().collect();

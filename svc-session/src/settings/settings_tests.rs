@@ -304,3 +304,37 @@ async fn get_shows_the_file_as_it_is_while_reload_still_reports_the_hand_edit() 
         (true, vec!["providers".to_owned()])
     );
 }
+
+#[tokio::test]
+async fn keys_that_name_a_program_to_run_are_refused_and_the_file_is_unchanged() {
+    let (t, owner) = owner();
+    let path = t.path().join("settings.json");
+    std::fs::write(&path, b"{\"updates\": {\"check\": true}}\n").unwrap();
+    let before = std::fs::read(&path).unwrap();
+    for (patch, field) in [
+        (
+            json!({"updates": {"command": ["sh", "-c", "id"]}}),
+            "params.patch.updates.command",
+        ),
+        (
+            json!({"updates": {"indexUrl": "http://127.0.0.1:1/x"}}),
+            "params.patch.updates.indexUrl",
+        ),
+    ] {
+        let e = owner
+            .set(set_params(patch, "global", None))
+            .await
+            .unwrap_err();
+        assert_eq!(field_of(e), field);
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+    // Other `updates` keys stay settable.
+    owner
+        .set(set_params(
+            json!({"updates": {"check": false}}),
+            "global",
+            None,
+        ))
+        .await
+        .unwrap();
+}

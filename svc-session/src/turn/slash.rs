@@ -1,8 +1,6 @@
 //! Slash commands in prompt text (spec `session.prompt{text}`: "a leading '/' is parsed as
-//! a slash command"). This is the one parse function the commands component extends; until
-//! it exists no command is known, so a turn whose prompt is a command ends with
-//! `error{not_found}` + `turn.done{reason:"error"}` without a model call
-//! ([`super::Turns::run_turn`]).
+//! a slash command"): the one grammar [`crate::commands::parse_slash`] and the `@`-reference
+//! resolver share; a parsed command runs as a command turn ([`super::Turns::run_turn`]).
 
 /// A parsed `/name args…` prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,11 +29,6 @@ pub fn parse(text: &str) -> Option<SlashCommand> {
         name: name.to_owned(),
         args: rest[end..].trim().to_owned(),
     })
-}
-
-/// Whether a command of this name exists. None does until the commands component arrives.
-pub fn is_known(_command: &SlashCommand) -> bool {
-    false
 }
 
 #[cfg(test)]
