@@ -191,19 +191,6 @@ impl App {
             .filter(|h| !h.is_empty())
             .map(|h| std::path::PathBuf::from(h).join(".claude"));
         let skills = Arc::new(Skills::open(home.clone(), claude_home, registry.clone()));
-        let commands = Arc::new(Commands::new(
-            events.clone(),
-            sessions.clone(),
-            tools.clone(),
-            checkpoints.clone(),
-            skills.clone(),
-        ));
-        commands.watch();
-        let limits = TurnLimits {
-            max_tool_rounds: config.max_tool_rounds,
-            output_cap: config.output_cap,
-            provider_idle_timeout: config.provider_idle_timeout,
-        };
         let models = Arc::new(Models::new(
             home.clone(),
             events.clone(),
@@ -215,6 +202,25 @@ impl App {
             sessions.clone(),
             models.clone(),
         ));
+        let commands = Arc::new(Commands::new(
+            events.clone(),
+            sessions.clone(),
+            tools.clone(),
+            checkpoints.clone(),
+            skills.clone(),
+            crate::commands::Peers {
+                models: models.clone(),
+                compaction: compaction.clone(),
+                settings: settings.clone(),
+                allowlist: allowlist.clone(),
+            },
+        ));
+        commands.watch();
+        let limits = TurnLimits {
+            max_tool_rounds: config.max_tool_rounds,
+            output_cap: config.output_cap,
+            provider_idle_timeout: config.provider_idle_timeout,
+        };
         let turns = Arc::new(Turns::new(
             home.clone(),
             limits,

@@ -187,11 +187,18 @@ async fn slash_commands_skills_plugins_and_snowpea_cmd() {
     assert_eq!(first(&ev, "mode.changed")["mode"], "accept");
     assert_eq!(first(&ev, "message.done")["data"]["mode"], "accept");
 
-    // --- /compact through the command path: session.compact is not in this build.
+    // --- /compact through the command path: session.compact as the command's turn (only
+    // command turns so far: nothing to summarise, so no model call).
     let (ev, reason) = run(&client, &sid, "compact", "").await;
-    assert_eq!(reason, "error");
-    assert_eq!(first(&ev, "error")["code"], "not_implemented");
-    assert!(!kinds(&ev).contains(&"usage"));
+    assert_eq!(reason, "complete", "{:?}", kinds(&ev));
+    let k = kinds(&ev);
+    assert!(
+        k.contains(&"compaction.started") && k.contains(&"compaction"),
+        "{k:?}"
+    );
+    assert_eq!(first(&ev, "compaction")["auto"], false);
+    assert!(first(&ev, "message.done")["data"]["before"].is_number());
+    assert!(!k.contains(&"usage"));
 
     // --- An unknown command: error{not_found} + turn.done{error}, no model call.
     let (ev, reason) = prompt(&client, &sid, "/no-such-command with args").await;

@@ -60,13 +60,14 @@ command where marked *, are read):
   plan|accept|auto [status]           medium_write   switch the permission mode
   mode [plan|accept|auto|status]*     medium_write   (mode save: not in this build)
   tools*                              read
-  model [status]*                     medium_write   (switching: needs session.setModel)
-  effort                              medium_write   unavailable in this build
-  compact                             medium_write   unavailable in this build
-  busy [status]*                      low_write
+  model [status|<ref>|inherit]*       medium_write   session.setModel
+  effort [status|low|…|max|inherit]*  medium_write   session.setEffort
+  compact [focus]                     medium_write   session.compact
+  busy [status|queue|steer]*          low_write      writes agent.busy
   mcp [status|enable|disable|reconnect]*  medium_write
   schedule [list|add|cancel]*         add low_write, cancel medium_write
-  allow, allowlist                    unavailable in this build
+  allow <pattern>*                    medium_write   permission.allowlist.add
+  allowlist [list|add|remove]*        medium_write   permission.allowlist.*
   memory [search|forget]*             search read, forget high_risk (not in this build)
   usage*                              read
   export [md|json|txt|html]           low_write      writes .snowpea/exports/…

@@ -299,6 +299,354 @@ async fn skill_create_from_a_description_drafts_validates_and_saves() {
     assert!(e.to_string().contains("params.description"), "{e}");
 }
 
+/// The data of a command that succeeded.
+fn data_of(r: Reply) -> serde_json::Value {
+    match r {
+        Reply::Done { data, .. } => data,
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn model_and_effort_switch_through_the_models_component() {
+    let mut h = Harness::with_settings(
+        json!({"default": {"text": "ok"}}),
+        json!({"models": {"default": "openai:gpt-4o"}}),
+    )
+    .await;
+    let sid = h.create("accept").await;
+    let s = h.app.sessions.get(&sid).unwrap();
+    let c = h.app.commands.clone();
+    // Status: what the next call uses, read even headless.
+    let d = data_of(c.execute(&s, "model", "", "", true).await.unwrap());
+    assert_eq!(
+        (d["model"].as_str(), d["pinned"].as_bool()),
+        (Some("gpt-4o"), Some(false))
+    );
+    // A switch needs --yes headless and changes nothing without it.
+    let f = c
+        .execute(&s, "model", "openai:o3", "", true)
+        .await
+        .unwrap_err();
+    assert_eq!(f.stable, codes::CONFIRM_REQUIRED);
+    assert_eq!(s.row().model, None);
+    let d = data_of(
+        c.execute(&s, "model", "openai:o3 --yes", "", true)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        (d["model"].as_str(), d["pinned"].as_bool()),
+        (Some("o3"), Some(true))
+    );
+    assert_eq!(s.row().model.as_deref(), Some("o3"));
+    // The next model call uses it.
+    let t = h.prompt(&sid, "hello").await;
+    let ev = h.until_done(&t, |_| None).await;
+    assert_eq!(of_kind(&ev, "usage")[0]["payload"]["model"], "o3");
+    // A reference to nothing configured: invalid_params naming it, the pin kept.
+    let f = c
+        .execute(&s, "model", "nosuchvendor", "", false)
+        .await
+        .unwrap_err();
+    assert_eq!((f.code, f.stable), ("invalid_params", codes::INVALID_ARGS));
+    assert!(f.message.contains("nosuchvendor"), "{f:?}");
+    assert_eq!(s.row().model.as_deref(), Some("o3"));
+    let f = c.execute(&s, "model", "a b", "", false).await.unwrap_err();
+    assert_eq!(f.stable, codes::INVALID_ARGS);
+    // inherit clears the pin.
+    let d = data_of(c.execute(&s, "model", "inherit", "", false).await.unwrap());
+    assert_eq!(
+        (d["model"].as_str(), d["pinned"].as_bool()),
+        (Some("gpt-4o"), Some(false))
+    );
+
+    // /effort as a command turn (on a model with effort tiers): model.changed, then the
+    // reply with the pin.
+    c.execute(&s, "model", "openai:o3", "", false)
+        .await
+        .unwrap();
+    let t = h.prompt(&sid, "/effort high").await;
+    let ev = h.until_done(&t, |_| None).await;
+    assert_eq!(done_reason(&ev), "complete", "{:?}", kinds(&ev));
+    let changed = of_kind(&ev, "model.changed");
+    assert_eq!(
+        changed.last().unwrap()["payload"]["effort"],
+        "high",
+        "{:?}",
+        kinds(&ev)
+    );
+    let d = &of_kind(&ev, "message.done")[0]["payload"]["data"];
+    assert_eq!(
+        (d["effort"].as_str(), d["pinned"].as_str()),
+        (Some("high"), Some("high"))
+    );
+    assert_eq!(s.row().effort.as_deref(), Some("high"));
+    let d = data_of(c.execute(&s, "effort", "status", "", true).await.unwrap());
+    assert_eq!(d["effortSource"], "session");
+    // A bad level: invalid_params naming it, the pin kept.
+    let t = h.prompt(&sid, "/effort extreme").await;
+    let ev = h.until_done(&t, |_| None).await;
+    assert_eq!(done_reason(&ev), "error");
+    let e = &of_kind(&ev, "error")[0]["payload"];
+    assert_eq!(e["code"], "invalid_params");
+    assert!(e["message"].as_str().unwrap().contains("extreme"), "{e}");
+    assert_eq!(s.row().effort.as_deref(), Some("high"));
+    let d = data_of(c.execute(&s, "effort", "inherit", "", false).await.unwrap());
+    assert!(d["pinned"].is_null(), "{d}");
+    assert_eq!(s.row().effort, None);
+}
+
+#[tokio::test]
+async fn compact_summarises_the_history_as_a_command_turn() {
+    let mut h = Harness::with_settings(
+        json!({"steps": [{"match": "conversation to summarise", "text": "SUMMARY: two chats."}], "default": {"text": "fine"}}),
+        json!({"context": {"keepLastMessages": 2}}),
+    )
+    .await;
+    let sid = h.create("accept").await;
+    for text in ["first question", "second question"] {
+        let t = h
+            .prompt(&sid, &format!("{text} {}", "words ".repeat(200)))
+            .await;
+        h.until_done(&t, |_| None).await;
+    }
+    let t = h.prompt(&sid, "/compact keep the questions").await;
+    let ev = h.until_done(&t, |_| None).await;
+    assert_eq!(done_reason(&ev), "complete", "{:?}", kinds(&ev));
+    let k = kinds(&ev);
+    let at = |kind: &str| {
+        k.iter()
+            .position(|x| x == kind)
+            .unwrap_or_else(|| panic!("{kind}: {k:?}"))
+    };
+    assert!(at("compaction.started") < at("compaction") && at("compaction") < at("message.done"));
+    let c = &of_kind(&ev, "compaction")[0]["payload"];
+    assert_eq!(
+        (c["auto"].as_bool(), c["kept"].as_i64()),
+        (Some(false), Some(2))
+    );
+    let d = &of_kind(&ev, "message.done")[0]["payload"]["data"];
+    assert_eq!(d["summaryChars"], "SUMMARY: two chats.".len());
+    assert!(d["after"].as_i64() < d["before"].as_i64(), "{d}");
+    let summariser = crate::provider::fake_provider(&h.script)
+        .unwrap()
+        .received();
+    assert!(summariser
+        .last()
+        .unwrap()
+        .system
+        .contains("keep the questions"));
+    // The next turn starts from the summary.
+    let t = h.prompt(&sid, "third question").await;
+    h.until_done(&t, |_| None).await;
+    let last = crate::provider::fake_provider(&h.script)
+        .unwrap()
+        .received()
+        .pop()
+        .unwrap();
+    assert_eq!(
+        last.messages[0].content,
+        "Session summary\n\nSUMMARY: two chats."
+    );
+    // Headless without --yes: refused, nothing compacted; an unknown option is bad args.
+    let s = h.app.sessions.get(&sid).unwrap();
+    let f = h
+        .app
+        .commands
+        .execute(&s, "compact", "", "", true)
+        .await
+        .unwrap_err();
+    assert_eq!(f.stable, codes::CONFIRM_REQUIRED);
+    let t = h.prompt(&sid, "/compact --deep").await;
+    let ev = h.until_done(&t, |_| None).await;
+    assert_eq!(
+        of_kind(&ev, "error")[0]["payload"]["code"],
+        "invalid_params"
+    );
+    assert!(of_kind(&ev, "compaction.started").is_empty());
+    // Inside a model turn (the session_command_run tool) it is refused.
+    let f = h
+        .app
+        .commands
+        .execute(&s, "compact", "--yes", "", true)
+        .await
+        .unwrap_err();
+    assert_eq!(f.code, "session_busy");
+}
+
+#[tokio::test]
+async fn busy_writes_agent_busy_through_the_settings_component() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    let sid = h.create("accept").await;
+    let s = h.app.sessions.get(&sid).unwrap();
+    let c = &h.app.commands;
+    let d = data_of(c.execute(&s, "busy", "", "", true).await.unwrap());
+    assert_eq!(
+        (d["agentBusy"].as_str(), d["source"].as_str()),
+        (Some("steer"), Some("default"))
+    );
+    // low_write: no --yes needed; written to the global settings like settings.set.
+    let d = data_of(c.execute(&s, "busy", "queue", "", true).await.unwrap());
+    assert_eq!(
+        (d["scope"].as_str(), d["effective"].as_str()),
+        (Some("global"), Some("queue"))
+    );
+    let global: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(h.home.settings_path()).unwrap()).unwrap();
+    assert_eq!(global["agent"]["busy"], "queue");
+    let d = data_of(c.execute(&s, "busy", "status", "", false).await.unwrap());
+    assert_eq!(
+        (d["agentBusy"].as_str(), d["source"].as_str()),
+        (Some("queue"), Some("global"))
+    );
+    // The project scope wins for this session; the global write then says so.
+    let d = data_of(
+        c.execute(&s, "busy", "steer --scope=project", "", false)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        (d["effective"].as_str(), d["source"].as_str()),
+        (Some("steer"), Some("project"))
+    );
+    let project = std::fs::read_to_string(h.workdir.join(".snowpea/settings.json")).unwrap();
+    assert!(project.contains("steer"), "{project}");
+    match c.execute(&s, "busy", "queue", "", false).await.unwrap() {
+        Reply::Done { text, .. } => assert!(text.contains("still follows the project"), "{text}"),
+        other => panic!("{other:?}"),
+    }
+    // Bad forms name the problem and change nothing.
+    let before = std::fs::read(h.home.settings_path()).unwrap();
+    for (args, needle) in [
+        ("sometimes", "sometimes"),
+        ("queue --scope=nowhere", "--scope"),
+        ("queue --when=now", "--when"),
+        ("queue steer", "one word"),
+    ] {
+        let f = c.execute(&s, "busy", args, "", false).await.unwrap_err();
+        assert_eq!(f.stable, codes::INVALID_ARGS, "{args}");
+        assert!(f.message.contains(needle), "{args}: {f:?}");
+    }
+    assert_eq!(std::fs::read(h.home.settings_path()).unwrap(), before);
+}
+
+#[tokio::test]
+async fn allow_and_allowlist_go_through_the_allowlist_component() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    let sid = h.create("accept").await;
+    let s = h.app.sessions.get(&sid).unwrap();
+    let c = &h.app.commands;
+    // Headless without --yes: refused, nothing stored.
+    let f = c
+        .execute(&s, "allow", "cargo test", "", true)
+        .await
+        .unwrap_err();
+    assert_eq!(f.stable, codes::CONFIRM_REQUIRED);
+    assert!(!h.workdir.join(".snowpea/settings.json").exists());
+    // A command prefix, in the project by default.
+    let d = data_of(
+        c.execute(&s, "allow", "cargo test --yes", "", true)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        (d["pattern"].as_str(), d["scope"].as_str()),
+        (Some("cargo test"), Some("project"))
+    );
+    let project_id = d["patternId"].as_str().unwrap().to_owned();
+    let project = std::fs::read_to_string(h.workdir.join(".snowpea/settings.json")).unwrap();
+    assert!(
+        project.contains("cargo test") && project.contains(&project_id),
+        "{project}"
+    );
+    // A duplicate keeps its id; a bare tool name is tool:<name>.
+    let d = data_of(
+        c.execute(&s, "allowlist", "add 'cargo test'", "", false)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(d["patternId"].as_str(), Some(project_id.as_str()));
+    let d = data_of(
+        c.execute(&s, "allow", "read_file --scope=session", "", false)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        (d["pattern"].as_str(), d["scope"].as_str()),
+        (Some("tool:read_file"), Some("session"))
+    );
+    let session_id = d["patternId"].as_str().unwrap().to_owned();
+    // The list (read, headless without --yes) shows both; --scope filters.
+    let d = data_of(c.execute(&s, "allowlist", "", "", true).await.unwrap());
+    let ids: Vec<&str> = d["patterns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["patternId"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&project_id.as_str()) && ids.contains(&session_id.as_str()),
+        "{d}"
+    );
+    let d = data_of(
+        c.execute(&s, "allowlist", "list --scope=session", "", true)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(d["patterns"].as_array().unwrap().len(), 1, "{d}");
+    // Bad patterns, scopes and ids name the problem.
+    for (cmd, args, needle, code) in [
+        ("allow", "tool:shell", "tool:shell", codes::INVALID_ARGS),
+        ("allow", "x --scope=forever", "--scope", codes::INVALID_ARGS),
+        ("allowlist", "add", "missing pattern", codes::INVALID_ARGS),
+        ("allowlist", "remove", "remove <id>", codes::INVALID_ARGS),
+        ("allowlist", "drop x", "drop", codes::INVALID_ARGS),
+        ("allowlist", "remove al-nope", "al-nope", codes::NOT_FOUND),
+    ] {
+        let f = c.execute(&s, cmd, args, "", false).await.unwrap_err();
+        assert_eq!(f.stable, code, "/{cmd} {args}: {f:?}");
+        assert!(f.message.contains(needle), "/{cmd} {args}: {f:?}");
+    }
+    // remove is a medium write; confirmed, it removes.
+    let f = c
+        .execute(&s, "allowlist", &format!("remove {project_id}"), "", true)
+        .await
+        .unwrap_err();
+    assert_eq!(f.stable, codes::CONFIRM_REQUIRED);
+    c.execute(
+        &s,
+        "allowlist",
+        &format!("remove {project_id} --yes"),
+        "",
+        true,
+    )
+    .await
+    .unwrap();
+    c.execute(&s, "allowlist", &format!("remove {session_id}"), "", false)
+        .await
+        .unwrap();
+    let d = data_of(c.execute(&s, "allowlist", "list", "", true).await.unwrap());
+    assert!(d["patterns"].as_array().unwrap().is_empty(), "{d}");
+    // None of these is listed as unavailable any more.
+    let list = c
+        .list(pb::CommandListParams {
+            session_id: Some(sid.clone()),
+        })
+        .await
+        .unwrap();
+    for name in ["model", "effort", "compact", "busy", "allow", "allowlist"] {
+        let cmd = list.commands.iter().find(|x| x.name == name).unwrap();
+        let schema = snowpea_proto::wkt::from_struct(cmd.args_schema.as_ref().unwrap());
+        assert!(schema.get("x-available").is_none(), "{name}: {schema}");
+        assert!(
+            !cmd.summary.contains("unavailable"),
+            "{name}: {}",
+            cmd.summary
+        );
+    }
+}
+
 /// Figures for docs/PERFORMANCE.md ("Slash commands"); run with `--ignored --nocapture`.
 #[tokio::test]
 #[ignore]

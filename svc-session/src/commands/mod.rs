@@ -25,9 +25,13 @@ use serde_json::{json, Value};
 use snowpea_proto::session::v1 as pb;
 
 use crate::checkpoints::Checkpoints;
+use crate::compaction::Compaction;
 use crate::error::Result;
 use crate::events::EventLog;
+use crate::models::Models;
+use crate::permission::Allowlist;
 use crate::session::{Session, Sessions};
+use crate::settings::Settings;
 use crate::skills::{Kind, Skills};
 use crate::tools::Tools;
 
@@ -305,6 +309,22 @@ pub enum Target {
     Markdown(Box<crate::skills::Entry>),
 }
 
+/// The components the session-changing built-ins act through (`/model`, `/effort`:
+/// [`Models`]; `/compact`: [`Compaction`]; `/busy`: [`Settings`]; `/allow`, `/allowlist`:
+/// [`Allowlist`]) — the same calls as `session.setModel`, `session.setEffort`,
+/// `session.compact`, `settings.set` and `permission.allowlist.*`.
+#[derive(Debug, Clone)]
+pub struct Peers {
+    /// `session.setModel` / `session.setEffort`.
+    pub models: Arc<Models>,
+    /// `session.compact`.
+    pub compaction: Arc<Compaction>,
+    /// `settings.set`.
+    pub settings: Arc<Settings>,
+    /// `permission.allowlist.*`.
+    pub allowlist: Arc<Allowlist>,
+}
+
 /// The command registry (see the module doc).
 pub struct Commands {
     pub(crate) log: EventLog,
@@ -312,6 +332,7 @@ pub struct Commands {
     pub(crate) tools: Arc<Tools>,
     pub(crate) checkpoints: Arc<Checkpoints>,
     pub(crate) skills: Arc<Skills>,
+    pub(crate) peers: Peers,
 }
 
 impl std::fmt::Debug for Commands {
@@ -409,6 +430,7 @@ impl Commands {
         tools: Arc<Tools>,
         checkpoints: Arc<Checkpoints>,
         skills: Arc<Skills>,
+        peers: Peers,
     ) -> Self {
         Commands {
             log,
@@ -416,6 +438,7 @@ impl Commands {
             tools,
             checkpoints,
             skills,
+            peers,
         }
     }
 

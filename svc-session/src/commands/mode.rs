@@ -1,6 +1,7 @@
 //! `/mode [plan|accept|auto|status|save]`: bare or `status` reports the mode (read); a
 //! mode name switches to it (medium_write). `save` (keeping the mode as the default of new
-//! sessions) needs the settings methods and answers `not_implemented` in this build.
+//! sessions) answers `not_implemented`: `permissions.defaultMode` can be written, but
+//! `session.create` does not apply it yet, so saving it would change nothing.
 
 use super::{Builtin, Call, Commands, Failure, Risk, Run};
 
@@ -30,7 +31,7 @@ impl Builtin for ModeCmd {
                 None | Some("status") => super::modes::status(call),
                 Some(m @ ("plan" | "accept" | "auto")) => super::modes::switch(cx, call, m).await,
                 Some("save") => Err(Failure::not_implemented(
-                    "/mode save keeps a default mode in the settings, which arrive with settings.* (not in this build)",
+                    "/mode save: session.create does not apply permissions.defaultMode in this build, so a saved default would change nothing",
                 )),
                 Some(other) => Err(Failure::args(format!(
                     "unknown mode {other:?}: use plan, accept, auto, status or save"

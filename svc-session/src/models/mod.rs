@@ -168,7 +168,7 @@ impl Models {
 
     /// `(vendor, model, effort)` now in effect for `session`, for `model.changed` and the
     /// replies: from the provider when one can be chosen, else from the routed choice.
-    fn now_in_effect(
+    pub(crate) fn now_in_effect(
         &self,
         session: &Session,
     ) -> Result<(Option<String>, Option<String>, effort::Effort)> {

@@ -303,6 +303,23 @@ impl Allowlist {
         }
     }
 
+    /// `permission.allowlist.add` on behalf of `session` (the `/allow` and `/allowlist add`
+    /// commands): validates `pattern` (`invalid_params` on `pattern`) and stores it in
+    /// `scope` — the session's own entries, its workdir's project file, or the global file;
+    /// a duplicate returns the existing id.
+    pub async fn add_for(&self, session: &Session, scope: Scope, pattern: &str) -> Result<String> {
+        let pattern = pattern.trim().to_owned();
+        Pattern::parse(&pattern).map_err(|e| Error::invalid("pattern", e))?;
+        match scope {
+            Scope::Session => self.add_session(&session.id, &pattern).await,
+            Scope::Project => {
+                self.add_file(scope, Some(&session.workdir()), pattern)
+                    .await
+            }
+            Scope::Always => self.add_file(scope, None, pattern).await,
+        }
+    }
+
     async fn add_session(&self, session_id: &str, pattern: &str) -> Result<String> {
         let row = store::allowlist::Row {
             pattern_id: snowpea_common::ids::new_id("al"),
