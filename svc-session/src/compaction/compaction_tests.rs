@@ -135,6 +135,8 @@ async fn a_failing_provider_gets_the_fallback_summary_and_a_running_turn_is_refu
     let t = h.prompt(&sid, "slow").await;
     let err = h.app.turns.compact(compact(&sid, None)).await.unwrap_err();
     assert!(matches!(err, crate::error::Error::SessionBusy(_)), "{err}");
+    // The message a client shows is one readable sentence (no source-indentation run).
+    assert!(!err.to_string().contains("  "), "{err}");
     h.app.turns.interrupt(&sid).unwrap();
     h.until_done(&t, |_| None).await;
 }

@@ -427,7 +427,7 @@ impl Turns {
             let mut st = session.turns();
             if let Some(t) = &st.running {
                 return Err(Error::SessionBusy(format!(
-                    "session {} is running turn {}; compact it when the turn has ended                      (or interrupt it first)",
+                    "session {} is running turn {}; compact it when the turn has ended (or interrupt it first)",
                     session.id, t.turn_id
                 )));
             }
