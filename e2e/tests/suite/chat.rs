@@ -112,7 +112,8 @@ async fn chat_streams_answers_asks_approvals_shows_diffs_and_interrupts_in_tmux(
     // After the client exits, the same pane shows its exit status and the terminal modes
     // (`stty -a`: raw mode off means `icanon` and `echo` are back). The paths are arguments
     // of `sh -c '"$@"…' sh <argv>`, never part of the shell text.
-    let wrapper = r#""$@"; echo "chat exit status $?"; stty -a; exec sleep 600"#;
+    let wrapper =
+        r#""$@"; echo "chat exit status $?"; stty -a; echo "stty printed"; exec sleep 600"#;
     let out = tmux.cmd(&[
         "new-session",
         "-d",
@@ -219,6 +220,8 @@ async fn chat_streams_answers_asks_approvals_shows_diffs_and_interrupts_in_tmux(
     tmux.wait_for("press Ctrl-C again to leave").await;
     tmux.key("C-c");
     tmux.wait_for("chat exit status 0").await;
+    // `stty -a` prints after the exit status: wait for all of it before reading the modes.
+    tmux.wait_for("stty printed").await;
     let screen = tmux.screen();
     assert!(
         screen.contains("left snowpea chat; continue with: snowpea chat --session s_"),
