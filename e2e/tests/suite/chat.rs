@@ -85,6 +85,10 @@ fn script() -> serde_json::Value {
              "tool_calls": [{"name": "shell", "arguments": {"command": "echo ran > ran.txt"}}]},
             {"after_tool": "shell",
              "text": "## Summary\n\nAll **finished**:\n\n- wrote `notes.txt`\n- ran the command\n"},
+            {"match": "quiz", "tool_calls": [{"name": "ask_user", "arguments": {"questions": [
+                {"header": "DB", "question": "Which database?",
+                 "options": [{"label": "sqlite"}, {"label": "postgres"}]}]}}]},
+            {"after_tool": "ask_user", "text": "Noted your database."},
             {"match": "slow", "delaySec": 120, "text": "too late"}
         ],
         "default": {"text": "Hello from the streamed chat answer."}
@@ -206,6 +210,38 @@ async fn chat_streams_answers_asks_approvals_shows_diffs_and_interrupts_in_tmux(
         "alpha\nbeta\n"
     );
     assert!(suite.workdir.path().join("ran.txt").exists());
+
+    // 3b. The agent asks a question (`ask_user` → `question.request` to this client): the
+    // modal shows it, `↓` picks the second option, `Enter` answers, and the model gets it.
+    tmux.type_line("quiz me");
+    tmux.wait_for("the agent asks").await;
+    tmux.wait_for("Which database?").await;
+    tmux.key("Down");
+    tmux.key("Enter");
+    tmux.wait_for("Noted your database.").await;
+    tmux.wait_for("● ready").await;
+    let screen = tmux.screen();
+    assert!(
+        !screen.contains("the agent asks"),
+        "the question modal closed:\n{screen}"
+    );
+    let client = suite.client().await;
+    let listed = client.call("session.list", json!({})).await.unwrap();
+    let sid = listed["sessions"][0]["sessionId"]
+        .as_str()
+        .expect("the chat's session")
+        .to_owned();
+    let events = client.resume(&sid, 0).await.unwrap();
+    let answer = events
+        .iter()
+        .filter(|e| e.kind == "tool.result")
+        .map(|e| e.payload.to_string())
+        .find(|p| p.contains("Which database?"))
+        .expect("the ask_user result");
+    assert!(
+        answer.contains("postgres"),
+        "the picked option reached the model: {answer}"
+    );
 
     // 4. A slow turn, interrupted with Esc.
     tmux.type_line("slow one");
