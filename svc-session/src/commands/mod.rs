@@ -547,9 +547,8 @@ impl Commands {
                 code: "invalid_params",
                 stable: codes::CONFIRM_REQUIRED,
                 message: format!(
-                    "/{} {} is a {} write: pass --yes (confirm: true) to run it",
-                    cmd.name,
-                    args.raw.trim(),
+                    "/{} is a {} write: pass --yes (confirm: true) to run it",
+                    format!("{} {}", cmd.name, args.raw.trim()).trim_end(),
                     tier.as_str()
                 ),
             });
