@@ -53,14 +53,6 @@ impl Commands {
     }
 }
 
-fn str_arg<'a>(args: &'a Value, key: &str) -> Result<Option<&'a str>, String> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(format!("argument `{key}` must be a string")),
-    }
-}
-
 struct ListTool {
     cx: Arc<Commands>,
 }
@@ -88,7 +80,7 @@ impl Tool for ListTool {
     }
     fn plan(&self, args: &Value, _workdir: &Path) -> Result<ToolPlan, String> {
         crate::tools::args::object(args)?;
-        if let Some(r) = str_arg(args, "risk")? {
+        if let Some(r) = crate::tools::args::optional_str(args, "risk")? {
             if !["read", "low_write", "medium_write", "high_risk"].contains(&r) {
                 return Err(
                     "argument `risk` must be read, low_write, medium_write or high_risk".into(),
@@ -149,7 +141,7 @@ impl Tool for RunTool {
     fn plan(&self, args: &Value, _workdir: &Path) -> Result<ToolPlan, String> {
         crate::tools::args::object(args)?;
         let command = crate::tools::args::required_str(args, "command")?;
-        let extra = str_arg(args, "args")?.unwrap_or_default();
+        let extra = crate::tools::args::optional_str(args, "args")?.unwrap_or_default();
         crate::tools::args::optional_bool(args, "confirm")?;
         Ok(ToolPlan {
             permission: self.permission(),
