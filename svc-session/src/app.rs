@@ -26,6 +26,7 @@ use crate::settings::Settings;
 use crate::setup::Setup;
 use crate::skills::Skills;
 use crate::store::{self, Store};
+use crate::teams::{SessionTaskRunner, Teams};
 use crate::tools::Tools;
 use crate::turn::{TurnLimits, Turns};
 use crate::usage::Usage;
@@ -115,6 +116,8 @@ pub struct App {
     pub sampler: Sampler,
     /// `web.search` (the search provider chain).
     pub web: WebSearch,
+    /// `team.*` (the `teams`/`team_tasks` tables, the team guides, the workers' worktrees).
+    pub teams: Arc<Teams>,
     hub: Arc<BusHub>,
 }
 
@@ -242,6 +245,20 @@ impl App {
             providers.clone(),
         );
         let runs = Runs::new(sessions.clone(), turns.clone(), events.clone());
+        let teams = Arc::new(Teams::new(
+            home.clone(),
+            store.clone(),
+            events.clone(),
+            sessions.clone(),
+            providers.clone(),
+            skills.clone(),
+            Arc::new(SessionTaskRunner::new(
+                sessions.clone(),
+                turns.clone(),
+                events.clone(),
+            )),
+        ));
+        commands.set_teams(teams.clone());
         crate::recovery::recover(&store, &events, &registry).await?;
         questions.restore().await?;
         if let Some(mut late) = questions.take_late_answers() {
@@ -263,6 +280,15 @@ impl App {
             });
         }
         crate::session::origin::spawn_watcher(&sessions);
+        {
+            // A team a killed svc-session left running: its worktrees and branches go.
+            let teams = teams.clone();
+            tokio::spawn(async move {
+                if let Err(e) = teams.recover().await {
+                    tracing::warn!(error = %e, "could not clean up the teams a previous run left");
+                }
+            });
+        }
         Ok(Arc::new(App {
             events,
             sessions,
@@ -284,6 +310,7 @@ impl App {
             files: Files::new(registry.clone()),
             sampler,
             web,
+            teams,
             hub,
         }))
     }

@@ -33,6 +33,7 @@ pub mod settings;
 pub mod setup;
 pub mod skills;
 pub mod store;
+pub mod teams;
 pub mod tools;
 pub mod turn;
 pub mod usage;

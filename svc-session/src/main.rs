@@ -11,7 +11,7 @@ use snowpea_svc_session::rpc::{
     approval::ApprovalRpc, checkpoint::CheckpointRpc, command::CommandRpc, file::FileRpc,
     llm::LlmRpc, permission::PermissionRpc, provider::ProviderRpc, question::QuestionRpc,
     session::SessionRpc, settings::SettingsRpc, setup::SetupRpc, skill::SkillRpc, tool::ToolRpc,
-    usage::UsageRpc, web::WebRpc,
+    team::TeamRpc, usage::UsageRpc, web::WebRpc,
 };
 use snowpea_svc_session::{App, AppConfig, CAPABILITIES};
 
@@ -50,6 +50,7 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(FileRpc::new(app.clone()).into_server())
         .add_service(LlmRpc::new(app.clone()).into_server())
         .add_service(WebRpc::new(app.clone()).into_server())
+        .add_service(TeamRpc::new(app.clone()).into_server())
         .add_service(
             snowpea_svc_session::rpc::internal::InternalRpc::new(app.clone()).into_server(),
         )

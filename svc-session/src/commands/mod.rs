@@ -333,6 +333,9 @@ pub struct Commands {
     pub(crate) checkpoints: Arc<Checkpoints>,
     pub(crate) skills: Arc<Skills>,
     pub(crate) peers: Peers,
+    /// `/team`: set once the teams component exists (it is built after the turns, which
+    /// need this registry).
+    pub(crate) teams: std::sync::OnceLock<Arc<crate::teams::Teams>>,
 }
 
 impl std::fmt::Debug for Commands {
@@ -439,7 +442,13 @@ impl Commands {
             checkpoints,
             skills,
             peers,
+            teams: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Hands `/team` the teams component (once, at composition in `app.rs`).
+    pub fn set_teams(&self, teams: Arc<crate::teams::Teams>) {
+        let _ = self.teams.set(teams);
     }
 
     /// Every command visible from `workdir` (global set when `None`): built-ins, then the

@@ -19,6 +19,7 @@ pub mod session;
 pub mod settings;
 pub mod setup;
 pub mod skill;
+pub mod team;
 pub mod tool;
 pub mod usage;
 pub mod web;

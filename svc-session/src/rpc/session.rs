@@ -58,6 +58,7 @@ impl SessionService for SessionRpc {
         req: Request<pb::SessionCloseParams>,
     ) -> Result<Response<OkResult>, Status> {
         let p = req.into_inner();
+        self.app.teams.interrupt_session(&p.session_id);
         self.app.sessions.close(&p.session_id).await?;
         Ok(Response::new(OkResult { ok: true }))
     }
@@ -76,6 +77,7 @@ impl SessionService for SessionRpc {
         req: Request<pb::SessionInterruptParams>,
     ) -> Result<Response<OkResult>, Status> {
         self.app.turns.interrupt(&req.get_ref().session_id)?;
+        self.app.teams.interrupt_session(&req.get_ref().session_id);
         Ok(Response::new(OkResult { ok: true }))
     }
 

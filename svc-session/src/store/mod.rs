@@ -10,7 +10,8 @@
 //! `checkpoint_files` — [`crate::checkpoints::Checkpoints`]; `questions` —
 //! [`crate::question::Questions`]; `allowlist` (the `session` scope) —
 //! [`crate::permission::Allowlist`]; `usage_calls`, `usage_daily` and
-//! `usage_daily_models` (kept by triggers on `events`) — [`crate::usage::Usage`].
+//! `usage_daily_models` (kept by triggers on `events`) — [`crate::usage::Usage`]; `teams` and
+//! `team_tasks` — [`crate::teams::Teams`].
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,7 @@ pub mod checkpoints;
 pub mod events;
 pub mod questions;
 pub mod sessions;
+pub mod teams;
 pub mod turns;
 pub mod usage;
 
@@ -252,6 +254,40 @@ ALTER TABLE sessions ADD COLUMN max_concurrent INTEGER;
 ALTER TABLE sessions ADD COLUMN locale TEXT;
 ALTER TABLE sessions ADD COLUMN browser_memory INTEGER;
 ALTER TABLE sessions ADD COLUMN active_at TEXT;
+"#,
+    // migration 8: teams (issue 19 part B): one row per `team.start` and one per task of its
+    // board; the claim of a task is one UPDATE in the writer's transaction.
+    r#"
+CREATE TABLE teams (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    workdir TEXT NOT NULL,
+    task TEXT NOT NULL,
+    workers INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    note TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    ended_at TEXT
+);
+CREATE INDEX teams_by_created ON teams (created_at);
+CREATE TABLE team_tasks (
+    team_id TEXT NOT NULL REFERENCES teams (id) ON DELETE CASCADE,
+    task_id TEXT NOT NULL,
+    ord INTEGER NOT NULL,
+    title TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '',
+    depends_on TEXT NOT NULL DEFAULT '[]',
+    status TEXT NOT NULL,
+    agent_n INTEGER,
+    assignee TEXT,
+    retries INTEGER NOT NULL DEFAULT 0,
+    branch TEXT NOT NULL DEFAULT '',
+    note TEXT NOT NULL DEFAULT '',
+    conflict_hunks TEXT NOT NULL DEFAULT '',
+    conflict_summary TEXT NOT NULL DEFAULT '',
+    child_session_id TEXT,
+    PRIMARY KEY (team_id, task_id)
+);
 "#,
 ];
 
