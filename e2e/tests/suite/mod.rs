@@ -21,4 +21,5 @@ mod questions;
 mod resume;
 mod scheduler;
 mod settings;
+mod teams;
 mod turn;
