@@ -10,8 +10,8 @@ use snowpea_common::service::{serve, ServiceArgs, Services};
 use snowpea_svc_session::rpc::{
     approval::ApprovalRpc, checkpoint::CheckpointRpc, command::CommandRpc, file::FileRpc,
     llm::LlmRpc, permission::PermissionRpc, provider::ProviderRpc, question::QuestionRpc,
-    session::SessionRpc, settings::SettingsRpc, setup::SetupRpc, skill::SkillRpc, tool::ToolRpc,
-    team::TeamRpc, usage::UsageRpc, web::WebRpc,
+    session::SessionRpc, settings::SettingsRpc, setup::SetupRpc, skill::SkillRpc, team::TeamRpc,
+    tool::ToolRpc, usage::UsageRpc, web::WebRpc,
 };
 use snowpea_svc_session::{App, AppConfig, CAPABILITIES};
 

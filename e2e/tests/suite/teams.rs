@@ -48,7 +48,11 @@ fn leftovers(dir: &Path) -> (Vec<String>, Vec<String>) {
         .collect();
     let branches: Vec<String> = git(
         dir,
-        &["for-each-ref", "--format=%(refname:short)", "refs/heads/snowpea/"],
+        &[
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "refs/heads/snowpea/",
+        ],
     )
     .lines()
     .map(str::to_owned)
@@ -157,7 +161,9 @@ async fn teams_merge_retry_conflicts_and_leave_no_worktrees() {
         if e.kind == "team.task.update" {
             assert_eq!(e.payload["teamId"], team.as_str(), "{e:?}");
             if e.payload["status"] == "merged" {
-                assert!(e.payload["agentN"].as_i64().is_some_and(|n| (1..=3).contains(&n)));
+                assert!(e.payload["agentN"]
+                    .as_i64()
+                    .is_some_and(|n| (1..=3).contains(&n)));
                 merged.insert(e.payload["taskId"].as_str().unwrap().to_owned());
             }
         }
@@ -180,17 +186,39 @@ async fn teams_merge_retry_conflicts_and_leave_no_worktrees() {
     let s = finished(&client, &team).await;
     assert_eq!(s["state"], "failed", "{s}");
     let (x, y) = (task(&s, "x"), task(&s, "y"));
-    let (won, lost) = if x["status"] == "merged" { (x, y) } else { (y, x) };
+    let (won, lost) = if x["status"] == "merged" {
+        (x, y)
+    } else {
+        (y, x)
+    };
     assert_eq!(won["status"], "merged", "{s}");
     assert_eq!(lost["status"], "failed", "{s}");
     assert_eq!(lost["retries"], 2, "{s}");
-    assert!(lost["conflictSummary"].as_str().unwrap().contains("shared.txt"), "{s}");
-    assert!(lost["conflictHunks"].as_str().unwrap().contains("<<<<<<<"), "{s}");
+    assert!(
+        lost["conflictSummary"]
+            .as_str()
+            .unwrap()
+            .contains("shared.txt"),
+        "{s}"
+    );
+    assert!(
+        lost["conflictHunks"].as_str().unwrap().contains("<<<<<<<"),
+        "{s}"
+    );
     let z = task(&s, "z");
     assert_eq!(z["status"], "failed", "{s}");
-    assert!(z["note"].as_str().unwrap().contains("depends on failed task"), "{s}");
+    assert!(
+        z["note"]
+            .as_str()
+            .unwrap()
+            .contains("depends on failed task"),
+        "{s}"
+    );
     assert_eq!(leftovers(&clash), (vec![], vec![]));
-    assert!(git(&clash, &["status", "--porcelain"]).is_empty(), "the lead's tree is clean");
+    assert!(
+        git(&clash, &["status", "--porcelain"]).is_empty(),
+        "the lead's tree is clean"
+    );
     let lost_id = lost["taskId"].as_str().unwrap().to_owned();
     let mut seen = Vec::new();
     loop {
@@ -260,16 +288,30 @@ async fn teams_merge_retry_conflicts_and_leave_no_worktrees() {
     std::fs::create_dir_all(&plain).unwrap();
     let sid = client.create_session(&plain, Some("auto")).await.unwrap();
     let resp = raw
-        .call("team.start", json!({"sessionId": sid, "n": 2, "task": "anything"}))
+        .call(
+            "team.start",
+            json!({"sessionId": sid, "n": 2, "task": "anything"}),
+        )
         .await;
     assert_eq!(RawWs::code(&resp), "invalid_params", "{resp}");
-    assert!(resp["error"].to_string().contains("params.sessionId"), "{resp}");
-    assert!(resp["error"].to_string().contains("git repository"), "{resp}");
+    assert!(
+        resp["error"].to_string().contains("params.sessionId"),
+        "{resp}"
+    );
+    assert!(
+        resp["error"].to_string().contains("git repository"),
+        "{resp}"
+    );
     let resp = raw
-        .call("team.start", json!({"sessionId": sid, "n": 2, "task": "  "}))
+        .call(
+            "team.start",
+            json!({"sessionId": sid, "n": 2, "task": "  "}),
+        )
         .await;
     assert!(resp["error"].to_string().contains("params.task"), "{resp}");
-    let resp = raw.call("team.status", json!({"teamId": "tm00000000"})).await;
+    let resp = raw
+        .call("team.status", json!({"teamId": "tm00000000"}))
+        .await;
     assert_eq!(RawWs::code(&resp), "not_found", "{resp}");
 
     // Guides: set (project wins over global), get, list, delete, with teams.changed.
@@ -294,11 +336,20 @@ async fn teams_merge_retry_conflicts_and_leave_no_worktrees() {
     assert_eq!(g["guide"]["source"], "project", "{g}");
     let file = abc.join(".snowpea/teams/review.md");
     let text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.contains("## Routing") && text.contains("- rust code -> rust-reviewer"), "{text}");
+    assert!(
+        text.contains("## Routing") && text.contains("- rust code -> rust-reviewer"),
+        "{text}"
+    );
     use std::os::unix::fs::PermissionsExt;
-    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let got = client
-        .call("team.guide.get", json!({"team": "review", "workdir": abc.to_str().unwrap()}))
+        .call(
+            "team.guide.get",
+            json!({"team": "review", "workdir": abc.to_str().unwrap()}),
+        )
         .await
         .unwrap();
     assert_eq!(got["effectiveTeam"], "review");
@@ -316,26 +367,47 @@ async fn teams_merge_retry_conflicts_and_leave_no_worktrees() {
     assert_eq!(listed["guides"].as_array().unwrap().len(), 1, "{listed}");
     assert_eq!(listed["guides"][0]["source"], "project", "{listed}");
     let ok = client
-        .call("team.guide.delete", json!({"team": "review", "scope": "project", "workdir": abc.to_str().unwrap()}))
+        .call(
+            "team.guide.delete",
+            json!({"team": "review", "scope": "project", "workdir": abc.to_str().unwrap()}),
+        )
         .await
         .unwrap();
     assert_eq!(ok["ok"], true);
     let got = client
-        .call("team.guide.get", json!({"team": "review", "workdir": abc.to_str().unwrap()}))
+        .call(
+            "team.guide.get",
+            json!({"team": "review", "workdir": abc.to_str().unwrap()}),
+        )
         .await
         .unwrap();
-    assert_eq!(got["guide"]["source"], "global", "the global copy shows again: {got}");
+    assert_eq!(
+        got["guide"]["source"], "global",
+        "the global copy shows again: {got}"
+    );
     let resp = raw
-        .call("team.guide.delete", json!({"team": "review", "scope": "project", "workdir": abc.to_str().unwrap()}))
+        .call(
+            "team.guide.delete",
+            json!({"team": "review", "scope": "project", "workdir": abc.to_str().unwrap()}),
+        )
         .await;
     assert_eq!(RawWs::code(&resp), "not_found", "{resp}");
     let long = "x".repeat(8001);
     let resp = raw
-        .call("team.guide.set", json!({"team": "review", "scope": "global", "persona": long}))
+        .call(
+            "team.guide.set",
+            json!({"team": "review", "scope": "global", "persona": long}),
+        )
         .await;
-    assert!(resp["error"].to_string().contains("params.persona"), "{resp}");
+    assert!(
+        resp["error"].to_string().contains("params.persona"),
+        "{resp}"
+    );
     let resp = raw
-        .call("team.guide.set", json!({"team": "../x", "scope": "global", "persona": "p"}))
+        .call(
+            "team.guide.set",
+            json!({"team": "../x", "scope": "global", "persona": "p"}),
+        )
         .await;
     assert!(resp["error"].to_string().contains("params.team"), "{resp}");
     let mut reasons = Vec::new();

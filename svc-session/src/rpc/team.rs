@@ -44,7 +44,9 @@ impl TeamService for TeamRpc {
         &self,
         req: Request<pb::TeamGuideGetParams>,
     ) -> Result<Response<pb::TeamGuideGetResult>, Status> {
-        Ok(Response::new(self.app.teams.guide_get(req.into_inner()).await?))
+        Ok(Response::new(
+            self.app.teams.guide_get(req.into_inner()).await?,
+        ))
     }
 
     async fn guide_list(
@@ -60,7 +62,9 @@ impl TeamService for TeamRpc {
         &self,
         req: Request<pb::TeamGuideSetParams>,
     ) -> Result<Response<pb::TeamGuideSetResult>, Status> {
-        Ok(Response::new(self.app.teams.guide_set(req.into_inner()).await?))
+        Ok(Response::new(
+            self.app.teams.guide_set(req.into_inner()).await?,
+        ))
     }
 
     async fn start(
@@ -77,6 +81,8 @@ impl TeamService for TeamRpc {
         &self,
         req: Request<pb::TeamStatusParams>,
     ) -> Result<Response<pb::TeamStatusResult>, Status> {
-        Ok(Response::new(self.app.teams.status(req.into_inner()).await?))
+        Ok(Response::new(
+            self.app.teams.status(req.into_inner()).await?,
+        ))
     }
 }

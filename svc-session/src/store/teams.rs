@@ -227,12 +227,7 @@ pub fn claim(c: &Connection, team_id: &str, n: i64) -> rusqlite::Result<Option<T
         .iter()
         .filter(claimable)
         .find(|t| t.agent_n == Some(n))
-        .or_else(|| {
-            board
-                .iter()
-                .filter(claimable)
-                .find(|t| t.agent_n.is_none())
-        })
+        .or_else(|| board.iter().filter(claimable).find(|t| t.agent_n.is_none()))
         .cloned();
     let Some(mut t) = pick else {
         return Ok(None);

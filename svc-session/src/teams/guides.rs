@@ -36,7 +36,8 @@ pub fn check_team(name: &str) -> Result<(), String> {
         && chars
             .next()
             .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'));
+        && chars
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'));
     if ok {
         Ok(())
     } else {
@@ -53,7 +54,10 @@ pub fn check_agent(name: &str) -> Result<(), String> {
 
 /// `<dir>/<team>.md` of the project (`<workdir>/.snowpea/teams`).
 pub fn project_file(workdir: &Path, team: &str) -> PathBuf {
-    workdir.join(".snowpea").join("teams").join(format!("{team}.md"))
+    workdir
+        .join(".snowpea")
+        .join("teams")
+        .join(format!("{team}.md"))
 }
 
 /// `$SNOWPEA_HOME/teams/<team>.md`.
@@ -142,7 +146,10 @@ pub fn check(g: &Guide) -> Result<(), (String, String)> {
             format!("longer than {MAX_PERSONA} characters"),
         ));
     }
-    if g.persona.lines().any(|l| l.trim().eq_ignore_ascii_case("## routing")) {
+    if g.persona
+        .lines()
+        .any(|l| l.trim().eq_ignore_ascii_case("## routing"))
+    {
         return Err((
             "params.persona".into(),
             "must not contain a \"## Routing\" heading (pass the rules as routing)".into(),

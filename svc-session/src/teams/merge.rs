@@ -110,9 +110,7 @@ pub async fn abort(dir: &Path) {
 pub fn markers_left(wt: &Path, files: &[String]) -> Vec<String> {
     files
         .iter()
-        .filter(|f| {
-            std::fs::read_to_string(wt.join(f)).is_ok_and(|text| has_markers(&text))
-        })
+        .filter(|f| std::fs::read_to_string(wt.join(f)).is_ok_and(|text| has_markers(&text)))
         .cloned()
         .collect()
 }

@@ -173,8 +173,8 @@ impl Teams {
                 format!("a team needs a git repository: the session's workdir {why}"),
             )
         })?;
-        let settings =
-            snowpea_common::settings::load_effective(&self.home, Some(&workdir)).unwrap_or_default();
+        let settings = snowpea_common::settings::load_effective(&self.home, Some(&workdir))
+            .unwrap_or_default();
         let knobs = knobs(&settings);
         let id = format!("tm{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
         let row = TeamRow {
@@ -346,7 +346,10 @@ impl Teams {
                 Error::invalid("params.workdir", format!("{w:?} is not a folder: {e}"))
             })?;
             if !p.is_dir() {
-                return Err(Error::invalid("params.workdir", format!("{w:?} is not a folder")));
+                return Err(Error::invalid(
+                    "params.workdir",
+                    format!("{w:?} is not a folder"),
+                ));
             }
             return Ok(Some(p));
         }
@@ -381,10 +384,13 @@ impl Teams {
     ) -> Option<(&'static str, PathBuf, guides::Guide)> {
         let project = workdir.map(|w| ("project", guides::project_file(w, team)));
         let global = Some(("global", guides::global_file(self.home.root(), team)));
-        [project, global].into_iter().flatten().find_map(|(src, path)| {
-            let text = std::fs::read_to_string(&path).ok()?;
-            Some((src, path, guides::parse(&text)))
-        })
+        [project, global]
+            .into_iter()
+            .flatten()
+            .find_map(|(src, path)| {
+                let text = std::fs::read_to_string(&path).ok()?;
+                Some((src, path, guides::parse(&text)))
+            })
     }
 
     /// `team.guide.get{sessionId?, team?, workdir?}`: the guide of `team` (default: the
@@ -407,10 +413,7 @@ impl Teams {
 
     /// `team.guide.list{sessionId?, workdir?}`: every visible guide, sorted by team; a
     /// project guide hides the global one of the same team.
-    pub async fn guide_list(
-        &self,
-        p: pb::TeamGuideListParams,
-    ) -> Result<pb::TeamGuideListResult> {
+    pub async fn guide_list(&self, p: pb::TeamGuideListParams) -> Result<pb::TeamGuideListResult> {
         let workdir = self.guide_workdir(p.workdir, p.session_id)?;
         let mut names = guides::names_in(&self.home.root().join("teams"));
         if let Some(w) = &workdir {
@@ -447,12 +450,10 @@ impl Teams {
         let (source, path) = self.scope_file(&p.scope, workdir.as_deref(), &team)?;
         let text = guides::render(&guide);
         let write_path = path.clone();
-        snowpea_common::db::blocking("team.guide.set", move || {
-            guides::write(&write_path, &text)
-        })
-        .await
-        .map_err(|e| Error::Internal(anyhow::anyhow!("{e}")))?
-        .map_err(Error::Internal)?;
+        snowpea_common::db::blocking("team.guide.set", move || guides::write(&write_path, &text))
+            .await
+            .map_err(|e| Error::Internal(anyhow::anyhow!("{e}")))?
+            .map_err(Error::Internal)?;
         self.changed("set", &team);
         let known = self.known(workdir.as_deref());
         Ok(pb::TeamGuideSetResult {

@@ -121,9 +121,7 @@ pub fn parse(text: &str) -> Result<Vec<Planned>, String> {
             None | Some(Value::Null) => String::new(),
             Some(Value::String(s)) if s.chars().count() <= MAX_DETAIL => s.trim().to_owned(),
             Some(Value::String(_)) => {
-                return Err(format!(
-                    "{at}.detail: longer than {MAX_DETAIL} characters"
-                ))
+                return Err(format!("{at}.detail: longer than {MAX_DETAIL} characters"))
             }
             Some(_) => return Err(format!("{at}.detail: must be a string")),
         };
@@ -149,16 +147,18 @@ pub fn parse(text: &str) -> Result<Vec<Planned>, String> {
                 return Err(format!("tasks[{i}].depends_on[{j}]: unknown task {d:?}"));
             }
             if *d == t.id {
-                return Err(format!("tasks[{i}].depends_on[{j}]: a task cannot depend on itself"));
+                return Err(format!(
+                    "tasks[{i}].depends_on[{j}]: a task cannot depend on itself"
+                ));
             }
         }
-    }
-    if let Some(id) = cycle(&out) {
-        return Err(format!("the dependencies form a cycle through task {id:?}"));
     }
     for t in &mut out {
         let mut uniq = HashSet::new();
         t.depends_on.retain(|d| uniq.insert(d.clone()));
+    }
+    if let Some(id) = cycle(&out) {
+        return Err(format!("the dependencies form a cycle through task {id:?}"));
     }
     Ok(out)
 }
@@ -177,7 +177,10 @@ fn cycle(tasks: &[Planned]) -> Option<String> {
     let mut done = 0;
     while let Some(id) = ready.pop() {
         done += 1;
-        for t in tasks.iter().filter(|t| t.depends_on.iter().any(|d| d == id)) {
+        for t in tasks
+            .iter()
+            .filter(|t| t.depends_on.iter().any(|d| d == id))
+        {
             let n = indegree.get_mut(t.id.as_str())?;
             *n -= 1;
             if *n == 0 {

@@ -83,7 +83,12 @@ fn conflict_prompt(t: &TaskRow, files: &[String], hunks: &str) -> String {
 }
 
 impl Team {
-    pub(super) fn new(teams: Arc<Teams>, row: TeamRow, knobs: Knobs, cancel: CancellationToken) -> Self {
+    pub(super) fn new(
+        teams: Arc<Teams>,
+        row: TeamRow,
+        knobs: Knobs,
+        cancel: CancellationToken,
+    ) -> Self {
         Team {
             top: PathBuf::from(&row.workdir),
             teams,
@@ -247,7 +252,12 @@ impl Team {
                 self.wake.notify_waiters();
                 continue;
             }
-            if self.board().await.iter().all(|t| table::is_terminal(&t.status)) {
+            if self
+                .board()
+                .await
+                .iter()
+                .all(|t| table::is_terminal(&t.status))
+            {
                 self.wake.notify_waiters();
                 return;
             }
@@ -267,7 +277,10 @@ impl Team {
         };
         let mut conflict_files = Vec::new();
         let prompt = if retry {
-            let msg = format!("team {}: merge the lead into {} for {}", self.row.id, t.branch, t.task_id);
+            let msg = format!(
+                "team {}: merge the lead into {} for {}",
+                self.row.id, t.branch, t.task_id
+            );
             match merge::merge_lead_into(wt, &lead, &msg).await {
                 Merge::Clean => None,
                 Merge::Conflict { files, hunks } => {
@@ -356,14 +369,18 @@ impl Team {
 
     /// A merge conflict on `t`: re-queued to worker `k` (`conflict`, then `queued`) until
     /// it has been retried `maxConflictRetries` times, then `failed` with its dependants.
-    async fn conflict(&self, k: i64, mut t: TaskRow, _files: Vec<String>, hunks: String, summary: String) {
+    async fn conflict(
+        &self,
+        k: i64,
+        mut t: TaskRow,
+        _files: Vec<String>,
+        hunks: String,
+        summary: String,
+    ) {
         t.conflict_hunks = hunks;
         t.conflict_summary = summary.clone();
         if t.retries >= self.knobs.max_conflict_retries {
-            let why = format!(
-                "{summary}; still conflicting after {} retries",
-                t.retries
-            );
+            let why = format!("{summary}; still conflicting after {} retries", t.retries);
             return self.fail(t, why).await;
         }
         t.retries += 1;

@@ -74,7 +74,11 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// The first line of `text`, at most 200 characters.
 pub fn summary_of(text: &str) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     match line.char_indices().nth(200) {
         Some((i, _)) => format!("{}…", &line[..i]),
         None => line.to_owned(),
@@ -154,7 +158,12 @@ impl SessionTaskRunner {
             .await
         {
             Ok(t) => t,
-            Err(e) => return failed(Some(sid.into()), format!("the worker's turn did not start: {e}")),
+            Err(e) => {
+                return failed(
+                    Some(sid.into()),
+                    format!("the worker's turn did not start: {e}"),
+                )
+            }
         };
         let mut idle = session.idle.subscribe();
         let stopped = tokio::select! {
