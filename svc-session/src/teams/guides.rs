@@ -78,8 +78,8 @@ pub fn parse(text: &str) -> Guide {
     let mut in_routing = false;
     for line in body.lines() {
         let t = line.trim();
-        if t.starts_with("## ") {
-            in_routing = t[3..].trim().eq_ignore_ascii_case("routing");
+        if let Some(heading) = t.strip_prefix("## ") {
+            in_routing = heading.trim().eq_ignore_ascii_case("routing");
             if in_routing {
                 continue;
             }
