@@ -160,14 +160,17 @@ impl Team {
         }
         worktrees::exclude(&me.top).await;
         let Some(base) = worktrees::head(&me.top).await else {
+            me.fail_board("the repository has no commit").await;
             return me.end("failed", "the repository has no commit").await;
         };
+        // One after another: concurrent `git worktree add`s contend for the repository's locks.
         let mut dirs = Vec::new();
         for k in 1..=workers {
             match worktrees::add(&me.top, &me.row.id, k, &base).await {
                 Ok(d) => dirs.push(d),
                 Err(why) => {
                     me.error_event(format!("team {}: {why}", me.row.id));
+                    me.fail_board(&why).await;
                     me.end("failed", &why).await;
                     return;
                 }
@@ -184,26 +187,33 @@ impl Team {
             let _ = h.await;
         }
         let interrupted = me.cancel.is_cancelled();
-        let board = me.board().await;
-        let mut failed = false;
-        for mut t in board {
-            if !table::is_terminal(&t.status) {
-                t.status = "failed".into();
-                t.note = if interrupted {
-                    "the team was interrupted".into()
-                } else {
-                    "never became runnable".into()
-                };
-                me.save(&t);
-            }
-            failed |= t.status == "failed";
-        }
+        let failed = me
+            .fail_board(if interrupted {
+                "the team was interrupted"
+            } else {
+                "never became runnable"
+            })
+            .await;
         let (state, note) = match (interrupted, failed) {
             (true, _) => ("interrupted", "interrupted"),
             (false, true) => ("failed", "some tasks failed"),
             (false, false) => ("done", ""),
         };
         me.end(state, note).await;
+    }
+
+    /// Marks every unfinished task `failed` with `note`; true when any task failed.
+    async fn fail_board(&self, note: &str) -> bool {
+        let mut failed = false;
+        for mut t in self.board().await {
+            if !table::is_terminal(&t.status) {
+                t.status = "failed".into();
+                t.note = note.to_owned();
+                self.save(&t);
+            }
+            failed |= t.status == "failed";
+        }
+        failed
     }
 
     async fn board(&self) -> Vec<TaskRow> {

@@ -341,3 +341,91 @@ async fn team_start_checks_its_setup() {
     assert!(s.tasks.is_empty());
     assert!(worktrees::list(&h.workdir, &r.team_id).await.is_empty());
 }
+
+/// Figures for docs/PERFORMANCE.md ("Teams"): a 16-worker team against the same 16 tasks
+/// run one after another through the same runner (a child session and one turn each, no
+/// git), with the scripted provider answering at once and after a 0.5 s think per task.
+/// Run with `--ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn measure() {
+    use std::time::{Duration, Instant};
+    const N: usize = 16;
+    for delay in [0.0, 0.5] {
+        let mut steps = vec![json!({"match": "the measured team job", "text": json!({
+            "tasks": (0..N).map(|i| json!({"id": format!("t{i:02}"), "title": format!("file-{i:02}-task")})).collect::<Vec<_>>()
+        }).to_string()})];
+        for i in 0..N {
+            steps.push(json!({"match": format!("file-{i:02}-task"), "repeat": true, "delaySec": delay,
+                "tool_calls": [{"name": "write_file", "arguments": {"path": format!("f{i:02}.txt"), "content": format!("{i}\n")}}]}));
+        }
+        let h = Harness::new(json!({"steps": steps, "default": {"text": "done"}})).await;
+        repo(&h.workdir, &[("README", "r\n")]);
+        let sid = h.create("auto").await;
+        // Sequential: the same prompts, one child session and turn each, in a plain folder.
+        let plain = h.workdir.parent().unwrap().join("plain");
+        std::fs::create_dir_all(&plain).unwrap();
+        let runner = super::SessionTaskRunner::new(
+            h.app.sessions.clone(),
+            h.app.turns.clone(),
+            h.app.events.clone(),
+        );
+        let started = Instant::now();
+        for i in 0..N {
+            let r = super::TaskRunner::run(
+                &runner,
+                super::TaskSpec {
+                    parent_session_id: sid.clone(),
+                    team_id: "seq".into(),
+                    workdir: plain.clone(),
+                    prompt: format!("Task: file-{i:02}-task"),
+                    timeout: Duration::from_secs(60),
+                    cancel: Default::default(),
+                },
+            )
+            .await;
+            assert!(r.ok, "{r:?}");
+        }
+        let sequential = started.elapsed();
+        let started = Instant::now();
+        let r = h
+            .app
+            .teams
+            .start(
+                &Default::default(),
+                pb::TeamStartParams {
+                    n: N as i64,
+                    session_id: sid.clone(),
+                    task: "the measured team job".into(),
+                },
+            )
+            .await
+            .unwrap();
+        let s = snowpea_testkit::eventually(Duration::from_secs(600), "the team ends", || async {
+            let s = h
+                .app
+                .teams
+                .status(pb::TeamStatusParams {
+                    team_id: r.team_id.clone(),
+                })
+                .await
+                .unwrap();
+            (s.state != "running").then_some(s)
+        })
+        .await;
+        let team = started.elapsed();
+        assert_eq!(s.state, "done", "{s:?}");
+        assert_eq!(
+            git(&h.workdir, &["log", "--merges", "--format=%s"])
+                .lines()
+                .count(),
+            N
+        );
+        println!(
+            "teams measure: {N} tasks, think {delay} s: sequential {:.2} s, 16-worker team {:.2} s (team − sequential {:+.2} s)",
+            sequential.as_secs_f64(),
+            team.as_secs_f64(),
+            team.as_secs_f64() - sequential.as_secs_f64()
+        );
+    }
+}

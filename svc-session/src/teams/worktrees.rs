@@ -106,7 +106,24 @@ async fn run(dir: &Path, pre: &[&str], args: &[&str]) -> Result<GitOut, String> 
     }
 }
 
+/// Whether the repository of `dir` has a committer identity, asked once per folder (a team
+/// commits and merges many times in the same few folders).
 async fn has_identity(dir: &Path) -> bool {
+    static KNOWN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, bool>>> =
+        std::sync::OnceLock::new();
+    let known = KNOWN.get_or_init(Default::default);
+    if let Some(v) = known.lock().unwrap_or_else(|p| p.into_inner()).get(dir) {
+        return *v;
+    }
+    let v = ask_identity(dir).await;
+    known
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(dir.to_path_buf(), v);
+    v
+}
+
+async fn ask_identity(dir: &Path) -> bool {
     let mut ok = true;
     for key in ["user.name", "user.email"] {
         ok &= git(dir, &["config", "--get", key])
