@@ -282,9 +282,10 @@ impl App {
         crate::session::origin::spawn_watcher(&sessions);
         {
             // A team a killed svc-session left running: its worktrees and branches go.
+            let dead = teams.dead().await?;
             let teams = teams.clone();
             tokio::spawn(async move {
-                if let Err(e) = teams.recover().await {
+                if let Err(e) = teams.recover(dead).await {
                     tracing::warn!(error = %e, "could not clean up the teams a previous run left");
                 }
             });

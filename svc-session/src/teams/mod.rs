@@ -256,15 +256,17 @@ impl Teams {
         }
     }
 
-    /// Ends the teams a killed svc-session left `running`: removes their worktrees and
-    /// branches, marks unfinished tasks `failed` and the team `interrupted`, closes the
-    /// children it had running. Runs once at start-up (in the background).
-    pub async fn recover(self: &Arc<Self>) -> Result<()> {
-        let dead = self.store.read("team.recover", table::running).await?;
+    /// The teams a previous svc-session left `running` (read at start-up, before anything
+    /// is served, so a team started by this process is never among them).
+    pub async fn dead(&self) -> Result<Vec<TeamRow>> {
+        self.store.read("team.recover", table::running).await
+    }
+
+    /// Ends the `dead` teams: removes their worktrees and branches, marks unfinished tasks
+    /// `failed` and the team `interrupted`, closes the children it had running. Runs once
+    /// at start-up (in the background).
+    pub async fn recover(self: &Arc<Self>, dead: Vec<TeamRow>) -> Result<()> {
         for team in dead {
-            if self.live().contains_key(&team.id) {
-                continue;
-            }
             tracing::info!(team_id = %team.id, "cleaning up a team a previous svc-session left running");
             worktrees::cleanup(std::path::Path::new(&team.workdir), &team.id).await;
             let tid = team.id.clone();

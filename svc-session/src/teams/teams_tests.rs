@@ -429,3 +429,58 @@ async fn measure() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_team_command_starts_and_reports_teams() {
+    use crate::commands::Reply;
+    let h = Harness::new(json!({"steps": [
+        {"match": "tidy the readme", "text": "{\"tasks\":[{\"id\":\"r\",\"title\":\"rewrite the readme\"}]}"},
+        {"match": "rewrite the readme", "tool_calls": [{"name": "write_file", "arguments": {"path": "README", "content": "tidy\n"}}]}
+    ], "default": {"text": "done"}}))
+    .await;
+    let sid = h.create("auto").await;
+    let s = h.app.sessions.get(&sid).unwrap();
+    let c = &h.app.commands;
+    let e = c.execute(&s, "team", "", "", false).await.unwrap_err();
+    assert_eq!(e.code, "not_found", "{e:?}");
+    let e = c
+        .execute(&s, "team", "x --workers=many", "", false)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, "invalid_params", "{e:?}");
+    let e = c
+        .execute(&s, "team", "tidy the readme", "", false)
+        .await
+        .unwrap_err();
+    assert!(
+        e.message.contains("params.sessionId"),
+        "not a repository: {e:?}"
+    );
+    repo(&h.workdir, &[("README", "messy\n")]);
+    let Reply::Done { data, .. } = c
+        .execute(&s, "team", "tidy the readme --workers=2", "", false)
+        .await
+        .unwrap()
+    else {
+        panic!("a done reply")
+    };
+    let team = data["teamId"].as_str().unwrap().to_owned();
+    let text = snowpea_testkit::eventually(snowpea_testkit::WAIT, "the team ends", || async {
+        match c
+            .execute(&s, "team", &format!("status {team}"), "", false)
+            .await
+        {
+            Ok(Reply::Done { text, data }) if data["state"] != "running" => Some(text),
+            _ => None,
+        }
+    })
+    .await;
+    assert!(
+        text.contains("(done, 2 workers)") && text.contains("- r [merged] rewrite the readme"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(h.workdir.join("README")).unwrap(),
+        "tidy\n"
+    );
+}
