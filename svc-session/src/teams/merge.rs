@@ -1,7 +1,8 @@
 //! Merging a team's work (issue 19 part B): the lead merges a finished task's branch into
-//! the checked-out branch of the repository with `git merge --no-ff`; a conflict captures
-//! the hunks (`git diff` of the unmerged paths, bounded) and aborts, leaving the lead's
-//! tree as it was. A re-queued task first merges the lead's `HEAD` into its own branch, so
+//! the checked-out branch of the repository with `git merge --no-ff`, after computing the
+//! merge off to the side (`git merge-tree --write-tree`): a conflict is captured from that
+//! tree (the conflicted paths and their hunks with markers, bounded) without the lead's
+//! working tree ever being touched. A re-queued task first merges the lead's `HEAD` into its own branch, so
 //! its worker resolves the same conflict in its worktree ([`merge_lead_into`],
 //! [`markers_left`]).
 
@@ -89,9 +90,44 @@ async fn merge(dir: &Path, rev: &str, message: &str, abort: bool) -> Merge {
     Merge::Conflict { files, hunks }
 }
 
-/// The lead's merge of `branch` into the repository at `top` (`git merge --no-ff`); a
-/// conflict is captured and aborted.
+/// The lead's merge of `branch` into the repository at `top` (`git merge --no-ff`). The
+/// merge is first computed without touching the lead's working tree (`git merge-tree
+/// --write-tree`): a conflict is reported from that tree, so the person's own uncommitted
+/// changes are never put through a `merge --abort`. Only a clean merge runs for real (and
+/// git still refuses it, changing nothing, when uncommitted changes are in its way).
 pub async fn merge_into_lead(top: &Path, branch: &str, message: &str) -> Merge {
+    let probe = git(
+        top,
+        &[
+            "merge-tree",
+            "--write-tree",
+            "--name-only",
+            "--no-messages",
+            "HEAD",
+            branch,
+        ],
+    )
+    .await;
+    if let Ok(o) = probe {
+        if o.code == Some(1) {
+            let mut lines = o.stdout.lines();
+            let tree = lines.next().unwrap_or("").trim().to_owned();
+            let mut files: Vec<String> = lines
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned)
+                .collect();
+            files.dedup();
+            let mut args = vec!["diff", "--no-color", "HEAD", tree.as_str(), "--"];
+            args.extend(files.iter().map(String::as_str));
+            let text = git(top, &args).await.map(|o| o.stdout).unwrap_or_default();
+            return Merge::Conflict {
+                files,
+                hunks: truncate(&text, MAX_HUNKS),
+            };
+        }
+        // 0: clean; anything else (an old git without --write-tree): let the merge decide.
+    }
     merge(top, branch, message, true).await
 }
 

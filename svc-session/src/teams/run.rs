@@ -343,10 +343,11 @@ impl Team {
             if !conflict_files.is_empty() {
                 let left = merge::markers_left(wt, &conflict_files);
                 if !left.is_empty() {
-                    let hunks = merge::summary(&left);
+                    let summary = merge::summary(&left);
                     merge::abort(wt).await;
-                    let captured = t.conflict_hunks.clone();
-                    return self.conflict(k, t, left, captured, hunks).await;
+                    // The hunks stay those of the lead's merge: the markers are unresolved.
+                    let hunks = t.conflict_hunks.clone();
+                    return self.conflict(k, t, hunks, summary).await;
                 }
             }
         }
@@ -371,7 +372,7 @@ impl Team {
             }
             Merge::Conflict { files, hunks } => {
                 let summary = merge::summary(&files);
-                self.conflict(k, t, files, hunks, summary).await
+                self.conflict(k, t, hunks, summary).await
             }
             Merge::Failed(why) => self.fail(t, why).await,
         }
@@ -379,14 +380,7 @@ impl Team {
 
     /// A merge conflict on `t`: re-queued to worker `k` (`conflict`, then `queued`) until
     /// it has been retried `maxConflictRetries` times, then `failed` with its dependants.
-    async fn conflict(
-        &self,
-        k: i64,
-        mut t: TaskRow,
-        _files: Vec<String>,
-        hunks: String,
-        summary: String,
-    ) {
+    async fn conflict(&self, k: i64, mut t: TaskRow, hunks: String, summary: String) {
         t.conflict_hunks = hunks;
         t.conflict_summary = summary.clone();
         if t.retries >= self.knobs.max_conflict_retries {

@@ -198,7 +198,7 @@ fn a_claim_hands_each_task_to_one_worker_in_dependency_order() {
 async fn worktrees_merges_and_conflicts_on_a_real_repository() {
     let tmp = tempfile::tempdir().unwrap();
     let top = std::fs::canonicalize(tmp.path()).unwrap().join("r");
-    repo(&top, &[("f.txt", "base\n")]);
+    repo(&top, &[("f.txt", "base\n"), ("g.txt", "g\n")]);
     assert_eq!(worktrees::repository(&top.join(".")).await.unwrap(), top);
     let plain = tmp.path().join("plain");
     std::fs::create_dir_all(&plain).unwrap();
@@ -235,6 +235,8 @@ async fn worktrees_merges_and_conflicts_on_a_real_repository() {
     let b1 = worktrees::branch("tmx", 1);
     let b2 = worktrees::branch("tmx", 2);
     assert_eq!(merge::merge_into_lead(&top, &b1, "m1").await, Merge::Clean);
+    // The person's uncommitted change elsewhere is never put through a merge --abort.
+    std::fs::write(top.join("g.txt"), "mine\n").unwrap();
     let Merge::Conflict { files, hunks } = merge::merge_into_lead(&top, &b2, "m2").await else {
         panic!("a conflict");
     };
@@ -246,9 +248,14 @@ async fn worktrees_merges_and_conflicts_on_a_real_repository() {
     assert_eq!(
         std::fs::read_to_string(top.join("f.txt")).unwrap(),
         "one\n",
-        "aborted"
+        "untouched"
     );
-    assert!(git(&top, &["status", "--porcelain"]).is_empty());
+    assert_eq!(
+        std::fs::read_to_string(top.join("g.txt")).unwrap(),
+        "mine\n"
+    );
+    assert_eq!(git(&top, &["status", "--porcelain"]), " M g.txt\n");
+    git(&top, &["checkout", "--", "g.txt"]);
 
     // The worker resolves it in its worktree; then the lead merges cleanly.
     let lead = worktrees::head(&top).await.unwrap();

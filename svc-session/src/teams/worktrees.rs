@@ -25,6 +25,8 @@ const FALLBACK_EMAIL: &str = "snowpea-team@localhost";
 pub struct GitOut {
     /// Exit status 0.
     pub ok: bool,
+    /// The exit code (`None` when killed by a signal).
+    pub code: Option<i32>,
     /// Standard output (lossy UTF-8, bounded).
     pub stdout: String,
     /// Standard error (lossy UTF-8, bounded).
@@ -91,6 +93,7 @@ async fn run(dir: &Path, pre: &[&str], args: &[&str]) -> Result<GitOut, String> 
     match tokio::time::timeout(GIT_TIMEOUT, run).await {
         Ok((Ok(status), o, e)) => Ok(GitOut {
             ok: status.success(),
+            code: status.code(),
             stdout: String::from_utf8_lossy(&o).into_owned(),
             stderr: String::from_utf8_lossy(&e).into_owned(),
         }),
