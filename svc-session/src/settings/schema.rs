@@ -59,6 +59,15 @@ section!(
     Agents { /// Sub-agents running at once.
         max_concurrent: u32 = 3 });
 section!(
+    /// `team`: teams of workers in git worktrees (`team.start`, `/team`).
+    Team {
+        /// Workers of a `/team <task>` without `--workers` (1 – 16).
+        workers: u32 = 3,
+        /// Times a task whose merge conflicts is re-run before it fails (0 – 10).
+        @"maxConflictRetries" max_conflict_retries: u32 = 2,
+        /// Seconds one task may run before it is interrupted and fails (1 – 86400).
+        @"taskTimeoutSec" task_timeout_sec: u64 = 1800 });
+section!(
     /// `approvals`.
     Approvals { /// Seconds an approval waits before it times out (1 – 30 days).
         @"timeoutSec" timeout_sec: u64 = 300 });
@@ -130,6 +139,8 @@ section!(
 pub struct SettingsDoc {
     /// `agents`.
     pub agents: Agents,
+    /// `team`.
+    pub team: Team,
     /// `approvals`.
     pub approvals: Approvals,
     /// `questions`.
@@ -226,6 +237,16 @@ fn ranges(d: &SettingsDoc, section: &str) -> Result<(), Invalid> {
         "agent" if d.agent.max_tokens == Some(0) => {
             bad("agent.max_tokens", "must be at least 1".into())
         }
+        "team" if !(1..=16).contains(&d.team.workers) => {
+            bad("team.workers", "must be from 1 to 16".into())
+        }
+        "team" if d.team.max_conflict_retries > 10 => {
+            bad("team.maxConflictRetries", "must be from 0 to 10".into())
+        }
+        "team" if !(1..=86_400).contains(&d.team.task_timeout_sec) => bad(
+            "team.taskTimeoutSec",
+            "must be from 1 to 86400 seconds".into(),
+        ),
         "memory" if d.memory.top_k > 100 => bad("memory.top_k", "must be from 0 to 100".into()),
         "memory" if !(1..=100).contains(&d.memory.search_limit) => {
             bad("memory.searchLimit", "must be from 1 to 100".into())
@@ -283,6 +304,8 @@ mod tests {
         assert_eq!(d["approvals"]["timeoutSec"], 300);
         assert_eq!(d["questions"]["timeoutSec"], 600);
         assert_eq!(d["agents"]["max_concurrent"], 3);
+        assert_eq!(d["team"]["maxConflictRetries"], 2);
+        assert_eq!(d["team"]["workers"], 3);
         assert_eq!(d["agent"]["max_tool_rounds"], 200);
         assert!(
             d["agent"].get("max_tokens").is_none(),

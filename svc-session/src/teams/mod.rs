@@ -147,6 +147,7 @@ impl Teams {
         snowpea_common::settings::get(&settings, "team.workers")
             .and_then(|v| v.as_i64())
             .unwrap_or(DEFAULT_WORKERS)
+            .clamp(1, MAX_WORKERS)
     }
 
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Live>> {
