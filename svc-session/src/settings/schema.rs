@@ -339,6 +339,24 @@ mod tests {
         assert_eq!(e.path, "scheduler.timeZone");
         let e = validate(&json!({"providers": {"openai": "sk"}}), &["providers"]).unwrap_err();
         assert_eq!(e.path, "providers.openai");
+        for (doc, path) in [
+            (json!({"team": {"workers": 17}}), "team.workers"),
+            (
+                json!({"team": {"maxConflictRetries": 11}}),
+                "team.maxConflictRetries",
+            ),
+            (
+                json!({"team": {"taskTimeoutSec": 0}}),
+                "team.taskTimeoutSec",
+            ),
+        ] {
+            assert_eq!(validate(&doc, &["team"]).unwrap_err().path, path);
+        }
+        validate(
+            &json!({"team": {"workers": 16, "maxConflictRetries": 0}}),
+            &["team"],
+        )
+        .unwrap();
         // Untouched sections are not checked; unknown keys pass.
         validate(&json!({"agent": {"busy": 3}, "zzz": {"a": [1]}}), &["zzz"]).unwrap();
         validate(&json!({"agent": {"busy": "queue", "x": {}}}), &["agent"]).unwrap();

@@ -15,6 +15,8 @@
 //!   `conflict` and re-queues it to the same worker, which merges the lead's `HEAD` into its
 //!   branch and asks its agent to resolve the markers; after `team.maxConflictRetries` (2)
 //!   the task is `failed` and so is every task depending on it.
+//! * The planner is told the `default` team's guide (persona and routing rules; project
+//!   before global) when there is one.
 //! * Every state change is a `team.task.update` event on the lead's session.
 //! * Worktrees and branches are removed when the team ends, when it is interrupted
 //!   (`session.interrupt` / `session.close` of the lead), and — for a team a killed

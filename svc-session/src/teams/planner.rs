@@ -41,8 +41,26 @@ pub struct Planned {
     pub depends_on: Vec<String>,
 }
 
-/// The planner's system prompt for a team of `workers`.
-pub fn system(workers: i64) -> String {
+/// The planner's system prompt for a team of `workers`, with the team guide's persona and
+/// routing rules (`guide`, [`super::guides`]) when the project or home has one.
+pub fn system(workers: i64, guide: Option<&super::guides::Guide>) -> String {
+    let mut s = base_system(workers);
+    if let Some(g) = guide {
+        if !g.persona.is_empty() {
+            s.push_str("\n\nThe team's guide:\n");
+            s.push_str(&g.persona);
+        }
+        if !g.routing.is_empty() {
+            s.push_str("\n\nRouting rules of the team (mention the agent in a task's detail when one applies):");
+            for (when, agent) in &g.routing {
+                s.push_str(&format!("\n- {when} -> {agent}"));
+            }
+        }
+    }
+    s
+}
+
+fn base_system(workers: i64) -> String {
     format!(
         "You are the planner of a team of {workers} software engineers working in parallel, \
          each in their own git worktree of the same repository. Split the user's task into at \
@@ -206,6 +224,7 @@ pub async fn plan(
     session: &Session,
     task: &str,
     workers: i64,
+    guide: Option<&super::guides::Guide>,
 ) -> Result<Vec<Planned>, String> {
     let workdir = session.workdir();
     let settings = snowpea_common::settings::load_effective(home, Some(&workdir))
@@ -220,7 +239,7 @@ pub async fn plan(
         .unwrap_or_else(|| provider.default_model().to_owned());
     let request = ModelRequest {
         model: model.clone(),
-        system: system(workers),
+        system: system(workers, guide),
         messages: vec![ChatMessage::user(task.to_owned())],
         tools: vec![],
         max_tokens: Some(4096),

@@ -143,8 +143,13 @@ impl Team {
             Ok(s) => s,
             Err(_) => return me.end("failed", "the team's session is gone").await,
         };
+        // The `default` team's guide (project before global) shapes the plan.
+        let guide = me
+            .teams
+            .find_guide(Some(&lead.workdir()), super::guides::DEFAULT_TEAM)
+            .map(|(_, _, g)| g);
         let planned = tokio::select! {
-            p = planner::plan(&me.teams.home, &me.teams.providers, &me.teams.log, &lead, &me.row.task, me.row.workers) => p,
+            p = planner::plan(&me.teams.home, &me.teams.providers, &me.teams.log, &lead, &me.row.task, me.row.workers, guide.as_ref()) => p,
             _ = me.cancel.cancelled() => return me.end("interrupted", "interrupted while planning").await,
         };
         let plan = match planned {

@@ -83,6 +83,21 @@ fn planner_answers_are_validated() {
 }
 
 #[test]
+fn the_planner_is_told_the_guide() {
+    let g = Guide {
+        description: String::new(),
+        persona: "We write Rust.".into(),
+        routing: vec![("docs".into(), "writer".into())],
+    };
+    let s = planner::system(4, Some(&g));
+    assert!(
+        s.contains("team of 4") && s.contains("We write Rust.") && s.contains("- docs -> writer"),
+        "{s}"
+    );
+    assert!(!planner::system(4, None).contains("guide"));
+}
+
+#[test]
 fn guides_round_trip_and_are_bounded() {
     let g = Guide {
         description: "Reviewers".into(),
