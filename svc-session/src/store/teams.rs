@@ -216,13 +216,16 @@ pub fn ready(t: &TaskRow, by_id: &HashMap<&str, &TaskRow>) -> bool {
 }
 
 /// Claims the next task worker `n` may run, in one transaction (the caller runs this inside
-/// the writer's transaction): a `queued` task re-queued to this worker first, else the first
-/// `queued` task nobody owns, whose dependencies are all merged. Marks it `claimed` by
+/// the writer's transaction): a task re-queued to this worker first, else the first `queued`
+/// (or `pending`) task nobody owns, in both cases with all its dependencies merged. Marks it `claimed` by
 /// worker `n` and returns it; `None` when nothing is claimable now.
 pub fn claim(c: &Connection, team_id: &str, n: i64) -> rusqlite::Result<Option<TaskRow>> {
     let board = tasks(c, team_id)?;
     let by_id: HashMap<&str, &TaskRow> = board.iter().map(|t| (t.task_id.as_str(), t)).collect();
-    let claimable = |t: &&TaskRow| t.status == "queued" && ready(t, &by_id);
+    // A `pending` task whose dependencies have all merged is claimable too, so a claim never
+    // waits for the promotion to `queued` to be written.
+    let claimable =
+        |t: &&TaskRow| matches!(t.status.as_str(), "queued" | "pending") && ready(t, &by_id);
     let pick = board
         .iter()
         .filter(claimable)
@@ -235,7 +238,7 @@ pub fn claim(c: &Connection, team_id: &str, n: i64) -> rusqlite::Result<Option<T
     // The guard makes a second claimer of the same row a no-op even outside one writer.
     let changed = c.execute(
         "UPDATE team_tasks SET status = 'claimed', agent_n = ?3, assignee = ?4 \
-         WHERE team_id = ?1 AND task_id = ?2 AND status = 'queued'",
+         WHERE team_id = ?1 AND task_id = ?2 AND status IN ('queued', 'pending')",
         params![team_id, t.task_id, n, format!("worker-{n}")],
     )?;
     if changed != 1 {

@@ -207,6 +207,11 @@ fn a_claim_hands_each_task_to_one_worker_in_dependency_order() {
         None,
         "claimed once only"
     );
+    // A pending task whose dependencies merged is claimable before its promotion is written.
+    table::save_task(&c, &task("c", 2, &["a"], "pending")).unwrap();
+    assert_eq!(table::claim(&c, "tm1", 1).unwrap().unwrap().task_id, "c");
+    table::save_task(&c, &task("d", 3, &["b"], "pending")).unwrap();
+    assert_eq!(table::claim(&c, "tm1", 1).unwrap(), None, "b is not merged");
 }
 
 #[tokio::test]
