@@ -2,6 +2,8 @@
 //! same calls as `team.status` / `team.start` / `session.interrupt` ([`crate::teams`]).
 //! Bare and `status` are read; `stop` and starting a team are medium_write. `--workers`
 //! defaults to the setting `team.workers` (3) and is clamped to 1–16 like `team.start{n}`.
+//! `on`/`off` (delegation mode) answer `not_implemented` until the agents part lands, rather
+//! than starting a team whose task is "on".
 
 use serde_json::json;
 use snowpea_common::context::CallContext;
@@ -75,6 +77,9 @@ impl Builtin for Team {
                     });
                     Ok(Reply::done(status_text(&s), data))
                 }
+                Some("on" | "off") => Err(Failure::not_implemented(
+                    "/team on|off switches delegation mode, which arrives with the agents part of issue 19; start a team with /team <task>",
+                )),
                 Some("stop") => {
                     a.only_options(&[]).map_err(Failure::args)?;
                     teams.interrupt_session(&call.session.id);
