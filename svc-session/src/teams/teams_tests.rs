@@ -470,6 +470,8 @@ async fn the_team_command_starts_and_reports_teams() {
     let c = &h.app.commands;
     let e = c.execute(&s, "team", "", "", false).await.unwrap_err();
     assert_eq!(e.code, "not_found", "{e:?}");
+    let e = c.execute(&s, "team", "on", "", false).await.unwrap_err();
+    assert_eq!(e.code, "not_implemented", "{e:?}");
     let e = c
         .execute(&s, "team", "x --workers=many", "", false)
         .await
