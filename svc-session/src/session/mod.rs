@@ -32,6 +32,7 @@ use crate::turn::TurnState;
 /// Longest session title `session.rename` accepts, in characters.
 pub const MAX_TITLE_CHARS: usize = 500;
 
+pub(crate) mod ask_origin;
 pub mod callers;
 pub mod origin;
 pub mod prefs;
