@@ -213,6 +213,7 @@ impl App {
                 compaction: compaction.clone(),
                 settings: settings.clone(),
                 allowlist: allowlist.clone(),
+                memory: crate::clients::memory::MemoryClient::new(home.socket("memory")),
             },
         ));
         commands.watch();
