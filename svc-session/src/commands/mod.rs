@@ -38,6 +38,7 @@ use crate::tools::Tools;
 pub mod agent_tools;
 pub mod args;
 pub mod markdown;
+pub mod workflow;
 
 mod accept;
 mod agent;
@@ -46,6 +47,7 @@ mod allowlist;
 mod auto;
 mod busy;
 mod compact;
+mod deepinit;
 mod delegate;
 mod effort;
 mod export;
@@ -56,12 +58,14 @@ mod mode;
 mod model;
 mod modes;
 mod plan;
+mod ralph;
 mod review;
 mod schedule;
 mod session_command;
 mod skill;
 mod team;
 mod tools;
+mod ultrawork;
 mod undo;
 mod usage;
 
@@ -191,6 +195,9 @@ pub enum Reply {
     },
     /// Continue the turn as a normal model turn with this prompt.
     Prompt(PromptTurn),
+    /// Continue the turn with several model steps ([`workflow`]: `/ralph`, `/ultrawork`,
+    /// `/deepinit`).
+    Workflow(workflow::WorkflowRun),
 }
 
 impl Reply {
@@ -370,6 +377,9 @@ fn builtins() -> Vec<Box<dyn Builtin>> {
         Box::new(delegate::Delegate),
         Box::new(team::Team),
         Box::new(review::Review),
+        Box::new(ralph::Ralph),
+        Box::new(ultrawork::Ultrawork),
+        Box::new(deepinit::Deepinit),
         Box::new(session_command::SessionCommand),
     ]
 }

@@ -39,6 +39,7 @@ pub mod slash;
 pub mod system_prompt;
 mod tool_call;
 pub mod tool_content;
+mod workflow;
 
 /// The running turn and the prompt queue of a session.
 #[derive(Debug, Default)]
