@@ -345,6 +345,8 @@ pub struct Sessions {
 /// workdir's `commands.changed`).
 #[derive(Debug, Clone)]
 pub struct Opened {
+    /// The session.
+    pub session_id: String,
     /// The session's workdir.
     pub workdir: PathBuf,
     /// The connection that asked (`None` for the daemon's own sessions).
@@ -398,8 +400,15 @@ impl Sessions {
         &self.hub
     }
 
-    fn announce_opened(&self, workdir: PathBuf, ctx: &CallContext, reason: &'static str) {
+    fn announce_opened(
+        &self,
+        session_id: &str,
+        workdir: PathBuf,
+        ctx: &CallContext,
+        reason: &'static str,
+    ) {
         let _ = self.opened.send(Opened {
+            session_id: session_id.to_owned(),
             workdir,
             connection_id: ctx.connection_id.clone(),
             reason,
@@ -535,7 +544,7 @@ impl Sessions {
         let session = Arc::new(Session::new(row));
         self.registry.insert(session.clone());
         self.changed(&session, "create");
-        self.announce_opened(workdir.clone(), ctx, "session.create");
+        self.announce_opened(&id, workdir.clone(), ctx, "session.create");
         tracing::info!(session_id = %id, workdir = %workdir.display(), mode = mode.as_str(), kind = setup.kind, "session created");
         Ok(pb::SessionCreateResult {
             delegation: false,
@@ -731,7 +740,7 @@ impl Sessions {
     ) -> Result<pb::SessionResumeResult> {
         let r = self.resume(p).await?;
         if let Some(row) = self.registry.row(&r.session_id).await? {
-            self.announce_opened(PathBuf::from(row.workdir), ctx, "session.resume");
+            self.announce_opened(&row.id, PathBuf::from(row.workdir), ctx, "session.resume");
         }
         Ok(r)
     }

@@ -34,6 +34,7 @@ pub mod busy;
 mod command;
 pub mod handback;
 pub mod history;
+mod hooks;
 pub mod refs;
 pub mod slash;
 pub mod system_prompt;
@@ -181,6 +182,7 @@ pub struct Turns {
     models: Arc<Models>,
     compaction: Arc<Compaction>,
     attachments: Attachments,
+    hooks: Arc<crate::hooks::Hooks>,
 }
 
 impl std::fmt::Debug for Turns {
@@ -206,6 +208,7 @@ impl Turns {
         models: Arc<Models>,
         compaction: Arc<Compaction>,
         attachments: Attachments,
+        hooks: Arc<crate::hooks::Hooks>,
     ) -> Self {
         Turns {
             home,
@@ -219,6 +222,7 @@ impl Turns {
             models,
             compaction,
             attachments,
+            hooks,
         }
     }
 
