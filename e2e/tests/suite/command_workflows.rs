@@ -85,7 +85,10 @@ async fn workflows_command_tables_memory_forget_and_plugin_hooks() {
     let wd = suite.workdir.path().to_path_buf();
 
     // --- session.create / session.resume send the caller that workdir's command table.
-    put(&wd.join(".snowpea/commands/pea-note.md"), "Note $ARGUMENTS\n");
+    put(
+        &wd.join(".snowpea/commands/pea-note.md"),
+        "Note $ARGUMENTS\n",
+    );
     let mut notes = client.subscribe();
     let sid = client.create_session(&wd, Some("auto")).await.unwrap();
     let table = commands_changed(&mut notes, "session.create").await;
@@ -95,7 +98,10 @@ async fn workflows_command_tables_memory_forget_and_plugin_hooks() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert!(names.contains(&"pea-note") && names.contains(&"ralph"), "{names:?}");
+    assert!(
+        names.contains(&"pea-note") && names.contains(&"ralph"),
+        "{names:?}"
+    );
     client
         .call("session.resume", json!({"sessionId": sid}))
         .await
@@ -138,7 +144,10 @@ async fn workflows_command_tables_memory_forget_and_plugin_hooks() {
     );
     assert!(progress.iter().all(|p| p["command"] == "ralph"));
     assert_eq!(progress[2]["stories"][1]["note"], "needs a second look");
-    assert_eq!(std::fs::read_to_string(wd.join("notes.txt")).unwrap(), "peas\n");
+    assert_eq!(
+        std::fs::read_to_string(wd.join("notes.txt")).unwrap(),
+        "peas\n"
+    );
     let done = of_kind(&ev, "message.done");
     assert_eq!(done.last().unwrap()["role"], "system");
     assert_eq!(done.last().unwrap()["data"]["outcome"], "complete");
@@ -179,9 +188,15 @@ async fn workflows_command_tables_memory_forget_and_plugin_hooks() {
     // --- A plugin installed from a local path: its hooks run, its MCP server is known.
     let src = tempfile::tempdir().unwrap();
     let p = src.path().join("guard");
-    put(&p.join("plugin.json"), r#"{"name": "guard", "description": "guards writes"}"#);
+    put(
+        &p.join("plugin.json"),
+        r#"{"name": "guard", "description": "guards writes"}"#,
+    );
     // Installed files are owner-only 0600 (no exec bit): hooks name their interpreter.
-    put(&p.join("hooks/deny.sh"), "echo 'guard: no writes today' >&2\nexit 2\n");
+    put(
+        &p.join("hooks/deny.sh"),
+        "echo 'guard: no writes today' >&2\nexit 2\n",
+    );
     put(&p.join("hooks/prompt.sh"), "echo 'GUARD-CONTEXT'\n");
     put(
         &p.join("hooks/hooks.json"),
@@ -202,16 +217,18 @@ async fn workflows_command_tables_memory_forget_and_plugin_hooks() {
         .unwrap();
     let root = suite.home().join("plugins/guard");
     let (c, s) = (&client, sid.as_str());
-    let mcp = snowpea_testkit::eventually(LONG, "the plugin's MCP server in mcp.list", move || {
-        async move {
+    let mcp = snowpea_testkit::eventually(
+        LONG,
+        "the plugin's MCP server in mcp.list",
+        move || async move {
             let list = c.call("mcp.list", json!({"sessionId": s})).await.ok()?;
             list["servers"]
                 .as_array()?
                 .iter()
                 .find(|s| s["name"] == "guard-srv")
                 .cloned()
-        }
-    })
+        },
+    )
     .await;
     assert_eq!(mcp["scope"], "plugin");
     assert_eq!(mcp["plugin"], "guard");
@@ -222,16 +239,27 @@ async fn workflows_command_tables_memory_forget_and_plugin_hooks() {
     // The hooks are loaded with the reload that followed the install.
     let mut events = client.events(&sid);
     let turn = client
-        .call("session.prompt", json!({"sessionId": sid, "text": "HOOKED PROMPT"}))
+        .call(
+            "session.prompt",
+            json!({"sessionId": sid, "text": "HOOKED PROMPT"}),
+        )
         .await
         .unwrap();
     let turn = turn["turnId"].as_str().unwrap().to_owned();
     let done = events.wait_for_turn_done(&turn, LONG).await.unwrap();
-    assert_eq!(done.reason.as_deref(), Some("complete"), "{:?}", kinds(&done.events));
+    assert_eq!(
+        done.reason.as_deref(),
+        Some("complete"),
+        "{:?}",
+        kinds(&done.events)
+    );
     let result = of_kind(&done.events, "tool.result")[0];
     assert_eq!(result["ok"], false);
     assert!(
-        result["output"].as_str().unwrap().contains("guard: no writes today"),
+        result["output"]
+            .as_str()
+            .unwrap()
+            .contains("guard: no writes today"),
         "{result}"
     );
     assert!(!wd.join("guarded.txt").exists());
