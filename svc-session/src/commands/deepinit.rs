@@ -280,6 +280,7 @@ impl Workflow for DeepinitRun {
                     StepEnd::Interrupted => return Finish::Interrupted,
                     StepEnd::Denied => return Finish::Denied,
                     StepEnd::Failed => return Finish::Error(None),
+                    StepEnd::Budget => return Finish::Budget,
                 };
                 let content = file_content(&answer);
                 if content.trim().is_empty() {

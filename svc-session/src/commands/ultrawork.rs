@@ -189,5 +189,6 @@ fn ended(end: StepEnd) -> Finish {
         StepEnd::Interrupted => Finish::Interrupted,
         StepEnd::Denied => Finish::Denied,
         StepEnd::Failed => Finish::Error(None),
+        StepEnd::Budget => Finish::Budget,
     }
 }

@@ -60,6 +60,8 @@ pub enum StepEnd {
     Failed,
     /// A person denied a tool call of the step.
     Denied,
+    /// The step used up its tool rounds (`agent.max_tool_rounds`).
+    Budget,
 }
 
 /// How a workflow ended.
@@ -76,6 +78,8 @@ pub enum Finish {
     Interrupted,
     /// `turn.done{reason:"denied"}`.
     Denied,
+    /// `turn.done{reason:"budget"}`: a step used up its tool rounds.
+    Budget,
     /// `turn.done{reason:"error"}`; `None` when the failed step already reported its error.
     Error(Option<Failure>),
 }
@@ -296,6 +300,7 @@ pub fn stop_on(
         StepEnd::Interrupted => (Finish::Interrupted, "stopped"),
         StepEnd::Denied => (Finish::Denied, "stopped"),
         StepEnd::Failed => (Finish::Error(None), "error"),
+        StepEnd::Budget => (Finish::Budget, "error"),
     };
     if let Some((d, command, iteration, stories)) = progress {
         d.progress(command, iteration, stories, Some(outcome));

@@ -51,7 +51,8 @@ impl Driver for TurnSteps<'_> {
                 TurnEnd::Complete => StepEnd::Answer(out.text),
                 TurnEnd::Interrupted => StepEnd::Interrupted,
                 TurnEnd::Denied => StepEnd::Denied,
-                TurnEnd::Error | TurnEnd::Budget => StepEnd::Failed,
+                TurnEnd::Error => StepEnd::Failed,
+                TurnEnd::Budget => StepEnd::Budget,
             }
         })
     }
@@ -107,6 +108,7 @@ impl Turns {
             }
             Finish::Interrupted => TurnEnd::Interrupted,
             Finish::Denied => TurnEnd::Denied,
+            Finish::Budget => TurnEnd::Budget,
             Finish::Error(failure) => {
                 if let Some(f) = failure {
                     self.command_error(session, t, &f);
