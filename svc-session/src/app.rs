@@ -102,6 +102,8 @@ pub struct App {
     pub skills: Arc<Skills>,
     /// `command.list` and the slash-command registry (`command.run` starts a turn).
     pub commands: Arc<Commands>,
+    /// The installed plugins' hooks (run by turns; no JSON-RPC methods).
+    pub hooks: Arc<crate::hooks::Hooks>,
     /// Unattended runs for svc-scheduler (`SessionInternalService`).
     pub runs: Runs,
     /// `settings.*` and `system.reloadSettings`: the owner of the settings files.
@@ -216,6 +218,7 @@ impl App {
                 compaction: compaction.clone(),
                 settings: settings.clone(),
                 allowlist: allowlist.clone(),
+                memory: crate::clients::memory::MemoryClient::new(home.socket("memory")),
             },
         ));
         commands.watch();
@@ -224,6 +227,11 @@ impl App {
             output_cap: config.output_cap,
             provider_idle_timeout: config.provider_idle_timeout,
         };
+        let hooks = Arc::new(crate::hooks::Hooks::open(
+            skills.plugins_dir(),
+            Some(mark.clone()),
+        ));
+        hooks.watch(&skills, &sessions);
         let turns = Arc::new(Turns::new(
             home.clone(),
             limits,
@@ -236,6 +244,7 @@ impl App {
             models.clone(),
             compaction.clone(),
             crate::attachments::Attachments::new(home.clone()),
+            hooks.clone(),
         ));
         let web = WebSearch::new(home.clone(), config.env.clone());
         let sampler = Sampler::new(
@@ -304,6 +313,7 @@ impl App {
             providers,
             skills,
             commands,
+            hooks,
             runs,
             settings,
             setup,

@@ -19,6 +19,7 @@ pub mod compaction;
 pub mod error;
 pub mod events;
 pub mod file;
+pub mod hooks;
 pub mod llm;
 pub mod models;
 pub mod permission;

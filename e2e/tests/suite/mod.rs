@@ -3,6 +3,7 @@ mod approvals;
 mod audio;
 mod chat;
 mod checkpoints;
+mod command_workflows;
 mod commands;
 mod crash;
 mod docs;

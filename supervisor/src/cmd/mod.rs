@@ -68,13 +68,15 @@ command where marked *, are read):
   schedule [list|add|cancel]*         add low_write, cancel medium_write
   allow <pattern>*                    medium_write   permission.allowlist.add
   allowlist [list|add|remove]*        medium_write   permission.allowlist.*
-  memory [search|forget]*             search read, forget high_risk (not in this build)
+  memory [search|forget]*             search read, forget high_risk (memory.delete)
   usage*                              read
   export [md|json|txt|html]           low_write      writes .snowpea/exports/…
   undo [status]                       medium_write   restores the last turn's files
   skill [list|read|create|install|remove|reload]*  install medium_write, remove high_risk
   agent, delegate, team               unavailable in this build
   review [focus]                      low_write      model turn: not headless
+  ralph <task>, ultrawork <task>      low_write      model turns (command.progress): not headless
+  deepinit [--max-dirs=N] [--force]   medium_write   model turns writing AGENTS.md: not headless
   session-command [list]*             read
 Markdown commands, skills and plugin commands run a model turn and are refused here
 (HEADLESS_UNSUPPORTED). `snowpea cmd session-command list` lists every command of a

@@ -43,6 +43,47 @@ fn project_wins_over_global_over_settings_over_plugin() {
 }
 
 #[test]
+fn a_plugins_servers_name_its_folder_and_may_sit_at_the_top() {
+    let t = tempfile::tempdir().unwrap();
+    let home = Home::new(t.path().join("home"));
+    write(
+        &plugins_dir(&home).join("p1/.mcp.json"),
+        json!({"mcpServers": {"one": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/srv", "args": ["--cfg", "${SNOWPEA_PLUGIN_ROOT}/c.json", "$HOME"], "env": {"DATA": "${CLAUDE_PLUGIN_ROOT}/data"}, "cwd": "${CLAUDE_PLUGIN_ROOT}"}}}),
+    );
+    write(
+        &plugins_dir(&home).join("p2/.mcp.json"),
+        json!({"two": {"command": "node", "args": ["x.js"]}}),
+    );
+    let all = discover(&home, None);
+    let root = plugins_dir(&home).join("p1");
+    let one = all.iter().find(|d| d.name == "one").unwrap();
+    assert_eq!(one.scope, Scope::Plugin);
+    assert_eq!(
+        one.entry.command.as_deref(),
+        Some(root.join("bin/srv").to_str().unwrap())
+    );
+    assert_eq!(
+        one.entry.args.as_ref().unwrap(),
+        &vec![
+            "--cfg".to_string(),
+            root.join("c.json").to_string_lossy().into_owned(),
+            "$HOME".to_string()
+        ]
+    );
+    assert_eq!(
+        one.entry.env.as_ref().unwrap()["DATA"],
+        root.join("data").to_string_lossy()
+    );
+    assert_eq!(one.entry.cwd.as_deref(), Some(root.to_str().unwrap()));
+    let two = all.iter().find(|d| d.name == "two").unwrap();
+    assert_eq!(
+        (two.scope, two.plugin.as_deref()),
+        (Scope::Plugin, Some("p2"))
+    );
+    assert_eq!(two.entry.command.as_deref(), Some("node"));
+}
+
+#[test]
 fn a_malformed_entry_is_reported_not_fatal() {
     let t = tempfile::tempdir().unwrap();
     let home = Home::new(t.path());

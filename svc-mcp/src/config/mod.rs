@@ -6,7 +6,10 @@
 //!   start only once trusted ([`crate::trust`]: written through `mcp.add`/`mcp.update`, or
 //!   the project listed in the global settings `mcp.trustedProjects`);
 //! * `settings` (read-only): `settings.json` `mcp.servers`, same entry format;
-//! * `plugin` (read-only): `$SNOWPEA_HOME/plugins/<plugin>/.mcp.json`.
+//! * `plugin` (read-only): `$SNOWPEA_HOME/plugins/<plugin>/.mcp.json` (installed by
+//!   `skill.install`; `mcpServers`, or the server map at the top as Claude Code's plugins
+//!   write it; `${CLAUDE_PLUGIN_ROOT}` / `${SNOWPEA_PLUGIN_ROOT}` in `command`, `args`, `env`
+//!   and `cwd` name the plugin's folder). The host's watcher picks a new plugin up.
 //!
 //! Precedence for one name: project > global > settings > plugin. Changes to read-only scopes
 //! answer `mcp_read_only`. [`file`] does the atomic, order- and unknown-key-preserving
@@ -200,6 +203,27 @@ impl ServerEntry {
         }
     }
 
+    /// Replaces `${CLAUDE_PLUGIN_ROOT}` and `${SNOWPEA_PLUGIN_ROOT}` in `command`, `args`,
+    /// `env` values and `cwd` of a plugin's entry with the plugin's folder (Claude Code's
+    /// plugin layout names its own files that way). Nothing else is expanded.
+    pub fn expand_plugin_root(&mut self, root: &Path) {
+        let root = root.to_string_lossy();
+        let expand = |s: &mut String| {
+            if s.contains("_PLUGIN_ROOT}") {
+                *s = s
+                    .replace("${CLAUDE_PLUGIN_ROOT}", &root)
+                    .replace("${SNOWPEA_PLUGIN_ROOT}", &root);
+            }
+        };
+        self.command.iter_mut().for_each(expand);
+        self.cwd.iter_mut().for_each(expand);
+        self.args.iter_mut().flatten().for_each(expand);
+        self.env
+            .iter_mut()
+            .flat_map(|m| m.values_mut())
+            .for_each(expand);
+    }
+
     /// True unless `disabled: true`.
     pub fn enabled(&self) -> bool {
         self.disabled != Some(true)
@@ -358,13 +382,15 @@ pub fn read_only_servers(home: &Home) -> Vec<Declared> {
                 continue;
             };
             match file::McpFile::load(&path) {
-                Ok(doc) => out.extend(entries_of(
-                    doc.doc.get("mcpServers"),
-                    Scope::Plugin,
-                    &path,
-                    Some(plugin),
-                    None,
-                )),
+                Ok(doc) => {
+                    // Claude Code's plugin layout also allows the server map at the top.
+                    let servers = doc.doc.get("mcpServers").or(Some(&doc.doc));
+                    let mut found = entries_of(servers, Scope::Plugin, &path, Some(plugin), None);
+                    for d in &mut found {
+                        d.entry.expand_plugin_root(&p);
+                    }
+                    out.extend(found)
+                }
                 Err(e) => tracing::warn!(error = %e, plugin, "plugin .mcp.json unreadable"),
             }
         }

@@ -38,6 +38,7 @@ use snowpea_common::home::Home;
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::permission::Allowlist;
+use crate::session::ask_origin::{ask_origin, AskOptions, Ended, Reply};
 use crate::session::{Registry, Session};
 use crate::store;
 
@@ -110,10 +111,6 @@ impl Resolution {
         }
     }
 }
-
-/// An `approval.request` waiting for the client's answer.
-type ClientAnswer<'a> =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, RequestError>> + Send + 'a>>;
 
 struct Pending {
     session_id: String,
@@ -270,60 +267,40 @@ impl Approvals {
             tracing::warn!(error = %e, "event log flush before approval.request failed");
         }
 
-        let deadline = Instant::now() + timeout;
-        let mut origin_rx = session.origin.subscribe();
-        // The connection a request failed on (wait for the origin to change).
-        let mut failed_on: Option<String> = None;
-        // The request in flight and its target; kept when the same origin is re-announced
-        // so the client is not asked twice.
-        let mut inflight: Option<(String, ClientAnswer)> = None;
-        let resolution = loop {
-            let origin = origin_rx.borrow_and_update().clone();
-            match origin {
-                Some(o) if inflight.as_ref().is_some_and(|(t, _)| *t == o) => {}
-                Some(o) if failed_on.as_deref() != Some(o.as_str()) => {
-                    let remaining = deadline.saturating_duration_since(Instant::now());
-                    let (hub, conn, params) = (self.hub.clone(), o.clone(), request.clone());
-                    let fut = async move { hub.request(&conn, &params, &[], remaining).await };
-                    inflight = Some((o, Box::pin(fut)));
-                }
-                _ => inflight = None,
-            }
-            let ask_client = async {
-                match inflight.as_mut() {
-                    Some((_, fut)) => fut.await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                r = &mut answered => break r.unwrap_or_else(|_| Resolution::denied("interrupted")),
-                _ = tokio::time::sleep_until(deadline) => break Resolution::denied("timeout"),
-                _ = cancel.cancelled() => break Resolution::denied("interrupted"),
-                changed = origin_rx.changed() => {
-                    if changed.is_err() {
-                        break Resolution::denied("interrupted");
-                    }
-                    failed_on = None;
-                }
-                outcome = ask_client => {
-                    let target = inflight.take().map(|(t, _)| t);
-                    match outcome {
-                        Ok(v) => {
-                            let decision = v.get("decision").and_then(Value::as_str).unwrap_or("deny");
-                            let scope = v.get("scope").and_then(Value::as_str).unwrap_or("once");
-                            let reason = v.get("reason").and_then(Value::as_str).map(str::to_owned);
-                            break Resolution::from_answer(decision, scope, reason);
-                        }
-                        Err(RequestError::Timeout(_)) => break Resolution::denied("timeout"),
-                        Err(e) => {
-                            tracing::info!(request_id = %request_id, error = %e, "approval.request not answered; waiting for approval.respond or a new origin");
-                            failed_on = target;
-                        }
-                    }
-                }
-            }
+        // The origin may be gone: the request then stays pending until a new origin, a
+        // client's approval.respond, the timeout or an interrupt.
+        let options = AskOptions {
+            deadline: Instant::now() + timeout,
+            grace: Duration::ZERO,
+            require_live: false,
         };
-        drop(inflight);
+        let ended = ask_origin(
+            &self.hub,
+            session.origin.subscribe(),
+            &request,
+            options,
+            &mut answered,
+            cancel,
+            |outcome| match outcome {
+                Ok(v) => {
+                    let decision = v.get("decision").and_then(Value::as_str).unwrap_or("deny");
+                    let scope = v.get("scope").and_then(Value::as_str).unwrap_or("once");
+                    let reason = v.get("reason").and_then(Value::as_str).map(str::to_owned);
+                    Reply::Resolve(Resolution::from_answer(decision, scope, reason))
+                }
+                Err(RequestError::Timeout(_)) => Reply::Resolve(Resolution::denied("timeout")),
+                Err(e) => {
+                    tracing::info!(request_id = %request_id, error = %e, "approval.request not answered; waiting for approval.respond or a new origin");
+                    Reply::WaitForNewOrigin
+                }
+            },
+        )
+        .await;
+        let resolution = match ended {
+            Ended::Resolved(r) => r,
+            Ended::TimedOut => Resolution::denied("timeout"),
+            Ended::Interrupted => Resolution::denied("interrupted"),
+        };
         // If approval.respond took the entry meanwhile, its answer wins.
         let resolution = if self.lock().remove(&request_id).is_some() {
             resolution

@@ -12,7 +12,7 @@ use serde_json::Value;
 use snowpea_proto::error::RpcError;
 use snowpea_proto::memory::v1::memory_service_client::MemoryServiceClient;
 use snowpea_proto::memory::v1::MemoryHit;
-use snowpea_proto::memory::v1::{MemorySearchParams, MemoryWriteParams};
+use snowpea_proto::memory::v1::{MemoryDeleteParams, MemorySearchParams, MemoryWriteParams};
 use tonic::transport::Channel;
 
 /// Deadline of one call to svc-memory.
@@ -128,6 +128,19 @@ impl MemoryClient {
             text: text.to_owned(),
         };
         Ok(self.deadline(c.write(p)).await?.id)
+    }
+
+    /// `memory.delete{id}`: forgets one stored memory. A memory svc-memory does not hold is
+    /// [`MemoryError::Refused`] with `not_found`.
+    pub async fn delete(&self, id: &str) -> Result<(), MemoryError> {
+        let mut c = MemoryServiceClient::new(self.channel.clone())
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_REQUEST);
+        let p = MemoryDeleteParams {
+            id: Some(id.to_owned()),
+            ..Default::default()
+        };
+        self.deadline(c.delete(p)).await.map(|_| ())
     }
 
     /// `memory.search` in one namespace.

@@ -192,7 +192,7 @@ impl Tool for RunTool {
                     meta: json!({"command": name, "data": data}),
                     diff: None,
                 },
-                Ok(Reply::Prompt(_)) => ToolOutput::error(format!(
+                Ok(Reply::Prompt(_) | Reply::Workflow(_)) => ToolOutput::error(format!(
                     "{}: /{name} runs a model turn",
                     super::codes::HEADLESS_UNSUPPORTED
                 )),

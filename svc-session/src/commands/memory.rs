@@ -1,21 +1,26 @@
 //! `/memory search <query>` (read; bare lists the usage): searches the memories of this
-//! session's project through the `search_memory` tool. `forget <id>` needs a delete call
-//! svc-session does not have in this build and answers `not_implemented` (use
-//! `memory.delete`).
+//! session's project through the `search_memory` tool. `/memory forget <id>` (high_risk)
+//! forgets one stored memory through svc-memory's `memory.delete` (the ids are the ones
+//! `/memory search` and `memory.list` report); an id svc-memory does not hold is
+//! `not_found`, svc-memory being down `unavailable`.
 
 use serde_json::json;
 
 use super::{Builtin, Call, Commands, Failure, Reply, Risk, Run};
+use crate::clients::memory::MemoryError;
 
 /// `/memory`.
 pub struct Memory;
+
+/// Longest memory id `/memory forget` takes, in bytes.
+pub const MAX_ID_BYTES: usize = 200;
 
 impl Builtin for Memory {
     fn name(&self) -> &'static str {
         "memory"
     }
     fn summary(&self) -> &'static str {
-        "Search this project's memories"
+        "Search this project's memories, or forget one"
     }
     fn usage(&self) -> &'static str {
         "/memory [search <query> [--limit=N]|forget <id>]"
@@ -53,9 +58,32 @@ impl Builtin for Memory {
                     let out = cx.run_tool(&call.session, "search_memory", args).await?;
                     Ok(Reply::done(out.content, out.meta))
                 }
-                Some("forget") => Err(Failure::not_implemented(
-                    "/memory forget is not wired to svc-memory in this build; use memory.delete",
-                )),
+                Some("forget") => {
+                    a.only_options(&[]).map_err(Failure::args)?;
+                    let id = a.rest();
+                    let id = id.trim();
+                    if id.is_empty() || id.contains(char::is_whitespace) {
+                        return Err(Failure::args("usage: /memory forget <id> (one memory id)"));
+                    }
+                    if id.len() > MAX_ID_BYTES {
+                        return Err(Failure::args(format!(
+                            "a memory id is at most {MAX_ID_BYTES} bytes"
+                        )));
+                    }
+                    match cx.peers.memory.delete(id).await {
+                        Ok(()) => Ok(Reply::done(
+                            format!("forgot memory {id}"),
+                            json!({"id": id, "forgotten": true}),
+                        )),
+                        Err(MemoryError::Refused(e)) if e.code.wire() == "not_found" => {
+                            Err(Failure::not_found(format!("no memory {id}")))
+                        }
+                        Err(MemoryError::Refused(e)) if e.code.wire() == "invalid_params" => {
+                            Err(Failure::args(e.message))
+                        }
+                        Err(e) => Err(Failure::failed("unavailable", e.to_string())),
+                    }
+                }
                 Some(other) => Err(Failure::args(format!(
                     "unknown /memory subcommand {other:?}"
                 ))),

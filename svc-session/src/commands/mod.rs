@@ -38,6 +38,7 @@ use crate::tools::Tools;
 pub mod agent_tools;
 pub mod args;
 pub mod markdown;
+pub mod workflow;
 
 mod accept;
 mod agent;
@@ -46,6 +47,7 @@ mod allowlist;
 mod auto;
 mod busy;
 mod compact;
+mod deepinit;
 mod delegate;
 mod effort;
 mod export;
@@ -56,12 +58,14 @@ mod mode;
 mod model;
 mod modes;
 mod plan;
+mod ralph;
 mod review;
 mod schedule;
 mod session_command;
 mod skill;
 mod team;
 mod tools;
+mod ultrawork;
 mod undo;
 mod usage;
 
@@ -191,6 +195,9 @@ pub enum Reply {
     },
     /// Continue the turn as a normal model turn with this prompt.
     Prompt(PromptTurn),
+    /// Continue the turn with several model steps ([`workflow`]: `/ralph`, `/ultrawork`,
+    /// `/deepinit`).
+    Workflow(workflow::WorkflowRun),
 }
 
 impl Reply {
@@ -311,8 +318,9 @@ pub enum Target {
 
 /// The components the session-changing built-ins act through (`/model`, `/effort`:
 /// [`Models`]; `/compact`: [`Compaction`]; `/busy`: [`Settings`]; `/allow`, `/allowlist`:
-/// [`Allowlist`]) — the same calls as `session.setModel`, `session.setEffort`,
-/// `session.compact`, `settings.set` and `permission.allowlist.*`.
+/// [`Allowlist`]; `/memory forget`: svc-memory's client) — the same calls as
+/// `session.setModel`, `session.setEffort`, `session.compact`, `settings.set`,
+/// `permission.allowlist.*` and `memory.delete`.
 #[derive(Debug, Clone)]
 pub struct Peers {
     /// `session.setModel` / `session.setEffort`.
@@ -323,6 +331,8 @@ pub struct Peers {
     pub settings: Arc<Settings>,
     /// `permission.allowlist.*`.
     pub allowlist: Arc<Allowlist>,
+    /// `memory.delete` (svc-memory over its socket).
+    pub memory: crate::clients::memory::MemoryClient,
 }
 
 /// The command registry (see the module doc).
@@ -370,6 +380,9 @@ fn builtins() -> Vec<Box<dyn Builtin>> {
         Box::new(delegate::Delegate),
         Box::new(team::Team),
         Box::new(review::Review),
+        Box::new(ralph::Ralph),
+        Box::new(ultrawork::Ultrawork),
+        Box::new(deepinit::Deepinit),
         Box::new(session_command::SessionCommand),
     ]
 }
@@ -486,7 +499,9 @@ impl Commands {
     }
 
     /// Broadcasts `commands.changed{commands, reason}` (the global table) on every reload
-    /// of the skill roots, for as long as the process runs.
+    /// of the skill roots, and sends the caller of each `session.create` / `session.resume`
+    /// the table of that session's workdir (its project roots are re-read: `reason`
+    /// `session.create` / `session.resume`), for as long as the process runs.
     pub fn watch(self: &Arc<Self>) {
         let mut rx = self.skills.subscribe();
         let this = Arc::downgrade(self);
@@ -505,6 +520,44 @@ impl Commands {
                 });
             }
         });
+        let mut opened = self.sessions.subscribe_opened();
+        let this = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                let o = match opened.recv().await {
+                    Ok(o) => o,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        tracing::warn!(missed = n, "commands.changed for opened sessions skipped");
+                        continue;
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                };
+                let Some(cmds) = this.upgrade() else { break };
+                cmds.send_table(o).await;
+            }
+        });
+    }
+
+    /// Sends the table of `o.workdir` to the connection that opened the session.
+    async fn send_table(&self, o: crate::session::Opened) {
+        let Some(conn) = o.connection_id else { return };
+        let skills = self.skills.clone();
+        let workdir = o.workdir;
+        let table =
+            match crate::skills::blocking(move || Ok(table_of(&skills, Some(&workdir)))).await {
+                Ok(t) => t,
+                Err(e) => {
+                    tracing::warn!(error = %e, "command table not read");
+                    return;
+                }
+            };
+        self.sessions.hub().publish(
+            &pb::CommandsChangedNotification {
+                commands: Self::to_pb(&table),
+                reason: o.reason.to_owned(),
+            },
+            vec![conn],
+        );
     }
 
     /// Finds `name` (a leading `/` stripped) in the table of `session`'s workdir (the

@@ -40,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Result};
 use crate::events::EventLog;
+use crate::session::ask_origin::{ask_origin, AskOptions, Ended, Reply};
 use crate::session::{Registry, Session};
 use crate::store::{self, Store};
 pub use shape::{Answer, Question};
@@ -325,64 +326,45 @@ impl Questions {
                 targets,
             );
         }
-        let deadline = Instant::now() + timeout;
-        let mut origin_rx = session.origin.subscribe();
-        let mut inflight: Option<(String, ClientAnswer)> = None;
-        // An origin that answered with a bad shape is not asked again until it changes.
-        let mut failed_on: Option<String> = None;
-        let resolution = loop {
-            let origin = origin_rx.borrow_and_update().clone();
-            match origin {
-                Some(o) if inflight.as_ref().is_some_and(|(t, _)| *t == o) => {}
-                Some(o) if self.hub.is_live(&o) && failed_on.as_deref() != Some(o.as_str()) => {
-                    let wait = deadline.saturating_duration_since(Instant::now()) + ORIGIN_GRACE;
-                    let (hub, conn, params) = (self.hub.clone(), o.clone(), request.clone());
-                    let fut = async move { hub.request(&conn, &params, &[], wait).await };
-                    inflight = Some((o, Box::pin(fut)));
-                }
-                _ => inflight = None,
-            }
-            let ask_client = async {
-                match inflight.as_mut() {
-                    Some((_, fut)) => fut.await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                r = &mut answered => break r.unwrap_or_else(|_| Resolution::declined("interrupted")),
-                _ = tokio::time::sleep_until(deadline) => break Resolution::declined("timeout"),
-                _ = cancel.cancelled() => break Resolution::declined("interrupted"),
-                changed = origin_rx.changed() => {
-                    if changed.is_err() {
-                        break Resolution::declined("interrupted");
-                    }
-                    failed_on = None;
-                }
-                outcome = ask_client => {
-                    let target = inflight.take().map(|(t, _)| t);
-                    match outcome {
-                        Ok(v) => {
-                            let parsed = shape::answers_from_json(v.get("answers").unwrap_or(&Value::Null), "answers")
-                                .and_then(|a| shape::validate_answers(&questions, a, "answers"));
-                            match parsed {
-                                Ok(answers) => break Resolution { answers, by: "user".into() },
-                                Err((field, why)) => {
-                                    // Never log the answer itself (it may be a secret).
-                                    tracing::warn!(request_id, field = %field, reason = %why, "question.request answered with a bad shape; waiting for question.respond");
-                                    failed_on = target;
-                                }
-                            }
-                        }
-                        Err(RequestError::Timeout(_)) => break Resolution::declined("timeout"),
-                        Err(e) => {
-                            tracing::info!(request_id, error = %e, "origin could not take question.request; declining");
-                            break Resolution::declined("origin-unreachable");
-                        }
-                    }
-                }
-            }
+        // Only a live origin is asked; one that cannot take the request declines the batch.
+        let options = AskOptions {
+            deadline: Instant::now() + timeout,
+            grace: ORIGIN_GRACE,
+            require_live: true,
         };
-        drop(inflight);
+        let ended = ask_origin(
+            &self.hub,
+            session.origin.subscribe(),
+            &request,
+            options,
+            &mut answered,
+            &cancel,
+            |outcome| match outcome {
+                Ok(v) => {
+                    let parsed = shape::answers_from_json(v.get("answers").unwrap_or(&Value::Null), "answers")
+                        .and_then(|a| shape::validate_answers(&questions, a, "answers"));
+                    match parsed {
+                        Ok(answers) => Reply::Resolve(Resolution { answers, by: "user".into() }),
+                        Err((field, why)) => {
+                            // Never log the answer itself (it may be a secret).
+                            tracing::warn!(request_id, field = %field, reason = %why, "question.request answered with a bad shape; waiting for question.respond");
+                            Reply::WaitForNewOrigin
+                        }
+                    }
+                }
+                Err(RequestError::Timeout(_)) => Reply::Resolve(Resolution::declined("timeout")),
+                Err(e) => {
+                    tracing::info!(request_id, error = %e, "origin could not take question.request; declining");
+                    Reply::Resolve(Resolution::declined("origin-unreachable"))
+                }
+            },
+        )
+        .await;
+        let resolution = match ended {
+            Ended::Resolved(r) => r,
+            Ended::TimedOut => Resolution::declined("timeout"),
+            Ended::Interrupted => Resolution::declined("interrupted"),
+        };
         self.finish(session, request_id, resolution, answered)
     }
 
@@ -550,10 +532,6 @@ impl Questions {
         Ok(())
     }
 }
-
-/// A `question.request` waiting for the client's answer.
-type ClientAnswer =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, RequestError>> + Send>>;
 
 #[cfg(test)]
 #[path = "question_tests.rs"]

@@ -85,8 +85,12 @@ impl SessionService for SessionRpc {
         &self,
         req: Request<pb::SessionResumeParams>,
     ) -> Result<Response<pb::SessionResumeResult>, Status> {
+        let ctx = CallContext::of(&req);
         Ok(Response::new(
-            self.app.sessions.resume(req.into_inner()).await?,
+            self.app
+                .sessions
+                .resume_from(&ctx, req.into_inner())
+                .await?,
         ))
     }
 

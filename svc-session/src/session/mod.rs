@@ -32,6 +32,7 @@ use crate::turn::TurnState;
 /// Longest session title `session.rename` accepts, in characters.
 pub const MAX_TITLE_CHARS: usize = 500;
 
+pub(crate) mod ask_origin;
 pub mod callers;
 pub mod origin;
 pub mod prefs;
@@ -336,6 +337,22 @@ pub struct Sessions {
     questions: Arc<Questions>,
     checkpoints: Arc<Checkpoints>,
     providers: Providers,
+    /// Announces every `session.create` / `session.resume` ([`Sessions::subscribe_opened`]).
+    opened: tokio::sync::broadcast::Sender<Opened>,
+}
+
+/// A session a client just created or resumed (the command registry answers it with that
+/// workdir's `commands.changed`).
+#[derive(Debug, Clone)]
+pub struct Opened {
+    /// The session.
+    pub session_id: String,
+    /// The session's workdir.
+    pub workdir: PathBuf,
+    /// The connection that asked (`None` for the daemon's own sessions).
+    pub connection_id: Option<String>,
+    /// `session.create` or `session.resume`.
+    pub reason: &'static str,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -369,7 +386,33 @@ impl Sessions {
             questions,
             checkpoints,
             providers,
+            opened: tokio::sync::broadcast::channel(64).0,
         }
+    }
+
+    /// Every `session.create` / `session.resume` from now on (a slow reader loses the oldest).
+    pub fn subscribe_opened(&self) -> tokio::sync::broadcast::Receiver<Opened> {
+        self.opened.subscribe()
+    }
+
+    /// The bus hub (for a notification to one connection).
+    pub(crate) fn hub(&self) -> &Arc<BusHub> {
+        &self.hub
+    }
+
+    fn announce_opened(
+        &self,
+        session_id: &str,
+        workdir: PathBuf,
+        ctx: &CallContext,
+        reason: &'static str,
+    ) {
+        let _ = self.opened.send(Opened {
+            session_id: session_id.to_owned(),
+            workdir,
+            connection_id: ctx.connection_id.clone(),
+            reason,
+        });
     }
 
     /// The live session `id`, or `not_found`.
@@ -501,6 +544,7 @@ impl Sessions {
         let session = Arc::new(Session::new(row));
         self.registry.insert(session.clone());
         self.changed(&session, "create");
+        self.announce_opened(&id, workdir.clone(), ctx, "session.create");
         tracing::info!(session_id = %id, workdir = %workdir.display(), mode = mode.as_str(), kind = setup.kind, "session created");
         Ok(pb::SessionCreateResult {
             delegation: false,
@@ -685,6 +729,20 @@ impl Sessions {
             host_tools_from: session.host_tools_from(),
             session_id: session.id.clone(),
         })
+    }
+
+    /// `session.resume` from a client: [`Sessions::resume`], then the command table of the
+    /// session's workdir goes to the caller as `commands.changed{reason:"session.resume"}`.
+    pub async fn resume_from(
+        &self,
+        ctx: &CallContext,
+        p: pb::SessionResumeParams,
+    ) -> Result<pb::SessionResumeResult> {
+        let r = self.resume(p).await?;
+        if let Some(row) = self.registry.row(&r.session_id).await? {
+            self.announce_opened(&row.id, PathBuf::from(row.workdir), ctx, "session.resume");
+        }
+        Ok(r)
     }
 
     /// `session.resume`: the events after `afterSeq` from the database (also for closed

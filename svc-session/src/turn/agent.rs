@@ -51,6 +51,8 @@ pub(crate) struct TurnAccount {
     pub extra_tools: crate::clients::mcp::TurnTools,
     /// A markdown command's `allowed-tools`: only these may be offered and called.
     pub allowed_tools: Option<Vec<String>>,
+    /// Times `Stop` hooks continued this turn (`hook.continue.count`).
+    pub stop_continues: i64,
 }
 
 impl TurnAccount {
@@ -306,6 +308,33 @@ impl Turns {
         messages: &mut Vec<ChatMessage>,
         acc: &mut TurnAccount,
     ) -> TurnEnd {
+        // Plugin hooks see a person's prompt (not a system turn's input) before the model.
+        if t.system_reason.is_none() {
+            match self.prompt_hooks(session, text).await {
+                Err(reason) => {
+                    self.error_event(
+                        session,
+                        &t.turn_id,
+                        "mode_denied",
+                        &format!("a plugin hook (UserPromptSubmit) blocked this prompt: {reason}"),
+                    );
+                    return TurnEnd::Denied;
+                }
+                Ok(context) if !context.is_empty() => {
+                    // The hooks' context rides with the prompt (not stored in the history).
+                    let block: Vec<String> =
+                        context.iter().map(|c| format!("[system] {c}")).collect();
+                    match messages.last_mut() {
+                        Some(m) if m.role == crate::provider::Role::User => {
+                            m.content.push_str("\n\n");
+                            m.content.push_str(&block.join("\n"));
+                        }
+                        _ => messages.push(super::busy::notice_message(&context)),
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
         let workdir = session.workdir();
         let docs = match self.models.settings(&workdir) {
             Ok(d) => d,
@@ -450,11 +479,16 @@ impl Turns {
                     return TurnEnd::Error;
                 }
             };
-            messages.push(ChatMessage::assistant(text, calls.clone()));
+            messages.push(ChatMessage::assistant(text.clone(), calls.clone()));
             if calls.is_empty() {
                 if self.has_steers(session) {
                     // A prompt steered in while the model answered: it gets its answer in
                     // this turn.
+                    continue;
+                }
+                if let Some(reason) = self.stop_hooks(session, t, acc, &text).await {
+                    // A Stop hook asks for more: its instruction is the model's next input.
+                    messages.push(super::busy::notice_message(&[reason]));
                     continue;
                 }
                 return TurnEnd::Complete;

@@ -9,7 +9,9 @@
 //!   this build, …);
 //! * `interrupted` when `session.interrupt` cancels it;
 //! * a markdown command, skill, `/review` or `/skill create` continues as a normal model turn
-//!   (its `message.user` is the expanded prompt) limited to its `allowed-tools`.
+//!   (its `message.user` is the expanded prompt) limited to its `allowed-tools`;
+//! * `/ralph`, `/ultrawork`, `/deepinit` continue with several model steps
+//!   ([`super::workflow`]).
 //!
 //! `skill.create{description}` starts a `/skill create` turn here ([`Turns::draft_skill`]).
 
@@ -114,7 +116,7 @@ impl Turns {
         })
     }
 
-    fn command_error(&self, session: &Session, t: &TurnStart, f: &Failure) {
+    pub(super) fn command_error(&self, session: &Session, t: &TurnStart, f: &Failure) {
         self.event(
             session,
             &pb::ErrorEvent {
@@ -184,6 +186,7 @@ impl Turns {
                 }
             }
             Ok(Reply::Prompt(prompt)) => self.prompted_turn(session, t, prompt).await,
+            Ok(Reply::Workflow(w)) => self.workflow_turn(session, t, w).await,
         }
     }
 

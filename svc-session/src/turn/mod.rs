@@ -34,11 +34,13 @@ pub mod busy;
 mod command;
 pub mod handback;
 pub mod history;
+mod hooks;
 pub mod refs;
 pub mod slash;
 pub mod system_prompt;
 mod tool_call;
 pub mod tool_content;
+mod workflow;
 
 /// The running turn and the prompt queue of a session.
 #[derive(Debug, Default)]
@@ -180,6 +182,7 @@ pub struct Turns {
     models: Arc<Models>,
     compaction: Arc<Compaction>,
     attachments: Attachments,
+    hooks: Arc<crate::hooks::Hooks>,
 }
 
 impl std::fmt::Debug for Turns {
@@ -205,6 +208,7 @@ impl Turns {
         models: Arc<Models>,
         compaction: Arc<Compaction>,
         attachments: Attachments,
+        hooks: Arc<crate::hooks::Hooks>,
     ) -> Self {
         Turns {
             home,
@@ -218,6 +222,7 @@ impl Turns {
             models,
             compaction,
             attachments,
+            hooks,
         }
     }
 

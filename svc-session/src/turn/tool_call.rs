@@ -302,6 +302,17 @@ impl Turns {
         if t.cancel.is_cancelled() {
             return self.interrupted(session, t, call);
         }
+        // Plugin hooks may refuse a permitted call, never permit a refused one.
+        if let Some(reason) = self.pre_tool_hooks(session, call).await {
+            return self.tool_result(
+                session,
+                t,
+                call,
+                false,
+                &format!("refused by a plugin hook (PreToolUse): {reason}"),
+                Value::Null,
+            );
+        }
 
         let writes = tool.writes(&call.arguments, &workdir);
         let capture = self
@@ -380,13 +391,38 @@ impl Turns {
             .as_object_mut()
             .and_then(|m| m.remove(crate::tools::ask_user::REDACTED_OUTPUT))
             .and_then(|v| v.as_str().map(str::to_owned));
+        // PostToolUse hooks see what the model will see; their feedback joins the result.
+        let feedback = self
+            .post_tool_hooks(
+                session,
+                call,
+                out.ok,
+                redacted.as_deref().unwrap_or(&out.content),
+            )
+            .await
+            .map(|f| format!("\n\n[plugin hook] {f}"))
+            .unwrap_or_default();
         match redacted {
             Some(stored) => {
-                let mut o = self.tool_result(session, t, call, out.ok, &stored, meta);
-                o.content = out.content;
+                let mut o = self.tool_result(
+                    session,
+                    t,
+                    call,
+                    out.ok,
+                    &format!("{stored}{feedback}"),
+                    meta,
+                );
+                o.content = format!("{}{feedback}", out.content);
                 o
             }
-            None => self.tool_result(session, t, call, out.ok, &out.content, meta),
+            None => self.tool_result(
+                session,
+                t,
+                call,
+                out.ok,
+                &format!("{}{feedback}", out.content),
+                meta,
+            ),
         }
     }
 }
