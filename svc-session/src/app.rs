@@ -9,6 +9,7 @@ use std::time::Duration;
 use snowpea_common::bus::BusHub;
 use snowpea_common::home::Home;
 
+use crate::agents::Agents;
 use crate::approval::Approvals;
 use crate::checkpoints::Checkpoints;
 use crate::commands::Commands;
@@ -115,6 +116,8 @@ pub struct App {
     pub sampler: Sampler,
     /// `web.search` (the search provider chain).
     pub web: WebSearch,
+    /// `agent.*`, `session.setAgent`, subagents and named agents (issue 19).
+    pub agents: Arc<Agents>,
     hub: Arc<BusHub>,
 }
 
@@ -241,8 +244,26 @@ impl App {
             events.clone(),
             providers.clone(),
         );
-        let runs = Runs::new(sessions.clone(), turns.clone(), events.clone());
+        let agents = Agents::new(
+            home.clone(),
+            store.clone(),
+            events.clone(),
+            sessions.clone(),
+            turns.clone(),
+            skills.clone(),
+            models.clone(),
+            providers.clone(),
+        );
+        let runs = Runs::new(
+            sessions.clone(),
+            turns.clone(),
+            events.clone(),
+            agents.clone(),
+        );
         crate::recovery::recover(&store, &events, &registry).await?;
+        // After the sessions are repaired: delegations a crash cut short end `error`, named
+        // agents keep their sessions (before any chat binding is routed).
+        agents.restore().await?;
         questions.restore().await?;
         if let Some(mut late) = questions.take_late_answers() {
             // Answers to a batch a restart orphaned start a turn of its session.
@@ -284,6 +305,7 @@ impl App {
             files: Files::new(registry.clone()),
             sampler,
             web,
+            agents,
             hub,
         }))
     }

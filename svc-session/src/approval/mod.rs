@@ -191,6 +191,9 @@ pub struct Ask<'a> {
     pub note: String,
     /// Risk hint.
     pub risk: &'a str,
+    /// Why it is asked whatever the mode (`agent-switch` in a turn `session.setAgent
+    /// {guardTurn}` guards).
+    pub guard: Option<&'static str>,
 }
 
 impl Approvals {
@@ -238,6 +241,7 @@ impl Approvals {
             // Free-form JSON as its text: `approval.request`, `approval.pending` and
             // `approval.list` write it exactly as the tool call gave it.
             args: ask.args.to_string(),
+            guard: ask.guard.map(str::to_owned),
             ..Default::default()
         };
         let (answer, mut answered) = oneshot::channel();

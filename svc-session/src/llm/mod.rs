@@ -220,7 +220,7 @@ impl Sampler {
 }
 
 /// The answer text and usage of one call (tool calls are ignored: none were offered).
-async fn collect(
+pub(crate) async fn collect(
     mut stream: crate::provider::EventStream,
 ) -> std::result::Result<(String, Option<crate::provider::Usage>), crate::provider::ProviderError> {
     let mut text = String::new();

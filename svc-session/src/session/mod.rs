@@ -181,6 +181,8 @@ pub struct SessionSetup {
     /// Seconds before an unanswered approval is denied (`None` or ≤ 0: the
     /// `approvals.timeoutSec` setting).
     pub approval_timeout_sec: Option<i64>,
+    /// The session that spawned this one (a subagent's parent, issue 19).
+    pub parent_session_id: Option<String>,
 }
 
 impl Default for SessionSetup {
@@ -190,6 +192,7 @@ impl Default for SessionSetup {
             agent: None,
             job_id: None,
             approval_timeout_sec: None,
+            parent_session_id: None,
         }
     }
 }
@@ -198,7 +201,9 @@ impl Session {
     /// True for a scheduled job's unattended session: nobody watches it, so an approval
     /// that times out ends the turn (issue 5: the run ends `denied_by_timeout`).
     pub fn is_unattended(&self) -> bool {
-        lock(&self.row).kind() == store::sessions::KIND_SCHEDULED
+        let row = lock(&self.row);
+        // A named agent's own session is unattended too (issue 19).
+        row.kind() == store::sessions::KIND_SCHEDULED || row.kind() == store::sessions::KIND_AGENT
     }
 }
 
@@ -492,6 +497,7 @@ impl Sessions {
             agent: setup.agent,
             job_id: setup.job_id,
             approval_timeout_sec: setup.approval_timeout_sec.filter(|s| *s > 0),
+            parent_session_id: setup.parent_session_id,
             ..Default::default()
         };
         let saved = row.clone();
@@ -507,6 +513,19 @@ impl Sessions {
             session_id: id,
             workspace_dir: Some(workspace.to_string_lossy().into_owned()),
         })
+    }
+
+    /// Re-opens a saved session under its id (a named agent's after it was closed; issue 19).
+    pub async fn reopen(&self, mut row: SessionRow) -> Result<()> {
+        row.closed_at = None;
+        let saved = row.clone();
+        self.log
+            .write(move |c| store::sessions::save(c, &saved))
+            .await?;
+        let session = Arc::new(Session::new(row));
+        self.registry.insert(session.clone());
+        self.changed(&session, "create");
+        Ok(())
     }
 
     /// `session.list`.
@@ -579,6 +598,7 @@ impl Sessions {
                 workspace_dir: Some(row.workspace_dir.clone()),
                 browser_provider: prefs::listed_browser_provider(&row),
                 effort: row.effort.clone(),
+                parent_session_id: row.parent_session_id.clone(),
                 ..Default::default()
             });
         }

@@ -51,6 +51,11 @@ pub(crate) struct TurnAccount {
     pub extra_tools: crate::clients::mcp::TurnTools,
     /// A markdown command's `allowed-tools`: only these may be offered and called.
     pub allowed_tools: Option<Vec<String>>,
+    /// The session's agent definition's `tools` (issue 19): only these may be offered and
+    /// called; `None` is every tool.
+    pub agent_tools: Option<Vec<String>>,
+    /// The name of that definition (for the `tool_inactive` message).
+    pub agent_name: Option<String>,
 }
 
 impl TurnAccount {
@@ -58,6 +63,14 @@ impl TurnAccount {
     /// `allowed-tools` limits it).
     pub fn tool_allowed(&self, tool: &str) -> bool {
         self.allowed_tools
+            .as_deref()
+            .is_none_or(|a| crate::commands::markdown::tool_allowed(a, tool))
+            && self.agent_allows(tool)
+    }
+
+    /// True when the session's agent definition allows `tool` (always without one).
+    pub fn agent_allows(&self, tool: &str) -> bool {
+        self.agent_tools
             .as_deref()
             .is_none_or(|a| crate::commands::markdown::tool_allowed(a, tool))
     }
@@ -156,6 +169,9 @@ impl Turns {
         // Earlier turns must be committed before the history is read back.
         if let Err(e) = self.log.flush().await {
             tracing::error!(error = %format!("{e:#}"), "flush before turn failed");
+        }
+        if let Some(a) = self.agents() {
+            a.turn_starting(&session.id, &t.turn_id);
         }
         let mut messages = match self.log.of_kinds(&session.id, history::KINDS).await {
             Ok(rows) => history::rebuild(rows),
@@ -324,7 +340,19 @@ impl Turns {
         self.providers
             .refresh_if_expiring(row.provider.as_deref())
             .await;
-        let chosen = match self.models.in_effect(&docs, &row) {
+        // The session's agent definition and the delegation tool (issue 19).
+        let profile = match self.agents() {
+            Some(a) => a.turn_profile(session).await,
+            None => crate::agents::TurnProfile::default(),
+        };
+        acc.agent_tools = profile.allowed_tools();
+        acc.agent_name = profile.definition.as_ref().map(|d| d.name.clone());
+        let chosen = match self.models.in_effect_with(
+            &docs,
+            &row,
+            profile.explicit_model.as_deref(),
+            profile.agent_model.as_deref(),
+        ) {
             Ok(c) => c,
             Err((e, message)) => {
                 self.error_event(session, &t.turn_id, provider_error_code(&e), &message);
@@ -370,6 +398,7 @@ impl Turns {
             .tools(std::path::Path::new(&row.workdir))
             .await;
         acc.extra_tools.0 = self.commands.agent_tools(session).await;
+        acc.extra_tools.0.extend(profile.tools.iter().cloned());
         let turn_tools: Vec<_> = self
             .tools
             .builtin()
@@ -381,12 +410,15 @@ impl Turns {
             .collect();
         let specs: Vec<_> = turn_tools.iter().map(|tool| tool.spec()).collect();
         let mut system = system_prompt::build(&row, &turn_tools);
+        if let Some(persona) = profile.persona() {
+            system.push_str(&persona);
+        }
         // Recall (issue 4): the best memories for the user's message from the project, agent
         // and global namespaces; skipped with a warning when svc-memory is down.
         let recalled = crate::clients::memory::MemoryClient::new(self.home.socket("memory"))
             .recall(
                 &row.workdir,
-                None,
+                profile.memory_agent.as_deref(),
                 text,
                 crate::clients::memory::top_k(&settings),
             )
@@ -401,8 +433,10 @@ impl Turns {
                 .and_then(serde_json::Value::as_u64)
                 .filter(|n| (1..=u64::from(u32::MAX)).contains(n))
         };
-        let max_tool_rounds = agent_setting("agent.max_tool_rounds")
-            .map_or(self.limits.max_tool_rounds, |n| n as usize);
+        let max_tool_rounds = profile.max_rounds().unwrap_or_else(|| {
+            agent_setting("agent.max_tool_rounds")
+                .map_or(self.limits.max_tool_rounds, |n| n as usize)
+        });
         let max_tokens = agent_setting("agent.max_tokens").map(|n| n as u32);
         let auto_compact = crate::compaction::auto_threshold(&settings);
         for _round in 0..max_tool_rounds {
@@ -450,6 +484,15 @@ impl Turns {
                     return TurnEnd::Error;
                 }
             };
+            if let Some(a) = self.agents() {
+                a.child_progress(
+                    session,
+                    crate::agents::spawn::Progress::Message {
+                        text: text.clone(),
+                        tool_calls: !calls.is_empty(),
+                    },
+                );
+            }
             messages.push(ChatMessage::assistant(text, calls.clone()));
             if calls.is_empty() {
                 if self.has_steers(session) {
@@ -561,6 +604,15 @@ impl Turns {
             }
         };
         acc.context_used = Some((input + output, estimated));
+        if let Some(a) = self.agents() {
+            a.child_progress(
+                session,
+                crate::agents::spawn::Progress::Usage {
+                    input: input as i64,
+                    output: output as i64,
+                },
+            );
+        }
         self.event(
             session,
             &pb::UsageEvent {
