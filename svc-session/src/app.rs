@@ -254,6 +254,7 @@ impl App {
             models.clone(),
             providers.clone(),
         );
+        commands.attach_agents(&agents);
         let runs = Runs::new(
             sessions.clone(),
             turns.clone(),

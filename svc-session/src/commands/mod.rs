@@ -333,6 +333,8 @@ pub struct Commands {
     pub(crate) checkpoints: Arc<Checkpoints>,
     pub(crate) skills: Arc<Skills>,
     pub(crate) peers: Peers,
+    /// `/agent`, `/delegate` (issue 19), attached once both exist.
+    agents: std::sync::OnceLock<std::sync::Weak<crate::agents::Agents>>,
 }
 
 impl std::fmt::Debug for Commands {
@@ -439,7 +441,22 @@ impl Commands {
             checkpoints,
             skills,
             peers,
+            agents: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Gives `/agent` and `/delegate` the agents component.
+    pub fn attach_agents(&self, agents: &Arc<crate::agents::Agents>) {
+        let _ = self.agents.set(Arc::downgrade(agents));
+    }
+
+    /// The agents component, once attached (`not_implemented` before, which never happens
+    /// in a running service).
+    pub(crate) fn agents(&self) -> Result<Arc<crate::agents::Agents>, Failure> {
+        self.agents
+            .get()
+            .and_then(std::sync::Weak::upgrade)
+            .ok_or_else(|| Failure::not_implemented("the agents component is not running"))
     }
 
     /// Every command visible from `workdir` (global set when `None`): built-ins, then the
