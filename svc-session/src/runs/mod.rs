@@ -17,7 +17,7 @@
 //!   its stored events); svc-scheduler uses it after a restart to record the real result of
 //!   a run it had handed over, rather than running it again or failing it.
 //! * `DeleteSessions` deletes saved sessions with their events and workspaces; a session
-//!   whose turn is running is skipped.
+//!   whose turn is running, or a named agent's own session, is skipped.
 //! * `EmitEvent` appends a durable event (e.g. `job.done`) to a live session.
 
 use std::pin::Pin;
@@ -319,7 +319,10 @@ impl Runs {
         let mut skipped = Vec::new();
         for id in ids {
             if let Ok(s) = self.sessions.get(&id) {
-                if s.turns().running.is_some() {
+                // A named agent's own session outlives the job runs it served (issue 19).
+                if s.turns().running.is_some()
+                    || s.row().kind() == crate::store::sessions::KIND_AGENT
+                {
                     skipped.push(id);
                     continue;
                 }
