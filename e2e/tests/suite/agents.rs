@@ -95,7 +95,10 @@ fn script() -> Value {
             {"after_tool": "write_file", "match": "try writing", "text": "blocked"},
             // agent.create: the drafted definition.
             {"match": "define an agent", "text": "{\"name\": \"researcher\", \"description\": \"Researches topics\", \"model\": \"inherit\", \"tools\": \"*\", \"prompt\": \"You research things carefully.\"}"},
-            {"match": "agent job task", "text": "agent job done", "repeat": true}
+            {"match": "agent job task", "text": "agent job done", "repeat": true},
+            // session.setAgent{guardTurn}: the model's next call comes after the switch.
+            {"match": "guarded turn", "delaySec": 3.0, "tool_calls": [{"name": "write_file", "arguments": {"path": "guarded.txt", "content": "g"}}]},
+            {"after_tool": "write_file", "match": "guarded turn", "text": "guarded done"}
         ],
         "default": {"text": "ok"}
     })
@@ -131,7 +134,10 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
 
     // 1. delegate_task: the child runs a tool and its result reaches the parent's model.
     let parent = c.create_session(&wd, Some("accept")).await.unwrap();
-    let out = c.prompt_and_collect(&parent, "delegate the review", T).await.unwrap();
+    let out = c
+        .prompt_and_collect(&parent, "delegate the review", T)
+        .await
+        .unwrap();
     assert_eq!(out.reason.as_deref(), Some("complete"));
     let evs = events(&c, &parent).await;
     let kinds: Vec<&str> = evs
@@ -147,7 +153,10 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
     assert_eq!(done["status"], "done");
     assert_eq!(done["name"], "reviewer");
     assert_eq!(done["result"], "REVIEW: notes look fine");
-    assert!(done["usage"]["outputTokens"].as_i64().unwrap() > 0, "{done}");
+    assert!(
+        done["usage"]["outputTokens"].as_i64().unwrap() > 0,
+        "{done}"
+    );
     let child = done["sessionId"].as_str().unwrap().to_owned();
     let tool_result = evs
         .iter()
@@ -207,10 +216,17 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
         .filter(|(k, _)| k == "subagent.spawn")
         .map(|(_, p)| p)
         .collect();
-    let statuses: Vec<&str> = spawned.iter().map(|p| p["status"].as_str().unwrap()).collect();
+    let statuses: Vec<&str> = spawned
+        .iter()
+        .map(|p| p["status"].as_str().unwrap())
+        .collect();
     assert_eq!(statuses, ["running", "running", "queued", "queued"]);
     let done = wait_dones(&c, &busy, 4).await;
-    assert!(done.iter().all(|d| d["ok"] == true && d["result"] == "slow done"), "{done:?}");
+    assert!(
+        done.iter()
+            .all(|d| d["ok"] == true && d["result"] == "slow done"),
+        "{done:?}"
+    );
 
     // 3. duplicate_task: the same (agent, task) again is refused, naming the field.
     let (code, details) = refused(
@@ -224,26 +240,57 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
     assert_eq!(details["reason"], "duplicate_task");
 
     // Bad input names the field; nothing of the parent is lost.
-    let (code, details) = refused(&c, "agent.spawn", json!({"name": "reviewer", "task": "x"})).await;
-    assert_eq!((code.as_str(), &details["field"]), ("invalid_params", &json!("params.sessionId")));
-    let (_, details) = refused(&c, "agent.spawn", json!({"sessionId": busy, "name": "reviewer", "task": "  "})).await;
+    let (code, details) =
+        refused(&c, "agent.spawn", json!({"name": "reviewer", "task": "x"})).await;
+    assert_eq!(
+        (code.as_str(), &details["field"]),
+        ("invalid_params", &json!("params.sessionId"))
+    );
+    let (_, details) = refused(
+        &c,
+        "agent.spawn",
+        json!({"sessionId": busy, "name": "reviewer", "task": "  "}),
+    )
+    .await;
     assert_eq!(details["field"], "params.task");
-    let (code, _) = refused(&c, "agent.spawn", json!({"sessionId": busy, "name": "nobody", "task": "x"})).await;
+    let (code, _) = refused(
+        &c,
+        "agent.spawn",
+        json!({"sessionId": busy, "name": "nobody", "task": "x"}),
+    )
+    .await;
     assert_eq!(code, "not_found");
-    let (_, details) = refused(&c, "agent.spawn", json!({"sessionId": busy, "name": "Bad Name", "task": "x"})).await;
+    let (_, details) = refused(
+        &c,
+        "agent.spawn",
+        json!({"sessionId": busy, "name": "Bad Name", "task": "x"}),
+    )
+    .await;
     assert_eq!(details["field"], "params.name");
     assert_eq!(dones(&c, &busy).await.len(), 4);
 
     // 4. A child writing a file a sibling owns is refused file_owned_by_sibling.
     let owner = c.create_session(&wd, Some("accept")).await.unwrap();
-    ok(&c, "agent.spawn", json!({"sessionId": owner, "name": "writer", "task": "write shared first"}))
-        .await
-        .get("agentId")
-        .expect("agentId");
+    ok(
+        &c,
+        "agent.spawn",
+        json!({"sessionId": owner, "name": "writer", "task": "write shared first"}),
+    )
+    .await
+    .get("agentId")
+    .expect("agentId");
     wait_dones(&c, &owner, 1).await;
-    ok(&c, "agent.spawn", json!({"sessionId": owner, "name": "writer", "task": "write shared second"})).await;
+    ok(
+        &c,
+        "agent.spawn",
+        json!({"sessionId": owner, "name": "writer", "task": "write shared second"}),
+    )
+    .await;
     let done = wait_dones(&c, &owner, 2).await;
-    assert_eq!(std::fs::read_to_string(wd.join("shared.txt")).unwrap(), "A\n");
+    assert_eq!(
+        std::fs::read_to_string(wd.join("shared.txt")).unwrap(),
+        "A\n"
+    );
     let second = done[1]["sessionId"].as_str().unwrap().to_owned();
     let refusal = events(&c, &second)
         .await
@@ -254,24 +301,46 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
 
     // 5. A child's approval reaches the parent's client, named with the child's agent.
     let approving = c.create_session(&wd, Some("accept")).await.unwrap();
-    ok(&c, "agent.spawn", json!({"sessionId": approving, "name": "writer", "task": "run the checker"})).await;
+    ok(
+        &c,
+        "agent.spawn",
+        json!({"sessionId": approving, "name": "writer", "task": "run the checker"}),
+    )
+    .await;
     let request = snowpea_testkit::within(T, "approval.request", asked.recv())
         .await
         .expect("approval.request");
-    assert!(request["note"].as_str().unwrap().contains("[subagent writer]"), "{request}");
+    assert!(
+        request["note"]
+            .as_str()
+            .unwrap()
+            .contains("[subagent writer]"),
+        "{request}"
+    );
     let done = wait_dones(&c, &approving, 1).await;
     assert_eq!(done[0]["ok"], true, "{:?}", done[0]);
     assert!(wd.join("checked.txt").exists());
 
     // 6. Interrupting the parent interrupts its children.
     let stopping = c.create_session(&wd, Some("accept")).await.unwrap();
-    ok(&c, "agent.spawn", json!({"sessionId": stopping, "name": "reviewer", "task": "hang around A"})).await;
+    ok(
+        &c,
+        "agent.spawn",
+        json!({"sessionId": stopping, "name": "reviewer", "task": "hang around A"}),
+    )
+    .await;
     snowpea_testkit::eventually(T, "child running", || async {
         let l = ok(&c, "agent.list", json!({})).await;
-        l["agents"].as_array().unwrap().iter().any(|a| {
-            a["parentSessionId"] == stopping.as_str() && a["status"] == "running" && a["sessionId"].is_string()
-        })
-        .then_some(())
+        l["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| {
+                a["parentSessionId"] == stopping.as_str()
+                    && a["status"] == "running"
+                    && a["sessionId"].is_string()
+            })
+            .then_some(())
     })
     .await;
     c.interrupt(&stopping).await.unwrap();
@@ -281,17 +350,38 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
 
     // 7. session.setAgent: the allowlist is enforced (tool_inactive), null clears it.
     let persona = c.create_session(&wd, Some("accept")).await.unwrap();
-    let r = ok(&c, "session.setAgent", json!({"sessionId": persona, "agent": "reviewer"})).await;
-    assert_eq!((r["agent"].as_str(), r["guarded"].as_bool()), (Some("reviewer"), Some(false)));
-    let out = c.prompt_and_collect(&persona, "try writing", T).await.unwrap();
+    let r = ok(
+        &c,
+        "session.setAgent",
+        json!({"sessionId": persona, "agent": "reviewer"}),
+    )
+    .await;
+    assert_eq!(
+        (r["agent"].as_str(), r["guarded"].as_bool()),
+        (Some("reviewer"), Some(false))
+    );
+    let out = c
+        .prompt_and_collect(&persona, "try writing", T)
+        .await
+        .unwrap();
     assert!(out
         .events
         .iter()
         .any(|e| e.kind == "error" && e.payload["code"] == "tool_inactive"));
     assert!(!wd.join("x.txt").exists());
-    let (_, details) = refused(&c, "session.setAgent", json!({"sessionId": persona, "agent": "nobody"})).await;
+    let (_, details) = refused(
+        &c,
+        "session.setAgent",
+        json!({"sessionId": persona, "agent": "nobody"}),
+    )
+    .await;
     assert_eq!(details["field"], "params.agent");
-    let r = ok(&c, "session.setAgent", json!({"sessionId": persona, "agent": null})).await;
+    let r = ok(
+        &c,
+        "session.setAgent",
+        json!({"sessionId": persona, "agent": null}),
+    )
+    .await;
     assert!(r["agent"].is_null());
     let changed: Vec<Value> = events(&c, &persona)
         .await
@@ -303,9 +393,49 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
     assert_eq!(changed[0]["agent"], "reviewer");
     assert!(changed[1]["agent"].is_null());
 
+    // 7b. guardTurn: a write the mode (auto) allows is asked of a person for the rest of the
+    //     running turn, with guard "agent-switch".
+    let guarded = c.create_session(&wd, Some("auto")).await.unwrap();
+    while asked.try_recv().is_ok() {}
+    let turn = c.prompt(&guarded, "guarded turn").await.unwrap();
+    let r = ok(
+        &c,
+        "session.setAgent",
+        json!({"sessionId": guarded, "agent": "writer", "guardTurn": true}),
+    )
+    .await;
+    assert_eq!(r["guarded"], true, "{r}");
+    let request = snowpea_testkit::within(T, "guarded approval.request", asked.recv())
+        .await
+        .expect("approval.request");
+    assert_eq!(request["guard"], "agent-switch", "{request}");
+    assert_eq!(request["tool"], "write_file", "{request}");
+    snowpea_testkit::eventually(T, "guarded turn done", || async {
+        events(&c, &guarded)
+            .await
+            .iter()
+            .any(|(k, p)| k == "turn.done" && p["turnId"] == turn.as_str())
+            .then_some(())
+    })
+    .await;
+    assert!(wd.join("guarded.txt").exists());
+    // No turn running: no guard.
+    let r = ok(
+        &c,
+        "session.setAgent",
+        json!({"sessionId": guarded, "agent": null, "guardTurn": true}),
+    )
+    .await;
+    assert_eq!(r["guarded"], false, "{r}");
+
     // 8. A named agent keeps its session id and namespace across a restart of svc-session,
     //    and a job naming it runs in its session; a child running then ends `error`.
-    let created = ok(&c, "agent.create", json!({"description": "define an agent for research", "named": true})).await;
+    let created = ok(
+        &c,
+        "agent.create",
+        json!({"description": "define an agent for research", "named": true}),
+    )
+    .await;
     assert_eq!(created["name"], "researcher");
     assert!(Path::new(created["path"].as_str().unwrap()).is_file());
     let named = |l: &Value| {
@@ -319,17 +449,37 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
     let before = named(&ok(&c, "agent.list", json!({})).await).expect("named row");
     assert_eq!(before["namespace"], "agent:researcher");
     let agent_sid = before["sessionId"].as_str().unwrap().to_owned();
-    let (code, details) = refused(&c, "agent.bindChannel", json!({"name": "researcher", "channel": "fax:1"})).await;
-    assert_eq!((code.as_str(), &details["field"]), ("invalid_params", &json!("params.channel")));
-    ok(&c, "agent.bindChannel", json!({"name": "researcher", "channel": "telegram:123"})).await;
+    let (code, details) = refused(
+        &c,
+        "agent.bindChannel",
+        json!({"name": "researcher", "channel": "fax:1"}),
+    )
+    .await;
+    assert_eq!(
+        (code.as_str(), &details["field"]),
+        ("invalid_params", &json!("params.channel"))
+    );
+    ok(
+        &c,
+        "agent.bindChannel",
+        json!({"name": "researcher", "channel": "telegram:123"}),
+    )
+    .await;
     let crashing = c.create_session(&wd, Some("accept")).await.unwrap();
-    ok(&c, "agent.spawn", json!({"sessionId": crashing, "name": "reviewer", "task": "hang around B"})).await;
+    ok(
+        &c,
+        "agent.spawn",
+        json!({"sessionId": crashing, "name": "reviewer", "task": "hang around B"}),
+    )
+    .await;
     snowpea_testkit::eventually(T, "child running", || async {
         let l = ok(&c, "agent.list", json!({})).await;
-        l["agents"].as_array().unwrap().iter().any(|a| {
-            a["parentSessionId"] == crashing.as_str() && a["status"] == "running"
-        })
-        .then_some(())
+        l["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["parentSessionId"] == crashing.as_str() && a["status"] == "running")
+            .then_some(())
     })
     .await;
     let (old, _, _) = suite.process("session");
@@ -337,7 +487,10 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
     assert!(out.status.success(), "{out:?}");
     suite.wait_restarted("session", old).await;
     let after = snowpea_testkit::eventually(T, "agent.list after restart", || async {
-        c.call("agent.list", json!({})).await.ok().and_then(|l| named(&l))
+        c.call("agent.list", json!({}))
+            .await
+            .ok()
+            .and_then(|l| named(&l))
     })
     .await;
     assert_eq!(after["sessionId"], agent_sid.as_str());
@@ -354,7 +507,10 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
         .find(|s| s["sessionId"] == agent_sid.as_str())
         .cloned()
         .expect("the named agent's session is live");
-    assert_eq!((row["kind"].as_str(), row["agent"].as_str()), (Some("agent"), Some("researcher")));
+    assert_eq!(
+        (row["kind"].as_str(), row["agent"].as_str()),
+        (Some("agent"), Some("researcher"))
+    );
     assert_eq!(row["originSurface"], "agent:researcher");
 
     let mut rx = c.subscribe();
@@ -364,14 +520,22 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
     let finished = snowpea_testkit::within(T, "job finished", async {
         loop {
             let n = rx.recv().await.expect("notifications");
-            if n.method == "job.event" && n.params["jobId"] == job_id.as_str() && n.params["kind"] != "started" && n.params["kind"] != "updated" {
+            if n.method == "job.event"
+                && n.params["jobId"] == job_id.as_str()
+                && n.params["kind"] != "started"
+                && n.params["kind"] != "updated"
+            {
                 break n.params;
             }
         }
     })
     .await;
     assert_eq!(finished["kind"], "finished", "{finished}");
-    assert_eq!(finished["payload"]["sessionId"], agent_sid.as_str(), "{finished}");
+    assert_eq!(
+        finished["payload"]["sessionId"],
+        agent_sid.as_str(),
+        "{finished}"
+    );
     assert!(events(&c, &agent_sid)
         .await
         .iter()
@@ -391,4 +555,61 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
     assert_eq!(state, Some(json!("cancelled")));
     let (code, _) = refused(&c, "agent.delete", json!({"name": "researcher"})).await;
     assert_eq!(code, "not_found");
+}
+
+/// Spawn → first child event latency (docs/PERFORMANCE.md): the time from sending
+/// `agent.spawn` to the parent's `subagent.update` that reports the child's session, over
+/// 50 sequential spawns. A benchmark, not a test: `cargo test -p snowpea-e2e --test all
+/// agents::spawn_latency -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore]
+async fn spawn_latency() {
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(json!({"steps": [], "default": {"text": "ok"}})),
+        ..Default::default()
+    })
+    .await;
+    put(
+        &suite.workdir.path().join(".snowpea/agents/x.md"),
+        "---\nname: x\ndescription: bench\n---\nAnswer briefly.\n",
+    );
+    let c = suite.client().await;
+    let parent = c
+        .create_session(suite.workdir.path(), Some("accept"))
+        .await
+        .unwrap();
+    let mut evs = c.events(&parent);
+    let mut samples = Vec::new();
+    for i in 0..50 {
+        let t0 = std::time::Instant::now();
+        let r = ok(
+            &c,
+            "agent.spawn",
+            json!({"sessionId": parent, "name": "x", "task": format!("bench task {i}")}),
+        )
+        .await;
+        let id = r["agentId"].as_str().unwrap().to_owned();
+        loop {
+            let e = evs.next(T).await.unwrap();
+            if e.kind == "subagent.update" && e.payload["agentId"] == id.as_str() {
+                samples.push(t0.elapsed());
+                break;
+            }
+        }
+        loop {
+            let e = evs.next(T).await.unwrap();
+            if e.kind == "subagent.done" && e.payload["agentId"] == id.as_str() {
+                break;
+            }
+        }
+    }
+    samples.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "spawn → first child event over {} spawns: p50 {:.1} ms, p90 {:.1} ms, max {:.1} ms",
+        samples.len(),
+        ms(samples[samples.len() / 2]),
+        ms(samples[samples.len() * 9 / 10]),
+        ms(samples[samples.len() - 1])
+    );
 }

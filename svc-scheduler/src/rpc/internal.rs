@@ -98,7 +98,9 @@ impl SchedulerInternalService for InternalRpc {
         let agent = req.into_inner().agent;
         let job_ids = self
             .api
-            .blocking("cancel_agent_jobs", move |api| api.cancel_agent_jobs(&agent))
+            .blocking("cancel_agent_jobs", move |api| {
+                api.cancel_agent_jobs(&agent)
+            })
             .await?;
         Ok(Response::new(CancelAgentJobsReply { job_ids }))
     }

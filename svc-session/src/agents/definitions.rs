@@ -200,7 +200,12 @@ pub fn all(
 
 /// The definition named `name` visible from `workdir`; `not_found` when there is none,
 /// `invalid_params` on `field` when its file is malformed.
-pub fn find(skills: &Skills, workdir: Option<&Path>, field: &str, name: &str) -> Result<Definition> {
+pub fn find(
+    skills: &Skills,
+    workdir: Option<&Path>,
+    field: &str,
+    name: &str,
+) -> Result<Definition> {
     for d in all(skills, workdir) {
         match d {
             Ok(d) if d.name == name => return Ok(d),
@@ -266,24 +271,34 @@ mod tests {
             "---\nname: rev\ndescription: Reviews\nmodel: inherit\ntools: [read_file, grep]\nmax_turns: 5\n---\nYou review.\n",
         )
         .unwrap();
-        let d = from_parts("rev", &front.meta, &body, "/x/rev.md".into(), "project".into())
-            .unwrap();
+        let d = from_parts(
+            "rev",
+            &front.meta,
+            &body,
+            "/x/rev.md".into(),
+            "project".into(),
+        )
+        .unwrap();
         assert_eq!(d.model, None);
         assert_eq!(d.tools, Some(vec!["read_file".into(), "grep".into()]));
         assert_eq!(d.max_turns, Some(5));
         assert_eq!(d.prompt, "You review.");
         let back = render(&d);
         let (front2, body2) = crate::skills::loader::parse(&back).unwrap();
-        let d2 = from_parts("rev", &front2.meta, &body2, d.path.clone(), d.source.clone())
-            .unwrap();
+        let d2 = from_parts(
+            "rev",
+            &front2.meta,
+            &body2,
+            d.path.clone(),
+            d.source.clone(),
+        )
+        .unwrap();
         assert_eq!(d, d2);
 
-        let (front, body) =
-            crate::skills::loader::parse("---\ntools: 5\n---\nx").unwrap();
+        let (front, body) = crate::skills::loader::parse("---\ntools: 5\n---\nx").unwrap();
         let e = from_parts("a", &front.meta, &body, "/a".into(), "g".into()).unwrap_err();
         assert!(e.starts_with("frontmatter.tools"), "{e}");
-        let (front, body) =
-            crate::skills::loader::parse("---\nmax_turns: 0\n---\nx").unwrap();
+        let (front, body) = crate::skills::loader::parse("---\nmax_turns: 0\n---\nx").unwrap();
         let e = from_parts("a", &front.meta, &body, "/a".into(), "g".into()).unwrap_err();
         assert!(e.starts_with("frontmatter.max_turns"), "{e}");
         let (front, body) = crate::skills::loader::parse("---\ntools: '*'\n---\nx").unwrap();

@@ -149,8 +149,7 @@ impl Tool for DelegateTask {
                 .ok()
                 .map(|s| agents.settings_of(&s.workdir()))
                 .and_then(|v| {
-                    snowpea_common::settings::get(&v, "agents.timeoutSec")
-                        .and_then(Value::as_u64)
+                    snowpea_common::settings::get(&v, "agents.timeoutSec").and_then(Value::as_u64)
                 })
                 .filter(|n| *n > 0)
                 .map_or(super::spawn::DEFAULT_TIMEOUT, Duration::from_secs)
@@ -168,7 +167,10 @@ impl Tool for DelegateTask {
                     content: if r.ok {
                         r.result.clone()
                     } else {
-                        format!("subagent {} ended {} ({}): {}", handle.agent_id, r.status, r.reason, r.result)
+                        format!(
+                            "subagent {} ended {} ({}): {}",
+                            handle.agent_id, r.status, r.reason, r.result
+                        )
                     },
                     meta: json!({
                         "agentId": handle.agent_id,

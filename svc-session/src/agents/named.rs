@@ -57,7 +57,9 @@ pub fn workdir_of(path: &Path, home: &Path) -> PathBuf {
                     .is_some_and(|n| n == ".snowpea" || n == ".claude")
                 && d.parent().is_some_and(|p| p != home) =>
         {
-            d.parent().map(Path::to_path_buf).unwrap_or_else(|| home.to_path_buf())
+            d.parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| home.to_path_buf())
         }
         _ => home.to_path_buf(),
     }
@@ -233,9 +235,7 @@ impl Agents {
         }
         let credentials_ref = match p.credentials_ref.as_deref().map(str::trim) {
             None | Some("") => platform,
-            Some(r) if r.chars().count() <= 128 && !r.chars().any(char::is_control) => {
-                r.to_owned()
-            }
+            Some(r) if r.chars().count() <= 128 && !r.chars().any(char::is_control) => r.to_owned(),
             Some(_) => {
                 return Err(Error::invalid(
                     "params.credentialsRef",
@@ -258,7 +258,9 @@ impl Agents {
 
     /// Every channel binding (for the chat gateway, which routes them).
     pub async fn bindings(&self) -> Result<Vec<BindingRow>> {
-        self.store.read("agents.bindings", table::all_bindings).await
+        self.store
+            .read("agents.bindings", table::all_bindings)
+            .await
     }
 
     /// `agent.delete` (module doc).
@@ -331,9 +333,7 @@ impl Agents {
                 .map(|b| b.channel.clone())
                 .collect();
             let live = self.sessions.get(&n.session_id).ok();
-            let status = live
-                .as_ref()
-                .map(|s| crate::session::status(s).to_owned());
+            let status = live.as_ref().map(|s| crate::session::status(s).to_owned());
             agents.push(pb::AgentRow {
                 kind: "named".into(),
                 active: Some(live.is_some()),

@@ -114,7 +114,10 @@ impl Agents {
         if self.depth_of(session) < super::guards::max_depth(&settings) {
             profile
                 .tools
-                .push(Arc::new(super::delegate::DelegateTask::new(self.clone(), session)));
+                .push(Arc::new(super::delegate::DelegateTask::new(
+                    self.clone(),
+                    session,
+                )));
         }
         profile
     }

@@ -232,11 +232,12 @@ impl Agents {
         let depth = self.check_spawn(&parent, &name, &spec.task)?;
         let slots = self.slots(&parent);
         let permit = slots.clone().try_acquire_owned().ok();
-        let status = if permit.is_some() { "running" } else { "queued" };
-        let agent_id = format!(
-            "a-{}",
-            &uuid::Uuid::new_v4().simple().to_string()[..12]
-        );
+        let status = if permit.is_some() {
+            "running"
+        } else {
+            "queued"
+        };
+        let agent_id = format!("a-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let (done, done_rx) = watch::channel(None);
         let run = Arc::new(ChildRun {
             agent_id: agent_id.clone(),
@@ -300,7 +301,12 @@ impl Agents {
     }
 
     /// Checks a model reference against the settings of `workdir`.
-    pub(crate) fn check_model_ref(&self, field: &str, workdir: &std::path::Path, r: &str) -> Result<()> {
+    pub(crate) fn check_model_ref(
+        &self,
+        field: &str,
+        workdir: &std::path::Path,
+        r: &str,
+    ) -> Result<()> {
         let settings = self.settings_of(workdir);
         crate::models::routing::parse_ref(&settings, r, &|v| {
             self.providers.is_configured(&settings, v)

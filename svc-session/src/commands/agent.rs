@@ -44,10 +44,8 @@ impl Builtin for Agent {
                                 Err((name, path, why)) => json!({"name": name, "path": path, "error": why}),
                             })
                             .collect();
-                    let mut text = format!(
-                        "Agent in force: {}\n",
-                        current.as_deref().unwrap_or("none")
-                    );
+                    let mut text =
+                        format!("Agent in force: {}\n", current.as_deref().unwrap_or("none"));
                     for d in &defs {
                         text.push_str(&format!(
                             "- {}: {}\n",

@@ -34,7 +34,9 @@ impl Builtin for Delegate {
                 return Err(Failure::args("usage: /delegate <agent|-> <task>"));
             };
             if task.trim().is_empty() {
-                return Err(Failure::args("usage: /delegate <agent|-> <task> (the task is missing)"));
+                return Err(Failure::args(
+                    "usage: /delegate <agent|-> <task> (the task is missing)",
+                ));
             }
             let agent = (agent != "-").then(|| agent.to_owned());
             let h = agents

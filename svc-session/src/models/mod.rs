@@ -159,7 +159,9 @@ impl Models {
     ) -> std::result::Result<InEffect, (ProviderError, String)> {
         let mut inputs = self.inputs(docs, row);
         let parse = |which: &str, r: Option<&str>| {
-            let r = r.map(str::trim).filter(|r| !r.is_empty() && *r != "inherit")?;
+            let r = r
+                .map(str::trim)
+                .filter(|r| !r.is_empty() && *r != "inherit")?;
             match self.parse(&docs.effective, r) {
                 Ok(m) => Some(m),
                 Err(e) => {

@@ -55,7 +55,9 @@ impl AgentService for AgentRpc {
         &self,
         req: Request<pb::AgentDeleteParams>,
     ) -> Result<Response<snowpea_proto::rpc::v1::OkResult>, Status> {
-        Ok(Response::new(self.app.agents.delete(req.into_inner()).await?))
+        Ok(Response::new(
+            self.app.agents.delete(req.into_inner()).await?,
+        ))
     }
 
     async fn list(&self, _req: Request<()>) -> Result<Response<pb::AgentListResult>, Status> {
@@ -66,6 +68,8 @@ impl AgentService for AgentRpc {
         &self,
         req: Request<pb::AgentSpawnParams>,
     ) -> Result<Response<pb::AgentSpawnResult>, Status> {
-        Ok(Response::new(self.app.agents.spawn(req.into_inner()).await?))
+        Ok(Response::new(
+            self.app.agents.spawn(req.into_inner()).await?,
+        ))
     }
 }
