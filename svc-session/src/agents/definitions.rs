@@ -119,7 +119,7 @@ pub fn from_parts(
             let mut out = Vec::new();
             for (i, t) in a.iter().enumerate() {
                 match t.as_str().map(str::trim) {
-                    Some("*") => return Ok(definition_all_tools(name, meta, body, path, source)?),
+                    Some("*") => return definition_all_tools(name, meta, body, path, source),
                     Some(s) if !s.is_empty() => out.push(s.to_owned()),
                     _ => return Err(format!("frontmatter.tools[{i}]: must be a tool name")),
                 }

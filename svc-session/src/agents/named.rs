@@ -300,10 +300,8 @@ impl Agents {
         let skills = self.skills.clone();
         let defs = crate::skills::blocking(move || {
             let mut seen = std::collections::BTreeMap::new();
-            for d in definitions::all(&skills, None) {
-                if let Ok(d) = d {
-                    seen.insert((d.name.clone(), d.path.clone()), d);
-                }
+            for d in definitions::all(&skills, None).into_iter().flatten() {
+                seen.insert((d.name.clone(), d.path.clone()), d);
             }
             for w in &workdirs {
                 for d in definitions::all(&skills, Some(w)).into_iter().flatten() {

@@ -599,7 +599,6 @@ impl Sessions {
                 browser_provider: prefs::listed_browser_provider(&row),
                 effort: row.effort.clone(),
                 parent_session_id: row.parent_session_id.clone(),
-                ..Default::default()
             });
         }
         Ok(pb::SessionListResult { sessions: out })
