@@ -170,3 +170,7 @@ impl Agents {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "agents_tests.rs"]
+mod tests;
