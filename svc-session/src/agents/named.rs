@@ -40,6 +40,14 @@ pub fn namespace(name: &str) -> String {
     format!("agent:{name}")
 }
 
+/// The named agent a session row belongs to: its `agent` when the session is a named
+/// agent's own (kind `agent`).
+pub fn named_agent_of(row: &crate::store::sessions::SessionRow) -> Option<String> {
+    (row.kind() == KIND_AGENT)
+        .then(|| row.agent.clone())
+        .flatten()
+}
+
 /// The origin surface of named agent `name`'s session.
 pub fn surface(name: &str) -> String {
     format!("agent:{name}")

@@ -103,9 +103,7 @@ impl Agents {
                     tracing::warn!(session_id = %session.id, error = %e, "agent definition not applied")
                 }
             }
-            if row.kind() == crate::store::sessions::KIND_AGENT {
-                profile.memory_agent = row.agent.clone();
-            }
+            profile.memory_agent = super::named::named_agent_of(&row);
         }
         if let Some(run) = self.run_of_child(&session.id) {
             profile.explicit_model = run.model.clone();

@@ -632,6 +632,7 @@ impl Commands {
             // A command's tool run is no model call: no turn or call id to report.
             turn_id: String::new(),
             call_id: String::new(),
+            named_agent: crate::agents::named::named_agent_of(&session.row()),
         };
         let out = tool.run(args, ctx).await;
         if out.ok {

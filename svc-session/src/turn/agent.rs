@@ -397,22 +397,7 @@ impl Turns {
             .mcp()
             .tools(std::path::Path::new(&row.workdir))
             .await;
-        acc.extra_tools.0 = self.commands.agent_tools(session).await;
-        acc.extra_tools.0.extend(profile.tools.iter().cloned());
-        let turn_tools: Vec<_> = self
-            .tools
-            .builtin()
-            .iter()
-            .chain(&acc.mcp_tools.0)
-            .chain(&acc.extra_tools.0)
-            .filter(|tool| acc.tool_allowed(tool.name()))
-            .cloned()
-            .collect();
-        let specs: Vec<_> = turn_tools.iter().map(|tool| tool.spec()).collect();
-        let mut system = system_prompt::build(&row, &turn_tools);
-        if let Some(persona) = profile.persona() {
-            system.push_str(&persona);
-        }
+        let command_tools = self.commands.agent_tools(session).await;
         // Recall (issue 4): the best memories for the user's message from the project, agent
         // and global namespaces; skipped with a warning when svc-memory is down.
         let recalled = crate::clients::memory::MemoryClient::new(self.home.socket("memory"))
@@ -423,9 +408,35 @@ impl Turns {
                 crate::clients::memory::top_k(&settings),
             )
             .await;
-        if let Some(block) = crate::clients::memory::recall_block(&recalled) {
-            system.push_str(&block);
-        }
+        let recall = crate::clients::memory::recall_block(&recalled);
+        // The tools offered and the system prompt, from the agent definition in force; rebuilt
+        // when session.setAgent changes it during the turn (it applies from the next call).
+        let offer = |acc: &mut TurnAccount, profile: &crate::agents::TurnProfile| {
+            acc.agent_tools = profile.allowed_tools();
+            acc.agent_name = profile.definition.as_ref().map(|d| d.name.clone());
+            acc.extra_tools.0 = command_tools.clone();
+            acc.extra_tools.0.extend(profile.tools.iter().cloned());
+            let turn_tools: Vec<_> = self
+                .tools
+                .builtin()
+                .iter()
+                .chain(&acc.mcp_tools.0)
+                .chain(&acc.extra_tools.0)
+                .filter(|tool| acc.tool_allowed(tool.name()))
+                .cloned()
+                .collect();
+            let specs: Vec<_> = turn_tools.iter().map(|tool| tool.spec()).collect();
+            let mut system = system_prompt::build(&session.row(), &turn_tools);
+            if let Some(persona) = profile.persona() {
+                system.push_str(&persona);
+            }
+            if let Some(block) = &recall {
+                system.push_str(block);
+            }
+            (specs, system)
+        };
+        let (mut specs, mut system) = offer(acc, &profile);
+        let mut agent_in_force = row.agent.clone();
         // Settings `agent.max_tool_rounds` / `agent.max_tokens` (validated by settings.set;
         // a hand-edited bad value is ignored) win over the service's defaults.
         let agent_setting = |key: &str| {
@@ -433,13 +444,23 @@ impl Turns {
                 .and_then(serde_json::Value::as_u64)
                 .filter(|n| (1..=u64::from(u32::MAX)).contains(n))
         };
-        let max_tool_rounds = profile.max_rounds().unwrap_or_else(|| {
-            agent_setting("agent.max_tool_rounds")
-                .map_or(self.limits.max_tool_rounds, |n| n as usize)
-        });
+        let budget_setting = agent_setting("agent.max_tool_rounds")
+            .map_or(self.limits.max_tool_rounds, |n| n as usize);
+        let mut max_tool_rounds = profile.max_rounds().unwrap_or(budget_setting);
         let max_tokens = agent_setting("agent.max_tokens").map(|n| n as u32);
         let auto_compact = crate::compaction::auto_threshold(&settings);
-        for _round in 0..max_tool_rounds {
+        let mut round = 0;
+        while round < max_tool_rounds {
+            round += 1;
+            let now_agent = session.row().agent;
+            if now_agent != agent_in_force {
+                agent_in_force = now_agent;
+                if let Some(a) = self.agents() {
+                    let profile = a.turn_profile(session).await;
+                    (specs, system) = offer(acc, &profile);
+                    max_tool_rounds = profile.max_rounds().unwrap_or(budget_setting);
+                }
+            }
             // Auto-compaction (issue 16) at the start of a model call, over the threshold of
             // a known window.
             if let (Some(threshold), Some(window)) = (auto_compact, acc.window) {

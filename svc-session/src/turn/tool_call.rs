@@ -367,6 +367,7 @@ impl Turns {
             mode: session.mode().as_str().to_owned(),
             turn_id: t.turn_id.clone(),
             call_id: call.id.clone(),
+            named_agent: crate::agents::named::named_agent_of(&session.row()),
         };
         let mut run = tool.run(call.arguments.clone(), ctx);
         let mut seq = 0i64;
