@@ -201,3 +201,65 @@ async fn the_concurrency_limit_comes_from_the_session_then_the_settings() {
         2
     );
 }
+
+#[tokio::test]
+async fn a_childs_approval_is_listed_and_answered_in_the_parent() {
+    let h = Harness::new(json!({"steps": [
+        {"match": "check it", "tool_calls": [{"name": "shell", "arguments": {"command": "true"}}]},
+        {"after_tool": "shell", "match": "check it", "text": "checked"}
+    ], "default": {"text": "ok"}}))
+    .await;
+    h.connect("c1", Some("cli")).await;
+    let parent = h.create("accept").await;
+    let mut child = h
+        .app
+        .agents
+        .spawn_child(ChildSpec {
+            parent_session_id: parent.clone(),
+            task: "check it".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let request = snowpea_testkit::eventually(
+        std::time::Duration::from_secs(20),
+        "the child's approval in the parent's list",
+        || async {
+            h.app
+                .approvals
+                .list(Some(&parent))
+                .await
+                .unwrap()
+                .requests
+                .into_iter()
+                .next()
+        },
+    )
+    .await;
+    assert_ne!(request.session_id, parent, "it is the child's request");
+    assert!(
+        request.note.starts_with("[subagent (general)]"),
+        "{}",
+        request.note
+    );
+    // Someone else may not answer; the parent's origin may.
+    let respond = |conn: &str| {
+        h.app.approvals.respond(
+            &Harness::ctx(conn, None),
+            pb::ApprovalRespondParams {
+                decision: "allow".into(),
+                request_id: request.request_id.clone(),
+                scope: "once".into(),
+                reason: String::new(),
+            },
+        )
+    };
+    assert!(matches!(respond("c9"), Err(Error::Unauthorized(_))));
+    respond("c1").unwrap();
+    let r = child
+        .wait(std::time::Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.result, "checked");
+}
