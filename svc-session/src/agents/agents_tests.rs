@@ -263,3 +263,28 @@ async fn a_childs_approval_is_listed_and_answered_in_the_parent() {
     assert!(r.ok, "{r:?}");
     assert_eq!(r.result, "checked");
 }
+
+#[tokio::test]
+async fn closing_the_parent_interrupts_its_children() {
+    let h = Harness::new(json!({"steps": [
+        {"match": "wait long", "delaySec": 60, "text": "late", "repeat": true}
+    ], "default": {"text": "ok"}}))
+    .await;
+    let parent = h.create("accept").await;
+    let mut child = h
+        .app
+        .agents
+        .spawn_child(ChildSpec {
+            parent_session_id: parent.clone(),
+            task: "wait long".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    h.app.sessions.close(&parent).await.unwrap();
+    let r = child
+        .wait(std::time::Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert_eq!(r.status, "interrupted", "{r:?}");
+}

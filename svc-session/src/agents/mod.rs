@@ -106,6 +106,13 @@ impl Agents {
             state: Mutex::new(State::default()),
         });
         turns.attach_agents(&agents);
+        // Closing a parent ends its children, like interrupting it.
+        let weak = Arc::downgrade(&agents);
+        agents.sessions.on_close(Box::new(move |id| {
+            if let Some(a) = weak.upgrade() {
+                a.interrupt_children(id);
+            }
+        }));
         agents
     }
 

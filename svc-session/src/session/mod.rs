@@ -341,7 +341,13 @@ pub struct Sessions {
     questions: Arc<Questions>,
     checkpoints: Arc<Checkpoints>,
     providers: Providers,
+    /// Called with the id of a session being closed (the agents component interrupts its
+    /// children; issue 19).
+    on_close: std::sync::OnceLock<CloseHook>,
 }
+
+/// A hook [`Sessions::close`] calls with the session id.
+pub type CloseHook = Box<dyn Fn(&str) + Send + Sync>;
 
 impl std::fmt::Debug for Sessions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -374,7 +380,13 @@ impl Sessions {
             questions,
             checkpoints,
             providers,
+            on_close: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Sets the hook `session.close` calls first (once; a second call is ignored).
+    pub fn on_close(&self, hook: CloseHook) {
+        let _ = self.on_close.set(hook);
     }
 
     /// The live session `id`, or `not_found`.
@@ -614,6 +626,9 @@ impl Sessions {
                 None => Err(Error::NotFound(format!("no session {id:?}"))),
             };
         };
+        if let Some(hook) = self.on_close.get() {
+            hook(id);
+        }
         crate::turn::stop_turns(&self.log, &session, true);
         self.questions.interrupt_session(id);
         crate::turn::wait_idle(&session, std::time::Duration::from_secs(10)).await;
