@@ -10,6 +10,11 @@
 
 /// JSON-RPC names of the implemented methods, sorted and unique.
 pub const IMPLEMENTED: &[&str] = &[
+    "agent.bindChannel",
+    "agent.create",
+    "agent.delete",
+    "agent.list",
+    "agent.spawn",
     "approval.list",
     "approval.request",
     "approval.respond",
@@ -75,6 +80,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "session.rename",
     "session.resume",
     "session.setActive",
+    "session.setAgent",
     "session.setBrowserProvider",
     "session.setEffort",
     "session.setMode",

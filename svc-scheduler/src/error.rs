@@ -24,15 +24,6 @@ pub enum JobError {
         /// Why.
         message: String,
     },
-    /// A params field asks for a feature that does not exist yet (a named `agent`:
-    /// `agent.*` answer `not_implemented`, so no agent can be defined to run the task).
-    #[error("{field}: {message}")]
-    NotImplemented {
-        /// The field.
-        field: &'static str,
-        /// Why.
-        message: String,
-    },
     /// The job was cancelled (`job.cancel`); it runs again only after `job.update{enabled:true}`.
     #[error("job {0} is cancelled; job.update with enabled: true resumes it")]
     Cancelled(String),
@@ -70,11 +61,6 @@ impl JobError {
             JobError::Invalid { field, message } => {
                 RpcError::invalid_params(&format!("params.{field}"), message)
             }
-            JobError::NotImplemented { field, message } => RpcError::new(
-                ErrorCode::NotImplemented,
-                format!("params.{field}: {message}"),
-            )
-            .with_details(serde_json::json!({ "field": format!("params.{field}") })),
             JobError::Cancelled(id) => {
                 let message = JobError::Cancelled(id).to_string();
                 RpcError::invalid_params("params.jobId", message)

@@ -9,6 +9,7 @@ use std::time::Duration;
 use snowpea_common::bus::BusHub;
 use snowpea_common::home::Home;
 
+use crate::agents::Agents;
 use crate::approval::Approvals;
 use crate::checkpoints::Checkpoints;
 use crate::commands::Commands;
@@ -120,6 +121,8 @@ pub struct App {
     pub web: WebSearch,
     /// `team.*` (the `teams`/`team_tasks` tables, the team guides, the workers' worktrees).
     pub teams: Arc<Teams>,
+    /// `agent.*`, `session.setAgent`, subagents and named agents (issue 19).
+    pub agents: Arc<Agents>,
     hub: Arc<BusHub>,
 }
 
@@ -253,7 +256,23 @@ impl App {
             events.clone(),
             providers.clone(),
         );
-        let runs = Runs::new(sessions.clone(), turns.clone(), events.clone());
+        let agents = Agents::new(
+            home.clone(),
+            store.clone(),
+            events.clone(),
+            sessions.clone(),
+            turns.clone(),
+            skills.clone(),
+            models.clone(),
+            providers.clone(),
+        );
+        commands.attach_agents(&agents);
+        let runs = Runs::new(
+            sessions.clone(),
+            turns.clone(),
+            events.clone(),
+            agents.clone(),
+        );
         let teams = Arc::new(Teams::new(
             home.clone(),
             store.clone(),
@@ -269,6 +288,9 @@ impl App {
         ));
         commands.set_teams(teams.clone());
         crate::recovery::recover(&store, &events, &registry).await?;
+        // After the sessions are repaired: delegations a crash cut short end `error`, named
+        // agents keep their sessions (before any chat binding is routed).
+        agents.restore().await?;
         questions.restore().await?;
         if let Some(mut late) = questions.take_late_answers() {
             // Answers to a batch a restart orphaned start a turn of its session.
@@ -322,6 +344,7 @@ impl App {
             sampler,
             web,
             teams,
+            agents,
             hub,
         }))
     }

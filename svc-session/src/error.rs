@@ -57,6 +57,17 @@ pub enum Error {
         /// `error.data.details` (a JSON object).
         details: serde_json::Value,
     },
+    /// A request a guard refuses (`invalid_params` naming `field`, with `details.reason`,
+    /// e.g. `duplicate_task`, `max_depth`; issue 19).
+    #[error("{field}: {message}")]
+    Refused {
+        /// Dotted path of the field the refusal is about.
+        field: String,
+        /// Stable reason (`details.reason`).
+        reason: &'static str,
+        /// What was refused and why.
+        message: String,
+    },
     /// A failure inside the service (database, file system); logged once at the edge.
     #[error("internal error: {0:#}")]
     Internal(#[from] anyhow::Error),
@@ -91,6 +102,12 @@ impl Error {
             Error::InvalidOutput { message, details } => {
                 RpcError::new(ErrorCode::InvalidOutput, message).with_details(details)
             }
+            Error::Refused {
+                field,
+                reason,
+                message,
+            } => RpcError::new(ErrorCode::InvalidParams, format!("{field}: {message}"))
+                .with_details(serde_json::json!({ "field": field, "reason": reason })),
             Error::Internal(e) => {
                 tracing::error!(error = %format!("{e:#}"), "internal error");
                 RpcError::internal(format!("{e:#}"))

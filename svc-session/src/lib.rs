@@ -9,6 +9,7 @@
 //! delegate to them; [`clients`] the clients of other services; [`store`] the SQL;
 //! [`permissions`] the mode matrix; [`error`] the one wire mapping.
 
+pub mod agents;
 pub mod app;
 pub mod approval;
 pub mod attachments;
@@ -54,6 +55,8 @@ pub const CAPABILITIES: &[&str] = &[
     "commands",
     "llmSample",
     "webSearch",
+    "sessionSetAgent",
+    "setAgentGuardTurn",
 ];
 
 #[cfg(test)]

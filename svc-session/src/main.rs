@@ -8,10 +8,10 @@ use std::process::ExitCode;
 use snowpea_common::bus::{BusHub, BusService};
 use snowpea_common::service::{serve, ServiceArgs, Services};
 use snowpea_svc_session::rpc::{
-    approval::ApprovalRpc, checkpoint::CheckpointRpc, command::CommandRpc, file::FileRpc,
-    llm::LlmRpc, permission::PermissionRpc, provider::ProviderRpc, question::QuestionRpc,
-    session::SessionRpc, settings::SettingsRpc, setup::SetupRpc, skill::SkillRpc, team::TeamRpc,
-    tool::ToolRpc, usage::UsageRpc, web::WebRpc,
+    agent::AgentRpc, approval::ApprovalRpc, checkpoint::CheckpointRpc, command::CommandRpc,
+    file::FileRpc, llm::LlmRpc, permission::PermissionRpc, provider::ProviderRpc,
+    question::QuestionRpc, session::SessionRpc, settings::SettingsRpc, setup::SetupRpc,
+    skill::SkillRpc, team::TeamRpc, tool::ToolRpc, usage::UsageRpc, web::WebRpc,
 };
 use snowpea_svc_session::{App, AppConfig, CAPABILITIES};
 
@@ -46,6 +46,7 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(PermissionRpc::new(app.clone()).into_server())
         .add_service(CommandRpc::new(app.clone()).into_server())
         .add_service(SkillRpc::new(app.clone()).into_server())
+        .add_service(AgentRpc::new(app.clone()).into_server())
         .add_service(UsageRpc::new(app.clone()).into_server())
         .add_service(FileRpc::new(app.clone()).into_server())
         .add_service(LlmRpc::new(app.clone()).into_server())

@@ -1,3 +1,4 @@
+mod agents;
 mod allowlist;
 mod approvals;
 mod audio;

@@ -73,7 +73,9 @@ command where marked *, are read):
   export [md|json|txt|html]           low_write      writes .snowpea/exports/…
   undo [status]                       medium_write   restores the last turn's files
   skill [list|read|create|install|remove|reload]*  install medium_write, remove high_risk
-  agent, delegate, team               unavailable in this build
+  agent [list|off|<name>]*            medium_write   session.setAgent
+  delegate <agent|-> <task>           low_write      agent.spawn (reports with subagent.*)
+  team                                unavailable in this build
   review [focus]                      low_write      model turn: not headless
   ralph <task>, ultrawork <task>      low_write      model turns (command.progress): not headless
   deepinit [--max-dirs=N] [--force]   medium_write   model turns writing AGENTS.md: not headless

@@ -91,6 +91,20 @@ impl SchedulerInternalService for InternalRpc {
         Ok(Response::new(r))
     }
 
+    async fn cancel_agent_jobs(
+        &self,
+        req: Request<CancelAgentJobsRequest>,
+    ) -> Result<Response<CancelAgentJobsReply>, Status> {
+        let agent = req.into_inner().agent;
+        let job_ids = self
+            .api
+            .blocking("cancel_agent_jobs", move |api| {
+                api.cancel_agent_jobs(&agent)
+            })
+            .await?;
+        Ok(Response::new(CancelAgentJobsReply { job_ids }))
+    }
+
     async fn set_clock(
         &self,
         req: Request<SetClockRequest>,

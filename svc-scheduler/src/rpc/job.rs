@@ -65,19 +65,27 @@ pub struct JobApi {
     pub home: Home,
 }
 
-/// Refuses a named agent (`job.schedule{agent}` / `sessionTemplate.agent`) with
-/// `not_implemented`: `agent.*` are not implemented, so no agent can exist to run the task,
-/// and running it as a plain session would silently do something else.
-fn refuse_agent(agent: Option<&str>) -> Result<(), JobError> {
-    match agent.map(str::trim).filter(|a| !a.is_empty()) {
-        Some(a) => Err(JobError::NotImplemented {
+/// Checks a named agent (`job.schedule{agent}` / `sessionTemplate.agent`): an agent name
+/// (`^[a-z0-9][a-z0-9._-]*$`, at most 64 characters). Whether it exists is svc-session's
+/// to say when the job runs (a run naming an unknown agent fails `not_found`).
+fn check_agent(agent: Option<&str>) -> Result<(), JobError> {
+    let Some(a) = agent else {
+        return Ok(());
+    };
+    let mut chars = a.chars();
+    let ok = matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c.is_ascii_digit())
+        && a.chars().count() <= 64
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(JobError::Invalid {
             field: "agent",
             message: format!(
-                "named agents are not implemented yet, so {} cannot run the task",
+                "{} is not an agent name (lower-case letters, digits, '.', '_', '-')",
                 spec::quote(a)
             ),
-        }),
-        None => Ok(()),
+        })
     }
 }
 
@@ -152,7 +160,7 @@ impl JobApi {
 
     /// `job.schedule`.
     pub fn schedule(&self, caller: &Caller, p: NewJob) -> Result<JobScheduleResult, JobError> {
-        refuse_agent(p.agent.as_deref())?;
+        check_agent(p.agent.as_deref())?;
         check_len("spec", &p.spec, MAX_SPEC_CHARS)?;
         check_len("task", &p.task, MAX_TASK_CHARS)?;
         if p.task.trim().is_empty() {
@@ -314,6 +322,21 @@ impl JobApi {
             .into(),
             task: j.task.clone(),
         })
+    }
+
+    /// Cancels every job that names agent `agent` and is not cancelled yet (`agent.delete`);
+    /// returns their ids. A job owned by a browser client is left alone (only its owner may
+    /// change it).
+    pub fn cancel_agent_jobs(&self, agent: &str) -> Result<Vec<String>, JobError> {
+        let caller = Caller::Client(Default::default());
+        let mut out = Vec::new();
+        for j in self.sched.store.jobs()? {
+            if j.agent.as_deref() == Some(agent) && !j.cancelled && j.owner_client_id.is_none() {
+                self.cancel(&caller, &j.job_id)?;
+                out.push(j.job_id.clone());
+            }
+        }
+        Ok(out)
     }
 
     /// `job.cancel`.

@@ -231,19 +231,14 @@ async fn every_method_and_event_over_grpc() {
     s.expect(&["waiting_for_host"]).await;
     assert_eq!(fake.runs.lock().unwrap().len(), runs_before);
 
-    // A named agent cannot run a job yet: not_implemented naming the field, nothing saved.
-    let mut with_agent = sched("every 5m");
-    with_agent.agent = Some("reviewer".into());
-    let e = s.jobs.schedule(with_agent).await.unwrap_err();
+    // A named agent is stored as given (svc-session runs the job in its session); a bad
+    // name is invalid_params naming the field, nothing saved.
+    let mut bad_agent = sched("every 5m");
+    bad_agent.agent = Some("Not An Agent".into());
+    let e = s.jobs.schedule(bad_agent).await.unwrap_err();
     let rpc = snowpea_proto::error::RpcError::from_status(&e);
-    assert_eq!(rpc.code.wire(), "not_implemented");
+    assert_eq!(rpc.code.wire(), "invalid_params");
     assert!(rpc.message.starts_with("params.agent:"), "{}", rpc.message);
-    let mut in_template = sched("every 5m");
-    in_template.session_template = Some(job_schedule_params::SessionTemplate {
-        agent: Some("reviewer".into()),
-        ..Default::default()
-    });
-    assert!(s.jobs.schedule(in_template).await.is_err());
     assert_eq!(s.jobs.list(()).await.unwrap().into_inner().jobs.len(), 2);
 
     // job.delete{deleteRuns}: the two finished runs' sessions are deleted through svc-session.

@@ -5,7 +5,9 @@
 //! it, broadcasts `approval.pending`, and sends `approval.request` to the session's origin
 //! connection. The first of these resolves it:
 //! * the answer to that request (`{decision, scope?, reason?}`);
-//! * `approval.respond` from the origin connection (anyone else gets `unauthorized`) — for a
+//! * `approval.respond` from the origin connection (anyone else gets `unauthorized`; a
+//!   delegated child's approvals are answered from the origin of a session it was delegated
+//!   from, and `approval.list{sessionId}` of that session lists them, issue 19) — for a
 //!   scheduled run, which has no origin, from any client (only its host browser when the
 //!   job has `hostToolsFrom`);
 //! * the timeout `approvals.timeoutSec` (default 300) → denied, `approval_timeout`;
@@ -166,6 +168,20 @@ impl Approvals {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The live session `id` and the sessions it was delegated from, nearest first.
+    fn lineage(&self, id: &str) -> Vec<Arc<Session>> {
+        let mut out = Vec::new();
+        let mut next = Some(id.to_owned());
+        while let Some(sid) = next.take() {
+            let Ok(s) = self.sessions.get(&sid) else {
+                break;
+            };
+            next = s.row().parent_session_id.filter(|_| out.len() < 64);
+            out.push(s);
+        }
+        out
+    }
+
     /// How many requests are pending (for one session, or all).
     pub fn count(&self, session_id: Option<&str>) -> usize {
         self.lock()
@@ -188,6 +204,9 @@ pub struct Ask<'a> {
     pub note: String,
     /// Risk hint.
     pub risk: &'a str,
+    /// Why it is asked whatever the mode (`agent-switch` in a turn `session.setAgent
+    /// {guardTurn}` guards).
+    pub guard: Option<&'static str>,
 }
 
 impl Approvals {
@@ -235,6 +254,7 @@ impl Approvals {
             // Free-form JSON as its text: `approval.request`, `approval.pending` and
             // `approval.list` write it exactly as the tool call gave it.
             args: ask.args.to_string(),
+            guard: ask.guard.map(str::to_owned),
             ..Default::default()
         };
         let (answer, mut answered) = oneshot::channel();
@@ -335,9 +355,14 @@ impl Approvals {
             )));
         };
         let session = self.sessions.get(&entry.session_id).ok();
-        let origin = session.as_ref().and_then(|s| s.origin());
         let caller = ctx.connection_id.as_deref();
-        let is_origin = caller.is_some() && origin.as_deref() == caller;
+        // A delegated child's approvals belong to the people of the session it was delegated
+        // from (issue 19): the origin of the session or of one of its ancestors answers.
+        let is_origin = caller.is_some()
+            && self
+                .lineage(&entry.session_id)
+                .iter()
+                .any(|s| s.origin().as_deref() == caller);
         // A scheduled run has no person at an origin connection: its approvals are answered
         // from the shared queue — by any client, or only by its host browser when the job
         // has one (`hostToolsFrom`).
@@ -367,11 +392,18 @@ impl Approvals {
                 return Err(Error::NotFound(format!("no session {id:?}")));
             }
         }
-        let pending = self.lock();
-        let mut requests: Vec<pb::ApprovalRequest> = pending
+        let pending: Vec<(String, pb::ApprovalRequest)> = self
+            .lock()
             .values()
-            .filter(|p| session_id.is_none_or(|s| p.session_id == s))
-            .map(|p| p.request.clone())
+            .map(|p| (p.session_id.clone(), p.request.clone()))
+            .collect();
+        // A session's list includes the pending approvals of the children delegated from it.
+        let mut requests: Vec<pb::ApprovalRequest> = pending
+            .into_iter()
+            .filter(|(sid, _)| {
+                session_id.is_none_or(|s| self.lineage(sid).iter().any(|l| l.id == s))
+            })
+            .map(|(_, r)| r)
             .collect();
         requests.sort_by(|a, b| a.request_id.cmp(&b.request_id));
         Ok(pb::ApprovalListResult { requests })

@@ -22,3 +22,17 @@ pub fn connect(home: &Home) -> SchedulerClient {
     .max_decoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     .max_encoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
 }
+
+/// Cancels every job of svc-scheduler that names agent `agent` (`agent.delete`); returns
+/// their ids. Fails when svc-scheduler does not answer within [`CALL_TIMEOUT`].
+pub async fn cancel_agent_jobs(home: &Home, agent: &str) -> anyhow::Result<Vec<String>> {
+    let mut client = connect(home);
+    let call = client.cancel_agent_jobs(snowpea_proto::scheduler::v1::CancelAgentJobsRequest {
+        agent: agent.to_owned(),
+    });
+    let reply = tokio::time::timeout(CALL_TIMEOUT, call)
+        .await
+        .map_err(|_| anyhow::anyhow!("svc-scheduler did not answer within {CALL_TIMEOUT:?}"))?
+        .map_err(|s| anyhow::anyhow!("svc-scheduler: {}", s.message()))?;
+    Ok(reply.into_inner().job_ids)
+}

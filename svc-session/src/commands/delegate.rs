@@ -1,7 +1,12 @@
-//! `/delegate <agent> <task>`: listed so clients see it, but its capability arrives with another issue (needs subagents (agents issue), not in this build):
-//! every form answers `not_implemented` (stable code `NOT_CONFIGURED`) until it lands.
+//! `/delegate <agent> <task>`: hands `task` to a subagent running definition `agent` (`-`
+//! for a general-purpose one) under this session — the same as `agent.spawn`
+//! ([`crate::agents::Agents::spawn_child`]). Answers at once with the `agentId`; the child
+//! reports with `subagent.*` events on this session.
 
-use super::{Builtin, Call, Commands, Failure, Risk, Run};
+use serde_json::json;
+
+use super::{Builtin, Call, Commands, Failure, Reply, Risk, Run};
+use crate::agents::ChildSpec;
 
 /// `/delegate`.
 pub struct Delegate;
@@ -14,18 +19,42 @@ impl Builtin for Delegate {
         "Hand a task to a subagent"
     }
     fn usage(&self) -> &'static str {
-        "/delegate <agent> <task>"
+        "/delegate <agent|-> <task>"
     }
     fn risk(&self) -> Risk {
         Risk::LowWrite
     }
-    fn unavailable(&self) -> Option<&'static str> {
-        Some("needs subagents (agents issue), not in this build")
+    fn bare_is_read(&self) -> bool {
+        false
     }
-    fn run<'a>(&'a self, _cx: &'a Commands, _call: &'a Call) -> Run<'a> {
-        Box::pin(async {
-            Err(Failure::not_implemented(
-                "/delegate: needs subagents (agents issue), not in this build",
+    fn run<'a>(&'a self, cx: &'a Commands, call: &'a Call) -> Run<'a> {
+        Box::pin(async move {
+            let agents = cx.agents()?;
+            let (Some(agent), task) = (call.args.sub(), call.args.rest()) else {
+                return Err(Failure::args("usage: /delegate <agent|-> <task>"));
+            };
+            if task.trim().is_empty() {
+                return Err(Failure::args(
+                    "usage: /delegate <agent|-> <task> (the task is missing)",
+                ));
+            }
+            let agent = (agent != "-").then(|| agent.to_owned());
+            let h = agents
+                .spawn_child(ChildSpec {
+                    parent_session_id: call.session.id.clone(),
+                    agent: agent.clone(),
+                    task: task.clone(),
+                    ..Default::default()
+                })
+                .await
+                .map_err(Failure::from_error)?;
+            Ok(Reply::done(
+                format!(
+                    "Delegated to {} as {}; it reports back here when done.",
+                    agent.as_deref().unwrap_or("a subagent"),
+                    h.agent_id
+                ),
+                json!({"agentId": h.agent_id, "agent": agent, "task": task}),
             ))
         })
     }

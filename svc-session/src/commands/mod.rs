@@ -346,6 +346,8 @@ pub struct Commands {
     /// `/team`: set once the teams component exists (it is built after the turns, which
     /// need this registry).
     pub(crate) teams: std::sync::OnceLock<Arc<crate::teams::Teams>>,
+    /// `/agent`, `/delegate` (issue 19), attached once both exist.
+    agents: std::sync::OnceLock<std::sync::Weak<crate::agents::Agents>>,
 }
 
 impl std::fmt::Debug for Commands {
@@ -456,12 +458,26 @@ impl Commands {
             skills,
             peers,
             teams: std::sync::OnceLock::new(),
+            agents: std::sync::OnceLock::new(),
         }
     }
 
     /// Hands `/team` the teams component (once, at composition in `app.rs`).
     pub fn set_teams(&self, teams: Arc<crate::teams::Teams>) {
         let _ = self.teams.set(teams);
+    }
+    /// Gives `/agent` and `/delegate` the agents component.
+    pub fn attach_agents(&self, agents: &Arc<crate::agents::Agents>) {
+        let _ = self.agents.set(Arc::downgrade(agents));
+    }
+
+    /// The agents component, once attached (`not_implemented` before, which never happens
+    /// in a running service).
+    pub(crate) fn agents(&self) -> Result<Arc<crate::agents::Agents>, Failure> {
+        self.agents
+            .get()
+            .and_then(std::sync::Weak::upgrade)
+            .ok_or_else(|| Failure::not_implemented("the agents component is not running"))
     }
 
     /// Every command visible from `workdir` (global set when `None`): built-ins, then the
@@ -677,6 +693,7 @@ impl Commands {
             // A command's tool run is no model call: no turn or call id to report.
             turn_id: String::new(),
             call_id: String::new(),
+            named_agent: crate::agents::named::named_agent_of(&session.row()),
         };
         let out = tool.run(args, ctx).await;
         if out.ok {

@@ -143,7 +143,35 @@ impl Models {
         docs: &SettingsDocs,
         row: &SessionRow,
     ) -> std::result::Result<InEffect, (ProviderError, String)> {
-        let inputs = self.inputs(docs, row);
+        self.in_effect_with(docs, row, None, None)
+    }
+
+    /// [`Models::in_effect`] with the two strongest routing inputs (issue 19): `explicit`, a
+    /// per-call override (`agent.spawn{model}`), and `agent`, the model assignment of the
+    /// session's agent definition (`inherit` = none). A reference that names nothing
+    /// configured is skipped with a warning (the next input decides).
+    pub fn in_effect_with(
+        &self,
+        docs: &SettingsDocs,
+        row: &SessionRow,
+        explicit: Option<&str>,
+        agent: Option<&str>,
+    ) -> std::result::Result<InEffect, (ProviderError, String)> {
+        let mut inputs = self.inputs(docs, row);
+        let parse = |which: &str, r: Option<&str>| {
+            let r = r
+                .map(str::trim)
+                .filter(|r| !r.is_empty() && *r != "inherit")?;
+            match self.parse(&docs.effective, r) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    tracing::warn!(session_id = %row.id, "{which} model {r:?} ignored: {e}");
+                    None
+                }
+            }
+        };
+        inputs.explicit = parse("override", explicit);
+        inputs.agent = parse("agent", agent);
         let chosen = routing::route(&inputs)
             .map(|(_, r)| r.clone())
             .unwrap_or_default();

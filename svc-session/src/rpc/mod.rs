@@ -6,6 +6,7 @@
 //! (`UNIMPLEMENTED` → `not_implemented` at the gateway). Spans, timing and outcome
 //! codes come from the shared call layer in `snowpea_common::calls` (installed by `serve`).
 
+pub mod agent;
 pub mod approval;
 pub mod checkpoint;
 pub mod command;

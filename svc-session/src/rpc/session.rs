@@ -154,6 +154,16 @@ impl SessionService for SessionRpc {
         ))
     }
 
+    async fn set_agent(
+        &self,
+        req: Request<pb::SessionSetAgentParams>,
+    ) -> Result<Response<pb::SessionSetAgentResult>, Status> {
+        let ctx = CallContext::of(&req);
+        Ok(Response::new(
+            self.app.agents.set_agent(&ctx, req.into_inner()).await?,
+        ))
+    }
+
     async fn set_active(
         &self,
         req: Request<pb::SessionSetActiveParams>,

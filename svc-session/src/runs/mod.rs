@@ -9,15 +9,15 @@
 //!   `finished` (turn.done `complete`), `denied_by_timeout` (an approval of the turn timed out:
 //!   in a scheduled session that ends the turn at once), `denied` (refused by a person or the
 //!   mode), or `failed` (error, budget, interrupted) with the reason. Approvals go to the
-//!   shared queue like any turn's. A named `agent` is refused with `not_found`: no agent can
-//!   be defined yet (`agent.*` answer `not_implemented`), and running the task as a plain
-//!   session instead would be a silent substitution.
+//!   shared queue like any turn's. A job naming an `agent` runs in that named agent's own
+//!   session (issue 19; queued behind its running turn, if any); an unknown agent is
+//!   `not_found` (running the task as a plain session would be a silent substitution).
 //! * `WatchRun` waits for the unattended turn of an existing session to end and reports it
 //!   like `RunUnattended`'s last update (at once when the turn is not running any more, from
 //!   its stored events); svc-scheduler uses it after a restart to record the real result of
 //!   a run it had handed over, rather than running it again or failing it.
 //! * `DeleteSessions` deletes saved sessions with their events and workspaces; a session
-//!   whose turn is running is skipped.
+//!   whose turn is running, or a named agent's own session, is skipped.
 //! * `EmitEvent` appends a durable event (e.g. `job.done`) to a live session.
 
 use std::pin::Pin;
@@ -57,6 +57,7 @@ pub struct Runs {
     sessions: Arc<Sessions>,
     turns: Arc<Turns>,
     log: EventLog,
+    agents: Arc<crate::agents::Agents>,
 }
 
 /// The update stream of `RunUnattended` / `WatchRun`.
@@ -175,44 +176,33 @@ fn done_update(sid: String, o: RunOutcome) -> pb::RunUnattendedUpdate {
 
 impl Runs {
     /// The component over its peers.
-    pub fn new(sessions: Arc<Sessions>, turns: Arc<Turns>, log: EventLog) -> Self {
+    pub fn new(
+        sessions: Arc<Sessions>,
+        turns: Arc<Turns>,
+        log: EventLog,
+        agents: Arc<crate::agents::Agents>,
+    ) -> Self {
         Runs {
             sessions,
             turns,
             log,
+            agents,
         }
     }
 
     /// `RunUnattended`: opens a `scheduled` session, prompts the task as one turn and
     /// streams the session id at once, then how the turn ended (see the module doc).
     pub async fn run_unattended(&self, p: pb::RunUnattendedRequest) -> Result<RunStream> {
-        if let Some(agent) = p.agent.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
-            return Err(Error::NotFound(format!(
-                "no agent named {agent:?}: named agents cannot be defined yet (agent.* is not implemented)"
-            )));
-        }
         let ctx = CallContext::default();
-        let created = self
-            .sessions
-            .create_with(
-                &ctx,
-                pb::SessionCreateParams {
-                    workdir: p.workdir.clone(),
-                    mode: Some(p.mode.clone()).filter(|m| !m.is_empty()),
-                    host_tools_from: p.host_tools_from.clone(),
-                    origin_surface: Some("scheduler".into()),
-                    ..Default::default()
-                },
-                SessionSetup {
-                    kind: KIND_SCHEDULED,
-                    agent: None,
-                    job_id: Some(p.job_id.clone()).filter(|j| !j.is_empty()),
-                    approval_timeout_sec: Some(p.approval_timeout_sec).filter(|s| *s > 0),
-                },
-            )
-            .await?;
-        let sid = created.session_id;
-        let session = self.sessions.get(&sid)?;
+        let named = match p.agent.as_deref().map(str::trim).filter(|a| !a.is_empty()) {
+            Some(agent) => Some(self.agents.named_session(agent).await?),
+            None => None,
+        };
+        let session = match named {
+            Some(s) => s,
+            None => self.scheduled_session(&ctx, &p).await?,
+        };
+        let sid = session.id.clone();
         let turn_id = self
             .turns
             .prompt(
@@ -220,11 +210,12 @@ impl Runs {
                 pb::SessionPromptParams {
                     session_id: sid.clone(),
                     text: p.task.clone(),
+                    when_busy: Some("queue".into()),
                     ..Default::default()
                 },
             )
             .await?;
-        tracing::info!(session_id = %sid, job_id = %p.job_id, "unattended run started");
+        tracing::info!(session_id = %sid, job_id = %p.job_id, agent = ?p.agent, "unattended run started");
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         let _ = tx
             .send(Ok(pb::RunUnattendedUpdate {
@@ -235,14 +226,16 @@ impl Runs {
         let (turns, log) = (self.turns.clone(), self.log.clone());
         let limit = run_limit(p.run_timeout_sec);
         tokio::spawn(async move {
+            // Idle again once this run's turn (queued behind a named agent's running turn,
+            // if any) and everything queued with it has ended.
             let mut idle = session.idle.subscribe();
-            let timed_out = tokio::time::timeout(limit, idle.wait_for(|i| *i))
-                .await
-                .is_err();
+            let ended = idle.wait_for(|i| *i);
+            let timed_out = tokio::time::timeout(limit, ended).await.is_err();
             if timed_out {
                 // The run is over for the scheduler: stop the turn, so it never goes on
                 // beside the job's next run.
                 let _ = turns.interrupt(&sid);
+                let mut idle = session.idle.subscribe();
                 let _ = tokio::time::timeout(Duration::from_secs(10), idle.wait_for(|i| *i)).await;
             }
             let _ = log.flush().await;
@@ -258,6 +251,35 @@ impl Runs {
             let _ = tx.send(Ok(done_update(sid, o))).await;
         });
         Ok(Box::pin(ReceiverStream::new(rx)))
+    }
+
+    /// The `scheduled` session of a run without an agent.
+    async fn scheduled_session(
+        &self,
+        ctx: &CallContext,
+        p: &pb::RunUnattendedRequest,
+    ) -> Result<Arc<crate::session::Session>> {
+        let created = self
+            .sessions
+            .create_with(
+                ctx,
+                pb::SessionCreateParams {
+                    workdir: p.workdir.clone(),
+                    mode: Some(p.mode.clone()).filter(|m| !m.is_empty()),
+                    host_tools_from: p.host_tools_from.clone(),
+                    origin_surface: Some("scheduler".into()),
+                    ..Default::default()
+                },
+                SessionSetup {
+                    kind: KIND_SCHEDULED,
+                    agent: None,
+                    job_id: Some(p.job_id.clone()).filter(|j| !j.is_empty()),
+                    approval_timeout_sec: Some(p.approval_timeout_sec).filter(|s| *s > 0),
+                    parent_session_id: None,
+                },
+            )
+            .await?;
+        self.sessions.get(&created.session_id)
     }
 
     /// `WatchRun`: waits for the unattended turn of session `sid` to end and reports it
@@ -297,7 +319,10 @@ impl Runs {
         let mut skipped = Vec::new();
         for id in ids {
             if let Ok(s) = self.sessions.get(&id) {
-                if s.turns().running.is_some() {
+                // A named agent's own session outlives the job runs it served (issue 19).
+                if s.turns().running.is_some()
+                    || s.row().kind() == crate::store::sessions::KIND_AGENT
+                {
                     skipped.push(id);
                     continue;
                 }

@@ -182,6 +182,8 @@ pub struct SessionSetup {
     /// Seconds before an unanswered approval is denied (`None` or ≤ 0: the
     /// `approvals.timeoutSec` setting).
     pub approval_timeout_sec: Option<i64>,
+    /// The session that spawned this one (a subagent's parent, issue 19).
+    pub parent_session_id: Option<String>,
 }
 
 impl Default for SessionSetup {
@@ -191,6 +193,7 @@ impl Default for SessionSetup {
             agent: None,
             job_id: None,
             approval_timeout_sec: None,
+            parent_session_id: None,
         }
     }
 }
@@ -199,7 +202,9 @@ impl Session {
     /// True for a scheduled job's unattended session: nobody watches it, so an approval
     /// that times out ends the turn (issue 5: the run ends `denied_by_timeout`).
     pub fn is_unattended(&self) -> bool {
-        lock(&self.row).kind() == store::sessions::KIND_SCHEDULED
+        let row = lock(&self.row);
+        // A named agent's own session is unattended too (issue 19).
+        row.kind() == store::sessions::KIND_SCHEDULED || row.kind() == store::sessions::KIND_AGENT
     }
 }
 
@@ -337,6 +342,9 @@ pub struct Sessions {
     questions: Arc<Questions>,
     checkpoints: Arc<Checkpoints>,
     providers: Providers,
+    /// Called with the id of a session being closed (the agents component interrupts its
+    /// children; issue 19).
+    on_close: std::sync::OnceLock<CloseHook>,
     /// Announces every `session.create` / `session.resume` ([`Sessions::subscribe_opened`]).
     opened: tokio::sync::broadcast::Sender<Opened>,
 }
@@ -354,6 +362,9 @@ pub struct Opened {
     /// `session.create` or `session.resume`.
     pub reason: &'static str,
 }
+
+/// A hook [`Sessions::close`] calls with the session id.
+pub type CloseHook = Box<dyn Fn(&str) + Send + Sync>;
 
 impl std::fmt::Debug for Sessions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -386,6 +397,7 @@ impl Sessions {
             questions,
             checkpoints,
             providers,
+            on_close: std::sync::OnceLock::new(),
             opened: tokio::sync::broadcast::channel(64).0,
         }
     }
@@ -413,6 +425,11 @@ impl Sessions {
             connection_id: ctx.connection_id.clone(),
             reason,
         });
+    }
+
+    /// Sets the hook `session.close` calls first (once; a second call is ignored).
+    pub fn on_close(&self, hook: CloseHook) {
+        let _ = self.on_close.set(hook);
     }
 
     /// The live session `id`, or `not_found`.
@@ -535,6 +552,7 @@ impl Sessions {
             agent: setup.agent,
             job_id: setup.job_id,
             approval_timeout_sec: setup.approval_timeout_sec.filter(|s| *s > 0),
+            parent_session_id: setup.parent_session_id,
             ..Default::default()
         };
         let saved = row.clone();
@@ -551,6 +569,19 @@ impl Sessions {
             session_id: id,
             workspace_dir: Some(workspace.to_string_lossy().into_owned()),
         })
+    }
+
+    /// Re-opens a saved session under its id (a named agent's after it was closed; issue 19).
+    pub async fn reopen(&self, mut row: SessionRow) -> Result<()> {
+        row.closed_at = None;
+        let saved = row.clone();
+        self.log
+            .write(move |c| store::sessions::save(c, &saved))
+            .await?;
+        let session = Arc::new(Session::new(row));
+        self.registry.insert(session.clone());
+        self.changed(&session, "create");
+        Ok(())
     }
 
     /// `session.list`.
@@ -623,7 +654,7 @@ impl Sessions {
                 workspace_dir: Some(row.workspace_dir.clone()),
                 browser_provider: prefs::listed_browser_provider(&row),
                 effort: row.effort.clone(),
-                ..Default::default()
+                parent_session_id: row.parent_session_id.clone(),
             });
         }
         Ok(pb::SessionListResult { sessions: out })
@@ -639,6 +670,9 @@ impl Sessions {
                 None => Err(Error::NotFound(format!("no session {id:?}"))),
             };
         };
+        if let Some(hook) = self.on_close.get() {
+            hook(id);
+        }
         crate::turn::stop_turns(&self.log, &session, true);
         self.questions.interrupt_session(id);
         crate::turn::wait_idle(&session, std::time::Duration::from_secs(10)).await;

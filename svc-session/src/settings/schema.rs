@@ -56,8 +56,12 @@ pub enum ModeName {
 
 section!(
     /// `agents`: delegated sub-agents.
-    Agents { /// Sub-agents running at once.
-        max_concurrent: u32 = 3 });
+    Agents { /// Sub-agents running at once, per delegating session.
+        max_concurrent: u32 = 3,
+        /// How deep delegation may nest (a child of a root session is depth 1).
+        @"maxDepth" max_depth: u32 = 2,
+        /// Seconds a delegated child may run before it is interrupted.
+        @"timeoutSec" timeout_sec: u64 = 1800 });
 section!(
     /// `team`: teams of workers in git worktrees (`team.start`, `/team`).
     Team {

@@ -10,8 +10,9 @@
 //! `checkpoint_files` — [`crate::checkpoints::Checkpoints`]; `questions` —
 //! [`crate::question::Questions`]; `allowlist` (the `session` scope) —
 //! [`crate::permission::Allowlist`]; `usage_calls`, `usage_daily` and
-//! `usage_daily_models` (kept by triggers on `events`) — [`crate::usage::Usage`]; `teams` and
-//! `team_tasks` — [`crate::teams::Teams`].
+//! `usage_daily_models` (kept by triggers on `events`) — [`crate::usage::Usage`]; `subagents`,
+//! `named_agents` and `agent_bindings` — [`crate::agents::Agents`]; `teams` and `team_tasks` —
+//! [`crate::teams::Teams`].
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -20,6 +21,7 @@ use rusqlite::Connection;
 
 use crate::error::Result;
 
+pub mod agents;
 pub mod allowlist;
 pub mod approvals;
 pub mod checkpoints;
@@ -254,6 +256,40 @@ ALTER TABLE sessions ADD COLUMN max_concurrent INTEGER;
 ALTER TABLE sessions ADD COLUMN locale TEXT;
 ALTER TABLE sessions ADD COLUMN browser_memory INTEGER;
 ALTER TABLE sessions ADD COLUMN active_at TEXT;
+"#,
+    // migration 7: agents (issue 19 part A): a session's parent (subagents), the subagent
+    // runs, the named agents and their channel bindings.
+    r#"
+ALTER TABLE sessions ADD COLUMN parent_session_id TEXT;
+CREATE TABLE subagents (
+    agent_id TEXT PRIMARY KEY,
+    parent_session_id TEXT NOT NULL,
+    session_id TEXT,
+    name TEXT NOT NULL DEFAULT '',
+    task TEXT NOT NULL,
+    title TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL,
+    depth INTEGER NOT NULL DEFAULT 1,
+    created_at TEXT NOT NULL,
+    ended_at TEXT,
+    result TEXT
+);
+CREATE INDEX subagents_by_parent ON subagents (parent_session_id, created_at);
+CREATE TABLE named_agents (
+    name TEXT PRIMARY KEY,
+    definition_path TEXT,
+    session_id TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    workdir TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL
+);
+CREATE TABLE agent_bindings (
+    channel TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    credentials_ref TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
 "#,
     // migration 8: teams (issue 19 part B): one row per `team.start` and one per task of its
     // board; the claim of a task is one UPDATE in the writer's transaction.

@@ -71,12 +71,18 @@ pub struct SessionRow {
     pub browser_memory: Option<bool>,
     /// When `session.setActive` (or a client's prompt/steer) last marked it active.
     pub active_at: Option<String>,
+    /// The session that spawned this one (a subagent's parent, issue 19); `None` for a root.
+    pub parent_session_id: Option<String>,
 }
 
 /// Kind of a session a person drives (spec `session.list` `kind`).
 pub const KIND_CHAT: &str = "chat";
 /// Kind of a session a scheduled job's unattended run opened (issue 5).
 pub const KIND_SCHEDULED: &str = "scheduled";
+/// Kind of a delegated child session (`agent.spawn`, `delegate_task`; issue 19).
+pub const KIND_SUBAGENT: &str = "subagent";
+/// Kind of a named agent's own unattended session (issue 19).
+pub const KIND_AGENT: &str = "agent";
 
 impl SessionRow {
     /// The session kind as the protocol spells it (`chat` when unset).
@@ -94,7 +100,7 @@ const COLUMNS: &str =
      title, deny_exec, host_tools_from, origin_surface, origin_client_id, origin_connection_id, \
      created_at, last_activity_at, last_prompt, closed_at, context_used, context_window, \
      kind, agent, job_id, approval_timeout_sec, effort, browser_provider, origin_client_kind, \
-     max_concurrent, locale, browser_memory, active_at";
+     max_concurrent, locale, browser_memory, active_at, parent_session_id";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
@@ -129,6 +135,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         locale: r.get(28)?,
         browser_memory: r.get(29)?,
         active_at: r.get(30)?,
+        parent_session_id: r.get(31)?,
     })
 }
 
@@ -137,7 +144,7 @@ pub fn save(conn: &Connection, s: &SessionRow) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
         "INSERT OR REPLACE INTO sessions ({COLUMNS}) VALUES \
          (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,\
-         ?25,?26,?27,?28,?29,?30,?31)"
+         ?25,?26,?27,?28,?29,?30,?31,?32)"
     ))?
     .execute(params![
         s.id,
@@ -171,6 +178,7 @@ pub fn save(conn: &Connection, s: &SessionRow) -> rusqlite::Result<()> {
         s.locale,
         s.browser_memory,
         s.active_at,
+        s.parent_session_id,
     ])?;
     Ok(())
 }

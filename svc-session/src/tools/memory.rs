@@ -94,7 +94,11 @@ impl Tool for SaveMemory {
                 (Ok(t), Ok(tags)) => (t.to_owned(), tags),
                 (Err(e), _) | (_, Err(e)) => return ToolOutput::error(e),
             };
-            let ns = format!("project:{}", ctx.workdir.display());
+            // A named agent's own session remembers in its namespace (issue 19).
+            let ns = match &ctx.named_agent {
+                Some(a) => crate::agents::named::namespace(a),
+                None => format!("project:{}", ctx.workdir.display()),
+            };
             match client.write(&ns, &text, tags).await {
                 Ok(id) => ToolOutput {
                     ok: true,
@@ -179,7 +183,11 @@ impl Tool for SearchMemory {
             };
             let root = ctx.workdir.display().to_string();
             match client
-                .search_many(&session_namespaces(&root, None), &query, limit)
+                .search_many(
+                    &session_namespaces(&root, ctx.named_agent.as_deref()),
+                    &query,
+                    limit,
+                )
                 .await
             {
                 Ok(hits) if hits.is_empty() => ToolOutput {

@@ -135,6 +135,9 @@ pub struct ToolContext {
     pub turn_id: String,
     /// The call's id (`tool.call` `callId`; empty outside a session).
     pub call_id: String,
+    /// The named agent whose own session runs the call (issue 19): its memory namespace is
+    /// `agent:<name>`; `None` elsewhere.
+    pub named_agent: Option<String>,
 }
 
 /// Which files a call may change, for its checkpoint (issue 20), decided before it runs.
@@ -311,6 +314,7 @@ pub(crate) fn test_context(
         mode: String::new(),
         turn_id: String::new(),
         call_id: String::new(),
+        named_agent: None,
     };
     (ctx, rx)
 }

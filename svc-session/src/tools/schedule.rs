@@ -162,6 +162,8 @@ impl Tool for ScheduleTool {
         // the model names no mode, the mode its runs use.
         let session_id = ctx.session_id.clone();
         let session_mode = Some(ctx.mode.clone()).filter(|m| !m.is_empty());
+        // A named agent's jobs run in its own session (issue 19).
+        let agent = ctx.named_agent.clone();
         Box::pin(async move {
             let call = async {
                 match which {
@@ -172,7 +174,7 @@ impl Tool for ScheduleTool {
                             mode: opt_mode(&a).map_err(ToolOutput::error)?.or(session_mode),
                             session_id: session_id.clone(),
                             workdir: workdir.display().to_string(),
-                            agent: None,
+                            agent: agent.clone(),
                         };
                         let r = client
                             .tool_schedule(req)
@@ -285,6 +287,7 @@ mod tests {
             mode: String::new(),
             turn_id: String::new(),
             call_id: String::new(),
+            named_agent: None,
         };
         let out = tokio::time::timeout(
             Duration::from_secs(15),

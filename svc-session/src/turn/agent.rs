@@ -53,6 +53,11 @@ pub(crate) struct TurnAccount {
     pub allowed_tools: Option<Vec<String>>,
     /// Times `Stop` hooks continued this turn (`hook.continue.count`).
     pub stop_continues: i64,
+    /// The session's agent definition's `tools` (issue 19): only these may be offered and
+    /// called; `None` is every tool.
+    pub agent_tools: Option<Vec<String>>,
+    /// The name of that definition (for the `tool_inactive` message).
+    pub agent_name: Option<String>,
 }
 
 impl TurnAccount {
@@ -60,6 +65,14 @@ impl TurnAccount {
     /// `allowed-tools` limits it).
     pub fn tool_allowed(&self, tool: &str) -> bool {
         self.allowed_tools
+            .as_deref()
+            .is_none_or(|a| crate::commands::markdown::tool_allowed(a, tool))
+            && self.agent_allows(tool)
+    }
+
+    /// True when the session's agent definition allows `tool` (always without one).
+    pub fn agent_allows(&self, tool: &str) -> bool {
+        self.agent_tools
             .as_deref()
             .is_none_or(|a| crate::commands::markdown::tool_allowed(a, tool))
     }
@@ -158,6 +171,9 @@ impl Turns {
         // Earlier turns must be committed before the history is read back.
         if let Err(e) = self.log.flush().await {
             tracing::error!(error = %format!("{e:#}"), "flush before turn failed");
+        }
+        if let Some(a) = self.agents() {
+            a.turn_starting(&session.id, &t.turn_id);
         }
         let mut messages = match self.log.of_kinds(&session.id, history::KINDS).await {
             Ok(rows) => history::rebuild(rows),
@@ -353,7 +369,19 @@ impl Turns {
         self.providers
             .refresh_if_expiring(row.provider.as_deref())
             .await;
-        let chosen = match self.models.in_effect(&docs, &row) {
+        // The session's agent definition and the delegation tool (issue 19).
+        let profile = match self.agents() {
+            Some(a) => a.turn_profile(session).await,
+            None => crate::agents::TurnProfile::default(),
+        };
+        acc.agent_tools = profile.allowed_tools();
+        acc.agent_name = profile.definition.as_ref().map(|d| d.name.clone());
+        let chosen = match self.models.in_effect_with(
+            &docs,
+            &row,
+            profile.explicit_model.as_deref(),
+            profile.agent_model.as_deref(),
+        ) {
             Ok(c) => c,
             Err((e, message)) => {
                 self.error_event(session, &t.turn_id, provider_error_code(&e), &message);
@@ -398,31 +426,46 @@ impl Turns {
             .mcp()
             .tools(std::path::Path::new(&row.workdir))
             .await;
-        acc.extra_tools.0 = self.commands.agent_tools(session).await;
-        let turn_tools: Vec<_> = self
-            .tools
-            .builtin()
-            .iter()
-            .chain(&acc.mcp_tools.0)
-            .chain(&acc.extra_tools.0)
-            .filter(|tool| acc.tool_allowed(tool.name()))
-            .cloned()
-            .collect();
-        let specs: Vec<_> = turn_tools.iter().map(|tool| tool.spec()).collect();
-        let mut system = system_prompt::build(&row, &turn_tools);
+        let command_tools = self.commands.agent_tools(session).await;
         // Recall (issue 4): the best memories for the user's message from the project, agent
         // and global namespaces; skipped with a warning when svc-memory is down.
         let recalled = crate::clients::memory::MemoryClient::new(self.home.socket("memory"))
             .recall(
                 &row.workdir,
-                None,
+                profile.memory_agent.as_deref(),
                 text,
                 crate::clients::memory::top_k(&settings),
             )
             .await;
-        if let Some(block) = crate::clients::memory::recall_block(&recalled) {
-            system.push_str(&block);
-        }
+        let recall = crate::clients::memory::recall_block(&recalled);
+        // The tools offered and the system prompt, from the agent definition in force; rebuilt
+        // when session.setAgent changes it during the turn (it applies from the next call).
+        let offer = |acc: &mut TurnAccount, profile: &crate::agents::TurnProfile| {
+            acc.agent_tools = profile.allowed_tools();
+            acc.agent_name = profile.definition.as_ref().map(|d| d.name.clone());
+            acc.extra_tools.0 = command_tools.clone();
+            acc.extra_tools.0.extend(profile.tools.iter().cloned());
+            let turn_tools: Vec<_> = self
+                .tools
+                .builtin()
+                .iter()
+                .chain(&acc.mcp_tools.0)
+                .chain(&acc.extra_tools.0)
+                .filter(|tool| acc.tool_allowed(tool.name()))
+                .cloned()
+                .collect();
+            let specs: Vec<_> = turn_tools.iter().map(|tool| tool.spec()).collect();
+            let mut system = system_prompt::build(&session.row(), &turn_tools);
+            if let Some(persona) = profile.persona() {
+                system.push_str(&persona);
+            }
+            if let Some(block) = &recall {
+                system.push_str(block);
+            }
+            (specs, system)
+        };
+        let (mut specs, mut system) = offer(acc, &profile);
+        let mut agent_in_force = row.agent.clone();
         // Settings `agent.max_tool_rounds` / `agent.max_tokens` (validated by settings.set;
         // a hand-edited bad value is ignored) win over the service's defaults.
         let agent_setting = |key: &str| {
@@ -430,11 +473,23 @@ impl Turns {
                 .and_then(serde_json::Value::as_u64)
                 .filter(|n| (1..=u64::from(u32::MAX)).contains(n))
         };
-        let max_tool_rounds = agent_setting("agent.max_tool_rounds")
+        let budget_setting = agent_setting("agent.max_tool_rounds")
             .map_or(self.limits.max_tool_rounds, |n| n as usize);
+        let mut max_tool_rounds = profile.max_rounds().unwrap_or(budget_setting);
         let max_tokens = agent_setting("agent.max_tokens").map(|n| n as u32);
         let auto_compact = crate::compaction::auto_threshold(&settings);
-        for _round in 0..max_tool_rounds {
+        let mut round = 0;
+        while round < max_tool_rounds {
+            round += 1;
+            let now_agent = session.row().agent;
+            if now_agent != agent_in_force {
+                agent_in_force = now_agent;
+                if let Some(a) = self.agents() {
+                    let profile = a.turn_profile(session).await;
+                    (specs, system) = offer(acc, &profile);
+                    max_tool_rounds = profile.max_rounds().unwrap_or(budget_setting);
+                }
+            }
             // Auto-compaction (issue 16) at the start of a model call, over the threshold of
             // a known window.
             if let (Some(threshold), Some(window)) = (auto_compact, acc.window) {
@@ -479,6 +534,15 @@ impl Turns {
                     return TurnEnd::Error;
                 }
             };
+            if let Some(a) = self.agents() {
+                a.child_progress(
+                    session,
+                    crate::agents::spawn::Progress::Message {
+                        text: text.clone(),
+                        tool_calls: !calls.is_empty(),
+                    },
+                );
+            }
             messages.push(ChatMessage::assistant(text.clone(), calls.clone()));
             if calls.is_empty() {
                 if self.has_steers(session) {
@@ -595,6 +659,15 @@ impl Turns {
             }
         };
         acc.context_used = Some((input + output, estimated));
+        if let Some(a) = self.agents() {
+            a.child_progress(
+                session,
+                crate::agents::spawn::Progress::Usage {
+                    input: input as i64,
+                    output: output as i64,
+                },
+            );
+        }
         self.event(
             session,
             &pb::UsageEvent {

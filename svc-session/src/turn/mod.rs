@@ -183,6 +183,8 @@ pub struct Turns {
     compaction: Arc<Compaction>,
     attachments: Attachments,
     hooks: Arc<crate::hooks::Hooks>,
+    /// The agents component (issue 19), attached after both exist ([`Turns::attach_agents`]).
+    agents: std::sync::OnceLock<std::sync::Weak<crate::agents::Agents>>,
 }
 
 impl std::fmt::Debug for Turns {
@@ -223,7 +225,19 @@ impl Turns {
             compaction,
             attachments,
             hooks,
+            agents: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Gives the turns the agents component: the profile of a session's agent definition,
+    /// the `delegate_task` tool, child progress, the write guard, the interrupt cascade.
+    pub fn attach_agents(&self, agents: &Arc<crate::agents::Agents>) {
+        let _ = self.agents.set(Arc::downgrade(agents));
+    }
+
+    /// The agents component, once attached.
+    pub(crate) fn agents(&self) -> Option<Arc<crate::agents::Agents>> {
+        self.agents.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// Queues a typed session event (committed, then published).
@@ -272,6 +286,13 @@ impl Turns {
         } else {
             when_busy
         };
+        if ctx.connection_id.is_some() {
+            // The person's own prompt ends a session.setAgent{guardTurn} guard when its turn
+            // starts.
+            if let Some(a) = self.agents() {
+                a.person_prompted(&session.id, &turn_id);
+            }
+        }
         self.submit(&session, &turn_id, &p.text, when_busy, attachments, false);
         self.sessions.changed(&session, "prompt");
         Ok(turn_id)
@@ -497,6 +518,10 @@ impl Turns {
         // Batches restored after a restart wait on no turn: an interrupt withdraws them too.
         self.sessions.questions().interrupt_session(session_id);
         stop_turns(&self.log, &session, true);
+        // Interrupting a parent interrupts its children (issue 19).
+        if let Some(a) = self.agents() {
+            a.interrupt_children(session_id);
+        }
         Ok(())
     }
 }

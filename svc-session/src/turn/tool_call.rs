@@ -122,6 +122,28 @@ impl Turns {
             },
             &[("/args", call.arguments.clone())],
         );
+        if !acc.agent_allows(&call.name) {
+            // The agent definition's `tools` is enforced, not only offered (issue 19).
+            return self.denial(
+                session,
+                t,
+                call,
+                "tool_inactive",
+                format!(
+                    "tool `{}` is not in the tools of agent `{}`",
+                    call.name,
+                    acc.agent_name.as_deref().unwrap_or_default()
+                ),
+            );
+        }
+        if let Some(a) = self.agents() {
+            a.child_progress(
+                session,
+                crate::agents::spawn::Progress::Tool {
+                    name: call.name.clone(),
+                },
+            );
+        }
         if !acc.tool_allowed(&call.name) {
             // A markdown command's `allowed-tools` is enforced, not only offered.
             return self.denial(
@@ -209,7 +231,16 @@ impl Turns {
         let mode = session.mode();
         let deny_exec = session.row().deny_exec;
         let perm = plan.permission.as_str();
-        match permissions::decide(mode, &plan, deny_exec) {
+        // session.setAgent{guardTurn} (issue 19): every call that is not a read, and every
+        // mcp__ call, is asked of a person; the mode may still deny.
+        let guarded = (plan.permission != crate::tools::Permission::Read
+            || call.name.starts_with(crate::clients::mcp::PREFIX))
+            && self.agents().is_some_and(|a| a.is_guarded(session));
+        let verdict = match permissions::decide(mode, &plan, deny_exec) {
+            Verdict::Allow if guarded => Verdict::Ask,
+            v => v,
+        };
+        match verdict {
             Verdict::Allow => {}
             Verdict::Deny => {
                 let msg = if deny_exec && plan.permission == crate::tools::Permission::Exec {
@@ -227,12 +258,13 @@ impl Turns {
             verdict @ Verdict::Ask => {
                 let outside = !plan.outside_workdir.is_empty();
                 let key = Session::allow_key(&call.name, perm, outside);
-                let listed = session.is_allowed(&key)
-                    || self
-                        .approvals
-                        .allowlist()
-                        .allows(session, verdict, &call.name, &call.arguments, &plan)
-                        .await;
+                let listed = !guarded
+                    && (session.is_allowed(&key)
+                        || self
+                            .approvals
+                            .allowlist()
+                            .allows(session, verdict, &call.name, &call.arguments, &plan)
+                            .await);
                 if !listed {
                     let mut note = plan.summary.clone();
                     if outside {
@@ -246,12 +278,21 @@ impl Turns {
                             paths.join(", ")
                         ));
                     }
+                    // A child's approval reaches the parent's people, named with its agent.
+                    let row = session.row();
+                    if row.parent_session_id.is_some() {
+                        note = format!(
+                            "[subagent {}] {note}",
+                            row.agent.as_deref().unwrap_or("(general)")
+                        );
+                    }
                     let ask = Ask {
                         turn_id: &t.turn_id,
                         tool: &call.name,
                         args: &call.arguments,
                         note,
                         risk: permissions::risk(plan.permission),
+                        guard: guarded.then_some(crate::agents::set_agent::GUARD_AGENT_SWITCH),
                     };
                     let resolution = self.approvals.request(session, ask, &t.cancel).await;
                     if !resolution.allow {
@@ -284,7 +325,8 @@ impl Turns {
                     // A longer-than-once allow is stored in the allowlist (listed, removable);
                     // a call outside the workdir, which the allowlist never promotes, is
                     // remembered for the session only.
-                    if let Some(scope) = resolution.scope.allowlist() {
+                    // A guarded turn's answers are never remembered.
+                    if let Some(scope) = resolution.scope.allowlist().filter(|_| !guarded) {
                         if outside {
                             if resolution.scope == Scope::Session {
                                 session.remember_allowed(key);
@@ -315,6 +357,12 @@ impl Turns {
         }
 
         let writes = tool.writes(&call.arguments, &workdir);
+        if let (Some(a), crate::tools::Writes::Files(files)) = (self.agents(), &writes) {
+            // A child may not write a file a sibling owns (issue 19).
+            if let Err(msg) = a.claim_writes(session, files) {
+                return self.denial(session, t, call, "file_owned_by_sibling", msg);
+            }
+        }
         let capture = self
             .tools
             .checkpoints()
@@ -330,6 +378,7 @@ impl Turns {
             mode: session.mode().as_str().to_owned(),
             turn_id: t.turn_id.clone(),
             call_id: call.id.clone(),
+            named_agent: crate::agents::named::named_agent_of(&session.row()),
         };
         let mut run = tool.run(call.arguments.clone(), ctx);
         let mut seq = 0i64;

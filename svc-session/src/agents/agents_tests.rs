@@ -1,0 +1,290 @@
+//! Service-level edge cases of the agents component (the end-to-end behaviour is in
+//! e2e/tests/suite/agents.rs): the depth bound, the caller rule and bad input of
+//! `session.setAgent`, `agent.bindChannel` / `agent.delete` refusals, the concurrency limit's
+//! precedence, and a `delegate_task` that is refused as a duplicate.
+
+use serde_json::json;
+use snowpea_proto::session::v1 as pb;
+
+use super::spawn::ChildSpec;
+use crate::error::Error;
+use crate::testkit::Harness;
+
+fn define(h: &Harness, name: &str, front: &str) {
+    let dir = h.workdir.join(".snowpea/agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{name}.md")),
+        format!("---\nname: {name}\n{front}---\nYou help.\n"),
+    )
+    .unwrap();
+}
+
+fn refused_field(e: Error) -> (String, &'static str) {
+    match e {
+        Error::Refused { field, reason, .. } => (field, reason),
+        Error::InvalidParams { field, .. } => (field, "invalid_params"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn delegation_depth_is_bounded_by_the_setting() {
+    let h = Harness::with_settings(
+        json!({"steps": [{"match": "hold", "delaySec": 30, "text": "late", "repeat": true}], "default": {"text": "ok"}}),
+        json!({"agents": {"maxDepth": 1}}),
+    )
+    .await;
+    define(&h, "helper", "");
+    let root = h.create("accept").await;
+    let mut child = h
+        .app
+        .agents
+        .spawn_child(ChildSpec {
+            parent_session_id: root.clone(),
+            agent: Some("helper".into()),
+            task: "hold on".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let child_sid = snowpea_testkit::eventually(
+        std::time::Duration::from_secs(20),
+        "child session",
+        || async {
+            h.app
+                .agents
+                .running()
+                .into_iter()
+                .find_map(|r| r.session_id())
+        },
+    )
+    .await;
+    let e = h
+        .app
+        .agents
+        .spawn_child(ChildSpec {
+            parent_session_id: child_sid.clone(),
+            task: "deeper".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refused_field(e),
+        ("params.sessionId".to_owned(), "max_depth")
+    );
+    // At the bound the child is not offered delegate_task at all.
+    let session = h.app.sessions.get(&child_sid).unwrap();
+    let profile = h.app.agents.turn_profile(&session).await;
+    assert!(profile.tools.is_empty());
+    assert_eq!(profile.definition.unwrap().name, "helper");
+    child.cancel();
+    let r = child
+        .wait(std::time::Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert_eq!((r.status.as_str(), r.ok), ("interrupted", false));
+    // An interrupted task may be delegated again (no duplicate_task).
+    let again = h
+        .app
+        .agents
+        .spawn_child(ChildSpec {
+            parent_session_id: root,
+            agent: Some("helper".into()),
+            task: "hold  ON".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    again.cancel();
+}
+
+#[tokio::test]
+async fn set_agent_checks_the_caller_the_name_and_the_definition() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    define(&h, "good", "tools: [read_file]\n");
+    define(&h, "broken", "tools: 7\n");
+    let sid = h.create("accept").await;
+    let set = |agent: Option<&str>| pb::SessionSetAgentParams {
+        session_id: sid.clone(),
+        agent: agent.map(str::to_owned),
+        guard_turn: false,
+    };
+    let gateway = crate::session::callers::GATEWAY;
+    let ctx = snowpea_common::context::CallContext {
+        connection_id: Some("g1".into()),
+        client_kind: Some(gateway.into()),
+        ..Default::default()
+    };
+    assert!(matches!(
+        h.app.agents.set_agent(&ctx, set(Some("good"))).await,
+        Err(Error::Unauthorized(_))
+    ));
+    let origin = Harness::ctx("c1", Some("cli"));
+    for (bad, why) in [
+        ("Bad Name", "slug"),
+        ("nobody", "unknown"),
+        ("broken", "malformed"),
+    ] {
+        let e = h
+            .app
+            .agents
+            .set_agent(&origin, set(Some(bad)))
+            .await
+            .unwrap_err();
+        assert_eq!(refused_field(e).0, "params.agent", "{why}");
+    }
+    assert_eq!(
+        h.app.sessions.get(&sid).unwrap().row().agent,
+        None,
+        "nothing changed"
+    );
+    let r = h
+        .app
+        .agents
+        .set_agent(&origin, set(Some("good")))
+        .await
+        .unwrap();
+    assert_eq!(r.agent.as_deref(), Some("good"));
+    assert!(!r.guarded, "no turn runs: guardTurn has no effect");
+    let session = h.app.sessions.get(&sid).unwrap();
+    let profile = h.app.agents.turn_profile(&session).await;
+    assert_eq!(profile.allowed_tools(), Some(vec!["read_file".to_owned()]));
+    assert!(profile.persona().unwrap().contains("You help."));
+    let events = h.app.events.after(&sid, 0).await.unwrap();
+    assert_eq!(
+        events.iter().filter(|e| e.kind == "agent.changed").count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn bind_channel_and_delete_refuse_unknown_agents() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    let e = h
+        .app
+        .agents
+        .bind_channel(pb::AgentBindChannelParams {
+            name: "ghost".into(),
+            channel: "telegram:1".into(),
+            credentials_ref: None,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(refused_field(e).0, "params.name");
+    let e = h
+        .app
+        .agents
+        .delete(pb::AgentDeleteParams {
+            name: "ghost".into(),
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::NotFound(_)), "{e:?}");
+    assert!(h.app.agents.bindings().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn the_concurrency_limit_comes_from_the_session_then_the_settings() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    let sid = h.create("accept").await;
+    let s = h.app.sessions.get(&sid).unwrap();
+    assert_eq!(super::concurrency::limit(&s, &json!({})), 3);
+    assert_eq!(
+        super::concurrency::limit(&s, &json!({"agents": {"max_concurrent": 5}})),
+        5
+    );
+    s.update(|r| r.max_concurrent = Some(2));
+    assert_eq!(
+        super::concurrency::limit(&s, &json!({"agents": {"max_concurrent": 5}})),
+        2
+    );
+}
+
+#[tokio::test]
+async fn a_childs_approval_is_listed_and_answered_in_the_parent() {
+    let h = Harness::new(json!({"steps": [
+        {"match": "check it", "tool_calls": [{"name": "shell", "arguments": {"command": "true"}}]},
+        {"after_tool": "shell", "match": "check it", "text": "checked"}
+    ], "default": {"text": "ok"}}))
+    .await;
+    h.connect("c1", Some("cli")).await;
+    let parent = h.create("accept").await;
+    let mut child = h
+        .app
+        .agents
+        .spawn_child(ChildSpec {
+            parent_session_id: parent.clone(),
+            task: "check it".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let request = snowpea_testkit::eventually(
+        std::time::Duration::from_secs(20),
+        "the child's approval in the parent's list",
+        || async {
+            h.app
+                .approvals
+                .list(Some(&parent))
+                .await
+                .unwrap()
+                .requests
+                .into_iter()
+                .next()
+        },
+    )
+    .await;
+    assert_ne!(request.session_id, parent, "it is the child's request");
+    assert!(
+        request.note.starts_with("[subagent (general)]"),
+        "{}",
+        request.note
+    );
+    // Someone else may not answer; the parent's origin may.
+    let respond = |conn: &str| {
+        h.app.approvals.respond(
+            &Harness::ctx(conn, None),
+            pb::ApprovalRespondParams {
+                decision: "allow".into(),
+                request_id: request.request_id.clone(),
+                scope: "once".into(),
+                reason: String::new(),
+            },
+        )
+    };
+    assert!(matches!(respond("c9"), Err(Error::Unauthorized(_))));
+    respond("c1").unwrap();
+    let r = child
+        .wait(std::time::Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert!(r.ok, "{r:?}");
+    assert_eq!(r.result, "checked");
+}
+
+#[tokio::test]
+async fn closing_the_parent_interrupts_its_children() {
+    let h = Harness::new(json!({"steps": [
+        {"match": "wait long", "delaySec": 60, "text": "late", "repeat": true}
+    ], "default": {"text": "ok"}}))
+    .await;
+    let parent = h.create("accept").await;
+    let mut child = h
+        .app
+        .agents
+        .spawn_child(ChildSpec {
+            parent_session_id: parent.clone(),
+            task: "wait long".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    h.app.sessions.close(&parent).await.unwrap();
+    let r = child
+        .wait(std::time::Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert_eq!(r.status, "interrupted", "{r:?}");
+}
