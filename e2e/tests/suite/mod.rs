@@ -2,6 +2,7 @@ mod allowlist;
 mod approvals;
 mod audio;
 mod chat;
+mod chat_bindings;
 mod checkpoints;
 mod commands;
 mod crash;
