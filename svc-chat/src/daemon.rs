@@ -63,7 +63,7 @@ impl Daemon {
                     Err(e) => {
                         tracing::debug!(error = %e, "daemon not reachable yet");
                         tokio::time::sleep(delay).await;
-                        delay = (delay * 2).min(Duration::from_secs(5));
+                        delay = (delay * 2).min(Duration::from_secs(1));
                     }
                 }
             }
