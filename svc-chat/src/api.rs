@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use snowpea_proto::chat::v1::gateway_list_result::Binding;
-use snowpea_proto::chat::v1::{GatewayBindParams, GatewayBindResult, GatewayListResult, GatewaySyncResult};
+use snowpea_proto::chat::v1::{
+    GatewayBindParams, GatewayBindResult, GatewayListResult, GatewaySyncResult,
+};
 
 use crate::binding::{self, Platform, SETTINGS_REF_PREFIX};
 use crate::chat::Chat;
@@ -30,9 +32,10 @@ fn optional_id(field: &str, v: Option<String>) -> Result<Option<String>, ChatErr
             field,
             format!("at most {MAX_ID_BYTES} bytes"),
         )),
-        Some(s) if s.chars().any(char::is_control) => {
-            Err(ChatError::invalid(field, "must not contain control characters"))
-        }
+        Some(s) if s.chars().any(char::is_control) => Err(ChatError::invalid(
+            field,
+            "must not contain control characters",
+        )),
         Some(s) => Ok(Some(s)),
     }
 }

@@ -59,7 +59,8 @@ pub fn validate_target(target: &Value) -> Result<Value, ChatError> {
     let obj = target
         .as_object()
         .ok_or_else(|| ChatError::invalid("target", "must be an object"))?;
-    const KEYS: &str = "{\"agent\": name}, {\"session\": id} or {\"new_session\": {\"workdir\", \"mode\"}}";
+    const KEYS: &str =
+        "{\"agent\": name}, {\"session\": id} or {\"new_session\": {\"workdir\", \"mode\"}}";
     if obj.len() != 1 {
         return Err(ChatError::invalid(
             "target",
@@ -188,10 +189,7 @@ pub fn resolve_credential(
         return entry
             .and_then(|e| credential_of(platform, e))
             .ok_or_else(|| {
-                ChatError::invalid(
-                    field,
-                    format!("settings.gateway.{p} has no usable token"),
-                )
+                ChatError::invalid(field, format!("settings.gateway.{p} has no usable token"))
             });
     }
     let path = home.root().join("credentials.json");
@@ -231,9 +229,7 @@ pub fn resolve_credential(
 }
 
 fn is_env_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 128
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 /// A credential from a token string or object; `None` when unusable for the platform.
@@ -247,7 +243,10 @@ fn credential_of(platform: Platform, entry: &Value) -> Option<Credential> {
     let (token, bot) = match entry {
         Value::String(s) => {
             let mut parts = s.split_whitespace();
-            (parts.next().map(str::to_owned), parts.next().map(str::to_owned))
+            (
+                parts.next().map(str::to_owned),
+                parts.next().map(str::to_owned),
+            )
         }
         Value::Object(_) => (
             nonempty(entry.get("token")).or_else(|| nonempty(entry.get("appToken"))),

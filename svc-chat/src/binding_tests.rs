@@ -12,7 +12,10 @@ fn field_of(e: ChatError) -> String {
 
 #[test]
 fn targets_are_validated_naming_the_field() {
-    assert_eq!(validate_target(&json!({"agent": " bob "})).unwrap(), json!({"agent": "bob"}));
+    assert_eq!(
+        validate_target(&json!({"agent": " bob "})).unwrap(),
+        json!({"agent": "bob"})
+    );
     assert_eq!(
         validate_target(&json!({"new_session": {"workdir": "/w", "mode": "plan"}})).unwrap(),
         json!({"new_session": {"workdir": "/w", "mode": "plan"}})
@@ -24,9 +27,18 @@ fn targets_are_validated_naming_the_field() {
         (json!({"agent": ""}), "target.agent"),
         (json!({"session": 5}), "target.session"),
         (json!({"new_session": "x"}), "target.new_session"),
-        (json!({"new_session": {"workdir": "rel"}}), "target.new_session.workdir"),
-        (json!({"new_session": {"workdir": "/w", "mode": "yolo"}}), "target.new_session.mode"),
-        (json!({"new_session": {"workdir": "/w", "x": 1}}), "target.new_session.x"),
+        (
+            json!({"new_session": {"workdir": "rel"}}),
+            "target.new_session.workdir",
+        ),
+        (
+            json!({"new_session": {"workdir": "/w", "mode": "yolo"}}),
+            "target.new_session.mode",
+        ),
+        (
+            json!({"new_session": {"workdir": "/w", "x": 1}}),
+            "target.new_session.x",
+        ),
         (json!({"bogus": 1}), "target.bogus"),
     ];
     for (t, field) in cases {

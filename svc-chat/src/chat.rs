@@ -90,8 +90,8 @@ impl Chat {
     /// Loads every stored binding and starts their connections (at start-up).
     pub async fn restore(self: &Arc<Self>) -> anyhow::Result<()> {
         let store = self.store.clone();
-        let rows = snowpea_common::db::blocking("restore bindings", move || store.bindings())
-            .await??;
+        let rows =
+            snowpea_common::db::blocking("restore bindings", move || store.bindings()).await??;
         *self.bindings.write().unwrap_or_else(|e| e.into_inner()) = rows;
         self.reconcile_connections();
         Ok(())
@@ -99,14 +99,15 @@ impl Chat {
 
     /// The bindings, oldest first.
     pub fn bindings(&self) -> Vec<BindingRow> {
-        self.bindings.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.bindings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// One binding.
     pub fn binding(&self, id: &str) -> Option<BindingRow> {
-        self.bindings()
-            .into_iter()
-            .find(|b| b.binding_id == id)
+        self.bindings().into_iter().find(|b| b.binding_id == id)
     }
 
     /// Adds a stored binding and starts (or joins) its connection.
@@ -169,7 +170,9 @@ impl Chat {
                         .unwrap_or(Value::Null);
                     let config = AdapterConfig::from_settings(
                         key.platform,
-                        settings.get("gateway").and_then(|g| g.get(key.platform.key())),
+                        settings
+                            .get("gateway")
+                            .and_then(|g| g.get(key.platform.key())),
                     );
                     let sink: Arc<dyn Sink> = self.clone();
                     let running = platform::start(key.clone(), cred, config, sink);
@@ -256,7 +259,12 @@ impl Sink for Chat {
         };
         if changed {
             let kind = if up { "connected" } else { "disconnected" };
-            tracing::info!(platform = conn.platform.key(), kind, why, "platform connection");
+            tracing::info!(
+                platform = conn.platform.key(),
+                kind,
+                why,
+                "platform connection"
+            );
             for b in self.bindings_of(conn) {
                 self.event(
                     &b.binding_id,
@@ -297,7 +305,11 @@ impl Sink for Chat {
 
     async fn seen(&self, conn: &ConnKey, key: &str) -> bool {
         let store = self.store.clone();
-        let (p, r, k) = (conn.platform.key(), conn.credentials_ref.clone(), key.to_owned());
+        let (p, r, k) = (
+            conn.platform.key(),
+            conn.credentials_ref.clone(),
+            key.to_owned(),
+        );
         snowpea_common::db::blocking("seen", move || store.seen(p, &r, &k))
             .await
             .ok()
@@ -307,7 +319,11 @@ impl Sink for Chat {
 
     async fn mark_seen(&self, conn: &ConnKey, key: &str) {
         let store = self.store.clone();
-        let (p, r, k) = (conn.platform.key(), conn.credentials_ref.clone(), key.to_owned());
+        let (p, r, k) = (
+            conn.platform.key(),
+            conn.credentials_ref.clone(),
+            key.to_owned(),
+        );
         if let Ok(Err(e)) =
             snowpea_common::db::blocking("mark seen", move || store.mark_seen(p, &r, &k)).await
         {

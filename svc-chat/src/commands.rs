@@ -168,7 +168,11 @@ async fn session_row(chat: &Chat, session_id: &str) -> Option<Value> {
         .cloned()
 }
 
-async fn sessions(chat: &Chat, binding: &BindingRow, channel: &str) -> Result<String, SessionError> {
+async fn sessions(
+    chat: &Chat,
+    binding: &BindingRow,
+    channel: &str,
+) -> Result<String, SessionError> {
     let list = history(chat, binding, channel).await;
     if list.is_empty() {
         return Ok("No sessions yet: send a message to start one.".into());
@@ -176,7 +180,11 @@ async fn sessions(chat: &Chat, binding: &BindingRow, channel: &str) -> Result<St
     let cur = current(chat, binding, channel).await;
     let mut out = String::from("Sessions of this chat (newest first; /resume <n>):");
     for (i, (sid, workdir)) in list.iter().take(10).enumerate() {
-        let mark = if cur.as_deref() == Some(sid) { " (current)" } else { "" };
+        let mark = if cur.as_deref() == Some(sid) {
+            " (current)"
+        } else {
+            ""
+        };
         out.push_str(&format!("\n{}. {sid} in {workdir}{mark}", i + 1));
     }
     Ok(out)

@@ -226,8 +226,8 @@ pub fn workdir_of(chat: &Chat, binding: &BindingRow) -> String {
     {
         return w.to_owned();
     }
-    let settings = snowpea_common::settings::load_file(&chat.home.settings_path())
-        .unwrap_or(Value::Null);
+    let settings =
+        snowpea_common::settings::load_file(&chat.home.settings_path()).unwrap_or(Value::Null);
     settings
         .pointer(&format!("/gateway/{}/workdir", binding.platform))
         .and_then(Value::as_str)
@@ -339,7 +339,10 @@ pub async fn create(
 
 /// `session.attach`: svc-chat's connection becomes the session's origin (its approvals come
 /// to the chat).
-pub async fn attach_session(client: &snowpea_sdk::Client, session_id: &str) -> Result<(), SessionError> {
+pub async fn attach_session(
+    client: &snowpea_sdk::Client,
+    session_id: &str,
+) -> Result<(), SessionError> {
     match client
         .call("session.attach", json!({ "sessionId": session_id }))
         .await
@@ -372,7 +375,11 @@ pub async fn resolve_channel(
         origin_surface: surface(binding, channel),
     });
     req.set_timeout(std::time::Duration::from_secs(2));
-    match tokio::time::timeout(std::time::Duration::from_secs(3), client.resolve_channel(req)).await
+    match tokio::time::timeout(
+        std::time::Duration::from_secs(3),
+        client.resolve_channel(req),
+    )
+    .await
     {
         Ok(Ok(r)) => Some(r.into_inner().session_id).filter(|s| !s.is_empty()),
         Ok(Err(s)) if s.code() == tonic::Code::Unimplemented => None,

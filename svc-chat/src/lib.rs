@@ -56,8 +56,14 @@ pub async fn run(args: ServiceArgs) -> anyhow::Result<()> {
             snowpea_common::db::blocking("conversations", move || store.conversations()).await
         {
             for c in convs {
-                chat.relay
-                    .attach(&chat, &client, &c.binding_id, &c.channel, &c.session_id, c.last_seq);
+                chat.relay.attach(
+                    &chat,
+                    &client,
+                    &c.binding_id,
+                    &c.channel,
+                    &c.session_id,
+                    c.last_seq,
+                );
             }
         }
     });

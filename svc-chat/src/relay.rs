@@ -164,7 +164,13 @@ impl Relay {
                     // every one check now.
                     tracing::warn!(missed, "notification stream lagged");
                     let Some(chat) = chat.upgrade() else { return };
-                    for c in chat.relay.convs.lock().unwrap_or_else(|e| e.into_inner()).values() {
+                    for c in chat
+                        .relay
+                        .convs
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .values()
+                    {
                         let _ = c.tx.send(Work::Fill);
                     }
                     continue;
@@ -223,16 +229,25 @@ impl Relay {
     }
 
     async fn approval(&self, chat: &Arc<Chat>, params: Value) -> Result<Value, RpcError> {
-        let session_id = params.get("sessionId").and_then(Value::as_str).unwrap_or("");
+        let session_id = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let request_id = params
             .get("requestId")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
         let (binding_id, channel) = self.conversation_of(session_id).ok_or_else(|| {
-            RpcError::with_code("not_found", "svc-chat holds no conversation for this session")
+            RpcError::with_code(
+                "not_found",
+                "svc-chat holds no conversation for this session",
+            )
         })?;
-        let tool = params.get("tool").and_then(Value::as_str).unwrap_or("a tool");
+        let tool = params
+            .get("tool")
+            .and_then(Value::as_str)
+            .unwrap_or("a tool");
         let args = params.get("args").cloned().unwrap_or(Value::Null);
         let mut text = format!("Approval needed: {tool}\n{}", clip(&args.to_string(), 600));
         if let Some(note) = params.get("note").and_then(Value::as_str) {
@@ -242,7 +257,10 @@ impl Relay {
         let tx = Arc::new(Mutex::new(Some(tx)));
         let choices = [
             ("Allow once", Choice::Approval("allow", "once")),
-            ("Allow for this session", Choice::Approval("allow", "session")),
+            (
+                "Allow for this session",
+                Choice::Approval("allow", "session"),
+            ),
             ("Deny", Choice::Approval("deny", "once")),
         ];
         let buttons = self.register(&request_id, &binding_id, &channel, &tx, choices.to_vec());
@@ -261,14 +279,20 @@ impl Relay {
     }
 
     async fn question(&self, chat: &Arc<Chat>, params: Value) -> Result<Value, RpcError> {
-        let session_id = params.get("sessionId").and_then(Value::as_str).unwrap_or("");
+        let session_id = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         let request_id = params
             .get("requestId")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
         let (binding_id, channel) = self.conversation_of(session_id).ok_or_else(|| {
-            RpcError::with_code("not_found", "svc-chat holds no conversation for this session")
+            RpcError::with_code(
+                "not_found",
+                "svc-chat holds no conversation for this session",
+            )
         })?;
         let questions = params
             .get("questions")
@@ -308,7 +332,10 @@ impl Relay {
                 .collect::<Vec<_>>();
             let buttons = self.register(&request_id, &binding_id, &channel, &tx, choices);
             let shown = if buttons.is_empty() {
-                format!("Question: {}\n(answer it from another Snowpea client)", clip(text, 1000))
+                format!(
+                    "Question: {}\n(answer it from another Snowpea client)",
+                    clip(text, 1000)
+                )
             } else {
                 format!("Question: {}", clip(text, 1000))
             };
@@ -390,7 +417,9 @@ impl Relay {
                     a[*index] = Some(json!({ "selected": [label] }));
                 }
                 if a.iter().all(Option::is_some) {
-                    Some(json!({ "answers": a.iter().cloned().map(Option::unwrap).collect::<Vec<_>>() }))
+                    Some(
+                        json!({ "answers": a.iter().cloned().map(Option::unwrap).collect::<Vec<_>>() }),
+                    )
                 } else {
                     None
                 }
@@ -488,7 +517,9 @@ impl Worker {
                     }
                 }
             }
-            Ok(Err(e)) => tracing::warn!(session = %self.session_id, error = %e, "session.resume failed"),
+            Ok(Err(e)) => {
+                tracing::warn!(session = %self.session_id, error = %e, "session.resume failed")
+            }
             Err(_) => tracing::warn!(session = %self.session_id, "session.resume timed out"),
         }
     }
@@ -509,15 +540,24 @@ impl Worker {
                 true
             }
             "message.done" => {
-                let role = e.payload.get("role").and_then(Value::as_str).unwrap_or("assistant");
+                let role = e
+                    .payload
+                    .get("role")
+                    .and_then(Value::as_str)
+                    .unwrap_or("assistant");
                 let text = e.payload.get("text").and_then(Value::as_str).unwrap_or("");
                 if role != "user" && !text.trim().is_empty() {
-                    chat.send_markdown(&self.binding_id, &self.channel, text).await;
+                    chat.send_markdown(&self.binding_id, &self.channel, text)
+                        .await;
                 }
                 true
             }
             "error" => {
-                let msg = e.payload.get("message").and_then(Value::as_str).unwrap_or("error");
+                let msg = e
+                    .payload
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("error");
                 chat.send_to(
                     &self.binding_id,
                     &self.channel,

@@ -4,8 +4,7 @@
 
 use snowpea_proto::chat::v1::gateway_service_server::{GatewayService, GatewayServiceServer};
 use snowpea_proto::chat::v1::{
-    GatewayBindParams, GatewayBindResult, GatewayListResult, GatewaySyncResult,
-    GatewayUnbindParams,
+    GatewayBindParams, GatewayBindResult, GatewayListResult, GatewaySyncResult, GatewayUnbindParams,
 };
 use snowpea_proto::rpc::v1::OkResult;
 use tonic::{Request, Response, Status};

@@ -237,7 +237,12 @@ impl Store {
     }
 
     /// Records an inbound key as handled (and forgets keys older than [`SEEN_KEEP_MS`]).
-    pub fn mark_seen(&self, platform: &str, credentials_ref: &str, key: &str) -> anyhow::Result<()> {
+    pub fn mark_seen(
+        &self,
+        platform: &str,
+        credentials_ref: &str,
+        key: &str,
+    ) -> anyhow::Result<()> {
         let now = snowpea_common::time::now_ms();
         let conn = self.conn();
         conn.execute(
@@ -245,10 +250,7 @@ impl Store {
              VALUES (?1, ?2, ?3, ?4)",
             params![platform, credentials_ref, key, now],
         )?;
-        conn.execute(
-            "DELETE FROM seen WHERE seen_ms < ?1",
-            [now - SEEN_KEEP_MS],
-        )?;
+        conn.execute("DELETE FROM seen WHERE seen_ms < ?1", [now - SEEN_KEEP_MS])?;
         Ok(())
     }
 

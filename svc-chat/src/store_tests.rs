@@ -30,9 +30,14 @@ fn bindings_round_trip_and_unbind_drops_conversations() {
 fn cursors_seen_keys_and_last_seq() {
     let s = Store::open_in_memory().unwrap();
     assert_eq!(s.cursor("telegram", "TG").unwrap(), None);
-    s.set_cursor("telegram", "TG", &json!({"updateId": 5})).unwrap();
-    s.set_cursor("telegram", "TG", &json!({"updateId": 6})).unwrap();
-    assert_eq!(s.cursor("telegram", "TG").unwrap(), Some(json!({"updateId": 6})));
+    s.set_cursor("telegram", "TG", &json!({"updateId": 5}))
+        .unwrap();
+    s.set_cursor("telegram", "TG", &json!({"updateId": 6}))
+        .unwrap();
+    assert_eq!(
+        s.cursor("telegram", "TG").unwrap(),
+        Some(json!({"updateId": 6}))
+    );
     assert!(!s.seen("slack", "S", "e:1").unwrap());
     s.mark_seen("slack", "S", "e:1").unwrap();
     s.mark_seen("slack", "S", "e:1").unwrap();
@@ -45,7 +50,10 @@ fn cursors_seen_keys_and_last_seq() {
     s.set_conversation("gw-a", "7", "s2", "/w2", 0).unwrap();
     let history = s.conversation_sessions("gw-a", "7").unwrap();
     assert_eq!(history.len(), 2);
-    assert_eq!(s.conversation("gw-a", "7").unwrap().unwrap().session_id, "s2");
+    assert_eq!(
+        s.conversation("gw-a", "7").unwrap().unwrap().session_id,
+        "s2"
+    );
     s.delete_conversation("gw-a", "7").unwrap();
     assert_eq!(s.conversation("gw-a", "7").unwrap(), None);
 }

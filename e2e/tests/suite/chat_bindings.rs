@@ -40,7 +40,11 @@ async fn ok(c: &Client, method: &str, params: Value) -> Value {
 /// Asserts `invalid_params` naming `field`.
 async fn invalid(c: &Client, method: &str, params: Value, field: &str) {
     let e = call(c, method, params.clone()).await.expect_err("refused");
-    assert_eq!(e.code_str(), Some("invalid_params"), "{method} {params}: {e}");
+    assert_eq!(
+        e.code_str(),
+        Some("invalid_params"),
+        "{method} {params}: {e}"
+    );
     assert!(e.to_string().contains(field), "{params}: {e} names {field}");
 }
 
@@ -93,7 +97,9 @@ async fn telegram_bindings_conversations_approvals_commands_sync_and_hostile_inp
     let fake = FakeTelegram::start(TG_TOKEN).await;
     let suite = Suite::start_with(SuiteOptions {
         script: Some(script()),
-        settings: Some(json!({"gateway": {"telegram": {"baseUrl": fake.base_url(), "pollTimeoutSec": 1}}})),
+        settings: Some(
+            json!({"gateway": {"telegram": {"baseUrl": fake.base_url(), "pollTimeoutSec": 1}}}),
+        ),
         ..Default::default()
     })
     .await;
@@ -110,38 +116,97 @@ async fn telegram_bindings_conversations_approvals_commands_sync_and_hostile_inp
         p[k] = v;
         p
     };
-    invalid(&c, "gateway.bind", with("platform", json!("irc")), "params.platform").await;
-    invalid(&c, "gateway.bind", with("target", json!({"agent": "a", "session": "s"})), "params.target").await;
-    invalid(&c, "gateway.bind", with("target", json!({"new_session": {"workdir": "rel"}})), "params.target.new_session.workdir").await;
-    invalid(&c, "gateway.bind", with("target", json!({"bogus": 1})), "params.target.bogus").await;
-    invalid(&c, "gateway.bind", with("credentialsRef", json!("NO_SUCH_CREDENTIAL_22")), "params.credentialsRef").await;
-    let e = call(&c, "gateway.unbind", json!({"bindingId": "gw-000000000000"})).await.unwrap_err();
+    invalid(
+        &c,
+        "gateway.bind",
+        with("platform", json!("irc")),
+        "params.platform",
+    )
+    .await;
+    invalid(
+        &c,
+        "gateway.bind",
+        with("target", json!({"agent": "a", "session": "s"})),
+        "params.target",
+    )
+    .await;
+    invalid(
+        &c,
+        "gateway.bind",
+        with("target", json!({"new_session": {"workdir": "rel"}})),
+        "params.target.new_session.workdir",
+    )
+    .await;
+    invalid(
+        &c,
+        "gateway.bind",
+        with("target", json!({"bogus": 1})),
+        "params.target.bogus",
+    )
+    .await;
+    invalid(
+        &c,
+        "gateway.bind",
+        with("credentialsRef", json!("NO_SUCH_CREDENTIAL_22")),
+        "params.credentialsRef",
+    )
+    .await;
+    let e = call(
+        &c,
+        "gateway.unbind",
+        json!({"bindingId": "gw-000000000000"}),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(e.code_str(), Some("not_found"), "{e}");
 
     // Bind; the connection comes up; the token never appears.
-    let id = ok(&c, "gateway.bind", good.clone()).await["bindingId"].as_str().unwrap().to_owned();
+    let id = ok(&c, "gateway.bind", good.clone()).await["bindingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(id.starts_with("gw-"), "{id}");
     gateway_event(&mut rx, &id, "connected").await;
     let list = ok(&c, "gateway.list", json!({})).await;
     let b = &list["bindings"][0];
-    assert_eq!((b["platform"].as_str(), b["source"].as_str(), b["state"].as_str()),
-               (Some("telegram"), Some("manual"), Some("active")), "{list}");
+    assert_eq!(
+        (
+            b["platform"].as_str(),
+            b["source"].as_str(),
+            b["state"].as_str()
+        ),
+        (Some("telegram"), Some("manual"), Some("active")),
+        "{list}"
+    );
     assert_eq!(b["target"], format!("new_session:{wd}"));
     assert_eq!(b["userId"], "42");
     assert!(!list.to_string().contains("telegram-secret"), "{list}");
 
     // A message in → a turn → the answer out, converted to Telegram HTML.
     fake.message(7, 42, "hello");
-    assert_eventually!(count(&fake.texts_to(7), "<b>there</b> &lt;friend&gt;") == 1, "answer: {:?}", fake.sent());
+    assert_eventually!(
+        count(&fake.texts_to(7), "<b>there</b> &lt;friend&gt;") == 1,
+        "answer: {:?}",
+        fake.sent()
+    );
     assert!(fake.sent().iter().any(|m| m["parse_mode"] == "HTML"));
     let inbound = gateway_event(&mut rx, &id, "message").await;
     assert_eq!(inbound["direction"], "in", "{inbound}");
-    assert_eventually!(fake.actions().iter().any(|a| a["action"] == "typing" && a["chat_id"] == 7));
+    assert_eventually!(fake
+        .actions()
+        .iter()
+        .any(|a| a["action"] == "typing" && a["chat_id"] == 7));
     assert_eventually!(fake.unconfirmed() == 0, "update confirmed");
 
     // A long answer is split under Telegram's limit.
     fake.message(7, 42, "long");
-    assert_eventually!(fake.texts_to(7).iter().filter(|t| t.starts_with("word")).count() >= 3);
+    assert_eventually!(
+        fake.texts_to(7)
+            .iter()
+            .filter(|t| t.starts_with("word"))
+            .count()
+            >= 3
+    );
     assert!(fake.texts_to(7).iter().all(|t| t.chars().count() <= 4096));
 
     // An approval: refused for another user's button, answered by the bound user.
@@ -151,23 +216,46 @@ async fn telegram_bindings_conversations_approvals_commands_sync_and_hostile_inp
     })
     .await;
     fake.press(7, 99, &allow);
-    assert_eventually!(fake.callback_answers().iter().any(|a| a["text"].as_str().unwrap_or("").contains("Only the bound user")));
+    assert_eventually!(fake.callback_answers().iter().any(|a| a["text"]
+        .as_str()
+        .unwrap_or("")
+        .contains("Only the bound user")));
     let refused = gateway_event(&mut rx, &id, "error").await;
     assert_eq!(refused["userId"], "99", "{refused}");
     assert!(!suite.workdir.path().join("ran.txt").exists());
     fake.press(7, 42, &allow);
-    assert_eventually!(count(&fake.texts_to(7), "finished") == 1, "{:?}", fake.texts_to(7));
+    assert_eventually!(
+        count(&fake.texts_to(7), "finished") == 1,
+        "{:?}",
+        fake.texts_to(7)
+    );
     assert!(suite.workdir.path().join("ran.txt").exists());
 
     // Chat commands.
-    let sessions_before = ok(&c, "session.list", json!({})).await["sessions"].as_array().unwrap().len();
+    let sessions_before = ok(&c, "session.list", json!({})).await["sessions"]
+        .as_array()
+        .unwrap()
+        .len();
     fake.message(7, 42, "/new");
     assert_eventually!(count(&fake.texts_to(7), "Started a new session") == 1);
-    assert_eventually!(ok(&c, "session.list", json!({})).await["sessions"].as_array().unwrap().len() == sessions_before + 1);
+    assert_eventually!(
+        ok(&c, "session.list", json!({})).await["sessions"]
+            .as_array()
+            .unwrap()
+            .len()
+            == sessions_before + 1
+    );
     fake.message(7, 42, "/sessions");
     assert_eventually!(count(&fake.texts_to(7), "Sessions of this chat") == 1);
-    let listing = fake.texts_to(7).into_iter().find(|t| t.contains("Sessions of this chat")).unwrap();
-    assert!(listing.contains("1. ") && listing.contains("2. "), "{listing}");
+    let listing = fake
+        .texts_to(7)
+        .into_iter()
+        .find(|t| t.contains("Sessions of this chat"))
+        .unwrap();
+    assert!(
+        listing.contains("1. ") && listing.contains("2. "),
+        "{listing}"
+    );
     fake.message(7, 42, "slow");
     assert_eventually!(fake.actions().len() >= 2);
     fake.message(7, 42, "/stop");
@@ -190,7 +278,11 @@ async fn telegram_bindings_conversations_approvals_commands_sync_and_hostile_inp
     fake.message(7, 42, &"x".repeat(200_000));
     fake.message(7, 42, "\u{0}\u{1}\u{7f}binary\u{fffe}");
     fake.message(7, 42, "hello");
-    assert_eventually!(count(&fake.texts_to(7), "<b>there</b>") == 2, "{:?}", fake.texts_to(7));
+    assert_eventually!(
+        count(&fake.texts_to(7), "<b>there</b>") == 2,
+        "{:?}",
+        fake.texts_to(7)
+    );
     assert_eventually!(count(&fake.texts_to(7), "too long") == 1);
     assert_eq!(suite.process("chat").0, pid, "svc-chat did not restart");
 
@@ -208,15 +300,36 @@ async fn telegram_bindings_conversations_approvals_commands_sync_and_hostile_inp
     // gateway.sync: settings make an automatic binding; hand-made ones are never touched.
     let synced = ok(&c, "gateway.sync", json!({})).await;
     assert_eq!(synced["added"], json!([]), "{synced}");
-    ok(&c, "settings.set", json!({"patch": {"gateway": {"telegram": {"enabled": true, "token": TG_TOKEN}}}})).await;
+    ok(
+        &c,
+        "settings.set",
+        json!({"patch": {"gateway": {"telegram": {"enabled": true, "token": TG_TOKEN}}}}),
+    )
+    .await;
     let synced = ok(&c, "gateway.sync", json!({})).await;
-    let auto: Vec<Value> = ok(&c, "gateway.list", json!({})).await["bindings"].as_array().unwrap()
-        .iter().filter(|b| b["source"] == "auto").cloned().collect();
+    let auto: Vec<Value> = ok(&c, "gateway.list", json!({})).await["bindings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["source"] == "auto")
+        .cloned()
+        .collect();
     assert_eq!(auto.len(), 1, "{synced}");
     assert_eq!(auto[0]["platform"], "telegram");
-    assert!(synced["added"] == json!(["telegram"]) || synced["kept"] == json!(["telegram"]), "{synced}");
-    assert_eq!(ok(&c, "gateway.sync", json!({})).await["kept"], json!(["telegram"]));
-    ok(&c, "settings.set", json!({"patch": {"gateway": {"telegram": {"enabled": false}}}})).await;
+    assert!(
+        synced["added"] == json!(["telegram"]) || synced["kept"] == json!(["telegram"]),
+        "{synced}"
+    );
+    assert_eq!(
+        ok(&c, "gateway.sync", json!({})).await["kept"],
+        json!(["telegram"])
+    );
+    ok(
+        &c,
+        "settings.set",
+        json!({"patch": {"gateway": {"telegram": {"enabled": false}}}}),
+    )
+    .await;
     let synced = ok(&c, "gateway.sync", json!({})).await;
     assert_eq!(synced["removed"], json!(["telegram"]), "{synced}");
     let list = ok(&c, "gateway.list", json!({})).await;
@@ -224,9 +337,17 @@ async fn telegram_bindings_conversations_approvals_commands_sync_and_hostile_inp
     assert_eq!(list["bindings"][0]["bindingId"], id.as_str());
 
     // Unbind.
-    assert_eq!(ok(&c, "gateway.unbind", json!({"bindingId": id})).await["ok"], true);
-    assert_eq!(ok(&c, "gateway.list", json!({})).await["bindings"], json!([]));
-    let e = call(&c, "gateway.unbind", json!({"bindingId": id})).await.unwrap_err();
+    assert_eq!(
+        ok(&c, "gateway.unbind", json!({"bindingId": id})).await["ok"],
+        true
+    );
+    assert_eq!(
+        ok(&c, "gateway.list", json!({})).await["bindings"],
+        json!([])
+    );
+    let e = call(&c, "gateway.unbind", json!({"bindingId": id}))
+        .await
+        .unwrap_err();
     assert_eq!(e.code_str(), Some("not_found"));
 
     // The token never reached a log.
@@ -239,15 +360,25 @@ async fn kill9_of_svc_chat_mid_conversation_loses_nothing_and_answers_nothing_tw
     let fake = FakeTelegram::start(TG_TOKEN).await;
     let suite = Suite::start_with(SuiteOptions {
         script: Some(script()),
-        settings: Some(json!({"gateway": {"telegram": {"baseUrl": fake.base_url(), "pollTimeoutSec": 1}}})),
+        settings: Some(
+            json!({"gateway": {"telegram": {"baseUrl": fake.base_url(), "pollTimeoutSec": 1}}}),
+        ),
         ..Default::default()
     })
     .await;
     write_credentials(&suite, json!({"tg": TG_TOKEN}));
     let c = suite.client().await;
     let wd = suite.workdir.path().display().to_string();
-    let id = ok(&c, "gateway.bind", json!({"platform": "telegram", "credentialsRef": "tg",
-        "target": {"new_session": {"workdir": wd}}})).await["bindingId"].as_str().unwrap().to_owned();
+    let id = ok(
+        &c,
+        "gateway.bind",
+        json!({"platform": "telegram", "credentialsRef": "tg",
+        "target": {"new_session": {"workdir": wd}}}),
+    )
+    .await["bindingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     fake.message(5, 1, "hello");
     assert_eventually!(count(&fake.texts_to(5), "there") == 1);
 
@@ -261,8 +392,16 @@ async fn kill9_of_svc_chat_mid_conversation_loses_nothing_and_answers_nothing_tw
 
     let list = ok(&c, "gateway.list", json!({})).await;
     assert_eq!(list["bindings"][0]["bindingId"], id.as_str(), "{list}");
-    assert_eventually!(count(&fake.texts_to(5), "slow answer") == 1, "{:?}", fake.texts_to(5));
-    assert_eventually!(count(&fake.texts_to(5), "there") == 2, "{:?}", fake.texts_to(5));
+    assert_eventually!(
+        count(&fake.texts_to(5), "slow answer") == 1,
+        "{:?}",
+        fake.texts_to(5)
+    );
+    assert_eventually!(
+        count(&fake.texts_to(5), "there") == 2,
+        "{:?}",
+        fake.texts_to(5)
+    );
     assert_eventually!(ok(&c, "gateway.list", json!({})).await["bindings"][0]["state"] == "active");
     // Quiet for a moment: nothing is sent again.
     fake.message(5, 1, "ping");
@@ -272,7 +411,11 @@ async fn kill9_of_svc_chat_mid_conversation_loses_nothing_and_answers_nothing_tw
     assert_eq!(count(&texts, "there"), 2, "{texts:?}");
     // One session for the (binding, chat) pair across the restart.
     let sessions = ok(&c, "session.list", json!({})).await;
-    assert_eq!(sessions["sessions"].as_array().unwrap().len(), 1, "{sessions}");
+    assert_eq!(
+        sessions["sessions"].as_array().unwrap().len(),
+        1,
+        "{sessions}"
+    );
 }
 
 #[tokio::test]
@@ -294,20 +437,39 @@ async fn discord_and_slack_round_trips_with_resume_rate_limits_and_buttons() {
     let wd = suite.workdir.path().display().to_string();
 
     // Discord.
-    let dc = ok(&c, "gateway.bind", json!({"platform": "discord", "credentialsRef": "dc",
-        "target": {"new_session": {"workdir": wd, "mode": "accept"}}, "userId": "u1"})).await["bindingId"]
-        .as_str().unwrap().to_owned();
+    let dc = ok(
+        &c,
+        "gateway.bind",
+        json!({"platform": "discord", "credentialsRef": "dc",
+        "target": {"new_session": {"workdir": wd, "mode": "accept"}}, "userId": "u1"}),
+    )
+    .await["bindingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     gateway_event(&mut rx, &dc, "connected").await;
     discord.message("c1", "u1", "hello");
-    assert_eventually!(count(&discord.texts_to("c1"), "Hello **there**") == 1, "{:?}", discord.sent());
+    assert_eventually!(
+        count(&discord.texts_to("c1"), "Hello **there**") == 1,
+        "{:?}",
+        discord.sent()
+    );
     assert!(!discord.typing().is_empty() || discord.texts_to("c1").len() == 1);
     // Dropped gateway: resumed with the committed sequence, the message sent meanwhile
     // answered once.
     let resumes_before = discord.sessions().1.len();
     discord.drop_connections();
     discord.message("c1", "u1", "hello");
-    assert_eventually!(discord.sessions().1.len() > resumes_before, "resumed: {:?}", discord.sessions());
-    assert!(discord.sessions().1[resumes_before] >= 2, "{:?}", discord.sessions());
+    assert_eventually!(
+        discord.sessions().1.len() > resumes_before,
+        "resumed: {:?}",
+        discord.sessions()
+    );
+    assert!(
+        discord.sessions().1[resumes_before] >= 2,
+        "{:?}",
+        discord.sessions()
+    );
     assert_eventually!(count(&discord.texts_to("c1"), "Hello **there**") == 2);
     assert_eq!(discord.sessions().0, 1, "no second identify");
     // 429 on the REST call.
@@ -319,24 +481,43 @@ async fn discord_and_slack_round_trips_with_resume_rate_limits_and_buttons() {
     discord.message("c1", "u1", "go");
     let allow = snowpea_testkit::eventually(T, "discord buttons", || async {
         discord.sent().iter().rev().find_map(|(_, b)| {
-            b["components"][0]["components"].as_array()?.iter()
-                .find(|x| x["label"] == "Allow once")?["custom_id"].as_str().map(str::to_owned)
+            b["components"][0]["components"]
+                .as_array()?
+                .iter()
+                .find(|x| x["label"] == "Allow once")?["custom_id"]
+                .as_str()
+                .map(str::to_owned)
         })
-    }).await;
+    })
+    .await;
     discord.press("c1", "intruder", &allow);
-    assert_eventually!(discord.callbacks().iter().any(|x| x["data"]["content"].as_str().unwrap_or("").contains("Only the bound user")));
+    assert_eventually!(discord.callbacks().iter().any(|x| x["data"]["content"]
+        .as_str()
+        .unwrap_or("")
+        .contains("Only the bound user")));
     discord.press("c1", "u1", &allow);
     assert_eventually!(count(&discord.texts_to("c1"), "finished") == 1);
 
     // Slack, credentials from an environment variable.
     slack.rate_limit_next(1);
-    let sl = ok(&c, "gateway.bind", json!({"platform": "slack", "credentialsRef": "SLACK_TOKENS_22",
-        "target": {"new_session": {"workdir": wd}}, "channelId": "C1"})).await["bindingId"]
-        .as_str().unwrap().to_owned();
+    let sl = ok(
+        &c,
+        "gateway.bind",
+        json!({"platform": "slack", "credentialsRef": "SLACK_TOKENS_22",
+        "target": {"new_session": {"workdir": wd}}, "channelId": "C1"}),
+    )
+    .await["bindingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     gateway_event(&mut rx, &sl, "connected").await;
     assert!(slack.rate_limited() >= 1);
     let env = slack.message("C1", "U1", "hello");
-    assert_eventually!(count(&slack.texts_to("C1"), "Hello *there*") == 1, "{:?}", slack.posted());
+    assert_eventually!(
+        count(&slack.texts_to("C1"), "Hello *there*") == 1,
+        "{:?}",
+        slack.posted()
+    );
     assert_eventually!(slack.acked().contains(&env));
     // Another channel is not this binding's.
     slack.message("C2", "U1", "hello");
@@ -360,7 +541,9 @@ async fn a_named_agent_bound_by_agent_bind_channel_keeps_its_session() {
     let fake = FakeTelegram::start(TG_TOKEN).await;
     let suite = Suite::start_with(SuiteOptions {
         script: Some(script()),
-        settings: Some(json!({"gateway": {"telegram": {"baseUrl": fake.base_url(), "pollTimeoutSec": 1}}})),
+        settings: Some(
+            json!({"gateway": {"telegram": {"baseUrl": fake.base_url(), "pollTimeoutSec": 1}}}),
+        ),
         ..Default::default()
     })
     .await;
@@ -368,16 +551,33 @@ async fn a_named_agent_bound_by_agent_bind_channel_keeps_its_session() {
     let c = suite.client().await;
     let wd = suite.workdir.path().display().to_string();
     ok(&c, "agent.create", json!({"name": "helper", "workdir": wd})).await;
-    ok(&c, "agent.bindChannel", json!({"name": "helper", "channel": "telegram:9"})).await;
-    let id = ok(&c, "gateway.bind", json!({"platform": "telegram", "credentialsRef": "telegram",
-        "target": {"agent": "helper"}})).await["bindingId"].as_str().unwrap().to_owned();
+    ok(
+        &c,
+        "agent.bindChannel",
+        json!({"name": "helper", "channel": "telegram:9"}),
+    )
+    .await;
+    let id = ok(
+        &c,
+        "gateway.bind",
+        json!({"platform": "telegram", "credentialsRef": "telegram",
+        "target": {"agent": "helper"}}),
+    )
+    .await["bindingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     assert!(id.starts_with("gw-"));
     fake.message(9, 3, "hello");
     assert_eventually!(count(&fake.texts_to(9), "there") == 1);
     fake.message(9, 3, "hello");
     assert_eventually!(count(&fake.texts_to(9), "there") == 2);
     let sessions = ok(&c, "session.list", json!({})).await;
-    let agent_sessions: Vec<&Value> = sessions["sessions"].as_array().unwrap().iter()
-        .filter(|s| s["agent"] == "helper").collect();
+    let agent_sessions: Vec<&Value> = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["agent"] == "helper")
+        .collect();
     assert_eq!(agent_sessions.len(), 1, "{sessions}");
 }

@@ -19,8 +19,8 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::http::{self, CallError};
 use super::{
-    AdapterConfig, Attachment, Backoff, Button, ButtonAck, ConnKey, Handled, Inbound,
-    InboundKind, Outbound, Running, Sink,
+    AdapterConfig, Attachment, Backoff, Button, ButtonAck, ConnKey, Handled, Inbound, InboundKind,
+    Outbound, Running, Sink,
 };
 use crate::binding::Credential;
 
@@ -92,7 +92,11 @@ impl Outbound for DiscordOut {
             // An ephemeral reply only the presser sees.
             self.post(
                 "interactionCallback",
-                &format!("/interactions/{}/{}/callback", path_segment(id), path_segment(token)),
+                &format!(
+                    "/interactions/{}/{}/callback",
+                    path_segment(id),
+                    path_segment(token)
+                ),
                 json!({ "type": 4, "data": { "content": text, "flags": 64 } }),
             )
             .await?;
@@ -156,9 +160,15 @@ enum End {
 impl Gateway {
     async fn run(mut self) {
         if let Some(c) = self.sink.load_cursor(&self.key).await {
-            self.session_id = c.get("sessionId").and_then(Value::as_str).map(str::to_owned);
+            self.session_id = c
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
             self.seq = c.get("seq").and_then(Value::as_u64);
-            self.resume_url = c.get("resumeUrl").and_then(Value::as_str).map(str::to_owned);
+            self.resume_url = c
+                .get("resumeUrl")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
         }
         let mut backoff = Backoff::new(self.config.max_backoff);
         loop {
@@ -242,14 +252,20 @@ impl Gateway {
         };
         let token = self.out.token.clone();
         let hello_reply = match (&self.session_id, self.seq) {
-            (Some(sid), Some(seq)) => json!({ "op": 6, "d": { "token": token, "session_id": sid, "seq": seq } }),
+            (Some(sid), Some(seq)) => {
+                json!({ "op": 6, "d": { "token": token, "session_id": sid, "seq": seq } })
+            }
             _ => json!({ "op": 2, "d": {
                 "token": token,
                 "intents": INTENTS,
                 "properties": { "os": std::env::consts::OS, "browser": "snowpea", "device": "snowpea" },
             }}),
         };
-        if ws.send(Message::text(hello_reply.to_string())).await.is_err() {
+        if ws
+            .send(Message::text(hello_reply.to_string()))
+            .await
+            .is_err()
+        {
             return End::Resume("gateway closed during identify".into());
         }
         let mut heartbeat =
@@ -319,7 +335,10 @@ impl Gateway {
         let d = v.get("d").cloned().unwrap_or(Value::Null);
         let handled = match kind {
             "READY" => {
-                self.session_id = d.get("session_id").and_then(Value::as_str).map(str::to_owned);
+                self.session_id = d
+                    .get("session_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
                 self.resume_url = d
                     .get("resume_gateway_url")
                     .and_then(Value::as_str)

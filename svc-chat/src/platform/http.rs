@@ -38,7 +38,10 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap, body: &Value) -> Durati
         .and_then(|p| p.get("retry_after"))
         .or_else(|| body.get("retry_after"))
         .and_then(Value::as_f64);
-    let secs = header.or(body).unwrap_or(1.0).clamp(0.0, MAX_RETRY_AFTER.as_secs_f64());
+    let secs = header
+        .or(body)
+        .unwrap_or(1.0)
+        .clamp(0.0, MAX_RETRY_AFTER.as_secs_f64());
     Duration::from_secs_f64(secs)
 }
 
@@ -68,7 +71,11 @@ pub async fn call(
                 return Err(CallError::Transient(what, "rate limited (429)".into()));
             }
             let wait = retry_after(&headers, &body);
-            tracing::info!(call = what, wait_ms = wait.as_millis() as u64, "rate limited");
+            tracing::info!(
+                call = what,
+                wait_ms = wait.as_millis() as u64,
+                "rate limited"
+            );
             tokio::time::sleep(wait).await;
             continue;
         }

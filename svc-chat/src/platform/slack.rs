@@ -18,8 +18,8 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::http::{self, CallError};
 use super::{
-    AdapterConfig, Attachment, Backoff, Button, ButtonAck, ConnKey, Handled, Inbound,
-    InboundKind, Outbound, Running, Sink,
+    AdapterConfig, Attachment, Backoff, Button, ButtonAck, ConnKey, Handled, Inbound, InboundKind,
+    Outbound, Running, Sink,
 };
 use crate::binding::Credential;
 
@@ -31,7 +31,13 @@ pub struct SlackOut {
 }
 
 impl SlackOut {
-    async fn api(&self, what: &'static str, method: &str, token: &str, body: Value) -> Result<Value, CallError> {
+    async fn api(
+        &self,
+        what: &'static str,
+        method: &str,
+        token: &str,
+        body: Value,
+    ) -> Result<Value, CallError> {
         let url = format!("{}/{method}", self.base);
         let auth = format!("Bearer {token}");
         let v = http::call(what, || {
@@ -42,8 +48,14 @@ impl SlackOut {
         })
         .await?;
         if v.get("ok").and_then(Value::as_bool) != Some(true) {
-            let e = v.get("error").and_then(Value::as_str).unwrap_or("ok: false");
-            if matches!(e, "invalid_auth" | "not_authed" | "account_inactive" | "token_revoked") {
+            let e = v
+                .get("error")
+                .and_then(Value::as_str)
+                .unwrap_or("ok: false");
+            if matches!(
+                e,
+                "invalid_auth" | "not_authed" | "account_inactive" | "token_revoked"
+            ) {
                 return Err(CallError::Unauthorized(what, 401));
             }
             return Err(CallError::Refused(what, e.chars().take(200).collect()));
@@ -102,7 +114,8 @@ impl Outbound for SlackOut {
                 let base_host = url::Url::parse(&self.base)
                     .ok()
                     .and_then(|b| b.host_str().map(str::to_owned));
-                u.host_str() == Some("hooks.slack.com") || u.host_str().map(str::to_owned) == base_host
+                u.host_str() == Some("hooks.slack.com")
+                    || u.host_str().map(str::to_owned) == base_host
             });
             if allowed {
                 http::call("response_url", || {
@@ -173,7 +186,12 @@ impl Socket {
     async fn connect_once(&self) -> (String, bool) {
         let url = match self
             .out
-            .api("apps.connections.open", "apps.connections.open", &self.app_token, json!({}))
+            .api(
+                "apps.connections.open",
+                "apps.connections.open",
+                &self.app_token,
+                json!({}),
+            )
             .await
         {
             Ok(v) => match v.get("url").and_then(Value::as_str) {
@@ -312,11 +330,18 @@ impl Socket {
             .flatten()
             .take(10)
         {
-            let name = f.get("name").and_then(Value::as_str).unwrap_or("file").to_owned();
+            let name = f
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("file")
+                .to_owned();
             let Some(url) = f.get("url_private").and_then(Value::as_str) else {
                 continue;
             };
-            if f.get("size").and_then(Value::as_u64).is_some_and(|s| s > cap) {
+            if f.get("size")
+                .and_then(Value::as_u64)
+                .is_some_and(|s| s > cap)
+            {
                 skipped.push(format!("{name}: larger than {cap} bytes"));
                 continue;
             }
@@ -335,5 +360,7 @@ impl Socket {
 
 /// Slack escapes `&`, `<`, `>` in message text.
 fn unescape(s: &str) -> String {
-    s.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
 }

@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 
 use super::http::{self, CallError};
 use super::{
-    AdapterConfig, Attachment, Backoff, Button, ButtonAck, ConnKey, Handled, Inbound,
-    InboundKind, Outbound, Running, Sink,
+    AdapterConfig, Attachment, Backoff, Button, ButtonAck, ConnKey, Handled, Inbound, InboundKind,
+    Outbound, Running, Sink,
 };
 use crate::binding::Credential;
 
@@ -261,8 +261,16 @@ impl Poller {
             let (Some(channel), Some(user)) = (channel, user) else {
                 return Handled::Done;
             };
-            let data = cb.get("data").and_then(Value::as_str).unwrap_or("").to_owned();
-            let id = cb.get("id").and_then(Value::as_str).unwrap_or("").to_owned();
+            let data = cb
+                .get("data")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let id = cb
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
             return self
                 .sink
                 .inbound(
@@ -322,7 +330,9 @@ impl Poller {
                     .and_then(Value::as_str)
                     .unwrap_or("document")
                     .to_owned(),
-                doc.get("mime_type").and_then(Value::as_str).map(str::to_owned),
+                doc.get("mime_type")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
                 doc.get("file_size").and_then(Value::as_u64),
             ));
         }

@@ -50,7 +50,9 @@ pub struct FakeDiscord {
 impl FakeDiscord {
     /// Starts the fake for `token`.
     pub async fn start(token: &str) -> FakeDiscord {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (tx, _) = broadcast::channel(1024);
         let shared = Shared {
@@ -212,7 +214,8 @@ async fn create_message(
         .unwrap_or_else(|e| e.into_inner())
         .sent
         .push((id.clone(), body.clone()));
-    axum::Json(json!({ "id": "sent", "channel_id": id, "content": body["content"] })).into_response()
+    axum::Json(json!({ "id": "sent", "channel_id": id, "content": body["content"] }))
+        .into_response()
 }
 
 async fn typing(State(s): State<Shared>, Path(id): Path<String>, headers: HeaderMap) -> Response {
@@ -251,7 +254,11 @@ async fn session(s: Shared, mut socket: WebSocket) {
         .connections += 1;
     let mut rx = s.tx.subscribe();
     let hello = json!({ "op": 10, "d": { "heartbeat_interval": 45_000 } });
-    if socket.send(Message::Text(hello.to_string().into())).await.is_err() {
+    if socket
+        .send(Message::Text(hello.to_string().into()))
+        .await
+        .is_err()
+    {
         return;
     }
     let mut live = false;

@@ -47,7 +47,9 @@ pub struct FakeSlack {
 impl FakeSlack {
     /// Starts the fake for an app token (`xapp-…`) and a bot token (`xoxb-…`).
     pub async fn start(app_token: &str, bot_token: &str) -> FakeSlack {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (tx, _) = broadcast::channel(1024);
         let shared = Shared {
@@ -231,12 +233,20 @@ async fn session(s: Shared, mut socket: WebSocket) {
         .unacked
         .clone();
     let hello = json!({ "type": "hello", "num_connections": 1 });
-    if socket.send(Message::Text(hello.to_string().into())).await.is_err() {
+    if socket
+        .send(Message::Text(hello.to_string().into()))
+        .await
+        .is_err()
+    {
         return;
     }
     // Slack retries what was not acknowledged.
     for env in pending {
-        if socket.send(Message::Text(env.to_string().into())).await.is_err() {
+        if socket
+            .send(Message::Text(env.to_string().into()))
+            .await
+            .is_err()
+        {
             return;
         }
     }

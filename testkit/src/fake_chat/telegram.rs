@@ -116,9 +116,7 @@ impl FakeTelegram {
     /// Queues a document message (the bytes served by `getFile`).
     pub fn document(&self, chat: i64, user: i64, caption: &str, name: &str, bytes: &[u8]) -> i64 {
         let file_id = format!("f{}", self.lock().files.len());
-        self.lock()
-            .files
-            .push((file_id.clone(), bytes.to_vec()));
+        self.lock().files.push((file_id.clone(), bytes.to_vec()));
         self.push(|id| {
             json!({ "update_id": id, "message": {
                 "message_id": id, "date": 0, "caption": caption,
@@ -304,10 +302,7 @@ async fn get_updates(s: &Shared, req: &Value) -> Response {
     }
 }
 
-async fn file(
-    State(s): State<Shared>,
-    Path((bot, path)): Path<(String, String)>,
-) -> Response {
+async fn file(State(s): State<Shared>, Path((bot, path)): Path<(String, String)>) -> Response {
     if bot.strip_prefix("bot") != Some(s.token.as_str()) {
         return axum::http::StatusCode::UNAUTHORIZED.into_response();
     }
