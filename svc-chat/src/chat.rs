@@ -158,6 +158,9 @@ impl Chat {
             .into_iter()
             .filter_map(|b| key_of(&b).map(|k| (k, b)))
             .collect();
+        if !wanted.is_empty() {
+            self.daemon.ensure_started();
+        }
         let mut conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
         conns.retain(|k, _| wanted.contains_key(k));
         for (key, b) in wanted {

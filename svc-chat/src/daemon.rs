@@ -10,8 +10,9 @@
 //! svc-chat crash only closes one client connection (a turn never waits for svc-chat: its
 //! approvals time out as usual).
 //!
-//! The gateway starts after the services, so the client connects lazily in the background,
-//! retrying with backoff, and reconnects (resuming tracked sessions) when the suite restarts.
+//! The gateway starts after the services, so the client connects in the background once the
+//! first binding exists, retrying with backoff, and reconnects (resuming tracked sessions) when
+//! the suite restarts.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,10 +28,15 @@ pub const CLIENT_KIND: &str = "gateway";
 /// Deadline of one call to the daemon.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// What starts the connection (taken by the first [`Daemon::ensure_started`]).
+type Starter = (std::path::PathBuf, Box<dyn FnOnce(Arc<Client>) + Send>);
+
 /// The lazily connected daemon client.
 #[derive(Clone)]
 pub struct Daemon {
     rx: watch::Receiver<Option<Arc<Client>>>,
+    tx: Arc<watch::Sender<Option<Arc<Client>>>>,
+    starter: Arc<std::sync::Mutex<Option<Starter>>>,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -42,13 +48,34 @@ impl std::fmt::Debug for Daemon {
 }
 
 impl Daemon {
-    /// Starts connecting to the daemon of `home` in the background; `on_connect` runs once
-    /// with the client when the first connection is up (register handlers, resume sessions).
-    pub fn start(
+    /// A daemon client for `home`, not connecting yet: [`Daemon::ensure_started`] starts it
+    /// (when the first binding exists, so a suite without bindings has no svc-chat client).
+    /// `on_connect` runs once with the client when the first connection is up (register
+    /// handlers, resume sessions).
+    pub fn new(
         home: std::path::PathBuf,
         on_connect: impl FnOnce(Arc<Client>) + Send + 'static,
     ) -> Daemon {
         let (tx, rx) = watch::channel(None);
+        Daemon {
+            rx,
+            tx: Arc::new(tx),
+            starter: Arc::new(std::sync::Mutex::new(Some((home, Box::new(on_connect))))),
+        }
+    }
+
+    /// Starts connecting in the background (once; later calls do nothing), retrying every
+    /// 0.2 s growing to 1 s until the gateway answers.
+    pub fn ensure_started(&self) {
+        let Some((home, on_connect)) = self
+            .starter
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        else {
+            return;
+        };
+        let tx = self.tx.clone();
         tokio::spawn(async move {
             let mut delay = Duration::from_millis(200);
             loop {
@@ -68,7 +95,6 @@ impl Daemon {
                 }
             }
         });
-        Daemon { rx }
     }
 
     async fn connect_once(home: &std::path::Path) -> Result<Client, snowpea_sdk::Error> {
@@ -84,14 +110,5 @@ impl Daemon {
     /// The client, once connected.
     pub fn client(&self) -> Option<Arc<Client>> {
         self.rx.borrow().clone()
-    }
-
-    /// The client, waiting at most `wait` for the first connection.
-    pub async fn client_within(&self, wait: Duration) -> Option<Arc<Client>> {
-        let mut rx = self.rx.clone();
-        tokio::time::timeout(wait, rx.wait_for(Option::is_some))
-            .await
-            .ok()
-            .and_then(|r| r.ok().and_then(|c| c.clone()))
     }
 }

@@ -33,7 +33,7 @@ pub async fn run(args: ServiceArgs) -> anyhow::Result<()> {
     let store = Arc::new(store::Store::open(&args.home.database("chat"))?);
     let bus = BusHub::new();
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<Arc<snowpea_sdk::Client>>();
-    let daemon = daemon::Daemon::start(args.home.root().to_owned(), move |client| {
+    let daemon = daemon::Daemon::new(args.home.root().to_owned(), move |client| {
         let _ = ready_tx.send(client);
     });
     let chat = chat::Chat::new(args.home.clone(), store, bus.clone(), daemon);

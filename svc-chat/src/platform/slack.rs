@@ -345,6 +345,20 @@ impl Socket {
                 skipped.push(format!("{name}: larger than {cap} bytes"));
                 continue;
             }
+            // The bot token goes only to Slack's file host (or the configured API host).
+            let trusted = url::Url::parse(url).ok().is_some_and(|u| {
+                u.scheme() == "https" && u.host_str() == Some("files.slack.com")
+                    || u.host_str().is_some()
+                        && u.host_str()
+                            == url::Url::parse(&self.out.base)
+                                .ok()
+                                .as_ref()
+                                .and_then(|b| b.host_str())
+            });
+            if !trusted {
+                skipped.push(format!("{name}: not a Slack file URL"));
+                continue;
+            }
             match http::download(&self.out.http, url, Some(&auth), cap).await {
                 Ok(bytes) => out.push(Attachment {
                     name,
