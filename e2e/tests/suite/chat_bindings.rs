@@ -363,22 +363,35 @@ async fn kill9_of_svc_chat_mid_conversation_loses_nothing_and_answers_nothing_tw
         settings: Some(
             json!({"gateway": {"telegram": {"baseUrl": fake.base_url(), "pollTimeoutSec": 1}}}),
         ),
-        ..Default::default()
+        env: vec![("TELEGRAM_BOT_TOKEN".into(), TG_TOKEN.into())],
     })
     .await;
-    write_credentials(&suite, json!({"tg": TG_TOKEN}));
     let c = suite.client().await;
     let wd = suite.workdir.path().display().to_string();
-    let id = ok(
-        &c,
-        "gateway.bind",
-        json!({"platform": "telegram", "credentialsRef": "tg",
-        "target": {"new_session": {"workdir": wd}}}),
-    )
-    .await["bindingId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    // As docs/OPERATIONS.md shows it: the token in the daemon's environment, bound from the
+    // shell.
+    let out = suite.snowpea(&[
+        "gateway",
+        "bind",
+        "telegram",
+        "--credentials",
+        "TELEGRAM_BOT_TOKEN",
+        "--workdir",
+        &wd,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bound: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = bound["bindingId"].as_str().unwrap().to_owned();
+    let out = suite.snowpea(&["gateway", "list"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&id));
+    assert!(
+        suite.status().to_string().contains("\"chat\""),
+        "supervisor status lists svc-chat"
+    );
     fake.message(5, 1, "hello");
     assert_eventually!(count(&fake.texts_to(5), "there") == 1);
 
