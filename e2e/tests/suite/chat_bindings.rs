@@ -98,7 +98,7 @@ async fn telegram_bindings_conversations_approvals_commands_sync_and_hostile_inp
     let suite = Suite::start_with(SuiteOptions {
         script: Some(script()),
         settings: Some(
-            json!({"gateway": {"telegram": {"baseUrl": fake.base_url(), "pollTimeoutSec": 1}}}),
+            json!({"gateway": {"telegram": {"baseUrl": fake.base_url(), "pollTimeoutSec": 1, "maxAttachmentBytes": 4096}}}),
         ),
         ..Default::default()
     })
@@ -208,6 +208,38 @@ async fn telegram_bindings_conversations_approvals_commands_sync_and_hostile_inp
             >= 3
     );
     assert!(fake.texts_to(7).iter().all(|t| t.chars().count() <= 4096));
+
+    // Attachments become prompt attachments; one over maxAttachmentBytes is left out, saying so.
+    fake.document(7, 42, "see file", "notes.txt", b"plain file content");
+    assert_eventually!(
+        count(&fake.texts_to(7), "echo") == 1,
+        "{:?}",
+        fake.texts_to(7)
+    );
+    let sessions = ok(&c, "session.list", json!({})).await;
+    let sid = sessions["sessions"][0]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let events = c.resume(&sid, 0).await.unwrap();
+    let user = events
+        .iter()
+        .filter(|e| e.kind == "message.user")
+        .find(|e| e.payload["text"] == "see file")
+        .expect("message.user of the document");
+    assert_eq!(
+        user.payload["attachments"][0]["name"], "notes.txt",
+        "{}",
+        user.payload
+    );
+    fake.document(7, 42, "big one", "big.bin", &[7u8; 5000]);
+    assert_eventually!(
+        count(
+            &fake.texts_to(7),
+            "Attachment left out: big.bin: larger than 4096 bytes"
+        ) == 1
+    );
+    assert_eventually!(count(&fake.texts_to(7), "echo") == 2);
 
     // An approval: refused for another user's button, answered by the bound user.
     fake.message(7, 42, "go");
