@@ -75,6 +75,29 @@ pub async fn handle(chat: &Chat, conn: &ConnKey, item: Inbound) -> Handled {
             attachments,
             skipped,
         } => {
+            // The answer to a question waiting for text (a secret one is never echoed).
+            if let Some(secret) = chat.relay.answer_text(
+                &binding.binding_id,
+                &item.channel,
+                binding.user_id.as_deref(),
+                &item.user,
+                &text,
+            ) {
+                let shown = if secret {
+                    "***".to_owned()
+                } else {
+                    clip(&text, 2000)
+                };
+                chat.event(
+                    &binding.binding_id,
+                    "message",
+                    json!({ "direction": "in", "channel": item.channel, "userId": item.user,
+                            "text": shown, "answer": true }),
+                );
+                chat.send_to(&binding.binding_id, &item.channel, "Answered.", false, &[])
+                    .await;
+                return Handled::Done;
+            }
             chat.event(
                 &binding.binding_id,
                 "message",

@@ -49,7 +49,6 @@ struct Conv {
 struct Pending {
     request_id: String,
     binding_id: String,
-    channel: String,
     /// Per button token: what the press answers.
     choice: Choice,
     tx: Arc<Mutex<Option<oneshot::Sender<Value>>>>,
@@ -73,6 +72,36 @@ pub struct Relay {
     store: Arc<Store>,
     convs: Mutex<HashMap<String, Conv>>,
     pending: Mutex<HashMap<String, Pending>>,
+    /// Questions without options, answered by the next message of the binding's user in
+    /// their chat, oldest first.
+    texts: Mutex<Vec<TextWait>>,
+}
+
+/// A question waiting for a text answer.
+struct TextWait {
+    request_id: String,
+    binding_id: String,
+    channel: String,
+    index: usize,
+    secret: bool,
+    answers: Arc<Mutex<Vec<Option<Value>>>>,
+    tx: Arc<Mutex<Option<oneshot::Sender<Value>>>>,
+}
+
+/// Sends the batch's answers once every question has one; true when it did.
+fn complete(
+    answers: &Mutex<Vec<Option<Value>>>,
+    tx: &Mutex<Option<oneshot::Sender<Value>>>,
+) -> bool {
+    let a = answers.lock().unwrap_or_else(|e| e.into_inner());
+    if !a.iter().all(Option::is_some) {
+        return false;
+    }
+    let all: Vec<Value> = a.iter().flatten().cloned().collect();
+    if let Some(tx) = tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        let _ = tx.send(json!({ "answers": all }));
+    }
+    true
 }
 
 impl Relay {
@@ -82,6 +111,7 @@ impl Relay {
             store,
             convs: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
+            texts: Mutex::new(Vec::new()),
         }
     }
 
@@ -202,6 +232,46 @@ impl Relay {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|_, p| p.request_id != request_id);
+        self.texts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|t| t.request_id != request_id);
+    }
+
+    /// A message of `user` in (binding, channel) answering the oldest text question waiting
+    /// there; `Some(secret)` when it did (the message is then not prompted).
+    pub fn answer_text(
+        &self,
+        binding_id: &str,
+        channel: &str,
+        allowed: Option<&str>,
+        user: &str,
+        text: &str,
+    ) -> Option<bool> {
+        if allowed != Some(user) {
+            return None;
+        }
+        let mut texts = self.texts.lock().unwrap_or_else(|e| e.into_inner());
+        let pos = texts
+            .iter()
+            .position(|t| t.binding_id == binding_id && t.channel == channel)?;
+        let t = texts.remove(pos);
+        {
+            let mut a = t.answers.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(slot) = a.get_mut(t.index) {
+                *slot = Some(json!({ "text": text }));
+            }
+        }
+        if complete(&t.answers, &t.tx) {
+            let id = t.request_id.clone();
+            texts.retain(|x| x.request_id != id);
+            drop(texts);
+            self.pending
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|_, p| p.request_id != id);
+        }
+        Some(t.secret)
     }
 
     /// Registers the `approval.request` and `question.request` handlers on `client`.
@@ -263,7 +333,7 @@ impl Relay {
             ),
             ("Deny", Choice::Approval("deny", "once")),
         ];
-        let buttons = self.register(&request_id, &binding_id, &channel, &tx, choices.to_vec());
+        let buttons = self.register(&request_id, &binding_id, &tx, choices.to_vec());
         chat.send_to(&binding_id, &channel, &text, false, &buttons)
             .await;
         let wait = timeout_of(&params);
@@ -330,12 +400,21 @@ impl Relay {
                     )
                 })
                 .collect::<Vec<_>>();
-            let buttons = self.register(&request_id, &binding_id, &channel, &tx, choices);
+            let buttons = self.register(&request_id, &binding_id, &tx, choices);
             let shown = if buttons.is_empty() {
-                format!(
-                    "Question: {}\n(answer it from another Snowpea client)",
-                    clip(text, 1000)
-                )
+                self.texts
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(TextWait {
+                        request_id: request_id.clone(),
+                        binding_id: binding_id.clone(),
+                        channel: channel.clone(),
+                        index,
+                        secret: q.get("secret").and_then(Value::as_bool) == Some(true),
+                        answers: answers.clone(),
+                        tx: tx.clone(),
+                    });
+                format!("Question: {}\n(reply with your answer)", clip(text, 1000))
             } else {
                 format!("Question: {}", clip(text, 1000))
             };
@@ -357,7 +436,6 @@ impl Relay {
         &self,
         request_id: &str,
         binding_id: &str,
-        channel: &str,
         tx: &Arc<Mutex<Option<oneshot::Sender<Value>>>>,
         choices: Vec<(&str, Choice)>,
     ) -> Vec<Button> {
@@ -371,7 +449,6 @@ impl Relay {
                     Pending {
                         request_id: request_id.to_owned(),
                         binding_id: binding_id.to_owned(),
-                        channel: channel.to_owned(),
                         choice,
                         tx: tx.clone(),
                     },
@@ -400,8 +477,6 @@ impl Relay {
             return Press::Refused;
         }
         let request_id = p.request_id.clone();
-        let channel = p.channel.clone();
-        let _ = channel;
         let result = match &p.choice {
             Choice::Approval(decision, scope) => {
                 Some(json!({ "decision": decision, "scope": scope }))
@@ -412,17 +487,14 @@ impl Relay {
                 label,
                 answers,
             } => {
-                let mut a = answers.lock().unwrap_or_else(|e| e.into_inner());
-                if *index < *count {
-                    a[*index] = Some(json!({ "selected": [label] }));
+                {
+                    let mut a = answers.lock().unwrap_or_else(|e| e.into_inner());
+                    if *index < *count {
+                        a[*index] = Some(json!({ "selected": [label] }));
+                    }
                 }
-                if a.iter().all(Option::is_some) {
-                    Some(
-                        json!({ "answers": a.iter().cloned().map(Option::unwrap).collect::<Vec<_>>() }),
-                    )
-                } else {
-                    None
-                }
+                // `complete` sends the batch; Null only marks it done.
+                complete(answers, &p.tx).then_some(Value::Null)
             }
         };
         let label = match &p.choice {
@@ -431,10 +503,17 @@ impl Relay {
             Choice::Question { .. } => "Answered",
         };
         if let Some(result) = result {
-            if let Some(tx) = p.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                let _ = tx.send(result);
+            if !result.is_null() {
+                if let Some(tx) = p.tx.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                    let _ = tx.send(result);
+                }
             }
             pending.retain(|_, p| p.request_id != request_id);
+            drop(pending);
+            self.texts
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|t| t.request_id != request_id);
         }
         Press::Accepted(label)
     }

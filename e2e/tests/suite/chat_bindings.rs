@@ -19,7 +19,12 @@ fn script() -> Value {
     json!({"steps": [
         {"match": "hello", "text": "Hello **there** <friend>", "repeat": true},
         {"match": "go", "tool_calls": [{"name": "shell", "arguments": {"command": "touch ran.txt"}}]},
-        {"after_tool": "shell", "text": "finished"},
+                {"after_tool": "shell", "text": "finished"},
+        {"match": "quiz", "tool_calls": [{"name": "ask_user", "arguments": {"questions": [
+            {"question": "Which database?", "options": [{"label": "sqlite"}, {"label": "pg"}]},
+            {"question": "Why?"}
+        ]}}]},
+        {"after_tool": "ask_user", "text": "noted"},
         {"match": "slow", "delaySec": 2, "text": "slow answer", "repeat": true},
         {"match": "long", "text": "word ".repeat(2000), "repeat": true}
     ], "default": {"text": "echo"}})
@@ -262,6 +267,21 @@ async fn telegram_bindings_conversations_approvals_commands_sync_and_hostile_inp
         fake.texts_to(7)
     );
     assert!(suite.workdir.path().join("ran.txt").exists());
+
+    // A question: options as buttons, a free-text one answered by the bound user's next message.
+    fake.message(7, 42, "quiz");
+    let pg =
+        snowpea_testkit::eventually(T, "question buttons", || async { button(&fake, 7, "pg") })
+            .await;
+    fake.press(7, 42, &pg);
+    assert_eventually!(count(&fake.texts_to(7), "(reply with your answer)") == 1);
+    fake.message(7, 42, "because");
+    assert_eventually!(
+        count(&fake.texts_to(7), "noted") == 1,
+        "{:?}",
+        fake.texts_to(7)
+    );
+    assert_eq!(count(&fake.texts_to(7), "Answered."), 1);
 
     // Chat commands.
     let sessions_before = ok(&c, "session.list", json!({})).await["sessions"]
