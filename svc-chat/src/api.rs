@@ -126,7 +126,7 @@ impl GatewayApi {
 
     /// `gateway.sync`: one automatic binding per platform whose
     /// `settings.gateway.<platform>` is `enabled` with a usable token; hand-made bindings are
-    /// never touched.
+    /// never touched (only a connection that could not start is tried again).
     pub async fn sync(&self) -> Result<GatewaySyncResult, ChatError> {
         let settings = snowpea_common::settings::load_file(&self.chat.home.settings_path())
             .unwrap_or(Value::Null);
@@ -179,6 +179,8 @@ impl GatewayApi {
                 (false, true) => {}
             }
         }
+        // A binding whose credential could not be read before gets another try.
+        self.chat.reconcile_connections();
         Ok(result)
     }
 }

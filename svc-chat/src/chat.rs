@@ -5,7 +5,7 @@
 //! `gateway.event` publishing. It is the [`Sink`] of every adapter; inbound handling is in
 //! [`crate::inbound`], the way back in [`crate::relay`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::{json, Value};
@@ -46,8 +46,6 @@ pub struct Chat {
     pub relay: Relay,
     bindings: RwLock<Vec<BindingRow>>,
     conns: Mutex<BTreeMap<ConnKey, Conn>>,
-    /// Why a binding's connection could not start (bad credential at restore).
-    failed: Mutex<HashMap<String, String>>,
     me: std::sync::Weak<Chat>,
 }
 
@@ -68,7 +66,6 @@ impl Chat {
             daemon,
             bindings: RwLock::new(Vec::new()),
             conns: Mutex::new(BTreeMap::new()),
-            failed: Mutex::new(HashMap::new()),
             me: me.clone(),
         })
     }
@@ -76,15 +73,6 @@ impl Chat {
     /// This hub as an `Arc` (it is only ever built by [`Chat::new`]).
     pub fn arc(&self) -> Option<Arc<Chat>> {
         self.me.upgrade()
-    }
-
-    /// Why a binding could not start, when it could not.
-    pub fn failure_of(&self, binding_id: &str) -> Option<String> {
-        self.failed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(binding_id)
-            .cloned()
     }
 
     /// Loads every stored binding and starts their connections (at start-up).
@@ -151,8 +139,9 @@ impl Chat {
             .map(|c| c.outbound.clone())
     }
 
-    /// Starts the connections bindings need and stops the ones none needs.
-    fn reconcile_connections(self: &Arc<Self>) {
+    /// Starts the connections bindings need (retrying ones whose credential could not be
+    /// read before) and stops the ones none needs.
+    pub fn reconcile_connections(self: &Arc<Self>) {
         let wanted: BTreeMap<ConnKey, BindingRow> = self
             .bindings()
             .into_iter()
@@ -179,10 +168,6 @@ impl Chat {
                     );
                     let sink: Arc<dyn Sink> = self.clone();
                     let running = platform::start(key.clone(), cred, config, sink);
-                    self.failed
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&b.binding_id);
                     conns.insert(
                         key,
                         Conn {
@@ -196,10 +181,6 @@ impl Chat {
                     // Listed as inactive; the reason goes out as a gateway.event error.
                     let message = e.to_string();
                     tracing::warn!(binding = %b.binding_id, error = %message, "binding cannot start");
-                    self.failed
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(b.binding_id.clone(), message.clone());
                     self.event(&b.binding_id, "error", json!({ "message": message }));
                 }
             }
