@@ -741,3 +741,7 @@ impl Chat {
         self.event(binding_id, "error", json!({ "message": message }));
     }
 }
+
+#[cfg(test)]
+#[path = "relay_tests.rs"]
+mod tests;
