@@ -18,7 +18,7 @@ const TG_TOKEN: &str = "123456:telegram-secret-token";
 fn script() -> Value {
     json!({"steps": [
         {"match": "hello", "text": "Hello **there** <friend>", "repeat": true},
-        {"match": "go", "tool_calls": [{"name": "shell", "arguments": {"command": "touch ran.txt"}}]},
+        {"match": "go", "repeat": true, "tool_calls": [{"name": "shell", "arguments": {"command": "touch ran.txt"}}]},
                 {"after_tool": "shell", "text": "finished"},
         {"match": "quiz", "tool_calls": [{"name": "ask_user", "arguments": {"questions": [
             {"question": "Which database?", "options": [{"label": "sqlite"}, {"label": "pg"}]},
@@ -545,7 +545,7 @@ async fn discord_and_slack_round_trips_with_resume_rate_limits_and_buttons() {
         "{:?}",
         discord.sent()
     );
-    assert!(!discord.typing().is_empty() || discord.texts_to("c1").len() == 1);
+    assert_eventually!(discord.typing().iter().any(|c| c == "c1"), "typing shown");
     // Dropped gateway: resumed with the committed sequence, the message sent meanwhile
     // answered once.
     let resumes_before = discord.sessions().1.len();
@@ -618,6 +618,24 @@ async fn discord_and_slack_round_trips_with_resume_rate_limits_and_buttons() {
     assert_eventually!(count(&slack.texts_to("C1"), "echo") == 1);
     assert!(slack.texts_to("C2").is_empty());
     assert_eq!(count(&slack.texts_to("C1"), "Hello"), 1);
+    // Block Kit approval buttons; this binding has no userId, so nobody may answer from chat.
+    slack.message("C1", "U1", "go");
+    let allow = snowpea_testkit::eventually(T, "slack buttons", || async {
+        slack.posted().iter().rev().find_map(|p| {
+            p["blocks"][1]["elements"]
+                .as_array()?
+                .iter()
+                .find(|e| e["text"]["text"] == "Allow once")?["value"]
+                .as_str()
+                .map(str::to_owned)
+        })
+    })
+    .await;
+    slack.press("C1", "U1", &allow);
+    assert_eventually!(slack.responses().iter().any(|r| r["text"]
+        .as_str()
+        .unwrap_or("")
+        .contains("Only the bound user")));
     let list = ok(&c, "gateway.list", json!({})).await.to_string();
     assert!(!list.contains("secret"), "{list}");
 }
