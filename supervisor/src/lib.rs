@@ -15,6 +15,7 @@ pub mod cli;
 pub mod cmd;
 pub mod control;
 pub mod daemonize;
+pub mod gateway_cmd;
 pub mod policy;
 pub mod ready;
 pub mod run;

@@ -20,6 +20,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     ServiceSpec { name: "scheduler", binary: "snowpea-svc-scheduler" },
     ServiceSpec { name: "mcp", binary: "snowpea-svc-mcp" },
     ServiceSpec { name: "audio", binary: "snowpea-svc-audio" },
+    ServiceSpec { name: "chat", binary: "snowpea-svc-chat" },
 ];
 
 /// The gateway, started after every service (`--listen-fd 3 --services <names>`).

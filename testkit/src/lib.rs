@@ -7,13 +7,15 @@
 //! * [`CheckedTask`]: a background task (a stream reader, a callback) whose panic fails the
 //!   test instead of vanishing with the task;
 //! * [`suite`]: the whole suite (`snowpea supervisor start`) on a temp home with connected
-//!   clients, for `snowpea-e2e`.
+//!   clients, for `snowpea-e2e`;
+//! * [`fake_chat`]: fake Telegram, Discord and Slack servers on 127.0.0.1 for svc-chat.
 //!
 //! Binaries are never built from inside a test: `scripts/test.sh` builds them first
 //! (`cargo build --workspace --bins`), and a service crate's own tests get its binary from
 //! Cargo (`env!("CARGO_BIN_EXE_…")`).
 
 mod eventually;
+pub mod fake_chat;
 mod process;
 pub mod suite;
 mod task;

@@ -81,6 +81,7 @@ fn install_then_the_readme_start_line_and_run_stream_the_demo_answer() {
         "snowpea-svc-scheduler",
         "snowpea-svc-mcp",
         "snowpea-svc-audio",
+        "snowpea-svc-chat",
     ] {
         assert!(bin.join(b).exists(), "{b} installed: {}", text(&out));
     }

@@ -3,6 +3,7 @@ mod allowlist;
 mod approvals;
 mod audio;
 mod chat;
+mod chat_bindings;
 mod checkpoints;
 mod command_workflows;
 mod commands;

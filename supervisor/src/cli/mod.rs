@@ -79,6 +79,8 @@ pub enum Command {
     Cmd(crate::cmd::CmdArgs),
     /// Talk to the agent: the full-screen terminal client (starting the suite if needed).
     Chat(crate::chat::ChatArgs),
+    /// Chat platform bindings (Telegram, Discord, Slack): bind, list, unbind, sync.
+    Gateway(crate::gateway_cmd::GatewayArgs),
 }
 
 /// `snowpea supervisor …`.
@@ -133,6 +135,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::Run(args) => return crate::run::run(args).await,
         Command::Cmd(args) => return crate::cmd::cmd(args).await,
         Command::Chat(args) => return crate::chat::run(args).await,
+        Command::Gateway(args) => return crate::gateway_cmd::gateway(args).await,
         Command::Supervisor(SupervisorCommand::Start(a)) => start::start(a).await,
         Command::Supervisor(SupervisorCommand::Stop(a)) => stop::stop(a).await,
         Command::Supervisor(SupervisorCommand::Status(a)) => status::status(a).await,

@@ -10,7 +10,7 @@ use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
 use snowpea_proto::rpc::v1::SettingsChange;
 
 /// The services told of a change besides svc-session itself.
-pub const SERVICES: &[&str] = &["memory", "scheduler", "mcp", "audio"];
+pub const SERVICES: &[&str] = &["memory", "scheduler", "mcp", "audio", "chat"];
 
 /// Deadline of one `SettingsChanged` call.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(2);

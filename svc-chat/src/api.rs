@@ -1,0 +1,207 @@
+//! `gateway.bind`, `gateway.list`, `gateway.unbind`, `gateway.sync` (protocol 1.25.0; upstream
+//! §7): the logic behind `rpc.rs`.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use snowpea_proto::chat::v1::gateway_list_result::Binding;
+use snowpea_proto::chat::v1::{
+    GatewayBindParams, GatewayBindResult, GatewayListResult, GatewaySyncResult,
+};
+
+use crate::binding::{self, Platform, SETTINGS_REF_PREFIX};
+use crate::chat::Chat;
+use crate::error::ChatError;
+use crate::store::BindingRow;
+
+/// Longest `channelId` / `userId` accepted, in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// The `gateway.*` logic.
+#[derive(Debug, Clone)]
+pub struct GatewayApi {
+    /// The hub.
+    pub chat: Arc<Chat>,
+}
+
+fn optional_id(field: &str, v: Option<String>) -> Result<Option<String>, ChatError> {
+    match v.map(|s| s.trim().to_owned()) {
+        None => Ok(None),
+        Some(s) if s.is_empty() => Ok(None),
+        Some(s) if s.len() > MAX_ID_BYTES => Err(ChatError::invalid(
+            field,
+            format!("at most {MAX_ID_BYTES} bytes"),
+        )),
+        Some(s) if s.chars().any(char::is_control) => Err(ChatError::invalid(
+            field,
+            "must not contain control characters",
+        )),
+        Some(s) => Ok(Some(s)),
+    }
+}
+
+impl GatewayApi {
+    /// `gateway.bind`.
+    pub async fn bind(&self, p: GatewayBindParams) -> Result<GatewayBindResult, ChatError> {
+        let platform = Platform::parse(&p.platform).ok_or_else(|| {
+            ChatError::invalid(
+                "platform",
+                format!(
+                    "unknown platform {:?}; use telegram, discord or slack",
+                    binding::clip(&p.platform)
+                ),
+            )
+        })?;
+        let target = p
+            .target
+            .as_ref()
+            .map(snowpea_proto::wkt::from_struct)
+            .ok_or_else(|| ChatError::invalid("target", "is required"))?;
+        let target = binding::validate_target(&target)?;
+        if p.credentials_ref.starts_with(SETTINGS_REF_PREFIX) {
+            return Err(ChatError::invalid(
+                "credentialsRef",
+                "settings: credentials belong to gateway.sync's automatic bindings",
+            ));
+        }
+        binding::resolve_credential(&self.chat.home, platform, &p.credentials_ref)?;
+        let row = BindingRow {
+            binding_id: snowpea_common::ids::new_id("gw-"),
+            platform: platform.key().to_owned(),
+            credentials_ref: p.credentials_ref.clone(),
+            target,
+            channel_id: optional_id("channelId", p.channel_id)?,
+            user_id: optional_id("userId", p.user_id)?,
+            source: "manual".into(),
+            created_ms: snowpea_common::time::now_ms(),
+        };
+        self.insert(row.clone()).await?;
+        Ok(GatewayBindResult {
+            binding_id: row.binding_id,
+        })
+    }
+
+    async fn insert(&self, row: BindingRow) -> Result<(), ChatError> {
+        let store = self.chat.store.clone();
+        let r = row.clone();
+        snowpea_common::db::blocking("gateway.bind", move || store.insert_binding(&r)).await??;
+        self.chat.added(row);
+        Ok(())
+    }
+
+    /// `gateway.list`.
+    pub fn list(&self) -> GatewayListResult {
+        GatewayListResult {
+            bindings: self
+                .chat
+                .bindings()
+                .iter()
+                .map(|b| Binding {
+                    binding_id: b.binding_id.clone(),
+                    channel_id: b.channel_id.clone(),
+                    credentials_ref: b.credentials_ref.clone(),
+                    platform: b.platform.clone(),
+                    source: b.source.clone(),
+                    state: self.chat.state_of(b).to_owned(),
+                    target: binding::target_label(&b.target),
+                    user_id: b.user_id.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// `gateway.unbind`.
+    pub async fn unbind(&self, binding_id: String) -> Result<(), ChatError> {
+        let store = self.chat.store.clone();
+        let id = binding_id.clone();
+        let existed =
+            snowpea_common::db::blocking("gateway.unbind", move || store.delete_binding(&id))
+                .await??;
+        if !existed {
+            return Err(ChatError::NotFound(binding_id));
+        }
+        self.chat.removed(&binding_id);
+        Ok(())
+    }
+
+    /// `gateway.sync`: one automatic binding per platform whose
+    /// `settings.gateway.<platform>` is `enabled` with a usable token; hand-made bindings are
+    /// never touched (only a connection that could not start is tried again).
+    pub async fn sync(&self) -> Result<GatewaySyncResult, ChatError> {
+        let settings = snowpea_common::settings::load_file(&self.chat.home.settings_path())
+            .unwrap_or(Value::Null);
+        let mut result = GatewaySyncResult::default();
+        for platform in Platform::ALL {
+            let entry = settings.pointer(&format!("/gateway/{}", platform.key()));
+            let credentials_ref = format!("{SETTINGS_REF_PREFIX}{}", platform.key());
+            let wanted = entry.is_some_and(|e| {
+                e.get("enabled").and_then(Value::as_bool) == Some(true)
+                    && binding::resolve_credential(&self.chat.home, platform, &credentials_ref)
+                        .is_ok()
+            });
+            let existing: Vec<BindingRow> = self
+                .chat
+                .bindings()
+                .into_iter()
+                .filter(|b| b.source == "auto" && b.platform == platform.key())
+                .collect();
+            let name = platform.key().to_owned();
+            match (wanted, existing.is_empty()) {
+                (true, false) => result.kept.push(name),
+                (true, true) => {
+                    let entry = entry.cloned().unwrap_or(Value::Null);
+                    let id_of = |k: &str| {
+                        entry.get(k).and_then(|v| match v {
+                            Value::String(s) if !s.is_empty() => Some(s.clone()),
+                            Value::Number(n) => Some(n.to_string()),
+                            _ => None,
+                        })
+                    };
+                    let row = BindingRow {
+                        binding_id: snowpea_common::ids::new_id("gw-"),
+                        platform: name.clone(),
+                        credentials_ref,
+                        target: auto_target(&self.chat, &entry),
+                        channel_id: id_of("channelId"),
+                        user_id: id_of("userId"),
+                        source: "auto".into(),
+                        created_ms: snowpea_common::time::now_ms(),
+                    };
+                    self.insert(row).await?;
+                    result.added.push(name);
+                }
+                (false, false) => {
+                    for b in existing {
+                        self.unbind(b.binding_id).await?;
+                    }
+                    result.removed.push(name);
+                }
+                (false, true) => {}
+            }
+        }
+        // A binding whose credential could not be read before gets another try.
+        self.chat.reconcile_connections();
+        Ok(result)
+    }
+}
+
+/// The target of an automatic binding: a new session per chat in
+/// `settings.gateway.<platform>.workdir` (else the user's home) with its `mode`.
+fn auto_target(chat: &Chat, entry: &Value) -> Value {
+    let workdir = entry
+        .get("workdir")
+        .and_then(Value::as_str)
+        .filter(|w| std::path::Path::new(w).is_absolute())
+        .map(str::to_owned)
+        .or_else(|| std::env::var("HOME").ok().filter(|h| h.starts_with('/')))
+        .unwrap_or_else(|| chat.home.root().display().to_string());
+    let mut ns = json!({ "workdir": workdir });
+    if let Some(m) = entry
+        .get("mode")
+        .and_then(Value::as_str)
+        .filter(|m| binding::MODES.contains(m))
+    {
+        ns["mode"] = json!(m);
+    }
+    json!({ "new_session": ns })
+}

@@ -1,0 +1,317 @@
+//! [`Chat`]: the hub of svc-chat. It holds the bindings (cached from the store), one running
+//! platform connection per credential (bindings sharing a bot share its connection; an
+//! inbound message goes to the binding whose `channelId` is that chat, else to the one
+//! without a `channelId`), the per-binding state (`active` while its connection is up) and
+//! `gateway.event` publishing. It is the [`Sink`] of every adapter; inbound handling is in
+//! [`crate::inbound`], the way back in [`crate::relay`].
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde_json::{json, Value};
+use snowpea_common::bus::BusHub;
+use snowpea_common::home::Home;
+use snowpea_proto::chat::v1::GatewayEventNotification;
+
+use crate::binding::{self, Platform};
+use crate::daemon::Daemon;
+use crate::platform::{self, AdapterConfig, ConnKey, Handled, Inbound, Outbound, Sink};
+use crate::relay::Relay;
+use crate::store::{BindingRow, Store};
+
+/// A running platform connection.
+struct Conn {
+    outbound: Arc<dyn Outbound>,
+    task: tokio::task::JoinHandle<()>,
+    up: bool,
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The hub.
+pub struct Chat {
+    /// The Snowpea home.
+    pub home: Home,
+    /// The chat database.
+    pub store: Arc<Store>,
+    /// The bus the gateway reads `gateway.event` from.
+    pub bus: Arc<BusHub>,
+    /// The daemon client.
+    pub daemon: Daemon,
+    /// Sessions, approvals and questions of the conversations.
+    pub relay: Relay,
+    bindings: RwLock<Vec<BindingRow>>,
+    conns: Mutex<BTreeMap<ConnKey, Conn>>,
+    me: std::sync::Weak<Chat>,
+}
+
+impl std::fmt::Debug for Chat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chat").finish_non_exhaustive()
+    }
+}
+
+impl Chat {
+    /// Builds the hub (no connection started yet; see [`Chat::restore`]).
+    pub fn new(home: Home, store: Arc<Store>, bus: Arc<BusHub>, daemon: Daemon) -> Arc<Chat> {
+        Arc::new_cyclic(|me| Chat {
+            relay: Relay::new(store.clone()),
+            home,
+            store,
+            bus,
+            daemon,
+            bindings: RwLock::new(Vec::new()),
+            conns: Mutex::new(BTreeMap::new()),
+            me: me.clone(),
+        })
+    }
+
+    /// This hub as an `Arc` (it is only ever built by [`Chat::new`]).
+    pub fn arc(&self) -> Option<Arc<Chat>> {
+        self.me.upgrade()
+    }
+
+    /// Loads every stored binding and starts their connections (at start-up).
+    pub async fn restore(self: &Arc<Self>) -> anyhow::Result<()> {
+        let store = self.store.clone();
+        let rows =
+            snowpea_common::db::blocking("restore bindings", move || store.bindings()).await??;
+        *self.bindings.write().unwrap_or_else(|e| e.into_inner()) = rows;
+        self.reconcile_connections();
+        Ok(())
+    }
+
+    /// The bindings, oldest first.
+    pub fn bindings(&self) -> Vec<BindingRow> {
+        self.bindings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// One binding.
+    pub fn binding(&self, id: &str) -> Option<BindingRow> {
+        self.bindings().into_iter().find(|b| b.binding_id == id)
+    }
+
+    /// Adds a stored binding and starts (or joins) its connection.
+    pub fn added(self: &Arc<Self>, row: BindingRow) {
+        self.bindings
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(row);
+        self.reconcile_connections();
+    }
+
+    /// Forgets a removed binding; its connection stops when no binding uses it.
+    pub fn removed(self: &Arc<Self>, id: &str) {
+        self.bindings
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|b| b.binding_id != id);
+        self.relay.forget_binding(id);
+        self.reconcile_connections();
+    }
+
+    /// `active` while the binding's platform connection is up, else `inactive`.
+    pub fn state_of(&self, b: &BindingRow) -> &'static str {
+        let key = key_of(b);
+        match key {
+            Some(k) => match self.conns.lock().unwrap_or_else(|e| e.into_inner()).get(&k) {
+                Some(c) if c.up => "active",
+                _ => "inactive",
+            },
+            None => "inactive",
+        }
+    }
+
+    /// The sender of a binding's connection.
+    pub fn outbound_of(&self, b: &BindingRow) -> Option<Arc<dyn Outbound>> {
+        let key = key_of(b)?;
+        self.conns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .map(|c| c.outbound.clone())
+    }
+
+    /// Starts the connections bindings need (retrying ones whose credential could not be
+    /// read before) and stops the ones none needs.
+    pub fn reconcile_connections(self: &Arc<Self>) {
+        let wanted: BTreeMap<ConnKey, BindingRow> = self
+            .bindings()
+            .into_iter()
+            .filter_map(|b| key_of(&b).map(|k| (k, b)))
+            .collect();
+        if !wanted.is_empty() {
+            self.daemon.ensure_started();
+        }
+        let mut conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+        conns.retain(|k, _| wanted.contains_key(k));
+        for (key, b) in wanted {
+            if conns.contains_key(&key) {
+                continue;
+            }
+            match binding::resolve_credential(&self.home, key.platform, &key.credentials_ref) {
+                Ok(cred) => {
+                    let settings = snowpea_common::settings::load_file(&self.home.settings_path())
+                        .unwrap_or(Value::Null);
+                    let config = AdapterConfig::from_settings(
+                        key.platform,
+                        settings
+                            .get("gateway")
+                            .and_then(|g| g.get(key.platform.key())),
+                    );
+                    let sink: Arc<dyn Sink> = self.clone();
+                    let running = platform::start(key.clone(), cred, config, sink);
+                    conns.insert(
+                        key,
+                        Conn {
+                            outbound: running.outbound,
+                            task: running.task,
+                            up: false,
+                        },
+                    );
+                }
+                Err(e) => {
+                    // Listed as inactive; the reason goes out as a gateway.event error.
+                    let message = e.to_string();
+                    tracing::warn!(binding = %b.binding_id, error = %message, "binding cannot start");
+                    self.event(&b.binding_id, "error", json!({ "message": message }));
+                }
+            }
+        }
+    }
+
+    /// The bindings served by connection `key`.
+    pub fn bindings_of(&self, key: &ConnKey) -> Vec<BindingRow> {
+        self.bindings()
+            .into_iter()
+            .filter(|b| key_of(b).as_ref() == Some(key))
+            .collect()
+    }
+
+    /// The binding an inbound item of `channel` on `key` belongs to: the one limited to that
+    /// chat, else the catch-all one (oldest first).
+    pub fn route(&self, key: &ConnKey, channel: &str) -> Option<BindingRow> {
+        let of = self.bindings_of(key);
+        of.iter()
+            .find(|b| b.channel_id.as_deref() == Some(channel))
+            .or_else(|| of.iter().find(|b| b.channel_id.is_none()))
+            .cloned()
+    }
+
+    /// Publishes `gateway.event {bindingId, kind, payload}` to every client.
+    pub fn event(&self, binding_id: &str, kind: &str, payload: Value) {
+        let note = GatewayEventNotification {
+            binding_id: binding_id.to_owned(),
+            kind: kind.to_owned(),
+            payload: Some(snowpea_proto::wkt::to_struct(&payload)),
+        };
+        self.bus.publish(&note, Vec::new());
+    }
+}
+
+/// The connection key of a binding (`None` for an unknown platform, which bind refuses).
+pub fn key_of(b: &BindingRow) -> Option<ConnKey> {
+    Some(ConnKey {
+        platform: Platform::parse(&b.platform)?,
+        credentials_ref: b.credentials_ref.clone(),
+    })
+}
+
+#[tonic::async_trait]
+impl Sink for Chat {
+    async fn inbound(&self, conn: &ConnKey, item: Inbound) -> Handled {
+        crate::inbound::handle(self, conn, item).await
+    }
+
+    fn state(&self, conn: &ConnKey, up: bool, why: &str) {
+        let changed = {
+            let mut conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+            match conns.get_mut(conn) {
+                Some(c) if c.up != up => {
+                    c.up = up;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if changed {
+            let kind = if up { "connected" } else { "disconnected" };
+            tracing::info!(
+                platform = conn.platform.key(),
+                kind,
+                why,
+                "platform connection"
+            );
+            for b in self.bindings_of(conn) {
+                self.event(
+                    &b.binding_id,
+                    kind,
+                    json!({ "platform": conn.platform.key(), "reason": why }),
+                );
+            }
+        }
+    }
+
+    fn error(&self, conn: &ConnKey, message: &str) {
+        for b in self.bindings_of(conn) {
+            self.event(&b.binding_id, "error", json!({ "message": message }));
+        }
+    }
+
+    async fn load_cursor(&self, conn: &ConnKey) -> Option<Value> {
+        let store = self.store.clone();
+        let (p, r) = (conn.platform.key(), conn.credentials_ref.clone());
+        snowpea_common::db::blocking("load cursor", move || store.cursor(p, &r))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten()
+    }
+
+    async fn save_cursor(&self, conn: &ConnKey, cursor: Value) {
+        let store = self.store.clone();
+        let (p, r) = (conn.platform.key(), conn.credentials_ref.clone());
+        match snowpea_common::db::blocking("save cursor", move || store.set_cursor(p, &r, &cursor))
+            .await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %format!("{e:#}"), "saving a cursor failed"),
+            Err(e) => tracing::error!(error = %e, "saving a cursor failed"),
+        }
+    }
+
+    async fn seen(&self, conn: &ConnKey, key: &str) -> bool {
+        let store = self.store.clone();
+        let (p, r, k) = (
+            conn.platform.key(),
+            conn.credentials_ref.clone(),
+            key.to_owned(),
+        );
+        snowpea_common::db::blocking("seen", move || store.seen(p, &r, &k))
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or(false)
+    }
+
+    async fn mark_seen(&self, conn: &ConnKey, key: &str) {
+        let store = self.store.clone();
+        let (p, r, k) = (
+            conn.platform.key(),
+            conn.credentials_ref.clone(),
+            key.to_owned(),
+        );
+        if let Ok(Err(e)) =
+            snowpea_common::db::blocking("mark seen", move || store.mark_seen(p, &r, &k)).await
+        {
+            tracing::error!(error = %format!("{e:#}"), "recording a handled item failed");
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! `snowpea.chat.v1.GatewayService`: `gateway.bind`, `gateway.list`, `gateway.sync`,
+//! `gateway.unbind` (protocol 1.25.0). Each method only delegates to [`GatewayApi`] and maps
+//! its error (the shared call layer opens the span and counts the call).
+
+use snowpea_proto::chat::v1::gateway_service_server::{GatewayService, GatewayServiceServer};
+use snowpea_proto::chat::v1::{
+    GatewayBindParams, GatewayBindResult, GatewayListResult, GatewaySyncResult, GatewayUnbindParams,
+};
+use snowpea_proto::rpc::v1::OkResult;
+use tonic::{Request, Response, Status};
+
+use crate::api::GatewayApi;
+use crate::error::ChatError;
+
+/// The tonic service.
+#[derive(Debug, Clone)]
+pub struct GatewayRpc {
+    api: GatewayApi,
+}
+
+impl GatewayRpc {
+    /// Serves `api`.
+    pub fn new(api: GatewayApi) -> Self {
+        GatewayRpc { api }
+    }
+
+    /// The tonic server wrapper with the protocol's message limits.
+    pub fn into_server(self) -> GatewayServiceServer<Self> {
+        GatewayServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
+    }
+}
+
+#[tonic::async_trait]
+impl GatewayService for GatewayRpc {
+    async fn bind(
+        &self,
+        req: Request<GatewayBindParams>,
+    ) -> Result<Response<GatewayBindResult>, Status> {
+        reply(self.api.bind(req.into_inner()).await)
+    }
+
+    async fn list(&self, _req: Request<()>) -> Result<Response<GatewayListResult>, Status> {
+        reply(Ok(self.api.list()))
+    }
+
+    async fn sync(&self, _req: Request<()>) -> Result<Response<GatewaySyncResult>, Status> {
+        reply(self.api.sync().await)
+    }
+
+    async fn unbind(
+        &self,
+        req: Request<GatewayUnbindParams>,
+    ) -> Result<Response<OkResult>, Status> {
+        let id = req.into_inner().binding_id;
+        reply(self.api.unbind(id).await.map(|()| OkResult { ok: true }))
+    }
+}
+
+/// The one mapping of this boundary.
+fn reply<T>(r: Result<T, ChatError>) -> Result<Response<T>, Status> {
+    r.map(Response::new).map_err(Into::into)
+}

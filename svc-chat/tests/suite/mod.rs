@@ -1,0 +1,3 @@
+//! svc-chat service tests.
+
+mod service;
