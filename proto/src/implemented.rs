@@ -10,6 +10,7 @@
 
 /// JSON-RPC names of the implemented methods, sorted and unique.
 pub const IMPLEMENTED: &[&str] = &[
+    "approval.ask",
     "approval.list",
     "approval.request",
     "approval.respond",
@@ -108,7 +109,11 @@ pub const IMPLEMENTED: &[&str] = &[
     "system.restart",
     "system.shutdown",
     "system.update",
+    "tool.invoke",
     "tool.list",
+    "tool.progress",
+    "tool.register",
+    "tool.unregister",
     "usage.summary",
     "web.search",
 ];

@@ -15,6 +15,7 @@ use crate::commands::Commands;
 use crate::compaction::Compaction;
 use crate::events::EventLog;
 use crate::file::Files;
+use crate::host_tools::{HostTools, Hosts};
 use crate::llm::Sampler;
 use crate::models::Models;
 use crate::permission::Allowlist;
@@ -93,6 +94,8 @@ pub struct App {
     pub allowlist: Arc<Allowlist>,
     /// `tool.list` and the tools turns call.
     pub tools: Arc<Tools>,
+    /// `tool.register/unregister/progress`, `tool.invoke` (issue 21).
+    pub host_tools: Arc<HostTools>,
     /// `checkpoint.*` (the `checkpoints`/`checkpoint_files` tables and the blob store).
     pub checkpoints: Arc<Checkpoints>,
     /// `provider.*` (`credentials.json`, settings `providers`) and the provider of a turn.
@@ -155,13 +158,17 @@ impl App {
             store.clone(),
             registry.clone(),
         ));
-        let tools = Arc::new(Tools::open(
-            &home,
-            &mark,
-            registry.clone(),
-            checkpoints.clone(),
-            questions.clone(),
-        ));
+        let hosts = Arc::new(Hosts::default());
+        let tools = Arc::new(
+            Tools::open(
+                &home,
+                &mark,
+                registry.clone(),
+                checkpoints.clone(),
+                questions.clone(),
+            )
+            .with_hosts(hosts.clone(), hub.clone()),
+        );
         let allowlist = Arc::new(Allowlist::new(
             home.clone(),
             events.clone(),
@@ -175,6 +182,15 @@ impl App {
             registry.clone(),
             allowlist.clone(),
         ));
+        let host_tools = HostTools::new(
+            &home,
+            hub.clone(),
+            registry.clone(),
+            hosts,
+            tools.clone(),
+            approvals.clone(),
+            questions.clone(),
+        );
         let providers = Providers::new(home.clone(), config.env.clone(), hub.clone());
         let sessions = Arc::new(Sessions::new(
             home.clone(),
@@ -221,19 +237,22 @@ impl App {
             output_cap: config.output_cap,
             provider_idle_timeout: config.provider_idle_timeout,
         };
-        let turns = Arc::new(Turns::new(
-            home.clone(),
-            limits,
-            events.clone(),
-            sessions.clone(),
-            approvals.clone(),
-            tools.clone(),
-            providers.clone(),
-            commands.clone(),
-            models.clone(),
-            compaction.clone(),
-            crate::attachments::Attachments::new(home.clone()),
-        ));
+        let turns = Arc::new(
+            Turns::new(
+                home.clone(),
+                limits,
+                events.clone(),
+                sessions.clone(),
+                approvals.clone(),
+                tools.clone(),
+                providers.clone(),
+                commands.clone(),
+                models.clone(),
+                compaction.clone(),
+                crate::attachments::Attachments::new(home.clone()),
+            )
+            .with_host_tools(host_tools.clone()),
+        );
         let web = WebSearch::new(home.clone(), config.env.clone());
         let sampler = Sampler::new(
             home.clone(),
@@ -273,6 +292,7 @@ impl App {
             questions,
             allowlist,
             tools,
+            host_tools,
             checkpoints,
             providers,
             skills,

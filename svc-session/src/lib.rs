@@ -19,6 +19,7 @@ pub mod compaction;
 pub mod error;
 pub mod events;
 pub mod file;
+pub mod host_tools;
 pub mod llm;
 pub mod models;
 pub mod permission;
@@ -52,6 +53,10 @@ pub const CAPABILITIES: &[&str] = &[
     "commands",
     "llmSample",
     "webSearch",
+    "hostTools",
+    "hostToolParallel",
+    "batchedFileTools",
+    "toolInvokeGuard",
 ];
 
 #[cfg(test)]

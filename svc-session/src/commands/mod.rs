@@ -615,6 +615,7 @@ impl Commands {
             // A command's tool run is no model call: no turn or call id to report.
             turn_id: String::new(),
             call_id: String::new(),
+            turn: None,
         };
         let out = tool.run(args, ctx).await;
         if out.ok {

@@ -213,6 +213,28 @@ impl Runs {
             .await?;
         let sid = created.session_id;
         let session = self.sessions.get(&sid)?;
+        if let Some(hosts) = self.turns.host_tools() {
+            // `tool.invoke.job` and the host wait of this run's turns (issue 21).
+            if let Some(j) = &p.job {
+                hosts.set_job(
+                    &sid,
+                    pb::tool_invoke_params::Job {
+                        created_via: j.created_via.clone(),
+                        fingerprint: j.fingerprint.clone().unwrap_or_default(),
+                        id: j.job_id.clone(),
+                        meta: j.meta.clone(),
+                        owner_client_id: j.owner_client_id.clone(),
+                        run_id: j.run_id.clone(),
+                        scheduled_at: j.scheduled_at.clone(),
+                        trigger: j.trigger.clone(),
+                    },
+                );
+            }
+            hosts.set_host_wait(
+                &sid,
+                std::time::Duration::from_secs(p.host_wait_sec.max(0) as u64),
+            );
+        }
         let turn_id = self
             .turns
             .prompt(

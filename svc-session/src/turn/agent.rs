@@ -21,7 +21,7 @@ use crate::provider::{ChatMessage, ModelRequest, Provider, ProviderError, Stream
 use crate::session::Session;
 
 /// What one turn accumulated, for the closing events.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct TurnAccount {
     /// Every answer text of the turn, concatenated (`message.done.text`).
     pub text: String,
@@ -51,6 +51,11 @@ pub(crate) struct TurnAccount {
     pub extra_tools: crate::clients::mcp::TurnTools,
     /// A markdown command's `allowed-tools`: only these may be offered and called.
     pub allowed_tools: Option<Vec<String>>,
+    /// The host tools of the turn (issue 21; `tool_search` among them when the host has
+    /// deferred tools), listed when the turn starts.
+    pub host_tools: crate::clients::mcp::TurnTools,
+    /// Names of the host tools registered `parallel: "safe"`.
+    pub host_parallel: std::collections::HashSet<String>,
 }
 
 impl TurnAccount {
@@ -370,17 +375,30 @@ impl Turns {
             .tools(std::path::Path::new(&row.workdir))
             .await;
         acc.extra_tools.0 = self.commands.agent_tools(session).await;
-        let turn_tools: Vec<_> = self
-            .tools
-            .builtin()
+        // Host tools (issue 21): the session's host, waited for when a scheduled run's host
+        // is not connected; deferred ones are offered by name until `tool_search` loads them.
+        let host = self.host_turn_tools(session, t, acc).await;
+        let shadowed: std::collections::HashSet<&str> =
+            acc.host_tools.0.iter().map(|tool| tool.name()).collect();
+        let turn_tools: Vec<_> = acc
+            .host_tools
+            .0
             .iter()
+            .filter(|tool| !host.deferred.contains(tool.name()))
+            .chain(
+                self.tools
+                    .builtin()
+                    .iter()
+                    .filter(|tool| !shadowed.contains(tool.name())),
+            )
             .chain(&acc.mcp_tools.0)
             .chain(&acc.extra_tools.0)
             .filter(|tool| acc.tool_allowed(tool.name()))
             .cloned()
             .collect();
-        let specs: Vec<_> = turn_tools.iter().map(|tool| tool.spec()).collect();
+        let base_specs: Vec<_> = turn_tools.iter().map(|tool| tool.spec()).collect();
         let mut system = system_prompt::build(&row, &turn_tools);
+        system.push_str(&host.prompt);
         // Recall (issue 4): the best memories for the user's message from the project, agent
         // and global namespaces; skipped with a warning when svc-memory is down.
         let recalled = crate::clients::memory::MemoryClient::new(self.home.socket("memory"))
@@ -428,11 +446,13 @@ impl Turns {
             }
             // Notices and steered prompts join before every model call (issue 16).
             self.fold_waiting(session, t, messages);
+            let mut specs = base_specs.clone();
+            specs.extend(host.loaded_specs(&acc.host_tools));
             let request = ModelRequest {
                 model: model.clone(),
                 system: system.clone(),
                 messages: messages.clone(),
-                tools: specs.clone(),
+                tools: specs,
                 max_tokens,
                 effort: chosen.effort.effort.map(str::to_owned),
             };
@@ -459,13 +479,17 @@ impl Turns {
                 }
                 return TurnEnd::Complete;
             }
-            for call in &calls {
-                let outcome = self.tool_call(session, t, call, acc).await;
-                messages.push(
-                    ChatMessage::tool_result(call, outcome.content, !outcome.ok)
-                        .with_images(outcome.images),
-                );
-                if outcome.interrupted {
+            for batch in self.batches(&calls, acc) {
+                let outcomes = self.run_batch(session, t, &batch, acc).await;
+                let mut interrupted = false;
+                for (call, outcome) in batch.iter().zip(outcomes) {
+                    messages.push(
+                        ChatMessage::tool_result(call, outcome.content, !outcome.ok)
+                            .with_images(outcome.images),
+                    );
+                    interrupted |= outcome.interrupted;
+                }
+                if interrupted {
                     return TurnEnd::Interrupted;
                 }
                 if acc.person_denied || acc.denials >= MAX_DENIALS || acc.unattended_denied {

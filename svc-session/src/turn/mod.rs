@@ -34,6 +34,7 @@ pub mod busy;
 mod command;
 pub mod handback;
 pub mod history;
+mod host_calls;
 pub mod refs;
 pub mod slash;
 pub mod system_prompt;
@@ -180,6 +181,8 @@ pub struct Turns {
     models: Arc<Models>,
     compaction: Arc<Compaction>,
     attachments: Attachments,
+    /// Host tools (issue 21), given by [`Turns::with_host_tools`].
+    host_tools: Option<Arc<crate::host_tools::HostTools>>,
 }
 
 impl std::fmt::Debug for Turns {
@@ -218,7 +221,19 @@ impl Turns {
             models,
             compaction,
             attachments,
+            host_tools: None,
         }
+    }
+
+    /// The component with the host tools its turns offer (issue 21).
+    pub fn with_host_tools(mut self, host_tools: Arc<crate::host_tools::HostTools>) -> Self {
+        self.host_tools = Some(host_tools);
+        self
+    }
+
+    /// The host tools component, when given.
+    pub fn host_tools(&self) -> Option<&Arc<crate::host_tools::HostTools>> {
+        self.host_tools.as_ref()
     }
 
     /// Queues a typed session event (committed, then published).
