@@ -357,6 +357,12 @@ impl HostTools {
                 }
                 answer = &mut request => {
                     guard.answered = true;
+                    // Progress sent before the answer is reported first.
+                    while let Ok(message) = progress_rx.try_recv() {
+                        if !message.is_empty() {
+                            let _ = ctx.progress.send(message);
+                        }
+                    }
                     return match answer {
                         Ok(v) => read_answer(self, &ctx, &v),
                         Err(RequestError::Answered(e)) => failure(format!(
