@@ -8,6 +8,7 @@ mod crash;
 mod docs;
 mod grpcurl;
 mod handshake;
+mod host_tools;
 mod implemented;
 mod info;
 mod interactive;
