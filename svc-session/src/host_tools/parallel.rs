@@ -17,10 +17,7 @@ pub const BATCHED_FILE_TOOLS: &[&str] = &["read_file", "list_dir", "glob", "grep
 
 /// Splits `calls` into batches (module doc); `overlaps(name)` says whether a call of that
 /// tool may run beside others.
-pub fn batches<'a>(
-    calls: &'a [ToolCall],
-    overlaps: impl Fn(&str) -> bool,
-) -> Vec<Vec<&'a ToolCall>> {
+pub fn batches(calls: &[ToolCall], overlaps: impl Fn(&str) -> bool) -> Vec<Vec<&ToolCall>> {
     let mut out: Vec<Vec<&ToolCall>> = Vec::new();
     let mut open = false;
     for call in calls {
