@@ -186,22 +186,25 @@ impl App {
             &home,
             hub.clone(),
             registry.clone(),
-            hosts,
+            hosts.clone(),
             tools.clone(),
             approvals.clone(),
             questions.clone(),
         );
         let providers = Providers::new(home.clone(), config.env.clone(), hub.clone());
-        let sessions = Arc::new(Sessions::new(
-            home.clone(),
-            store.clone(),
-            events.clone(),
-            hub.clone(),
-            registry.clone(),
-            questions.clone(),
-            checkpoints.clone(),
-            providers.clone(),
-        ));
+        let sessions = Arc::new(
+            Sessions::new(
+                home.clone(),
+                store.clone(),
+                events.clone(),
+                hub.clone(),
+                registry.clone(),
+                questions.clone(),
+                checkpoints.clone(),
+                providers.clone(),
+            )
+            .with_hosts(hosts),
+        );
         // `~/.claude` is searched too (skills, agents, commands, Claude Code's plugins).
         let claude_home = (config.env)("HOME")
             .filter(|h| !h.is_empty())

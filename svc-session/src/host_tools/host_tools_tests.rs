@@ -766,3 +766,180 @@ async fn approval_ask_site_rules_and_the_local_dev_server_rule() {
         .unwrap_err();
     assert!(matches!(err, Error::Unauthorized(_)));
 }
+
+#[tokio::test]
+async fn a_session_waits_for_its_host_then_runs_without_it() {
+    let (h, _) = harness().await;
+    let created = h
+        .app
+        .sessions
+        .create(
+            &Harness::ctx("c1", Some("cli")),
+            pb::SessionCreateParams {
+                workdir: h.workdir.to_string_lossy().into_owned(),
+                host_tools_from: Some("ghost".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let session = h.app.sessions.get(&created.session_id).unwrap();
+    let token = tokio_util::sync::CancellationToken::new();
+    // No wait set (a chat session): the note at once.
+    let note = h
+        .app
+        .host_tools
+        .wait_for_host(&session, &token)
+        .await
+        .unwrap();
+    assert!(
+        note.contains("ghost") && note.contains("not available"),
+        "{note}"
+    );
+    // A scheduled run's wait ends when the host connects and registers.
+    h.app
+        .host_tools
+        .set_host_wait(&session.id, Duration::from_secs(600));
+    let waiting = {
+        let (hosts, session, token) = (h.app.host_tools.clone(), session.clone(), token.clone());
+        tokio::spawn(async move { hosts.wait_for_host(&session, &token).await })
+    };
+    h.connect("c7", Some("ghost")).await;
+    h.app
+        .host_tools
+        .register(
+            &Harness::ctx("c7", Some("ghost")),
+            pb::ToolRegisterParams {
+                tools: vec![tool("page_read", "read")],
+            },
+        )
+        .unwrap();
+    let got = snowpea_testkit::within(crate::testkit::WAIT, "the host wait", waiting)
+        .await
+        .unwrap();
+    assert_eq!(got, None);
+    let listed: Vec<String> = h
+        .app
+        .host_tools
+        .turn_tools(&session)
+        .iter()
+        .map(|t| t.def.name.clone())
+        .collect();
+    assert_eq!(listed, ["page_read"]);
+    // session.attach reports the host tools the session now sees.
+    let attached = h
+        .app
+        .sessions
+        .attach(
+            &Harness::ctx("c1", Some("cli")),
+            pb::SessionAttachParams {
+                session_id: session.id.clone(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(attached.host_tools, ["page_read"]);
+    // The host leaves; a short wait runs out and the turn goes on without its tools.
+    h.disconnect("c7").await;
+    h.app
+        .host_tools
+        .set_host_wait(&session.id, Duration::from_millis(200));
+    let note = snowpea_testkit::within(
+        crate::testkit::WAIT,
+        "the host wait",
+        h.app.host_tools.wait_for_host(&session, &token),
+    )
+    .await;
+    assert!(note.is_some());
+}
+
+#[tokio::test]
+async fn a_scheduled_run_hands_its_host_the_job() {
+    let (mut h, _) = harness().await;
+    register(&h, vec![tool("page_read", "read")]).unwrap();
+    let rpc = crate::rpc::internal::InternalRpc::new(h.app.clone());
+    use snowpea_proto::session::v1::session_internal_service_server::SessionInternalService;
+    let req = pb::RunUnattendedRequest {
+        workdir: h.workdir.to_string_lossy().into_owned(),
+        mode: "auto".into(),
+        task: "use page".into(),
+        kind: "scheduled".into(),
+        job_id: "job_1".into(),
+        host_tools_from: Some("cli".into()),
+        host_wait_sec: 30,
+        job: Some(pb::ScheduledJobInfo {
+            job_id: "job_1".into(),
+            run_id: "run_1".into(),
+            scheduled_at: "2026-12-02T08:00:00Z".into(),
+            trigger: "schedule".into(),
+            created_via: "rpc".into(),
+            fingerprint: Some("fp1".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let _stream = rpc.run_unattended(tonic::Request::new(req)).await.unwrap();
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let p = params(invokes(&seen)[0]);
+    assert_eq!(p["origin"], "schedule");
+    assert_eq!(p["job"]["id"], "job_1");
+    assert_eq!(p["job"]["runId"], "run_1");
+    assert_eq!(p["job"]["fingerprint"], "fp1");
+    assert_eq!(p["job"]["trigger"], "schedule");
+    assert!(
+        p.get("userTurn").is_none_or(Value::is_null),
+        "a schedule's turn has no user turn"
+    );
+}
+
+#[test]
+fn content_keeps_the_newest_results_per_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = super::content::ContentStore::new(tmp.path());
+    let block = |i: usize| pb::ContentBlock {
+        r#type: "image".into(),
+        data: Some(format!("d{i}")),
+        media_type: Some("image/png".into()),
+        ..Default::default()
+    };
+    let n = super::content::KEPT_RESULTS + 3;
+    for i in 0..n {
+        store.put("s1", &format!("call/{i}"), &[block(i)]).unwrap();
+    }
+    assert!(store.get("s1", "call/0").is_none(), "pushed out");
+    assert!(store.get("s1", "call/2").is_none());
+    assert_eq!(
+        store.get("s1", "call/3").unwrap()[0].data.as_deref(),
+        Some("d3")
+    );
+    let last = format!("call/{}", n - 1);
+    assert_eq!(
+        store.get("s1", &last).unwrap()[0].data.as_deref(),
+        Some(format!("d{}", n - 1).as_str())
+    );
+    assert!(store.get("s2", &last).is_none(), "per session");
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::fs::read_dir(tmp.path().join("tool-content"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert_eq!(
+        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    store.remove_session("s1");
+    assert!(store.get("s1", &last).is_none());
+}

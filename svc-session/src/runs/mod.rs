@@ -256,6 +256,7 @@ impl Runs {
             .await;
         let (turns, log) = (self.turns.clone(), self.log.clone());
         let limit = run_limit(p.run_timeout_sec);
+        let hosts = self.turns.host_tools().cloned();
         tokio::spawn(async move {
             let mut idle = session.idle.subscribe();
             let timed_out = tokio::time::timeout(limit, idle.wait_for(|i| *i))
@@ -275,6 +276,9 @@ impl Runs {
                     "the run took longer than its run timeout ({} s) and was interrupted",
                     limit.as_secs()
                 );
+            }
+            if let Some(hosts) = hosts {
+                hosts.forget_run(&sid);
             }
             tracing::info!(session_id = %sid, status = o.status, "unattended run ended");
             let _ = tx.send(Ok(done_update(sid, o))).await;

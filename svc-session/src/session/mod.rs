@@ -336,6 +336,8 @@ pub struct Sessions {
     questions: Arc<Questions>,
     checkpoints: Arc<Checkpoints>,
     providers: Providers,
+    /// The host tools of the connections (`session.attach` reports the session's; issue 21).
+    hosts: Option<Arc<crate::host_tools::Hosts>>,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -369,7 +371,23 @@ impl Sessions {
             questions,
             checkpoints,
             providers,
+            hosts: None,
         }
+    }
+
+    /// The component reporting the host tools of `hosts` in `session.attach`.
+    pub fn with_hosts(mut self, hosts: Arc<crate::host_tools::Hosts>) -> Self {
+        self.hosts = Some(hosts);
+        self
+    }
+
+    /// Names of the host tools `session` sees now (its host's, [`crate::host_tools::Hosts::host_of`]).
+    fn host_tool_names(&self, session: &Session) -> Vec<String> {
+        self.hosts
+            .as_ref()
+            .and_then(|h| h.host_of(&self.hub, session))
+            .map(|(_, host)| host.tools.into_keys().collect())
+            .unwrap_or_default()
     }
 
     /// The live session `id`, or `not_found`.
@@ -681,7 +699,7 @@ impl Sessions {
         self.bind_origin(&session, conn, ctx.client_id.clone());
         self.log.flush().await?;
         Ok(pb::SessionAttachResult {
-            host_tools: vec![],
+            host_tools: self.host_tool_names(&session),
             host_tools_from: session.host_tools_from(),
             session_id: session.id.clone(),
         })
