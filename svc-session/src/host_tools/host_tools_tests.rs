@@ -236,6 +236,7 @@ async fn invoke_carries_the_context_and_the_answer_reaches_the_model() {
     assert_eq!(p["origin"], "human");
     assert_eq!(p["userTurn"]["text"], "use page one");
     assert_eq!(p["userTurn"]["current"], true);
+    assert!(p.get("guard").is_none_or(Value::is_null), "not guarded");
     let call_id = p["callId"].as_str().unwrap().to_owned();
     h.app.host_tools.progress(
         &Harness::ctx("c1", Some("cli")),
@@ -258,6 +259,17 @@ async fn invoke_carries_the_context_and_the_answer_reaches_the_model() {
     assert_eq!(r["meta"], json!({"pages": [1]}));
     assert_eq!(r["content"][0]["text"], "more text");
     assert!(answer_text(&seen.events).contains("[tool page_read ok] the page says hi / more text"));
+
+    // While the session is guarded (session.setAgent{guardTurn}), tool.invoke says so.
+    h.app.host_tools.set_guard(&sid, true);
+    let turn = h.prompt(&sid, "use page again").await;
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let inv = invokes(&seen)[0].clone();
+    assert_eq!(params(&inv)["guard"], "agent-switch");
+    h.reply(&inv.request_id, json!({"ok": true, "output": "x"}))
+        .await;
+    read_until(&mut h, done(&turn)).await;
+    h.app.host_tools.set_guard(&sid, false);
 }
 
 #[tokio::test]

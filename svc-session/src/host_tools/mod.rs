@@ -105,6 +105,8 @@ pub struct HostTools {
     waits: Mutex<HashMap<String, std::time::Duration>>,
     /// Woken on every `tool.register` (a waiting turn re-checks its host).
     registered: tokio::sync::Notify,
+    /// Sessions `session.setAgent{guardTurn}` guards (`tool.invoke.guard`, `toolInvokeGuard`).
+    guarded: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for HostTools {
@@ -138,6 +140,7 @@ impl HostTools {
             jobs: Mutex::new(HashMap::new()),
             waits: Mutex::new(HashMap::new()),
             registered: tokio::sync::Notify::new(),
+            guarded: Mutex::new(HashSet::new()),
         });
         me.watch();
         me
@@ -229,6 +232,27 @@ impl HostTools {
             .filter(|d| registry::agent_may_use(d, agent.as_deref()))
             .map(|d| Arc::new(HostTool::new(self.clone(), d.clone(), conn.clone())))
             .collect()
+    }
+
+    /// Marks `session_id` guarded or not (`session.setAgent{guardTurn}` sets it for the rest
+    /// of the turn and for sessions delegated from it; the person's next prompt clears it).
+    /// While set, every `tool.invoke` of the session carries `guard: "agent-switch"`.
+    pub fn set_guard(&self, session_id: &str, on: bool) {
+        let mut g = self.guarded.lock().unwrap_or_else(|e| e.into_inner());
+        if on {
+            g.insert(session_id.to_owned());
+        } else {
+            g.remove(session_id);
+        }
+    }
+
+    /// `tool.invoke.guard` of `session_id`: `agent-switch` while guarded.
+    pub fn guard_of(&self, session_id: &str) -> Option<String> {
+        self.guarded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(session_id)
+            .then(|| "agent-switch".to_owned())
     }
 
     /// Records the scheduled run behind `session_id`'s turns (`tool.invoke.job`).

@@ -132,8 +132,12 @@ impl Turns {
         Arc::new(crate::tools::TurnFacts {
             origin,
             user_turn,
-            // `session.setAgent{guardTurn}` sets `agent-switch` here when it lands.
-            guard: None,
+            // `agent-switch` while `session.setAgent{guardTurn}` guards the session
+            // (`HostTools::set_guard`).
+            guard: self
+                .host_tools
+                .as_ref()
+                .and_then(|h| h.guard_of(&session.id)),
             attachments,
         })
     }
