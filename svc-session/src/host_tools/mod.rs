@@ -105,6 +105,8 @@ pub struct HostTools {
     waits: Mutex<HashMap<String, std::time::Duration>>,
     /// Woken on every `tool.register` (a waiting turn re-checks its host).
     registered: tokio::sync::Notify,
+    /// The latest turn each session's person started (`tool.invoke.userTurn` of later turns).
+    user_turns: Mutex<HashMap<String, pb::tool_invoke_params::UserTurn>>,
     /// Sessions `session.setAgent{guardTurn}` guards (`tool.invoke.guard`, `toolInvokeGuard`).
     guarded: Mutex<HashSet<String>>,
 }
@@ -141,6 +143,7 @@ impl HostTools {
             waits: Mutex::new(HashMap::new()),
             registered: tokio::sync::Notify::new(),
             guarded: Mutex::new(HashSet::new()),
+            user_turns: Mutex::new(HashMap::new()),
         });
         me.watch();
         me
@@ -246,6 +249,39 @@ impl HostTools {
         }
     }
 
+    /// Remembers the turn `turn_id` the session's person started with `text`.
+    pub fn remember_user_turn(&self, session_id: &str, turn_id: &str, text: &str) {
+        self.user_turns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                session_id.to_owned(),
+                pb::tool_invoke_params::UserTurn {
+                    current: false,
+                    message_id: turn_id.to_owned(),
+                    steers: vec![],
+                    text: text.to_owned(),
+                },
+            );
+    }
+
+    /// `tool.invoke.userTurn` for a call in turn `turn_id`: the latest turn the session's
+    /// person started (since this process started), `current` when it is this one.
+    pub fn user_turn(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+    ) -> Option<pb::tool_invoke_params::UserTurn> {
+        let mut u = self
+            .user_turns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(session_id)
+            .cloned()?;
+        u.current = u.message_id == turn_id;
+        Some(u)
+    }
+
     /// `tool.invoke.guard` of `session_id`: `agent-switch` while guarded.
     pub fn guard_of(&self, session_id: &str) -> Option<String> {
         self.guarded
@@ -295,6 +331,10 @@ impl HostTools {
 
     /// Forgets a finished run's job and host wait.
     pub fn forget_run(&self, session_id: &str) {
+        self.user_turns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(session_id);
         self.jobs
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -53,6 +53,10 @@ impl Turns {
         let Some(hosts) = self.host_tools.as_ref() else {
             return turn;
         };
+        if t.system_reason.is_none() && !session.is_unattended() {
+            // The person's own prompt: later turns' tool.invoke name it as `userTurn`.
+            hosts.remember_user_turn(&session.id, &t.turn_id, &t.text);
+        }
         if let Some(note) = hosts.wait_for_host(session, &t.cancel).await {
             turn.prompt = format!("\n\n{note}");
         }

@@ -116,14 +116,12 @@ impl Turns {
         } else {
             "human"
         };
-        // The person's own words started this turn; other turns name none (the latest typed
-        // message of an earlier turn is not tracked yet).
-        let user_turn = (origin == "human").then(|| pb::tool_invoke_params::UserTurn {
-            current: true,
-            message_id: t.turn_id.clone(),
-            steers: vec![],
-            text: t.text.clone(),
-        });
+        // The person's latest typed prompt (remembered when their turn started), `current`
+        // when it started this turn; a schedule's run has none.
+        let user_turn = match (origin, self.host_tools.as_ref()) {
+            ("schedule", _) | (_, None) => None,
+            (_, Some(h)) => h.user_turn(&session.id, &t.turn_id),
+        };
         let attachments = self
             .attachments
             .list(&session.id)
