@@ -47,6 +47,7 @@ import {
   INTERNAL,
   METHOD_NOT_FOUND,
 } from "./errors.js";
+import { registerTools, type HostToolSpec, type RegisteredTools, type ToolHandler } from "./host-tools.js";
 import { isSeq, Sequencer } from "./sequencer.js";
 import { defaultTransport, type Transport, type TransportFactory } from "./transport.js";
 import { readDaemonInfo } from "./daemon.js";
@@ -625,6 +626,15 @@ export class SnowpeaClient {
     extra: { scope?: ApprovalRequestResult["scope"]; reason?: string } = {},
   ): Promise<void> {
     await this.call("approval.respond", { ...extra, requestId, decision });
+  }
+
+  /**
+   * Lends the agent host tools: `tool.register`, then answers every `tool.invoke` with
+   * `handler`, sends `tool.progress` from `call.progress()` and aborts `call.signal` on
+   * `tool.cancel` (see `host-tools.ts`).
+   */
+  async registerTools(tools: HostToolSpec[], handler: ToolHandler): Promise<RegisteredTools> {
+    return registerTools(this, tools, handler);
   }
 
   /** `tool.list`: the tools registered for a session (or the global set). */

@@ -44,6 +44,14 @@ export {
   SERVER_ERROR,
   type RpcErrorObject,
 } from "./errors.js";
+export {
+  registerTools,
+  type HostToolSpec,
+  type HostToolsClient,
+  type RegisteredTools,
+  type ToolCall,
+  type ToolHandler,
+} from "./host-tools.js";
 export { readDaemonInfo, defaultHome, type DaemonInfo } from "./daemon.js";
 export { Sequencer, isSeq, type LiveOutcome, type SequencedEvent } from "./sequencer.js";
 export {

@@ -286,6 +286,7 @@ impl Scheduler {
             approval_timeout_sec: cfg.approval_timeout_sec,
             run_timeout_sec: cfg.run_timeout_sec,
             host_tools_from: job.host_tools_from.clone(),
+            host_wait_sec: job.host_wait_sec.max(0),
             channel: job.channel.clone(),
             job: Some(ScheduledJobInfo {
                 job_id: job_id.clone(),

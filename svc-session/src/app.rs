@@ -16,6 +16,7 @@ use crate::commands::Commands;
 use crate::compaction::Compaction;
 use crate::events::EventLog;
 use crate::file::Files;
+use crate::host_tools::{HostTools, Hosts};
 use crate::llm::Sampler;
 use crate::models::Models;
 use crate::permission::Allowlist;
@@ -95,6 +96,8 @@ pub struct App {
     pub allowlist: Arc<Allowlist>,
     /// `tool.list` and the tools turns call.
     pub tools: Arc<Tools>,
+    /// `tool.register/unregister/progress`, `tool.invoke` (issue 21).
+    pub host_tools: Arc<HostTools>,
     /// `checkpoint.*` (the `checkpoints`/`checkpoint_files` tables and the blob store).
     pub checkpoints: Arc<Checkpoints>,
     /// `provider.*` (`credentials.json`, settings `providers`) and the provider of a turn.
@@ -163,13 +166,17 @@ impl App {
             store.clone(),
             registry.clone(),
         ));
-        let tools = Arc::new(Tools::open(
-            &home,
-            &mark,
-            registry.clone(),
-            checkpoints.clone(),
-            questions.clone(),
-        ));
+        let hosts = Arc::new(Hosts::default());
+        let tools = Arc::new(
+            Tools::open(
+                &home,
+                &mark,
+                registry.clone(),
+                checkpoints.clone(),
+                questions.clone(),
+            )
+            .with_hosts(hosts.clone(), hub.clone()),
+        );
         let allowlist = Arc::new(Allowlist::new(
             home.clone(),
             events.clone(),
@@ -183,17 +190,29 @@ impl App {
             registry.clone(),
             allowlist.clone(),
         ));
-        let providers = Providers::new(home.clone(), config.env.clone(), hub.clone());
-        let sessions = Arc::new(Sessions::new(
-            home.clone(),
-            store.clone(),
-            events.clone(),
+        let host_tools = HostTools::new(
+            &home,
             hub.clone(),
             registry.clone(),
+            hosts.clone(),
+            tools.clone(),
+            approvals.clone(),
             questions.clone(),
-            checkpoints.clone(),
-            providers.clone(),
-        ));
+        );
+        let providers = Providers::new(home.clone(), config.env.clone(), hub.clone());
+        let sessions = Arc::new(
+            Sessions::new(
+                home.clone(),
+                store.clone(),
+                events.clone(),
+                hub.clone(),
+                registry.clone(),
+                questions.clone(),
+                checkpoints.clone(),
+                providers.clone(),
+            )
+            .with_hosts(hosts),
+        );
         // `~/.claude` is searched too (skills, agents, commands, Claude Code's plugins).
         let claude_home = (config.env)("HOME")
             .filter(|h| !h.is_empty())
@@ -248,7 +267,8 @@ impl App {
             compaction.clone(),
             crate::attachments::Attachments::new(home.clone()),
             hooks.clone(),
-        ));
+        )
+        .with_host_tools(host_tools.clone()));
         let web = WebSearch::new(home.clone(), config.env.clone());
         let sampler = Sampler::new(
             home.clone(),
@@ -331,6 +351,7 @@ impl App {
             questions,
             allowlist,
             tools,
+            host_tools,
             checkpoints,
             providers,
             skills,

@@ -21,6 +21,7 @@ pub mod error;
 pub mod events;
 pub mod file;
 pub mod hooks;
+pub mod host_tools;
 pub mod llm;
 pub mod models;
 pub mod permission;
@@ -57,6 +58,10 @@ pub const CAPABILITIES: &[&str] = &[
     "webSearch",
     "sessionSetAgent",
     "setAgentGuardTurn",
+    "hostTools",
+    "hostToolParallel",
+    "batchedFileTools",
+    "toolInvokeGuard",
 ];
 
 #[cfg(test)]

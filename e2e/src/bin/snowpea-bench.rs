@@ -13,6 +13,9 @@
 //! `--mcp N` instead measures an MCP tool call through the whole suite vs calling the same
 //! server directly (issue 6, docs/PERFORMANCE.md "svc-mcp"), see [`bench_mcp`].
 //!
+//! `--host-tools N` instead measures a host tool call through the whole suite (issue 21,
+//! docs/PERFORMANCE.md "Host tools"), see `host_tools::bench_host_tools`.
+//!
 //! `--fairness N` instead measures one well-behaved connection's `session.list` latency
 //! (N calls, one every 100 ms) idle and while three other connections flood the gateway
 //! (issue 24 §1, docs/PERFORMANCE.md "Fairness"), see [`bench_fairness`].
@@ -27,6 +30,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use snowpea_e2e::{Suite, SuiteOptions};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+#[path = "snowpea-bench/host_tools.rs"]
+mod host_tools;
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -69,11 +75,13 @@ recovery figures.
 Usage: snowpea-bench [--calls N] [--chunks N] [--memories N]
        snowpea-bench --mcp N
        snowpea-bench --fairness N
+       snowpea-bench --host-tools N
 
   --calls N     round trips per measured method (default 2000)
   --chunks N    content chunks of the streamed turn (default 5000)
   --memories N  also measure recall over N stored memories (default 0: skipped)
   --mcp N       instead: N MCP tool calls through the suite vs the server directly
+  --host-tools N instead: N host tool calls (a second SDK client's tool) through the suite
   --fairness N  instead: N session.list calls of a well-behaved connection, idle and
                 while three connections flood (200 requests in flight each)
   -h, --help    print this help
@@ -91,6 +99,7 @@ async fn main() {
     let memories = arg("--memories", 0);
     let mcp = arg("--mcp", 0);
     let fairness = arg("--fairness", 0);
+    let host = arg("--host-tools", 0);
     if std::env::var_os("SNOWPEA_BIN_DIR").is_none() {
         let exe = std::env::current_exe().unwrap();
         std::env::set_var("SNOWPEA_BIN_DIR", exe.parent().unwrap());
@@ -101,6 +110,10 @@ async fn main() {
     }
     if fairness > 0 {
         bench_fairness(fairness).await;
+        return;
+    }
+    if host > 0 {
+        host_tools::bench_host_tools(host).await;
         return;
     }
     let text: String = (0..chunks).map(|i| format!("w{i} ")).collect();

@@ -11,6 +11,7 @@ mod crash;
 mod docs;
 mod grpcurl;
 mod handshake;
+mod host_tools;
 mod implemented;
 mod info;
 mod interactive;

@@ -222,6 +222,38 @@ impl Inner {
         }
     }
 
+    /// Sends a client notification, waiting for a connection within the call timeout.
+    pub async fn notify(&self, method: &str, params: Value) -> Result<(), Error> {
+        let frame = json!({ "jsonrpc": "2.0", "method": method, "params": params }).to_string();
+        tokio::time::timeout(self.opts.call_timeout, async {
+            loop {
+                let tx = self.connected().await?;
+                // A send fails only when the connection ended just now: wait for the next one.
+                if tx.send(Message::text(frame.clone())).is_ok() {
+                    return Ok(());
+                }
+            }
+        })
+        .await
+        .map_err(|_| Error::Timeout)?
+    }
+
+    /// Every notification from now on (see `Client::subscribe`).
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Notification> {
+        match lock(&self.notifications).as_ref() {
+            Some(tx) => tx.subscribe(),
+            None => broadcast::channel(1).1,
+        }
+    }
+
+    /// Sets the handler of a server→client request method.
+    pub(crate) fn set_handler(&self, method: &str, handler: RequestHandler) {
+        self.handlers
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(method.to_owned(), handler);
+    }
+
     /// A call with no tracking side effects: waits for a connection, then sends and waits for
     /// the answer, all within `timeout`. A request that could not even be sent (the connection
     /// ended just before) waits for the next connection; one that was sent fails with
@@ -417,18 +449,12 @@ impl Client {
     /// Sends a client notification (no answer). Waits for a connection like a call, within
     /// [`ConnectOptions::call_timeout`].
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), Error> {
-        let frame = json!({ "jsonrpc": "2.0", "method": method, "params": params }).to_string();
-        tokio::time::timeout(self.inner.opts.call_timeout, async {
-            loop {
-                let tx = self.inner.connected().await?;
-                // A send fails only when the connection ended just now: wait for the next one.
-                if tx.send(Message::text(frame.clone())).is_ok() {
-                    return Ok(());
-                }
-            }
-        })
-        .await
-        .map_err(|_| Error::Timeout)?
+        self.inner.notify(method, params).await
+    }
+
+    /// The shared state, for helpers that run their own tasks ([`Client::register_tools`]).
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
     }
 
     /// Every notification from now on, `session.event`s deduplicated and in seq order per

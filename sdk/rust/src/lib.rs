@@ -10,6 +10,8 @@
 //!   once each, in seq order per session, across reconnects.
 //! * [`Client::on_request`] answers server→client requests (`approval.request`, …); requests
 //!   without a handler are answered `method_not_found`.
+//! * [`Client::register_tools`] lends the agent host tools: it answers `tool.invoke`, sends
+//!   `tool.progress` and honours `tool.cancel` ([`HostTool`], [`ToolResult`]).
 //! * With [`ConnectOptions::reconnect`], a dropped connection is re-opened with jittered backoff,
 //!   `system.hello` is repeated and every tracked session is resumed with `session.resume`.
 //!
@@ -35,10 +37,12 @@ mod client;
 mod connection;
 mod error;
 mod events;
+mod host_tools;
 mod options;
 mod sequencer;
 
 pub use client::{Client, ConnectionState, RequestHandler};
 pub use error::{Error, RpcError, INTERNAL, INVALID_PARAMS, METHOD_NOT_FOUND, SERVER_ERROR};
 pub use events::{Notification, SessionEvent, SessionEvents, TurnOutcome};
+pub use host_tools::{ContentBlock, HostTool, ToolInvocation, ToolResult};
 pub use options::{ConnectOptions, DaemonInfo, ReconnectPolicy, PROTOCOL_VERSION, WS_PATH};

@@ -44,6 +44,8 @@ use crate::session::ask_origin::{ask_origin, AskOptions, Ended, Reply};
 use crate::session::{Registry, Session};
 use crate::store;
 
+pub mod ask;
+
 /// Default of the `approvals.timeoutSec` setting.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 300;
 
@@ -58,6 +60,8 @@ pub enum Scope {
     Project,
     /// Calls like this one everywhere (an `always` allowlist entry).
     Always,
+    /// A host's action on this page origin (`approval.ask`; stored as a site rule).
+    Site,
 }
 
 impl Scope {
@@ -68,6 +72,18 @@ impl Scope {
             Scope::Session => Some(crate::permission::Scope::Session),
             Scope::Project => Some(crate::permission::Scope::Project),
             Scope::Always => Some(crate::permission::Scope::Always),
+            Scope::Site => None,
+        }
+    }
+
+    /// The protocol's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Once => "once",
+            Scope::Session => "session",
+            Scope::Project => "project",
+            Scope::Always => "always",
+            Scope::Site => "site",
         }
     }
 }
@@ -97,8 +113,8 @@ impl Resolution {
 
     /// Parses an answer `{decision, scope?, reason?}` (from `approval.request` or
     /// `approval.respond`). Anything but `allow` denies; `session`/`project`/`always` are
-    /// stored in the allowlist ([`crate::permission`]); `site` (host tools, not supported
-    /// yet) and anything else are kept to `once`.
+    /// stored in the allowlist ([`crate::permission`]); `site` only by `approval.ask`
+    /// ([`ask`]; a model's call keeps it to `once`); anything else is `once`.
     pub fn from_answer(decision: &str, scope: &str, reason: Option<String>) -> Self {
         Resolution {
             allow: decision == "allow",
@@ -106,6 +122,7 @@ impl Resolution {
                 "session" => Scope::Session,
                 "project" => Scope::Project,
                 "always" => Scope::Always,
+                "site" => Scope::Site,
                 _ => Scope::Once,
             },
             by: "user",
@@ -207,6 +224,10 @@ pub struct Ask<'a> {
     /// Why it is asked whatever the mode (`agent-switch` in a turn `session.setAgent
     /// {guardTurn}` guards).
     pub guard: Option<&'static str>,
+    /// The page origin a `site` answer would be stored for (`approval.ask`).
+    pub site: Option<String>,
+    /// The scope the approver should preselect (`once` for a model's call).
+    pub scope_hint: &'a str,
 }
 
 impl Approvals {
@@ -249,7 +270,8 @@ impl Approvals {
             tool: ask.tool.to_owned(),
             note: ask.note.clone(),
             risk: ask.risk.to_owned(),
-            scope_hint: "once".into(),
+            scope_hint: ask.scope_hint.to_owned(),
+            site: ask.site.clone(),
             timeout_sec,
             // Free-form JSON as its text: `approval.request`, `approval.pending` and
             // `approval.list` write it exactly as the tool call gave it.

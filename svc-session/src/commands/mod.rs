@@ -694,6 +694,7 @@ impl Commands {
             turn_id: String::new(),
             call_id: String::new(),
             named_agent: crate::agents::named::named_agent_of(&session.row()),
+            turn: None,
         };
         let out = tool.run(args, ctx).await;
         if out.ok {

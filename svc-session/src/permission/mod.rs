@@ -513,7 +513,13 @@ impl Allowlist {
         })
         .await
         .unwrap_or_default();
-        texts.extend(files.into_iter().map(|e| e.pattern));
+        // Host rules (a site's or a local dev server's) match only their own asks.
+        texts.extend(
+            files
+                .into_iter()
+                .filter(|e| !is_host_rule(e))
+                .map(|e| e.pattern),
+        );
         texts
             .iter()
             .filter_map(|t| Pattern::parse(t).ok())
@@ -562,6 +568,124 @@ impl Allowlist {
             Ok(id) => Some(id),
             Err(e) => {
                 tracing::warn!(error = %e, scope = scope.as_str(), "could not store the allowlist entry of an answer");
+                None
+            }
+        }
+    }
+}
+
+/// True for an entry keyed by a page origin (`approval.ask`'s `site` rules and
+/// local-dev-server rules): only [`Allowlist::host_rule`] matches it.
+fn is_host_rule(e: &Entry) -> bool {
+    e.extra.contains_key("origin") || e.extra.contains_key("reasonCode")
+}
+
+/// Adds a host rule (`pattern` with `extra` fields) to a settings file; the same rule
+/// again returns the existing id.
+fn add_rule_to_file(
+    path: &Path,
+    pattern: &str,
+    extra: &serde_json::Map<String, Value>,
+) -> anyhow::Result<String> {
+    snowpea_common::settings::update_file(path, |doc| {
+        let obj = doc
+            .as_object_mut()
+            .ok_or_else(|| anyhow::anyhow!("settings must be a JSON object"))?;
+        let list = obj.entry("allowlist").or_insert_with(|| json!([]));
+        let list = list
+            .as_array_mut()
+            .ok_or_else(|| anyhow::anyhow!("{}: `allowlist` is not a list", path.display()))?;
+        let same = |e: &Value| {
+            e.get("pattern").and_then(Value::as_str) == Some(pattern)
+                && extra.iter().all(|(k, v)| e.get(k) == Some(v))
+        };
+        if let Some(id) = list
+            .iter()
+            .find(|e| same(e))
+            .and_then(|e| e.get("id").and_then(Value::as_str).map(str::to_owned))
+        {
+            return Ok(id);
+        }
+        let id = snowpea_common::ids::new_id("al");
+        let mut entry = serde_json::Map::new();
+        entry.insert("id".into(), json!(id));
+        entry.insert("pattern".into(), json!(pattern));
+        entry.insert("createdAt".into(), json!(now_iso()));
+        entry.extend(extra.clone());
+        list.push(Value::Object(entry));
+        Ok(id)
+    })
+}
+
+impl Allowlist {
+    /// True when a stored host rule allows `tool` on `origin` for `session` (issue 21,
+    /// `approval.ask`): with `reason_code` a project rule of the session's project carrying
+    /// that code (the local-dev-server rule), else a `site` rule (global, of the session's
+    /// host browser profile when the rule names one) without a reason code.
+    pub async fn host_rule(
+        &self,
+        session: &Session,
+        tool: &str,
+        origin: &str,
+        reason_code: Option<&str>,
+    ) -> bool {
+        let (home, workdir) = (self.home.clone(), session.workdir());
+        let project = reason_code.is_some();
+        let entries = off_thread("allowlist.hostRule", move || {
+            Ok(if project {
+                read_file(
+                    &workdir.join(".snowpea").join("settings.json"),
+                    Scope::Project,
+                )
+            } else {
+                read_file(&home.settings_path(), Scope::Always)
+            })
+        })
+        .await
+        .unwrap_or_default();
+        let owner = session.host_tools_from();
+        let s = |e: &Entry, k: &str| e.extra.get(k).and_then(Value::as_str).map(str::to_owned);
+        entries.iter().any(|e| {
+            s(e, "tool").as_deref() == Some(tool)
+                && s(e, "origin").as_deref() == Some(origin)
+                && s(e, "reasonCode").as_deref() == reason_code
+                && s(e, "hostToolsFrom").is_none_or(|h| owner.as_deref() == Some(h.as_str()))
+        })
+    }
+
+    /// Stores a host rule for `tool` on `origin` ([`Allowlist::host_rule`]) in `scope`'s
+    /// file (`project`: the session's project, with `reason_code`; `always`: the global
+    /// file, with the session's `hostToolsFrom`). Returns the entry id.
+    pub async fn store_host_rule(
+        &self,
+        session: &Session,
+        scope: Scope,
+        tool: &str,
+        origin: &str,
+        reason_code: Option<&str>,
+    ) -> Option<String> {
+        let path = file_of(&self.home, scope, Some(&session.workdir()))?;
+        let mut extra = serde_json::Map::new();
+        extra.insert("tool".into(), json!(tool));
+        extra.insert("origin".into(), json!(origin));
+        if let Some(code) = reason_code {
+            extra.insert("reasonCode".into(), json!(code));
+        }
+        if let Some(h) = session.host_tools_from().filter(|_| scope == Scope::Always) {
+            extra.insert("hostToolsFrom".into(), json!(h));
+        }
+        let pattern = format!("tool:{tool}");
+        match off_thread("allowlist.hostRule.add", move || {
+            add_rule_to_file(&path, &pattern, &extra)
+        })
+        .await
+        {
+            Ok(id) => {
+                tracing::info!(scope = scope.as_str(), pattern_id = %id, tool, origin, "host rule stored");
+                Some(id)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not store the host rule of an approval.ask answer");
                 None
             }
         }

@@ -49,6 +49,9 @@
 //! `[user] <text>` line per user message of the request (each message's lines joined with
 //! ` / `, then `[image <mime>, <n> base64 characters]` per attached image), so suite tests
 //! can see steered prompts, notices, summaries, attachments and the routed model;
+//! `echoToolResults: true` appends one `[tool <name> ok|error] <content>` line per trailing
+//! tool result (lines joined with ` / `) and `echoTools: true` one `[tools] <names>` line of
+//! the tools offered (issue 21: host tool results and deferred tools reaching the model);
 //! and [`FakeProvider::received`] returns the last [`RECEIVED_KEEP`] requests.
 
 use std::collections::VecDeque;
@@ -135,6 +138,12 @@ pub struct ScriptStep {
     /// user message (module doc).
     #[serde(default, rename = "echoRequest", alias = "echo_request")]
     pub echo_request: bool,
+    /// Append one line per trailing tool result (module doc).
+    #[serde(default, rename = "echoToolResults", alias = "echo_tool_results")]
+    pub echo_tool_results: bool,
+    /// Append the names of the tools offered (module doc).
+    #[serde(default, rename = "echoTools", alias = "echo_tools")]
+    pub echo_tools: bool,
 }
 
 /// A whole script.
@@ -326,6 +335,29 @@ fn describe_images(request: &ModelRequest) -> String {
     }
 }
 
+/// The `echoToolResults` lines of `request`.
+fn echo_tool_results(request: &ModelRequest) -> String {
+    let mut tools: Vec<&super::ChatMessage> = request
+        .messages
+        .iter()
+        .rev()
+        .take_while(|m| m.role == Role::Tool)
+        .collect();
+    tools.reverse();
+    tools
+        .iter()
+        .map(|m| {
+            format!(
+                "[tool {} {}] {}",
+                m.tool_name.as_deref().unwrap_or_default(),
+                if m.is_error { "error" } else { "ok" },
+                m.content.lines().collect::<Vec<_>>().join(" / ")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The `echoRequest` lines of `request`.
 fn echo_request(request: &ModelRequest) -> String {
     let mut lines = vec![format!(
@@ -394,6 +426,28 @@ impl Provider for FakeProvider {
                 Some(t) => format!("{t}\n{lines}"),
                 None => lines,
             });
+        }
+        for (on, lines) in [
+            (step.echo_tool_results, echo_tool_results(&request)),
+            (
+                step.echo_tools,
+                format!(
+                    "[tools] {}",
+                    request
+                        .tools
+                        .iter()
+                        .map(|t| t.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+        ] {
+            if on {
+                step.text = Some(match step.text.take().filter(|t| !t.is_empty()) {
+                    Some(t) => format!("{t}\n{lines}"),
+                    None => lines,
+                });
+            }
         }
         if step.echo_request {
             let lines = echo_request(&request);

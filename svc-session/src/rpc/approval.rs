@@ -1,4 +1,4 @@
-//! `ApprovalService`: `approval.list`, `approval.respond`.
+//! `ApprovalService`: `approval.list`, `approval.respond`, `approval.ask`.
 
 use std::sync::Arc;
 
@@ -51,5 +51,15 @@ impl ApprovalService for ApprovalRpc {
         let ctx = CallContext::of(&req);
         self.app.approvals.respond(&ctx, req.into_inner())?;
         Ok(Response::new(OkResult { ok: true }))
+    }
+
+    async fn ask(
+        &self,
+        req: Request<pb::ApprovalAskParams>,
+    ) -> Result<Response<pb::ApprovalAskResult>, Status> {
+        let ctx = CallContext::of(&req);
+        Ok(Response::new(
+            self.app.approvals.ask(&ctx, req.into_inner()).await?,
+        ))
     }
 }

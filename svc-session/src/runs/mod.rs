@@ -203,6 +203,28 @@ impl Runs {
             None => self.scheduled_session(&ctx, &p).await?,
         };
         let sid = session.id.clone();
+        if let Some(hosts) = self.turns.host_tools() {
+            // `tool.invoke.job` and the host wait of this run's turns (issue 21).
+            if let Some(j) = &p.job {
+                hosts.set_job(
+                    &sid,
+                    pb::tool_invoke_params::Job {
+                        created_via: j.created_via.clone(),
+                        fingerprint: j.fingerprint.clone().unwrap_or_default(),
+                        id: j.job_id.clone(),
+                        meta: j.meta.clone(),
+                        owner_client_id: j.owner_client_id.clone(),
+                        run_id: j.run_id.clone(),
+                        scheduled_at: j.scheduled_at.clone(),
+                        trigger: j.trigger.clone(),
+                    },
+                );
+            }
+            hosts.set_host_wait(
+                &sid,
+                std::time::Duration::from_secs(p.host_wait_sec.max(0) as u64),
+            );
+        }
         let turn_id = self
             .turns
             .prompt(
@@ -225,6 +247,7 @@ impl Runs {
             .await;
         let (turns, log) = (self.turns.clone(), self.log.clone());
         let limit = run_limit(p.run_timeout_sec);
+        let hosts = self.turns.host_tools().cloned();
         tokio::spawn(async move {
             // Idle again once this run's turn (queued behind a named agent's running turn,
             // if any) and everything queued with it has ended.
@@ -246,6 +269,9 @@ impl Runs {
                     "the run took longer than its run timeout ({} s) and was interrupted",
                     limit.as_secs()
                 );
+            }
+            if let Some(hosts) = hosts {
+                hosts.forget_run(&sid);
             }
             tracing::info!(session_id = %sid, status = o.status, "unattended run ended");
             let _ = tx.send(Ok(done_update(sid, o))).await;

@@ -347,6 +347,8 @@ pub struct Sessions {
     on_close: std::sync::OnceLock<CloseHook>,
     /// Announces every `session.create` / `session.resume` ([`Sessions::subscribe_opened`]).
     opened: tokio::sync::broadcast::Sender<Opened>,
+    /// The host tools of the connections (`session.attach` reports the session's; issue 21).
+    hosts: Option<Arc<crate::host_tools::Hosts>>,
 }
 
 /// A session a client just created or resumed (the command registry answers it with that
@@ -399,6 +401,7 @@ impl Sessions {
             providers,
             on_close: std::sync::OnceLock::new(),
             opened: tokio::sync::broadcast::channel(64).0,
+            hosts: None,
         }
     }
 
@@ -430,6 +433,21 @@ impl Sessions {
     /// Sets the hook `session.close` calls first (once; a second call is ignored).
     pub fn on_close(&self, hook: CloseHook) {
         let _ = self.on_close.set(hook);
+    }
+
+    /// The component reporting the host tools of `hosts` in `session.attach`.
+    pub fn with_hosts(mut self, hosts: Arc<crate::host_tools::Hosts>) -> Self {
+        self.hosts = Some(hosts);
+        self
+    }
+
+    /// Names of the host tools `session` sees now (its host's, [`crate::host_tools::Hosts::host_of`]).
+    fn host_tool_names(&self, session: &Session) -> Vec<String> {
+        self.hosts
+            .as_ref()
+            .and_then(|h| h.host_of(&self.hub, session))
+            .map(|(_, host)| host.tools.into_keys().collect())
+            .unwrap_or_default()
     }
 
     /// The live session `id`, or `not_found`.
@@ -759,7 +777,7 @@ impl Sessions {
         self.bind_origin(&session, conn, ctx.client_id.clone());
         self.log.flush().await?;
         Ok(pb::SessionAttachResult {
-            host_tools: vec![],
+            host_tools: self.host_tool_names(&session),
             host_tools_from: session.host_tools_from(),
             session_id: session.id.clone(),
         })

@@ -130,6 +130,7 @@ impl Sessions {
         }
         self.checkpoints.delete_session(id).await?;
         crate::attachments::Attachments::new(self.home.clone()).delete_session(id);
+        crate::host_tools::content::ContentStore::new(self.home.root()).remove_session(id);
         self.log.publish(&pb::SessionsChangedNotification {
             session_id: id.to_owned(),
             reason: "deleted".into(),

@@ -1,7 +1,8 @@
 //! The [`Tools`] component (`tool.list`, and the tools a turn may call): the built-in tools
 //! ([`super::builtin`]), the memory and schedule tools backed by svc-memory and
 //! svc-scheduler, and the MCP tools of the ready servers of a workdir, asked of svc-mcp per
-//! turn ([`crate::clients::mcp`]). Host tools are not supported yet. It owns no table.
+//! turn ([`crate::clients::mcp`]), and the host tools clients registered
+//! ([`crate::host_tools`], listed with `source: "host"`). It owns no table.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -22,6 +23,11 @@ pub struct Tools {
     sessions: Registry,
     builtin: Vec<Arc<dyn Tool>>,
     checkpoints: Arc<Checkpoints>,
+    /// Host tools of the connections, and the hub to find a session's host (issue 21).
+    hosts: Option<(
+        Arc<crate::host_tools::Hosts>,
+        Arc<snowpea_common::bus::BusHub>,
+    )>,
 }
 
 impl std::fmt::Debug for Tools {
@@ -56,7 +62,59 @@ impl Tools {
             sessions,
             builtin,
             checkpoints,
+            hosts: None,
         }
+    }
+
+    /// The component listing the host tools of `hosts` too (a session's host found
+    /// through `hub`'s live connections).
+    pub fn with_hosts(
+        mut self,
+        hosts: Arc<crate::host_tools::Hosts>,
+        hub: Arc<snowpea_common::bus::BusHub>,
+    ) -> Self {
+        self.hosts = Some((hosts, hub));
+        self
+    }
+
+    /// `tool.list` entries of the host tools: the session's host's (filtered by the
+    /// session's agent), or every connection's without a session.
+    fn host_entries(
+        &self,
+        session: Option<&crate::session::Session>,
+    ) -> Vec<pb::tool_list_result::Tool> {
+        let Some((hosts, hub)) = &self.hosts else {
+            return vec![];
+        };
+        let listed: Vec<(String, crate::host_tools::Host)> = match session {
+            Some(s) => hosts.host_of(hub, s).into_iter().collect(),
+            None => hosts.all(),
+        };
+        let agent = session.and_then(|s| s.row().agent);
+        listed
+            .into_iter()
+            .flat_map(|(conn, host)| {
+                let provider = host.client_id.clone().unwrap_or(conn);
+                host.tools
+                    .into_values()
+                    .filter(|d| {
+                        session.is_none()
+                            || crate::host_tools::registry::agent_may_use(d, agent.as_deref())
+                    })
+                    .map(move |d| pb::tool_list_result::Tool {
+                        category: d.category.clone(),
+                        deferred: d.deferred,
+                        description: d.description.clone(),
+                        name: d.name.clone(),
+                        permission_tag: d.permission.as_str().into(),
+                        provider: provider.clone(),
+                        reason: String::new(),
+                        server: String::new(),
+                        source: "host".into(),
+                        state: "active".into(),
+                    })
+            })
+            .collect()
     }
 
     /// The checkpoints of what tool calls change (issue 20).
@@ -78,13 +136,17 @@ impl Tools {
     /// session's workdir (else the global servers; none while svc-mcp is down), with the
     /// session's `denyExec` refusals.
     pub async fn list(&self, p: pb::ToolListParams) -> Result<pb::ToolListResult> {
-        let (deny_exec, workdir) = match p.session_id.as_deref().filter(|s| !s.is_empty()) {
-            Some(id) => {
-                let session = self.sessions.get(id)?;
-                (session.row().deny_exec, Some(session.workdir()))
-            }
+        let session = match p.session_id.as_deref().filter(|s| !s.is_empty()) {
+            Some(id) => Some(self.sessions.get(id)?),
+            None => None,
+        };
+        let (deny_exec, workdir) = match &session {
+            Some(s) => (s.row().deny_exec, Some(s.workdir())),
             None => (false, None),
         };
+        let host = self.host_entries(session.as_deref());
+        let shadowed: std::collections::HashSet<String> =
+            host.iter().map(|t| t.name.clone()).collect();
         let mcp = self
             .mcp()
             .listed(workdir.as_deref().unwrap_or(Path::new("")))
@@ -96,42 +158,46 @@ impl Tools {
                 String::new()
             }
         };
-        let tools = self
-            .builtin
-            .iter()
-            .map(|t| {
-                let spec = t.spec();
-                let tag = t.permission().as_str();
-                pb::tool_list_result::Tool {
-                    category: t.category().into(),
-                    deferred: false,
-                    description: spec.description,
-                    name: spec.name,
-                    permission_tag: tag.into(),
-                    provider: String::new(),
-                    reason: refusal(tag),
-                    server: String::new(),
-                    source: "builtin".into(),
-                    state: "active".into(),
-                }
-            })
-            .chain(mcp.iter().map(|t| {
-                // Server and tag as listed (the name may be shortened or hashed: never parsed).
-                let spec = t.spec();
-                let tag = t.permission().as_str();
-                pb::tool_list_result::Tool {
-                    category: t.category().into(),
-                    deferred: false,
-                    description: spec.description,
-                    name: spec.name,
-                    permission_tag: tag.into(),
-                    provider: String::new(),
-                    reason: refusal(tag),
-                    server: t.server.clone(),
-                    source: "mcp".into(),
-                    state: "active".into(),
-                }
-            }))
+        let tools = host
+            .into_iter()
+            .chain(
+                self.builtin
+                    .iter()
+                    .filter(|t| !shadowed.contains(t.name()))
+                    .map(|t| {
+                        let spec = t.spec();
+                        let tag = t.permission().as_str();
+                        pb::tool_list_result::Tool {
+                            category: t.category().into(),
+                            deferred: false,
+                            description: spec.description,
+                            name: spec.name,
+                            permission_tag: tag.into(),
+                            provider: String::new(),
+                            reason: refusal(tag),
+                            server: String::new(),
+                            source: "builtin".into(),
+                            state: "active".into(),
+                        }
+                    })
+                    .chain(mcp.iter().map(|t| {
+                        // Server and tag as listed (the name may be shortened or hashed: never parsed).
+                        let spec = t.spec();
+                        let tag = t.permission().as_str();
+                        pb::tool_list_result::Tool {
+                            category: t.category().into(),
+                            deferred: false,
+                            description: spec.description,
+                            name: spec.name,
+                            permission_tag: tag.into(),
+                            provider: String::new(),
+                            reason: refusal(tag),
+                            server: t.server.clone(),
+                            source: "mcp".into(),
+                            state: "active".into(),
+                        }
+                    })),
+            )
             .collect();
         Ok(pb::ToolListResult { tools })
     }

@@ -138,6 +138,22 @@ pub struct ToolContext {
     /// The named agent whose own session runs the call (issue 19): its memory namespace is
     /// `agent:<name>`; `None` elsewhere.
     pub named_agent: Option<String>,
+    /// Facts of the running turn a host tool hands its host (`tool.invoke`); `None`
+    /// outside a turn.
+    pub turn: Option<Arc<TurnFacts>>,
+}
+
+/// What `tool.invoke` tells a host about the turn behind a call (spec 1.22.0–1.25.0).
+#[derive(Debug, Clone, Default)]
+pub struct TurnFacts {
+    /// Who started the running turn: `human`, `agent`, `schedule`, `member` or `system`.
+    pub origin: &'static str,
+    /// The latest message the session's person typed (`userTurn`).
+    pub user_turn: Option<snowpea_proto::session::v1::tool_invoke_params::UserTurn>,
+    /// `agent-switch` while the session is guarded (`session.setAgent{guardTurn}`).
+    pub guard: Option<String>,
+    /// Files attached in the conversation, as `session.attachments` lists them.
+    pub attachments: Vec<snowpea_proto::session::v1::SessionAttachment>,
 }
 
 /// Which files a call may change, for its checkpoint (issue 20), decided before it runs.
@@ -315,6 +331,7 @@ pub(crate) fn test_context(
         turn_id: String::new(),
         call_id: String::new(),
         named_agent: None,
+        turn: None,
     };
     (ctx, rx)
 }

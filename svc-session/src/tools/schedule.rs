@@ -288,6 +288,7 @@ mod tests {
             turn_id: String::new(),
             call_id: String::new(),
             named_agent: None,
+            turn: None,
         };
         let out = tokio::time::timeout(
             Duration::from_secs(15),

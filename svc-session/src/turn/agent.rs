@@ -21,7 +21,7 @@ use crate::provider::{ChatMessage, ModelRequest, Provider, ProviderError, Stream
 use crate::session::Session;
 
 /// What one turn accumulated, for the closing events.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct TurnAccount {
     /// Every answer text of the turn, concatenated (`message.done.text`).
     pub text: String,
@@ -58,6 +58,11 @@ pub(crate) struct TurnAccount {
     pub agent_tools: Option<Vec<String>>,
     /// The name of that definition (for the `tool_inactive` message).
     pub agent_name: Option<String>,
+    /// The host tools of the turn (issue 21; `tool_search` among them when the host has
+    /// deferred tools), listed when the turn starts.
+    pub host_tools: crate::clients::mcp::TurnTools,
+    /// Names of the host tools registered `parallel: "safe"`.
+    pub host_parallel: std::collections::HashSet<String>,
 }
 
 impl TurnAccount {
@@ -427,6 +432,9 @@ impl Turns {
             .tools(std::path::Path::new(&row.workdir))
             .await;
         let command_tools = self.commands.agent_tools(session).await;
+        // Host tools (issue 21): the session's host, waited for when a scheduled run's host
+        // is not connected; deferred ones are offered by name until `tool_search` loads them.
+        let host = self.host_turn_tools(session, t, acc).await;
         // Recall (issue 4): the best memories for the user's message from the project, agent
         // and global namespaces; skipped with a warning when svc-memory is down.
         let recalled = crate::clients::memory::MemoryClient::new(self.home.socket("memory"))
@@ -445,10 +453,19 @@ impl Turns {
             acc.agent_name = profile.definition.as_ref().map(|d| d.name.clone());
             acc.extra_tools.0 = command_tools.clone();
             acc.extra_tools.0.extend(profile.tools.iter().cloned());
-            let turn_tools: Vec<_> = self
-                .tools
-                .builtin()
+            let shadowed: std::collections::HashSet<&str> =
+                acc.host_tools.0.iter().map(|tool| tool.name()).collect();
+            let turn_tools: Vec<_> = acc
+                .host_tools
+                .0
                 .iter()
+                .filter(|tool| !host.deferred.contains(tool.name()))
+                .chain(
+                    self.tools
+                        .builtin()
+                        .iter()
+                        .filter(|tool| !shadowed.contains(tool.name())),
+                )
                 .chain(&acc.mcp_tools.0)
                 .chain(&acc.extra_tools.0)
                 .filter(|tool| acc.tool_allowed(tool.name()))
@@ -456,6 +473,7 @@ impl Turns {
                 .collect();
             let specs: Vec<_> = turn_tools.iter().map(|tool| tool.spec()).collect();
             let mut system = system_prompt::build(&session.row(), &turn_tools);
+            system.push_str(&host.prompt);
             if let Some(persona) = profile.persona() {
                 system.push_str(&persona);
             }
@@ -464,7 +482,7 @@ impl Turns {
             }
             (specs, system)
         };
-        let (mut specs, mut system) = offer(acc, &profile);
+        let (mut base_specs, mut system) = offer(acc, &profile);
         let mut agent_in_force = row.agent.clone();
         // Settings `agent.max_tool_rounds` / `agent.max_tokens` (validated by settings.set;
         // a hand-edited bad value is ignored) win over the service's defaults.
@@ -486,7 +504,7 @@ impl Turns {
                 agent_in_force = now_agent;
                 if let Some(a) = self.agents() {
                     let profile = a.turn_profile(session).await;
-                    (specs, system) = offer(acc, &profile);
+                    (base_specs, system) = offer(acc, &profile);
                     max_tool_rounds = profile.max_rounds().unwrap_or(budget_setting);
                 }
             }
@@ -512,11 +530,13 @@ impl Turns {
             }
             // Notices and steered prompts join before every model call (issue 16).
             self.fold_waiting(session, t, messages);
+            let mut specs = base_specs.clone();
+            specs.extend(host.loaded_specs(&acc.host_tools));
             let request = ModelRequest {
                 model: model.clone(),
                 system: system.clone(),
                 messages: messages.clone(),
-                tools: specs.clone(),
+                tools: specs,
                 max_tokens,
                 effort: chosen.effort.effort.map(str::to_owned),
             };
@@ -557,13 +577,17 @@ impl Turns {
                 }
                 return TurnEnd::Complete;
             }
-            for call in &calls {
-                let outcome = self.tool_call(session, t, call, acc).await;
-                messages.push(
-                    ChatMessage::tool_result(call, outcome.content, !outcome.ok)
-                        .with_images(outcome.images),
-                );
-                if outcome.interrupted {
+            for batch in self.batches(&calls, acc) {
+                let outcomes = self.run_batch(session, t, &batch, acc).await;
+                let mut interrupted = false;
+                for (call, outcome) in batch.iter().zip(outcomes) {
+                    messages.push(
+                        ChatMessage::tool_result(call, outcome.content, !outcome.ok)
+                            .with_images(outcome.images),
+                    );
+                    interrupted |= outcome.interrupted;
+                }
+                if interrupted {
                     return TurnEnd::Interrupted;
                 }
                 if acc.person_denied || acc.denials >= MAX_DENIALS || acc.unattended_denied {

@@ -35,6 +35,7 @@ mod command;
 pub mod handback;
 pub mod history;
 mod hooks;
+mod host_calls;
 pub mod refs;
 pub mod slash;
 pub mod system_prompt;
@@ -185,6 +186,8 @@ pub struct Turns {
     hooks: Arc<crate::hooks::Hooks>,
     /// The agents component (issue 19), attached after both exist ([`Turns::attach_agents`]).
     agents: std::sync::OnceLock<std::sync::Weak<crate::agents::Agents>>,
+    /// Host tools (issue 21), given by [`Turns::with_host_tools`].
+    host_tools: Option<Arc<crate::host_tools::HostTools>>,
 }
 
 impl std::fmt::Debug for Turns {
@@ -226,6 +229,7 @@ impl Turns {
             attachments,
             hooks,
             agents: std::sync::OnceLock::new(),
+            host_tools: None,
         }
     }
 
@@ -238,6 +242,17 @@ impl Turns {
     /// The agents component, once attached.
     pub(crate) fn agents(&self) -> Option<Arc<crate::agents::Agents>> {
         self.agents.get().and_then(std::sync::Weak::upgrade)
+    }
+
+    /// The component with the host tools its turns offer (issue 21).
+    pub fn with_host_tools(mut self, host_tools: Arc<crate::host_tools::HostTools>) -> Self {
+        self.host_tools = Some(host_tools);
+        self
+    }
+
+    /// The host tools component, when given.
+    pub fn host_tools(&self) -> Option<&Arc<crate::host_tools::HostTools>> {
+        self.host_tools.as_ref()
     }
 
     /// Queues a typed session event (committed, then published).

@@ -68,6 +68,78 @@ impl Turns {
         }
     }
 
+    /// The `tool.result` of a host tool (issue 21): its content blocks (images as
+    /// `contentRef`) and the host's meta on the event; a sensitive result is stored as
+    /// `[redacted]` without content, while the model gets the clear output and images.
+    fn host_tool_result(
+        &self,
+        session: &Session,
+        t: &TurnStart,
+        call: &ToolCall,
+        ok: bool,
+        output: String,
+        host: crate::host_tools::HostResult,
+    ) -> Outcome {
+        let stored = if host.sensitive {
+            crate::host_tools::REDACTED.to_owned()
+        } else {
+            output.clone()
+        };
+        let result = pb::ToolResultEvent {
+            turn_id: t.turn_id.clone(),
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            ok,
+            output: stored.clone(),
+            error: (!ok).then(|| stored.clone()),
+            content: host.content,
+            ..Default::default()
+        };
+        match host.meta {
+            Some(meta) => self.log.event_to_with(session, &result, &[("/meta", meta)]),
+            None => self.log.event_to(session, &result),
+        }
+        Outcome {
+            content: output,
+            images: host.images,
+            ok,
+            interrupted: false,
+        }
+    }
+
+    /// What `tool.invoke` tells a host about the turn `t` (spec 1.22.0–1.25.0).
+    fn turn_facts(&self, session: &Session, t: &TurnStart) -> Arc<crate::tools::TurnFacts> {
+        let origin = if session.is_unattended() {
+            "schedule"
+        } else if t.system_reason.is_some() {
+            "system"
+        } else {
+            "human"
+        };
+        // The person's latest typed prompt (remembered when their turn started), `current`
+        // when it started this turn; a schedule's run has none.
+        let user_turn = match (origin, self.host_tools.as_ref()) {
+            ("schedule", _) | (_, None) => None,
+            (_, Some(h)) => h.user_turn(&session.id, &t.turn_id),
+        };
+        let attachments = self
+            .attachments
+            .list(&session.id)
+            .map(|r| r.attachments)
+            .unwrap_or_default();
+        Arc::new(crate::tools::TurnFacts {
+            origin,
+            user_turn,
+            // `agent-switch` while `session.setAgent{guardTurn}` guards the session
+            // (`HostTools::set_guard`).
+            guard: self
+                .host_tools
+                .as_ref()
+                .and_then(|h| h.guard_of(&session.id)),
+            attachments,
+        })
+    }
+
     /// A refused call: a failed `tool.result` and an `error` event with `code`.
     fn denial(
         &self,
@@ -157,10 +229,12 @@ impl Turns {
                 ),
             );
         }
-        let mut found = self
-            .tools
-            .builtin()
+        // Host tools first: a host's `browser_*` tool shadows the daemon's.
+        let mut found = acc
+            .host_tools
+            .0
             .iter()
+            .chain(self.tools.builtin())
             .chain(&acc.mcp_tools.0)
             .chain(&acc.extra_tools.0)
             .find(|tool| tool.name() == call.name)
@@ -205,6 +279,7 @@ impl Turns {
                 .builtin()
                 .iter()
                 .chain(&acc.mcp_tools.0)
+                .chain(&acc.host_tools.0)
                 .map(|tool| tool.name())
                 .collect();
             let msg = format!(
@@ -293,6 +368,8 @@ impl Turns {
                         note,
                         risk: permissions::risk(plan.permission),
                         guard: guarded.then_some(crate::agents::set_agent::GUARD_AGENT_SWITCH),
+                        site: None,
+                        scope_hint: "once",
                     };
                     let resolution = self.approvals.request(session, ask, &t.cancel).await;
                     if !resolution.allow {
@@ -379,6 +456,7 @@ impl Turns {
             turn_id: t.turn_id.clone(),
             call_id: call.id.clone(),
             named_agent: crate::agents::named::named_agent_of(&session.row()),
+            turn: Some(self.turn_facts(session, t)),
         };
         let mut run = tool.run(call.arguments.clone(), ctx);
         let mut seq = 0i64;
@@ -433,9 +511,12 @@ impl Turns {
                 },
             );
         }
+        let mut meta = out.meta;
+        if let Some(host) = crate::host_tools::take_result(&mut meta) {
+            return self.host_tool_result(session, t, call, out.ok, out.content, host);
+        }
         // A tool may ask for a redacted copy of its output to be stored (`ask_user`'s
         // secret answers): the model gets the clear text, the event the redacted one.
-        let mut meta = out.meta;
         let redacted = meta
             .as_object_mut()
             .and_then(|m| m.remove(crate::tools::ask_user::REDACTED_OUTPUT))

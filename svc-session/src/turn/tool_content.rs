@@ -1,7 +1,8 @@
-//! `session.toolContent` (spec; issue 16): the content blocks of a tool result whose images
-//! were kept — MCP image results today (their bytes ride in the stored `tool.result`'s
-//! `meta.images`), host tools later. The last [`KEPT_RESULTS`] results with images per
-//! session answer; any other call id is `not_found`.
+//! `session.toolContent` (spec; issues 16, 21): the content blocks of a tool result whose
+//! images were kept — a host tool's blocks from the host tools' content store (the last
+//! [`crate::host_tools::content::KEPT_RESULTS`] per session, on disk), an MCP image
+//! result's from the stored `tool.result`'s `meta.images` (the last [`KEPT_RESULTS`] per
+//! session). Any other call id is `not_found`.
 
 use serde_json::Value;
 use snowpea_proto::session::v1 as pb;
@@ -20,6 +21,14 @@ impl Turns {
     ) -> Result<pb::SessionToolContentResult> {
         if self.sessions.registry().row(&p.session_id).await?.is_none() {
             return Err(Error::NotFound(format!("no session {:?}", p.session_id)));
+        }
+        if let Some(hosts) = self.host_tools.as_ref() {
+            if let Some(content) = hosts.content(&p.session_id, &p.call_id).await {
+                return Ok(pb::SessionToolContentResult {
+                    call_id: p.call_id,
+                    content,
+                });
+            }
         }
         let results = self.log.of_kinds(&p.session_id, &["tool.result"]).await?;
         let with_images = results.iter().rev().filter_map(|(_, payload)| {

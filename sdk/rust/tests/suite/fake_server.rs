@@ -1,8 +1,8 @@
 //! A tiny fake Snowpea gateway: JSON-RPC 2.0 over tokio-tungstenite on a listener bound by the
 //! test. It answers `system.hello` (token check, `unavailable` while paused), echoes, sleeps,
 //! never answers, fails on request, stores session events so `session.resume` works, plays a
-//! short turn for `session.prompt`, sends server→client requests (`ask`) and can drop every
-//! connection abruptly.
+//! short turn for `session.prompt`, sends server→client requests (`ask`) and notifications
+//! (`push`), records `tool.register` calls, and can drop every connection abruptly.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -51,6 +51,7 @@ struct Data {
     resume_calls: Vec<(String, u64)>,
     notes: Vec<Value>,
     next_session: u64,
+    registers: Vec<Value>,
 }
 
 struct Shared {
@@ -150,6 +151,11 @@ impl FakeServer {
     /// `(sessionId, afterSeq)` of every `session.resume` received.
     pub fn resume_calls(&self) -> Vec<(String, u64)> {
         self.shared.data.lock().unwrap().resume_calls.clone()
+    }
+
+    /// Params of every `tool.register` received.
+    pub fn registers(&self) -> Vec<Value> {
+        self.shared.data.lock().unwrap().registers.clone()
     }
 
     /// Params of every client notification received.
@@ -318,6 +324,19 @@ fn on_message(shared: &Arc<Shared>, conn_id: u64, tx: &mpsc::UnboundedSender<Mes
                 reply(&tx, &id, Ok(params["value"].clone()));
             }
             "never" => {}
+            "push" => {
+                let note = json!({"jsonrpc": "2.0", "method": params["method"], "params": params["params"]});
+                let _ = tx.send(Message::text(note.to_string()));
+                reply(&tx, &id, Ok(json!({"ok": true})));
+            }
+            "tool.register" => {
+                let names: Vec<Value> = params["tools"]
+                    .as_array()
+                    .map(|a| a.iter().map(|t| t["name"].clone()).collect())
+                    .unwrap_or_default();
+                shared.data.lock().unwrap().registers.push(params.clone());
+                reply(&tx, &id, Ok(json!({ "registered": names })));
+            }
             "fail" => {
                 let code = params["code"].as_str().unwrap_or("internal").to_owned();
                 let numeric = if code == "not_found" { -32004 } else { -32000 };

@@ -3,6 +3,7 @@
 mod calls;
 mod fake_server;
 mod handshake;
+mod host_tools;
 mod lifecycle;
 mod reconnect;
 mod requests;

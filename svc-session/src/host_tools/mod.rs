@@ -1,0 +1,408 @@
+//! The `HostTools` component (issue 21; spec `tool.register`, `tool.unregister`,
+//! `tool.invoke`, `tool.progress`, `tool.cancel`, the host side of `session.toolContent`;
+//! capabilities `hostTools`, `hostToolParallel`, `batchedFileTools`, `toolInvokeGuard`).
+//!
+//! A client lends the agent its own tools: [`registry`] keeps each connection's tools
+//! (all-or-nothing validation, dropped at once when the connection closes); a turn offers
+//! the tools of its session's host ([`Hosts::host_of`]: `hostToolsFrom`, else the origin
+//! connection) as [`invoke::HostTool`]s, which go through the same permission pipeline as
+//! a built-in tool and then send `tool.invoke` with a silence deadline ([`invoke`]);
+//! [`parallel`] decides which calls of one model step run side by side; [`content`] keeps
+//! the image-bearing results for `session.toolContent`; [`wait_host`] waits for a
+//! scheduled run's host. It owns no table (registrations live as long as their
+//! connection; kept content is on disk).
+
+pub mod content;
+pub mod deferred;
+pub mod invoke;
+pub mod parallel;
+pub mod registry;
+pub mod wait_host;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, Weak};
+
+use snowpea_common::bus::{BusHub, ConnectionEvent};
+use snowpea_common::context::CallContext;
+use snowpea_common::home::Home;
+use snowpea_proto::rpc::v1::ConnectionInfo;
+use snowpea_proto::session::v1 as pb;
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::approval::Approvals;
+use crate::error::{Error, Result};
+use crate::question::Questions;
+use crate::session::{Registry, Session};
+use crate::tools::Tools;
+pub use invoke::HostTool;
+pub use registry::{Host, HostToolDef, Hosts, Parallel};
+
+/// The internal meta key a host tool's [`crate::tools::ToolOutput`] carries its result in
+/// (content blocks, images, host meta, sensitivity); `turn/tool_call.rs` takes it out
+/// before anything is stored ([`take_result`]).
+pub const HOST_RESULT: &str = "__hostResult";
+
+/// What a sensitive result's output is stored as (`meta.sensitive`).
+pub const REDACTED: &str = "[redacted]";
+
+/// Host meta copied onto `tool.result` up to this many bytes of JSON (addendum 13).
+pub const MAX_META_BYTES: usize = 16 * 1024;
+
+/// What a host answered, as `turn/tool_call.rs` stores and feeds it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostResult {
+    /// Blocks for the `tool.result` event: text inline, images as `contentRef`; empty for
+    /// a sensitive result.
+    pub content: Vec<pb::ContentBlock>,
+    /// Images for the model (vision input).
+    pub images: Vec<crate::provider::ToolImage>,
+    /// The host's `meta` when ≤ [`MAX_META_BYTES`].
+    pub meta: Option<serde_json::Value>,
+    /// `meta.sensitive`: output stored as `[redacted]`, no content kept.
+    pub sensitive: bool,
+}
+
+/// Takes a host tool's result out of a tool output's meta (`None` for other tools).
+pub fn take_result(meta: &mut serde_json::Value) -> Option<HostResult> {
+    let v = meta.as_object_mut()?.remove(HOST_RESULT)?;
+    let blocks = v
+        .get("content")
+        .and_then(serde_json::Value::as_array)
+        .map(|a| a.iter().map(content::block_of).collect())
+        .unwrap_or_default();
+    let images = crate::clients::mcp::images_of(&v);
+    Some(HostResult {
+        content: blocks,
+        images,
+        meta: v.get("meta").filter(|m| !m.is_null()).cloned(),
+        sensitive: v.get("sensitive").and_then(serde_json::Value::as_bool) == Some(true),
+    })
+}
+
+/// One call in flight (see [`invoke`]).
+#[derive(Debug)]
+struct InFlight {
+    connection_id: String,
+    /// `tool.progress` messages of the call (empty = keepalive).
+    progress: tokio::sync::mpsc::UnboundedSender<String>,
+    /// Cancelled when the host connection closes.
+    gone: tokio_util::sync::CancellationToken,
+}
+
+/// The host tools component.
+pub struct HostTools {
+    hub: Arc<BusHub>,
+    sessions: Registry,
+    hosts: Arc<Hosts>,
+    tools: Arc<Tools>,
+    approvals: Arc<Approvals>,
+    questions: Arc<Questions>,
+    calls: Mutex<HashMap<String, InFlight>>,
+    content: content::ContentStore,
+    /// The scheduled run of a session's turn (`tool.invoke.job`), set by `Runs`.
+    jobs: Mutex<HashMap<String, pb::tool_invoke_params::Job>>,
+    /// How long a session's turns wait for its host ([`wait_host`]).
+    waits: Mutex<HashMap<String, std::time::Duration>>,
+    /// Woken on every `tool.register` (a waiting turn re-checks its host).
+    registered: tokio::sync::Notify,
+    /// The latest turn each session's person started (`tool.invoke.userTurn` of later turns).
+    user_turns: Mutex<HashMap<String, pb::tool_invoke_params::UserTurn>>,
+    /// Sessions `session.setAgent{guardTurn}` guards (`tool.invoke.guard`, `toolInvokeGuard`).
+    guarded: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for HostTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostTools").finish_non_exhaustive()
+    }
+}
+
+impl HostTools {
+    /// The component: requests over `hub`, sessions of `sessions`, registrations in
+    /// `hosts` (shared with [`Tools`] for `tool.list`), daemon tool names from `tools`; the
+    /// silence clock pauses while `approvals` or `questions` of the call's session wait.
+    pub fn new(
+        home: &Home,
+        hub: Arc<BusHub>,
+        sessions: Registry,
+        hosts: Arc<Hosts>,
+        tools: Arc<Tools>,
+        approvals: Arc<Approvals>,
+        questions: Arc<Questions>,
+    ) -> Arc<Self> {
+        let me = Arc::new(HostTools {
+            hub,
+            sessions,
+            hosts,
+            tools,
+            approvals,
+            questions,
+            calls: Mutex::new(HashMap::new()),
+            content: content::ContentStore::new(home.root()),
+            jobs: Mutex::new(HashMap::new()),
+            waits: Mutex::new(HashMap::new()),
+            registered: tokio::sync::Notify::new(),
+            guarded: Mutex::new(HashSet::new()),
+            user_turns: Mutex::new(HashMap::new()),
+        });
+        me.watch();
+        me
+    }
+
+    /// The registrations.
+    pub fn hosts(&self) -> &Hosts {
+        &self.hosts
+    }
+
+    fn calls(&self) -> std::sync::MutexGuard<'_, HashMap<String, InFlight>> {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Names of the daemon's own tools (a host may not take them, `browser_*` aside).
+    fn daemon_names(&self) -> HashSet<String> {
+        let mut names: HashSet<String> = self
+            .tools
+            .builtin()
+            .iter()
+            .map(|t| t.name().to_owned())
+            .collect();
+        names.extend(
+            [
+                "session_command_list",
+                "session_command_run",
+                "skill_view",
+                invoke::TOOL_SEARCH,
+            ]
+            .map(str::to_owned),
+        );
+        names
+    }
+
+    /// `tool.register`: validates every entry (all-or-nothing) and adds or replaces them
+    /// for the calling connection.
+    pub fn register(
+        &self,
+        ctx: &CallContext,
+        p: pb::ToolRegisterParams,
+    ) -> Result<pb::ToolRegisterResult> {
+        let conn = caller(ctx)?;
+        let defs = registry::validate(&p.tools, &self.daemon_names())?;
+        let client_id = ctx
+            .client_id
+            .clone()
+            .or_else(|| self.hub.connection(&conn).and_then(|c| c.client_id));
+        let registered = self.hosts.register(&conn, client_id, defs);
+        self.registered.notify_waiters();
+        tracing::info!(connection_id = %conn, tools = registered.len(), "host tools registered");
+        Ok(pb::ToolRegisterResult { registered })
+    }
+
+    /// `tool.unregister`: removes the named tools of the calling connection.
+    pub fn unregister(
+        &self,
+        ctx: &CallContext,
+        p: pb::ToolUnregisterParams,
+    ) -> Result<pb::ToolUnregisterResult> {
+        let conn = caller(ctx)?;
+        let removed = self.hosts.unregister(&conn, &p.names);
+        Ok(pb::ToolUnregisterResult { removed })
+    }
+
+    /// `tool.progress` from the host: re-emitted as the `tool.progress` event and restarts
+    /// the call's silence deadline. Progress for a call that is not in flight, or from a
+    /// connection that is not the call's host, is ignored (it is a notification).
+    pub fn progress(&self, ctx: &CallContext, p: pb::ToolProgressParams) {
+        let calls = self.calls();
+        match calls.get(&p.call_id) {
+            Some(c) if ctx.connection_id.as_deref() == Some(c.connection_id.as_str()) => {
+                let _ = c.progress.send(p.message);
+            }
+            Some(_) => {
+                tracing::warn!(call_id = %p.call_id, "tool.progress from a connection that is not the call's host; ignored")
+            }
+            None => tracing::debug!(call_id = %p.call_id, "tool.progress for no call in flight"),
+        }
+    }
+
+    /// The host tools `session` may call now ([`Hosts::host_of`]), as tools of its turn.
+    pub fn turn_tools(self: &Arc<Self>, session: &Session) -> Vec<Arc<HostTool>> {
+        let Some((conn, host)) = self.hosts.host_of(&self.hub, session) else {
+            return vec![];
+        };
+        let agent = session.row().agent;
+        host.tools
+            .values()
+            .filter(|d| registry::agent_may_use(d, agent.as_deref()))
+            .map(|d| Arc::new(HostTool::new(self.clone(), d.clone(), conn.clone())))
+            .collect()
+    }
+
+    /// Marks `session_id` guarded or not (`session.setAgent{guardTurn}` sets it for the rest
+    /// of the turn and for sessions delegated from it; the person's next prompt clears it).
+    /// While set, every `tool.invoke` of the session carries `guard: "agent-switch"`.
+    pub fn set_guard(&self, session_id: &str, on: bool) {
+        let mut g = self.guarded.lock().unwrap_or_else(|e| e.into_inner());
+        if on {
+            g.insert(session_id.to_owned());
+        } else {
+            g.remove(session_id);
+        }
+    }
+
+    /// Remembers the turn `turn_id` the session's person started with `text`.
+    pub fn remember_user_turn(&self, session_id: &str, turn_id: &str, text: &str) {
+        self.user_turns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                session_id.to_owned(),
+                pb::tool_invoke_params::UserTurn {
+                    current: false,
+                    message_id: turn_id.to_owned(),
+                    steers: vec![],
+                    text: text.to_owned(),
+                },
+            );
+    }
+
+    /// `tool.invoke.userTurn` for a call in turn `turn_id`: the latest turn the session's
+    /// person started (since this process started), `current` when it is this one.
+    pub fn user_turn(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+    ) -> Option<pb::tool_invoke_params::UserTurn> {
+        let mut u = self
+            .user_turns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(session_id)
+            .cloned()?;
+        u.current = u.message_id == turn_id;
+        Some(u)
+    }
+
+    /// `tool.invoke.guard` of `session_id`: `agent-switch` while guarded.
+    pub fn guard_of(&self, session_id: &str) -> Option<String> {
+        self.guarded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(session_id)
+            .then(|| "agent-switch".to_owned())
+    }
+
+    /// Records the scheduled run behind `session_id`'s turns (`tool.invoke.job`).
+    pub fn set_job(&self, session_id: &str, job: pb::tool_invoke_params::Job) {
+        self.jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(session_id.to_owned(), job);
+    }
+
+    fn job_of(&self, session_id: &str) -> Option<pb::tool_invoke_params::Job> {
+        self.jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(session_id)
+            .cloned()
+    }
+
+    /// `session.toolContent` for a host tool result: the kept blocks with image bytes.
+    pub async fn content(
+        self: &Arc<Self>,
+        session_id: &str,
+        call_id: &str,
+    ) -> Option<Vec<pb::ContentBlock>> {
+        let (me, s, c) = (self.clone(), session_id.to_owned(), call_id.to_owned());
+        snowpea_common::db::blocking("session.toolContent", move || {
+            Ok::<_, anyhow::Error>(me.content.get(&s, &c))
+        })
+        .await
+        .ok()
+        .and_then(|r| r.ok())
+        .flatten()
+    }
+
+    /// Forgets a deleted session's kept content, job and host wait.
+    pub fn remove_session(&self, session_id: &str) {
+        self.content.remove_session(session_id);
+        self.forget_run(session_id);
+    }
+
+    /// Forgets a finished run's job and host wait.
+    pub fn forget_run(&self, session_id: &str) {
+        self.user_turns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(session_id);
+        self.jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(session_id);
+        self.waits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(session_id);
+    }
+
+    /// True while an approval or question of `session_id` waits (the silence clock of its
+    /// host calls stops).
+    fn paused(&self, session_id: &str) -> bool {
+        self.approvals.count(Some(session_id)) > 0 || self.questions.count(Some(session_id)) > 0
+    }
+
+    /// A connection closed: its tools are dropped and every call in flight on it fails
+    /// "host gone" at once.
+    fn on_closed(&self, connection_id: &str) {
+        let n = self.hosts.drop_connection(connection_id);
+        let calls = self.calls();
+        for c in calls.values().filter(|c| c.connection_id == connection_id) {
+            c.gone.cancel();
+        }
+        if n > 0 {
+            tracing::info!(
+                connection_id,
+                tools = n,
+                "host connection closed; its tools are dropped"
+            );
+        }
+    }
+
+    fn resync(&self, live: &[ConnectionInfo]) {
+        let live: HashSet<&str> = live.iter().map(|c| c.connection_id.as_str()).collect();
+        for (conn, _) in self.hosts.all() {
+            if !live.contains(conn.as_str()) {
+                self.on_closed(&conn);
+            }
+        }
+    }
+
+    fn watch(self: &Arc<Self>) {
+        let mut events = self.hub.connection_events();
+        let weak: Weak<HostTools> = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                let event = events.recv().await;
+                let Some(me) = weak.upgrade() else { break };
+                match event {
+                    Ok(ConnectionEvent::Closed(id)) => me.on_closed(&id),
+                    Ok(ConnectionEvent::Opened(_)) => {}
+                    Err(RecvError::Lagged(_)) => me.resync(&me.hub.connections()),
+                    Err(RecvError::Closed) => break,
+                }
+            }
+        });
+    }
+}
+
+fn caller(ctx: &CallContext) -> Result<String> {
+    ctx.connection_id.clone().ok_or_else(|| {
+        Error::Unauthorized(
+            "host tools belong to a client connection; call over the gateway".into(),
+        )
+    })
+}
+
+#[cfg(test)]
+#[path = "host_tools_tests.rs"]
+mod tests;
