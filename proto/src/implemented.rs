@@ -20,6 +20,7 @@ pub const IMPLEMENTED: &[&str] = &[
     "audio.speak",
     "audio.transcribe",
     "audio.voices",
+    "backend.set",
     "checkpoint.delete",
     "checkpoint.diff",
     "checkpoint.list",

@@ -10,6 +10,7 @@ use snowpea_common::bus::BusHub;
 use snowpea_common::home::Home;
 
 use crate::approval::Approvals;
+use crate::backend::Backends;
 use crate::checkpoints::Checkpoints;
 use crate::commands::Commands;
 use crate::compaction::Compaction;
@@ -115,6 +116,8 @@ pub struct App {
     pub sampler: Sampler,
     /// `web.search` (the search provider chain).
     pub web: WebSearch,
+    /// `backend.set`: where each session's tools run.
+    pub backends: Backends,
     hub: Arc<BusHub>,
 }
 
@@ -176,6 +179,7 @@ impl App {
             allowlist.clone(),
         ));
         let providers = Providers::new(home.clone(), config.env.clone(), hub.clone());
+        let backends = Backends::new(registry.clone(), events.clone(), mark.clone());
         let sessions = Arc::new(Sessions::new(
             home.clone(),
             store.clone(),
@@ -284,6 +288,7 @@ impl App {
             files: Files::new(registry.clone()),
             sampler,
             web,
+            backends,
             hub,
         }))
     }

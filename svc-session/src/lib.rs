@@ -12,6 +12,7 @@
 pub mod app;
 pub mod approval;
 pub mod attachments;
+pub mod backend;
 pub mod checkpoints;
 pub mod clients;
 pub mod commands;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use snowpea_common::bus::{BusHub, BusService};
 use snowpea_common::service::{serve, ServiceArgs, Services};
 use snowpea_svc_session::rpc::{
-    approval::ApprovalRpc, checkpoint::CheckpointRpc, command::CommandRpc, file::FileRpc,
+    approval::ApprovalRpc, backend::BackendRpc, checkpoint::CheckpointRpc, command::CommandRpc, file::FileRpc,
     llm::LlmRpc, permission::PermissionRpc, provider::ProviderRpc, question::QuestionRpc,
     session::SessionRpc, settings::SettingsRpc, setup::SetupRpc, skill::SkillRpc, tool::ToolRpc,
     usage::UsageRpc, web::WebRpc,
@@ -38,6 +38,7 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(ApprovalRpc::new(app.clone()).into_server())
         .add_service(ToolRpc::new(app.clone()).into_server())
         .add_service(CheckpointRpc::new(app.clone()).into_server())
+        .add_service(BackendRpc::new(app.clone()).into_server())
         .add_service(ProviderRpc::new(app.clone()).into_server())
         .add_service(SettingsRpc::new(app.clone()).into_server())
         .add_service(SettingsRpc::new(app.clone()).into_internal_server())

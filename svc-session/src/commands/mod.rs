@@ -602,7 +602,7 @@ impl Commands {
                 "the {name} tool is not available"
             )));
         };
-        let workdir = session.workdir();
+        let workdir = session.tool_workdir();
         tool.plan(&args, &workdir).map_err(Failure::args)?;
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let ctx = crate::tools::ToolContext {
@@ -615,6 +615,7 @@ impl Commands {
             // A command's tool run is no model call: no turn or call id to report.
             turn_id: String::new(),
             call_id: String::new(),
+            backend: session.backend(),
         };
         let out = tool.run(args, ctx).await;
         if out.ok {

@@ -7,6 +7,7 @@
 //! codes come from the shared call layer in `snowpea_common::calls` (installed by `serve`).
 
 pub mod approval;
+pub mod backend;
 pub mod checkpoint;
 pub mod command;
 pub mod file;

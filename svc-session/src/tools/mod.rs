@@ -135,6 +135,9 @@ pub struct ToolContext {
     pub turn_id: String,
     /// The call's id (`tool.call` `callId`; empty outside a session).
     pub call_id: String,
+    /// Where the call's files and commands are (issue 23): the session's backend. Built-in
+    /// tools touch files and run commands only through it.
+    pub backend: Arc<dyn crate::backend::Backend>,
 }
 
 /// Which files a call may change, for its checkpoint (issue 20), decided before it runs.
@@ -311,6 +314,7 @@ pub(crate) fn test_context(
         mode: String::new(),
         turn_id: String::new(),
         call_id: String::new(),
+        backend: crate::backend::local(),
     };
     (ctx, rx)
 }

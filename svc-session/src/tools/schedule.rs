@@ -285,6 +285,7 @@ mod tests {
             mode: String::new(),
             turn_id: String::new(),
             call_id: String::new(),
+            backend: crate::backend::local(),
         };
         let out = tokio::time::timeout(
             Duration::from_secs(15),

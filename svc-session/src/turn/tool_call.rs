@@ -192,7 +192,8 @@ impl Turns {
             );
             return self.tool_result(session, t, call, false, &msg, Value::Null);
         };
-        let workdir = session.workdir();
+        let backend = session.backend();
+        let workdir = session.tool_workdir();
         let plan = match tool.plan(&call.arguments, &workdir) {
             Ok(p) => p,
             Err(e) => {
@@ -303,7 +304,12 @@ impl Turns {
             return self.interrupted(session, t, call);
         }
 
-        let writes = tool.writes(&call.arguments, &workdir);
+        // Checkpoints capture files on the daemon host: a remote backend's are not theirs.
+        let writes = if backend.kind() == crate::backend::BackendKind::Local {
+            tool.writes(&call.arguments, &workdir)
+        } else {
+            crate::tools::Writes::Nothing
+        };
         let capture = self
             .tools
             .checkpoints()
@@ -319,6 +325,7 @@ impl Turns {
             mode: session.mode().as_str().to_owned(),
             turn_id: t.turn_id.clone(),
             call_id: call.id.clone(),
+            backend,
         };
         let mut run = tool.run(call.arguments.clone(), ctx);
         let mut seq = 0i64;
