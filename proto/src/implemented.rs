@@ -37,6 +37,8 @@ pub const IMPLEMENTED: &[&str] = &[
     "job.schedule",
     "job.update",
     "llm.sample",
+    "lsp.catalog",
+    "lsp.status",
     "mcp.add",
     "mcp.catalog",
     "mcp.list",

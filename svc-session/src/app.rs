@@ -49,6 +49,8 @@ pub struct AppConfig {
     pub output_cap: usize,
     /// Longest wait for the next streamed item of a model call before the turn fails.
     pub provider_idle_timeout: Duration,
+    /// Language-server timings (idle stop, `initialize`, diagnostics wait).
+    pub lsp_times: crate::lsp::LspTimes,
 }
 
 impl std::fmt::Debug for AppConfig {
@@ -70,6 +72,7 @@ impl AppConfig {
             max_tool_rounds: 200,
             output_cap: 64 * 1024,
             provider_idle_timeout: Duration::from_secs(300),
+            lsp_times: crate::lsp::LspTimes::default(),
         }
     }
 }
@@ -118,6 +121,8 @@ pub struct App {
     pub web: WebSearch,
     /// `backend.set`: where each session's tools run.
     pub backends: Backends,
+    /// `lsp.catalog`, `lsp.status`: the language servers.
+    pub lsp: Arc<crate::lsp::Lsp>,
     hub: Arc<BusHub>,
 }
 
@@ -158,12 +163,14 @@ impl App {
             store.clone(),
             registry.clone(),
         ));
+        let lsp = crate::lsp::Lsp::new(home.clone(), Some(mark.clone()), config.lsp_times);
         let tools = Arc::new(Tools::open(
             &home,
             &mark,
             registry.clone(),
             checkpoints.clone(),
             questions.clone(),
+            lsp.clone(),
         ));
         let allowlist = Arc::new(Allowlist::new(
             home.clone(),
@@ -289,6 +296,7 @@ impl App {
             sampler,
             web,
             backends,
+            lsp,
             hub,
         }))
     }

@@ -21,6 +21,7 @@ pub mod error;
 pub mod events;
 pub mod file;
 pub mod llm;
+pub mod lsp;
 pub mod models;
 pub mod permission;
 pub mod permissions;
@@ -53,6 +54,7 @@ pub const CAPABILITIES: &[&str] = &[
     "commands",
     "llmSample",
     "webSearch",
+    "lsp",
 ];
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use snowpea_common::bus::{BusHub, BusService};
 use snowpea_common::service::{serve, ServiceArgs, Services};
 use snowpea_svc_session::rpc::{
     approval::ApprovalRpc, backend::BackendRpc, checkpoint::CheckpointRpc, command::CommandRpc, file::FileRpc,
-    llm::LlmRpc, permission::PermissionRpc, provider::ProviderRpc, question::QuestionRpc,
+    llm::LlmRpc, lsp::LspRpc, permission::PermissionRpc, provider::ProviderRpc, question::QuestionRpc,
     session::SessionRpc, settings::SettingsRpc, setup::SetupRpc, skill::SkillRpc, tool::ToolRpc,
     usage::UsageRpc, web::WebRpc,
 };
@@ -50,6 +50,7 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(UsageRpc::new(app.clone()).into_server())
         .add_service(FileRpc::new(app.clone()).into_server())
         .add_service(LlmRpc::new(app.clone()).into_server())
+        .add_service(LspRpc::new(app.clone()).into_server())
         .add_service(WebRpc::new(app.clone()).into_server())
         .add_service(
             snowpea_svc_session::rpc::internal::InternalRpc::new(app.clone()).into_server(),

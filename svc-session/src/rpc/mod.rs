@@ -13,6 +13,7 @@ pub mod command;
 pub mod file;
 pub mod internal;
 pub mod llm;
+pub mod lsp;
 pub mod permission;
 pub mod provider;
 pub mod question;

@@ -11,6 +11,7 @@ use snowpea_proto::session::v1 as pb;
 
 use super::Tool;
 use crate::checkpoints::Checkpoints;
+use crate::lsp::Lsp;
 use crate::clients::mcp::McpClient;
 use crate::error::Result;
 use crate::question::Questions;
@@ -22,6 +23,7 @@ pub struct Tools {
     sessions: Registry,
     builtin: Vec<Arc<dyn Tool>>,
     checkpoints: Arc<Checkpoints>,
+    lsp: Arc<Lsp>,
 }
 
 impl std::fmt::Debug for Tools {
@@ -43,6 +45,7 @@ impl Tools {
         sessions: Registry,
         checkpoints: Arc<Checkpoints>,
         questions: Arc<Questions>,
+        lsp: Arc<Lsp>,
     ) -> Self {
         let mut builtin = super::builtin(mark);
         builtin.push(Arc::new(super::ask_user::AskUser::new(
@@ -51,12 +54,19 @@ impl Tools {
         )));
         builtin.extend(super::memory::for_home(home));
         builtin.extend(super::schedule::for_home(home));
+        builtin.extend(crate::lsp::tools::all(&lsp));
         Tools {
             home: home.clone(),
             sessions,
             builtin,
             checkpoints,
+            lsp,
         }
+    }
+
+    /// The language servers (diagnostics after edits, the `lsp_*` tools).
+    pub fn lsp(&self) -> &Arc<Lsp> {
+        &self.lsp
     }
 
     /// The checkpoints of what tool calls change (issue 20).
@@ -78,13 +88,23 @@ impl Tools {
     /// session's workdir (else the global servers; none while svc-mcp is down), with the
     /// session's `denyExec` refusals.
     pub async fn list(&self, p: pb::ToolListParams) -> Result<pb::ToolListResult> {
-        let (deny_exec, workdir) = match p.session_id.as_deref().filter(|s| !s.is_empty()) {
-            Some(id) => {
-                let session = self.sessions.get(id)?;
-                (session.row().deny_exec, Some(session.workdir()))
-            }
-            None => (false, None),
-        };
+        let (deny_exec, workdir, backend) =
+            match p.session_id.as_deref().filter(|s| !s.is_empty()) {
+                Some(id) => {
+                    let session = self.sessions.get(id)?;
+                    (
+                        session.row().deny_exec,
+                        Some(session.workdir()),
+                        session.backend().kind(),
+                    )
+                }
+                None => (false, None, crate::backend::BackendKind::Local),
+            };
+        let lsp_off = crate::lsp::tools::inactive_reason(
+            &self.lsp,
+            backend,
+            workdir.as_deref().unwrap_or(Path::new("")),
+        );
         let mcp = self
             .mcp()
             .listed(workdir.as_deref().unwrap_or(Path::new("")))
@@ -102,6 +122,7 @@ impl Tools {
             .map(|t| {
                 let spec = t.spec();
                 let tag = t.permission().as_str();
+                let inactive = lsp_off.as_ref().filter(|_| t.category() == "lsp");
                 pb::tool_list_result::Tool {
                     category: t.category().into(),
                     deferred: false,
@@ -109,10 +130,10 @@ impl Tools {
                     name: spec.name,
                     permission_tag: tag.into(),
                     provider: String::new(),
-                    reason: refusal(tag),
+                    reason: inactive.cloned().unwrap_or_else(|| refusal(tag)),
                     server: String::new(),
                     source: "builtin".into(),
-                    state: "active".into(),
+                    state: if inactive.is_some() { "inactive" } else { "active" }.into(),
                 }
             })
             .chain(mcp.iter().map(|t| {

@@ -193,6 +193,7 @@ impl Turns {
             return self.tool_result(session, t, call, false, &msg, Value::Null);
         };
         let backend = session.backend();
+        let backend_kind = backend.kind();
         let workdir = session.tool_workdir();
         let plan = match tool.plan(&call.arguments, &workdir) {
             Ok(p) => p,
@@ -317,7 +318,7 @@ impl Turns {
             .await;
         let (progress, mut chunks) = mpsc::unbounded_channel();
         let ctx = ToolContext {
-            workdir,
+            workdir: workdir.clone(),
             progress,
             cancel: t.cancel.child_token(),
             output_cap: self.limits.output_cap,
@@ -362,9 +363,30 @@ impl Turns {
                 .after_call(session, &t.turn_id, &t.text, capture)
                 .await;
         }
-        let Some(out) = output else {
+        let Some(mut out) = output else {
             return self.interrupted(session, t, call);
         };
+        // Diagnostics of the written file (issue 23): appended to the result and emitted.
+        if out.ok && backend_kind == crate::backend::BackendKind::Local {
+            if let Some(diff) = out.diff.as_ref().filter(|_| call.name == "write_file" || call.name == "edit_file") {
+                let file = workdir.join(&diff.path);
+                if let Ok(text) = tokio::fs::read_to_string(&file).await {
+                    if let Some(r) = self.tools.lsp().after_write(&workdir, &file, &diff.path, &text).await {
+                        out.content.push_str(&r.text);
+                        self.event(
+                            session,
+                            &pb::LspDiagnosticsEvent {
+                                path: diff.path.clone(),
+                                count: r.count as i64,
+                                errors: r.errors as i64,
+                                warnings: r.warnings as i64,
+                                ..Default::default()
+                            },
+                        );
+                    }
+                }
+            }
+        }
         if let Some(diff) = &out.diff {
             self.event(
                 session,
