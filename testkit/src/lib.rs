@@ -6,6 +6,7 @@
 //!   hands out channels; SIGKILLs it on drop and prints its log when the test failed;
 //! * [`CheckedTask`]: a background task (a stream reader, a callback) whose panic fails the
 //!   test instead of vanishing with the task;
+//! * [`fake_lsp`]: a fake stdio language server (crash, never answering, diagnostics);
 //! * [`sshd::Sshd`]: a real OpenSSH server on loopback with temp keys (execution backends);
 //! * [`suite`]: the whole suite (`snowpea supervisor start`) on a temp home with connected
 //!   clients, for `snowpea-e2e`.
@@ -15,6 +16,7 @@
 //! Cargo (`env!("CARGO_BIN_EXE_…")`).
 
 mod eventually;
+pub mod fake_lsp;
 mod process;
 pub mod sshd;
 pub mod suite;

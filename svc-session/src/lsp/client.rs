@@ -307,7 +307,11 @@ impl Client {
                 }
             }
         };
-        let _ = tokio::time::timeout(wait, fresh).await;
+        // Bounded, and cut short when the server exits meanwhile.
+        tokio::select! {
+            _ = tokio::time::timeout(wait, fresh) => {}
+            _ = self.wait_exit() => {}
+        }
         lock(&self.diagnostics).get(&uri).map(|(_, d)| d.clone())
     }
 

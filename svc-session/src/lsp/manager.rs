@@ -273,6 +273,15 @@ impl Lsp {
                     match (&st.state, &st.client) {
                         (State::Broken, _) => return None,
                         (State::Ready, Some(c)) if !c.has_exited() => return Some(c.clone()),
+                        (State::Ready, Some(_)) => {
+                            // It crashed and its watcher has not seen it yet: count it here.
+                            st.failures += 1;
+                            st.client = None;
+                            if st.failures >= 2 {
+                                st.state = State::Broken;
+                                return None;
+                            }
+                        }
                         _ => {}
                     }
                     st.state = State::Starting;
