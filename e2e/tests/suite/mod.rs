@@ -1,6 +1,7 @@
 mod allowlist;
 mod approvals;
 mod audio;
+mod backends;
 mod chat;
 mod checkpoints;
 mod commands;
@@ -13,6 +14,7 @@ mod info;
 mod interactive;
 mod jsonrpc;
 mod lifecycle;
+mod lsp;
 mod mcp;
 mod memory;
 mod onboarding_tools;

@@ -4,7 +4,8 @@
 //! * `lsp.disabled`: ids of servers not to start;
 //! * `lsp.servers`: `{ "<id>": { "command": [argv…], "extensions": [".x"], "languageIds":
 //!   ["x"], "rootMarkers": ["file"], "disabled": bool } }` adds a server or overrides fields
-//!   of a built-in one.
+//!   of a built-in one;
+//! * `lsp.diagnosticsWaitSeconds` (default 5, at most 120): the wait for diagnostics after an edit.
 //!
 //! A server's binary is looked up on `PATH` and spawned from its argv, never through a shell.
 
@@ -89,6 +90,8 @@ pub struct Catalog {
     pub enabled: bool,
     /// Every server, built-in ones first; `disabled` already reflects `lsp.disabled`.
     pub servers: Vec<ServerDef>,
+    /// `lsp.diagnosticsWaitSeconds`: how long an edit waits for diagnostics, when set.
+    pub diagnostics_wait: Option<std::time::Duration>,
 }
 
 fn strings(v: Option<&Value>) -> Option<Vec<String>> {
@@ -151,7 +154,15 @@ impl Catalog {
                 }
             }
         }
-        Catalog { enabled, servers }
+        let diagnostics_wait = get("lsp.diagnosticsWaitSeconds")
+            .and_then(Value::as_f64)
+            .filter(|s| *s > 0.0 && *s <= 120.0)
+            .map(std::time::Duration::from_secs_f64);
+        Catalog {
+            enabled,
+            servers,
+            diagnostics_wait,
+        }
     }
 
     /// The enabled servers for `path` (by extension).

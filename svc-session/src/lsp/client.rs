@@ -21,6 +21,15 @@ use tokio::sync::{oneshot, watch};
 /// Longest wait for the `initialize` answer.
 pub const INIT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Where a document stood when it was sent ([`Client::sync`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Synced {
+    /// The publish counter before the change.
+    pub before: u64,
+    /// The document's version sent.
+    pub version: i32,
+}
+
 /// A running server.
 pub struct Client {
     child: Mutex<Child>,
@@ -29,7 +38,7 @@ pub struct Client {
     next_id: AtomicI32,
     pending: Arc<Mutex<HashMap<RequestId, oneshot::Sender<Response>>>>,
     /// Latest diagnostics per document URI, with a counter of publishes.
-    diagnostics: Arc<Mutex<HashMap<String, (u64, Vec<Diagnostic>)>>>,
+    diagnostics: Arc<Mutex<HashMap<String, (u64, Option<i32>, Vec<Diagnostic>)>>>,
     published: watch::Sender<u64>,
     /// Open documents and their version.
     versions: Mutex<HashMap<String, i32>>,
@@ -101,7 +110,7 @@ impl Client {
             })?;
         let pending: Arc<Mutex<HashMap<RequestId, oneshot::Sender<Response>>>> =
             Arc::default();
-        let diagnostics: Arc<Mutex<HashMap<String, (u64, Vec<Diagnostic>)>>> = Arc::default();
+        let diagnostics: Arc<Mutex<HashMap<String, (u64, Option<i32>, Vec<Diagnostic>)>>> = Arc::default();
         let (published, _) = watch::channel(0u64);
         let (exited_tx, exited) = watch::channel(false);
         {
@@ -130,7 +139,7 @@ impl Client {
                                     // so a waiter woken by it finds the entry.
                                     let seq = *published.borrow() + 1;
                                     lock(&diagnostics)
-                                        .insert(p.uri.to_string(), (seq, p.diagnostics));
+                                        .insert(p.uri.to_string(), (seq, p.version, p.diagnostics));
                                     published.send_modify(|n| *n = seq);
                                 }
                             }
@@ -253,18 +262,20 @@ impl Client {
     }
 
     /// Opens `path` (first time) or sends its full new `text` (`didChange` + `didSave`).
-    /// Returns the publish counter before the change, for [`Client::diagnostics`].
-    pub fn sync(&self, path: &Path, language_id: &str, text: &str) -> u64 {
+    /// Returns the publish counter before the change and the document version, for
+    /// [`Client::diagnostics`].
+    pub fn sync(&self, path: &Path, language_id: &str, text: &str) -> Synced {
         let before = *self.published.borrow();
         let uri = uri_of(path);
         let mut versions = lock(&self.versions);
-        match versions.get_mut(&uri) {
+        let version = match versions.get_mut(&uri) {
             None => {
                 versions.insert(uri.clone(), 1);
                 self.notify(
                     "textDocument/didOpen",
                     json!({"textDocument": {"uri": uri, "languageId": language_id, "version": 1, "text": text}}),
                 );
+                1
             }
             Some(v) => {
                 *v += 1;
@@ -276,9 +287,10 @@ impl Client {
                     "textDocument/didSave",
                     json!({"textDocument": {"uri": uri}, "text": text}),
                 );
+                *v
             }
-        }
-        before
+        };
+        Synced { before, version }
     }
 
     /// True when `path` is open on the server.
@@ -288,7 +300,12 @@ impl Client {
 
     /// The diagnostics of `path` published after the counter was `since`, waiting at most
     /// `wait`; then whatever is known (possibly older, possibly none).
-    pub async fn diagnostics(&self, path: &Path, since: u64, wait: Duration) -> Option<Vec<Diagnostic>> {
+    pub async fn diagnostics(
+        &self,
+        path: &Path,
+        since: Synced,
+        wait: Duration,
+    ) -> Option<Vec<Diagnostic>> {
         let uri = uri_of(path);
         let mut rx = self.published.subscribe();
         let fresh = {
@@ -297,8 +314,12 @@ impl Client {
             async move {
                 loop {
                     rx.borrow_and_update();
-                    if lock(&diags).get(&uri).is_some_and(|(seq, _)| *seq > since) {
-                        // A publish for this file after the change.
+                    let fresh = lock(&diags).get(&uri).is_some_and(|(seq, version, _)| {
+                        *seq > since.before && version.is_none_or(|v| v >= since.version)
+                    });
+                    if fresh {
+                        // A publish for this file after the change (of its version, when the
+                        // server says which).
                         return;
                     }
                     if rx.changed().await.is_err() {
@@ -312,7 +333,7 @@ impl Client {
             _ = tokio::time::timeout(wait, fresh) => {}
             _ = self.wait_exit() => {}
         }
-        lock(&self.diagnostics).get(&uri).map(|(_, d)| d.clone())
+        lock(&self.diagnostics).get(&uri).map(|(_, _, d)| d.clone())
     }
 
     /// Asks the server to shut down, then kills it.

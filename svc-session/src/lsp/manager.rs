@@ -386,10 +386,14 @@ impl Lsp {
         if clients.is_empty() {
             return None;
         }
+        let wait = self
+            .catalog_for(Some(workdir))
+            .diagnostics_wait
+            .unwrap_or(self.times.diagnostics);
         let mut all: Vec<Diagnostic> = Vec::new();
         for (c, lang) in clients {
             let since = c.sync(path, &lang, text);
-            if let Some(d) = c.diagnostics(path, since, self.times.diagnostics).await {
+            if let Some(d) = c.diagnostics(path, since, wait).await {
                 all.extend(d);
             }
         }
