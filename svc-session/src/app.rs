@@ -187,6 +187,8 @@ impl App {
         ));
         let providers = Providers::new(home.clone(), config.env.clone(), hub.clone());
         let backends = Backends::new(registry.clone(), events.clone(), mark.clone());
+        // Containers of a docker backend a stopped svc-session of this home left (issue 23).
+        tokio::spawn(crate::backend::docker::remove_leftovers(mark.clone()));
         let sessions = Arc::new(Sessions::new(
             home.clone(),
             store.clone(),
@@ -304,6 +306,18 @@ impl App {
     /// The bus hub notifications and server→client requests go through.
     pub fn hub(&self) -> &Arc<BusHub> {
         &self.hub
+    }
+
+    /// On a clean stop: closes every session's backend (ssh connections, containers) and
+    /// stops the language servers (issue 23). Bounded by each backend's own timeouts.
+    pub async fn shutdown(&self) {
+        for session in self.sessions.registry().all() {
+            session
+                .replace_backend(crate::backend::local())
+                .close()
+                .await;
+        }
+        self.lsp.shutdown().await;
     }
 
     /// Waits until every event and write queued so far is committed and published.

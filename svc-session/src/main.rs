@@ -57,6 +57,7 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         )
         .add_service(BusService::new(hub).into_server());
     serve("session", &args.socket, services, std::future::pending()).await?;
+    app.shutdown().await;
     app.flush().await?;
     Ok(())
 }

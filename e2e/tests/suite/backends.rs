@@ -211,3 +211,74 @@ async fn ssh_backend_runs_every_tool_refuses_unknown_keys_and_reconnects() {
         }
     }
 }
+
+/// The test image (`.ci/run` imports it from a busybox root file system) when a Docker
+/// Engine answers (`DOCKER_HOST` or the local socket); `None` after a `SKIP:` line.
+fn docker_image() -> Option<String> {
+    let image = std::env::var("SNOWPEA_TEST_DOCKER_IMAGE")
+        .unwrap_or_else(|_| "snowpea-test:busybox".into());
+    let ok = std::process::Command::new("docker")
+        .args(["image", "inspect", &image])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        snowpea_common::test_deps::missing(
+            "a Docker Engine with the test image",
+            "apt-get install docker.io; dockerd; docker import of a busybox rootfs (.ci/run does it)",
+        );
+        return None;
+    }
+    Some(image)
+}
+
+fn container_exists(name: &str) -> bool {
+    std::process::Command::new("docker")
+        .args(["container", "inspect", name])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[tokio::test]
+async fn docker_backend_runs_tools_in_the_session_container_removed_on_close() {
+    let Some(image) = docker_image() else {
+        return;
+    };
+    let script = json!({
+        "steps": [
+            {"match": "in the container", "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "made.txt", "content": "from the container\n"}},
+                {"name": "read_file", "arguments": {"path": "made.txt"}},
+                {"name": "shell", "arguments": {"command": "cat /proc/1/cmdline | tr '\\0' ' '; pwd"}},
+                {"name": "grep", "arguments": {"pattern": "container"}}
+            ]}
+        ],
+        "default": {"text": "ok"}
+    });
+    let suite = Suite::start_with(SuiteOptions {
+        script: Some(script),
+        ..Default::default()
+    })
+    .await;
+    let client = suite.client().await;
+    let work = std::fs::canonicalize(suite.workdir.path()).unwrap().join("dock");
+    std::fs::create_dir_all(&work).unwrap();
+    let sid = client.create_session(&work, Some("auto")).await.unwrap();
+    let r = client
+        .call("backend.set", json!({"sessionId": sid, "kind": "docker", "config": {"image": image}}))
+        .await
+        .unwrap();
+    assert_eq!(r["ok"], json!(true));
+    let got = results(&client, &sid, "in the container").await;
+    for (name, ok, output) in &got {
+        assert!(ok, "{name}: {output}");
+    }
+    assert!(got[2].2.contains("sleep infinity"), "{got:?}");
+    assert!(got[2].2.contains(&work.display().to_string()), "the workdir at the same path: {got:?}");
+    // The workdir is bind-mounted: the file is on the host too.
+    assert_eq!(std::fs::read_to_string(work.join("made.txt")).unwrap(), "from the container\n");
+    let id8: String = sid.trim_start_matches("s_").chars().filter(|c| c.is_ascii_alphanumeric()).take(8).collect();
+    let name = format!("snowpea-{id8}");
+    assert!(container_exists(&name), "{name}");
+    client.call("session.close", json!({"sessionId": sid})).await.unwrap();
+    assert!(!container_exists(&name), "removed when the session closed");
+}

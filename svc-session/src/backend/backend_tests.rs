@@ -294,3 +294,122 @@ async fn ssh_runs_every_builtin_tool_refuses_unknown_keys_and_reconnects() {
     assert!(out.ok, "{}", out.content);
     unchecked.close().await;
 }
+
+/// The test image (`.ci/run` imports it from a local busybox root file system: no registry
+/// is reachable) and whether an engine answers; `None` after a `SKIP:` line.
+async fn docker_image() -> Option<String> {
+    let image = std::env::var("SNOWPEA_TEST_DOCKER_IMAGE").unwrap_or_else(|_| "snowpea-test:busybox".into());
+    let ok = match bollard::Docker::connect_with_defaults() {
+        Ok(d) => matches!(
+            tokio::time::timeout(Duration::from_secs(5), d.inspect_image(&image)).await,
+            Ok(Ok(_))
+        ),
+        Err(_) => false,
+    };
+    if !ok {
+        snowpea_common::test_deps::missing(
+            "a Docker Engine with the test image",
+            "apt-get install docker.io; dockerd; docker import of a busybox rootfs (.ci/run does it)",
+        );
+        return None;
+    }
+    Some(image)
+}
+
+#[tokio::test]
+async fn docker_runs_every_builtin_tool_in_the_session_container() {
+    let Some(image) = docker_image().await else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    seed(tmp.path());
+    let wd = std::fs::canonicalize(tmp.path()).unwrap();
+    let sid = format!("s_{}", uuid::Uuid::new_v4().simple());
+    let name = docker::container_name(&sid);
+    let cfg = match config::parse("docker", &json!({"image": image})).unwrap() {
+        BackendConfig::Docker(c) => c,
+        other => panic!("{other:?}"),
+    };
+    let backend = docker::Docker::create(cfg, &sid, wd.clone(), Some("snowpea-test".into()));
+    for tool in tools::builtin("") {
+        let (args, expect) = case(tool.name());
+        let out = run(&backend, tool.name(), args).await;
+        assert!(out.ok, "{}: {}", tool.name(), out.content);
+        assert!(out.content.contains(expect), "{}: {}", tool.name(), out.content);
+    }
+    assert_eq!(std::fs::read_to_string(wd.join("sub/new.txt")).unwrap(), "written\n");
+    // The command ran in the container named after the session.
+    let out = run(&backend, "shell", json!({"command": "hostname; cat /proc/1/cmdline | tr '\\0' ' '"})).await;
+    assert!(out.content.contains("sleep infinity"), "{}", out.content);
+    let out = run(&backend, "shell", json!({"command": "sleep 30", "timeout": 0.5})).await;
+    assert_eq!(out.meta["exitCode"], json!(124), "{}", out.content);
+    let out = run(&backend, "shell", json!({"command": "exit 3"})).await;
+    assert_eq!(out.meta["exitCode"], json!(3), "{}", out.content);
+    let engine = bollard::Docker::connect_with_defaults().unwrap();
+    assert!(engine.inspect_container(&name, None::<bollard::query_parameters::InspectContainerOptions>).await.is_ok());
+    backend.close().await;
+    assert!(engine.inspect_container(&name, None::<bollard::query_parameters::InspectContainerOptions>).await.is_err(), "removed on close");
+
+    // No fallback to local: a missing image fails the call with the reason.
+    let cfg = match config::parse("docker", &json!({"image": "snowpea-no-such-image:1"})).unwrap() {
+        BackendConfig::Docker(c) => c,
+        other => panic!("{other:?}"),
+    };
+    let missing = docker::Docker::create(cfg, &sid, wd.clone(), None);
+    let out = run(&missing, "shell", json!({"command": "echo local"})).await;
+    assert!(!out.ok);
+    assert!(out.content.contains("snowpea-no-such-image"), "{}", out.content);
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+/// docs/PERFORMANCE.md "Execution backends": per-call time of `read_file` and
+/// `shell echo` on each backend. Run with
+/// `cargo test -p snowpea-svc-session --lib bench_backend_overhead -- --ignored --nocapture`
+/// (needs sshd, and a Docker Engine with the test image for the docker row).
+#[tokio::test]
+#[ignore = "benchmark: prints figures, asserts nothing about time"]
+async fn bench_backend_overhead() {
+    let tmp = tempfile::tempdir().unwrap();
+    seed(tmp.path());
+    let wd = std::fs::canonicalize(tmp.path()).unwrap();
+    let sshd = Sshd::start();
+    let mut backends: Vec<(&str, Arc<dyn Backend>)> = vec![("local", Arc::new(local::Local::new(Some(wd.clone()))))];
+    if let Some(sshd) = &sshd {
+        backends.push(("ssh", ssh_backend(sshd, &wd, json!(sshd.known_hosts()))));
+    }
+    if let Some(image) = docker_image().await {
+        let cfg = match config::parse("docker", &json!({"image": image})).unwrap() {
+            BackendConfig::Docker(c) => c,
+            other => panic!("{other:?}"),
+        };
+        backends.push(("docker", docker::Docker::create(cfg, "s_benchmark0", wd.clone(), None)));
+    }
+    const N: usize = 40;
+    for (name, backend) in &backends {
+        for (tool, args) in [
+            ("read_file", json!({"path": "a.txt"})),
+            ("shell", json!({"command": "echo hi"})),
+        ] {
+            for _ in 0..3 {
+                assert!(run(backend, tool, args.clone()).await.ok);
+            }
+            let mut ms = Vec::new();
+            for _ in 0..N {
+                let t = std::time::Instant::now();
+                let out = run(backend, tool, args.clone()).await;
+                ms.push(t.elapsed().as_secs_f64() * 1000.0);
+                assert!(out.ok, "{}", out.content);
+            }
+            ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            println!(
+                "BENCH {name:6} {tool:9} p50 {:7.2} ms  p90 {:7.2} ms  (n={N})",
+                percentile(&ms, 0.5),
+                percentile(&ms, 0.9)
+            );
+        }
+        backend.close().await;
+    }
+}

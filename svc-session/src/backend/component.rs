@@ -45,7 +45,7 @@ impl Backends {
             .unwrap_or(serde_json::Value::Null);
         let parsed = config::parse(&p.kind, &cfg)?;
         let kind = parsed.kind();
-        let backend = self.build(parsed).await?;
+        let backend = self.build(parsed, &session).await?;
         let old = session.replace_backend(backend);
         old.close().await;
         self.events
@@ -62,14 +62,23 @@ impl Backends {
         Ok(OkResult { ok: true })
     }
 
-    async fn build(&self, cfg: BackendConfig) -> Result<Arc<dyn Backend>> {
+    async fn build(
+        &self,
+        cfg: BackendConfig,
+        session: &crate::session::Session,
+    ) -> Result<Arc<dyn Backend>> {
         Ok(match cfg {
             BackendConfig::Local { workdir } => Arc::new(local::Local::new(workdir)),
             BackendConfig::Ssh(c) => Arc::new(
                 ssh::Ssh::new(c, Some(self.mark.clone()))
                     .map_err(|e| Error::Internal(anyhow::anyhow!("ssh backend: {e}")))?,
             ),
-            BackendConfig::Docker(c) => super::docker::Docker::create(c, Some(self.mark.clone()))?,
+            BackendConfig::Docker(c) => super::docker::Docker::create(
+                c,
+                &session.id,
+                session.workdir(),
+                Some(self.mark.clone()),
+            ),
         })
     }
 }

@@ -166,3 +166,45 @@ fn catalog_has_the_reference_servers_and_settings_change_it() {
     let c = Catalog::from_settings(&json!({"lsp": {"enabled": false}}));
     assert!(c.for_file(Path::new("/x/a.rs")).is_empty());
 }
+
+/// docs/PERFORMANCE.md "Language servers": time from an edit to its diagnostics with
+/// pyright (`npm ci --prefix e2e/tests/lsp-servers` first). Run with
+/// `cargo test -p snowpea-svc-session --lib bench_edit_to_diagnostics -- --ignored --nocapture`.
+#[tokio::test]
+#[ignore = "benchmark: prints figures, asserts nothing about time"]
+async fn bench_edit_to_diagnostics() {
+    let pyright = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../e2e/tests/lsp-servers/node_modules/.bin/pyright-langserver");
+    assert!(pyright.exists(), "npm ci --prefix e2e/tests/lsp-servers");
+    let tmp = tempfile::tempdir().unwrap();
+    let home = Home::new(tmp.path().join("home"));
+    home.ensure_dirs().unwrap();
+    let settings = json!({"lsp": {"servers": {"pyright": {"command": [pyright.display().to_string(), "--stdio"]}}, "diagnosticsWaitSeconds": 60}});
+    std::fs::write(home.settings_path(), settings.to_string()).unwrap();
+    let work = std::fs::canonicalize(tmp.path()).unwrap().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let lsp = Lsp::new(home, None, LspTimes::default());
+    let path = work.join("main.py");
+    let mut ms = Vec::new();
+    for i in 0..21 {
+        let text = if i % 2 == 0 { format!("x: int = \"{i}\"\n") } else { format!("x: int = {i}\n") };
+        std::fs::write(&path, &text).unwrap();
+        let t = std::time::Instant::now();
+        let r = lsp.after_write(&work, &path, "main.py", &text).await.unwrap();
+        let took = t.elapsed().as_secs_f64() * 1000.0;
+        assert_eq!(r.errors, if i % 2 == 0 { 1 } else { 0 }, "{r:?}");
+        if i == 0 {
+            println!("BENCH lsp cold (start + initialize + first diagnostics) {took:8.1} ms");
+        } else {
+            ms.push(took);
+        }
+    }
+    ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    println!(
+        "BENCH lsp warm edit → diagnostics p50 {:7.1} ms  p90 {:7.1} ms  (n={})",
+        ms[ms.len() / 2],
+        ms[(ms.len() - 1) * 9 / 10],
+        ms.len()
+    );
+    lsp.shutdown().await;
+}

@@ -193,7 +193,7 @@ fn group_gone(pgid: Pid) -> bool {
 }
 
 /// Captured output: everything up to `cap`, then the first and the last `cap / 2` bytes.
-struct Capture {
+pub(crate) struct Capture {
     cap: usize,
     head: Vec<u8>,
     tail: std::collections::VecDeque<u8>,
@@ -201,7 +201,7 @@ struct Capture {
 }
 
 impl Capture {
-    fn new(cap: usize) -> Self {
+    pub(crate) fn new(cap: usize) -> Self {
         Capture {
             cap: cap.max(2),
             head: Vec::new(),
@@ -210,7 +210,7 @@ impl Capture {
         }
     }
 
-    fn push(&mut self, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         self.total += bytes.len() as u64;
         let head_cap = self.cap / 2;
         let mut rest = bytes;
@@ -230,12 +230,12 @@ impl Capture {
         }
     }
 
-    fn truncated(&self) -> bool {
+    pub(crate) fn truncated(&self) -> bool {
         self.total > (self.head.len() + self.tail.len()) as u64
     }
 
     /// The captured text, with a marker where bytes were left out.
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let tail: Vec<u8> = self.tail.iter().copied().collect();
         if !self.truncated() {
             let mut all = self.head.clone();
@@ -266,12 +266,12 @@ impl Capture {
 
 /// Turns byte chunks into text without splitting UTF-8 characters across chunks.
 #[derive(Default)]
-struct Utf8Stream {
+pub(crate) struct Utf8Stream {
     pending: Vec<u8>,
 }
 
 impl Utf8Stream {
-    fn push(&mut self, bytes: &[u8]) -> String {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> String {
         self.pending.extend_from_slice(bytes);
         let mut out = String::new();
         let mut rest: &[u8] = &self.pending;
@@ -305,7 +305,7 @@ impl Utf8Stream {
         out
     }
 
-    fn finish(&mut self) -> String {
+    pub(crate) fn finish(&mut self) -> String {
         let rest = std::mem::take(&mut self.pending);
         String::from_utf8_lossy(&rest).into_owned()
     }
