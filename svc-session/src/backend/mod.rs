@@ -154,7 +154,7 @@ pub(crate) mod walk {
 
     use super::Backend;
 
-    /// Directories never descended into on a remote tree (besides hidden ones).
+    /// Most entries looked at in one walk (a bound on a huge remote tree).
     const MAX_ENTRIES: usize = 200_000;
 
     /// Depth-first, name-sorted walk; hidden entries skipped; each directory's
@@ -168,7 +168,8 @@ pub(crate) mod walk {
         let mut seen = 0usize;
         let mut stack: Vec<(std::path::PathBuf, Vec<Gitignore>)> =
             vec![(root.to_path_buf(), Vec::new())];
-        // Stack of pending directories; children are pushed in reverse to visit in order.
+        // Pending directories with the ignore rules above them; pushed in reverse so they
+        // pop in name order.
         while let Some((dir, mut rules)) = stack.pop() {
             if cancel.is_cancelled() {
                 return false;
@@ -225,8 +226,7 @@ pub(crate) mod walk {
                     return true;
                 }
             }
-            // Files of a directory come before its subdirectories' files? Keep name order:
-            // subdirectories are walked after this directory's files, in name order.
+            // A directory's own files come first, then its subdirectories in name order.
             for d in subdirs.into_iter().rev() {
                 stack.push((d, rules.clone()));
             }

@@ -252,7 +252,9 @@ impl Client {
                     "documentSymbol": {"hierarchicalDocumentSymbolSupport": true},
                     "rename": {"prepareSupport": false}
                 },
-                "workspace": {"workspaceFolders": true, "configuration": true, "symbol": {}},
+                // No `workspaceFolders` capability: pyright then waits for folder events that
+                // never come and publishes nothing.
+                "workspace": {"configuration": true, "symbol": {}},
                 "window": {"workDoneProgress": false}
             }
         });
