@@ -17,7 +17,10 @@ const LONG: Duration = Duration::from_secs(90);
 const SECRET: &str = "pw-never-shown-7f3a";
 
 fn user() -> String {
-    let out = std::process::Command::new("id").arg("-un").output().unwrap();
+    let out = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
@@ -98,7 +101,10 @@ async fn ssh_backend_runs_every_tool_refuses_unknown_keys_and_reconnects() {
     // backend.set answers ok and emits backend.changed{backend: ssh}.
     let mut cfg = ssh_config(&sshd, &cwd, json!(sshd.known_hosts()));
     let r = client
-        .call("backend.set", json!({"sessionId": sid, "kind": "ssh", "config": cfg}))
+        .call(
+            "backend.set",
+            json!({"sessionId": sid, "kind": "ssh", "config": cfg}),
+        )
         .await
         .unwrap();
     assert_eq!(r["ok"], json!(true), "{r}");
@@ -107,7 +113,8 @@ async fn ssh_backend_runs_every_tool_refuses_unknown_keys_and_reconnects() {
         .await
         .unwrap();
     assert!(
-        events.to_string().contains("\"backend.changed\"") && events.to_string().contains("\"ssh\""),
+        events.to_string().contains("\"backend.changed\"")
+            && events.to_string().contains("\"ssh\""),
         "{events}"
     );
 
@@ -116,7 +123,15 @@ async fn ssh_backend_runs_every_tool_refuses_unknown_keys_and_reconnects() {
     let names: Vec<&str> = got.iter().map(|r| r.0.as_str()).collect();
     assert_eq!(
         names,
-        ["read_file", "write_file", "edit_file", "list_dir", "glob", "grep", "shell"]
+        [
+            "read_file",
+            "write_file",
+            "edit_file",
+            "list_dir",
+            "glob",
+            "grep",
+            "shell"
+        ]
     );
     for (name, ok, output) in &got {
         assert!(ok, "{name}: {output}");
@@ -125,10 +140,23 @@ async fn ssh_backend_runs_every_tool_refuses_unknown_keys_and_reconnects() {
     assert!(got[3].2.contains("b.txt"), "{:?}", got[3]);
     assert!(got[5].2.contains("b.txt:1:needle"), "{:?}", got[5]);
     assert!(got[6].2.contains("via:127.0.0.1"), "{:?}", got[6]);
-    assert!(got[6].2.contains(&cwd.display().to_string()), "{:?}", got[6]);
-    assert_eq!(std::fs::read_to_string(cwd.join("sub/new.txt")).unwrap(), "written\n");
-    assert_eq!(std::fs::read_to_string(cwd.join("a.txt")).unwrap(), "ALPHA\n");
-    assert!(!local.join("sub").exists(), "nothing was written to the local workdir");
+    assert!(
+        got[6].2.contains(&cwd.display().to_string()),
+        "{:?}",
+        got[6]
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("sub/new.txt")).unwrap(),
+        "written\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("a.txt")).unwrap(),
+        "ALPHA\n"
+    );
+    assert!(
+        !local.join("sub").exists(),
+        "nothing was written to the local workdir"
+    );
 
     // Killing sshd mid-command fails that call cleanly; the next call reconnects.
     let slow = {
@@ -139,7 +167,9 @@ async fn ssh_backend_runs_every_tool_refuses_unknown_keys_and_reconnects() {
     let flag = cwd.join("started.flag");
     snowpea_testkit::assert_eventually!(within = LONG, flag.exists(), "the slow command started");
     sshd.kill();
-    let got = snowpea_testkit::within(LONG, "the broken call", slow).await.unwrap();
+    let got = snowpea_testkit::within(LONG, "the broken call", slow)
+        .await
+        .unwrap();
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(!got[0].1, "{got:?}");
     assert!(got[0].2.contains("lost"), "{got:?}");
@@ -152,7 +182,10 @@ async fn ssh_backend_runs_every_tool_refuses_unknown_keys_and_reconnects() {
     let other = client.create_session(&local, Some("auto")).await.unwrap();
     let wrong = ssh_config(&sshd, &cwd, json!(sshd.wrong_known_hosts()));
     client
-        .call("backend.set", json!({"sessionId": other, "kind": "ssh", "config": wrong}))
+        .call(
+            "backend.set",
+            json!({"sessionId": other, "kind": "ssh", "config": wrong}),
+        )
         .await
         .unwrap();
     let got = results(&client, &other, "refused").await;
@@ -163,7 +196,10 @@ async fn ssh_backend_runs_every_tool_refuses_unknown_keys_and_reconnects() {
     // Bad input names the field; an unknown session is not_found.
     let mut raw = suite.raw_hello().await;
     let resp = raw
-        .call("backend.set", json!({"sessionId": "s_nope", "kind": "local"}))
+        .call(
+            "backend.set",
+            json!({"sessionId": "s_nope", "kind": "local"}),
+        )
         .await;
     assert_eq!(RawWs::code(&resp), "not_found", "{resp}");
     let resp = raw
@@ -172,12 +208,21 @@ async fn ssh_backend_runs_every_tool_refuses_unknown_keys_and_reconnects() {
     assert_eq!(RawWs::code(&resp), "invalid_params", "{resp}");
     assert!(resp["error"].to_string().contains("params.kind"), "{resp}");
     for (bad, field) in [
-        (json!({"host": "127.0.0.1", "port": 70000}), "params.config.port"),
+        (
+            json!({"host": "127.0.0.1", "port": 70000}),
+            "params.config.port",
+        ),
         (json!({"port": 22}), "params.config.host"),
-        (json!({"host": "127.0.0.1", "cwd": "rel/dir"}), "params.config.cwd"),
+        (
+            json!({"host": "127.0.0.1", "cwd": "rel/dir"}),
+            "params.config.cwd",
+        ),
     ] {
         let resp = raw
-            .call("backend.set", json!({"sessionId": sid, "kind": "ssh", "config": bad}))
+            .call(
+                "backend.set",
+                json!({"sessionId": sid, "kind": "ssh", "config": bad}),
+            )
             .await;
         assert_eq!(RawWs::code(&resp), "invalid_params", "{resp}");
         assert!(resp["error"].to_string().contains(field), "{field}: {resp}");
@@ -188,7 +233,10 @@ async fn ssh_backend_runs_every_tool_refuses_unknown_keys_and_reconnects() {
     cfg["password"] = json!(SECRET);
     cfg["key"] = Value::Null;
     let r = client
-        .call("backend.set", json!({"sessionId": other, "kind": "ssh", "config": cfg}))
+        .call(
+            "backend.set",
+            json!({"sessionId": other, "kind": "ssh", "config": cfg}),
+        )
         .await
         .unwrap();
     assert!(!r.to_string().contains(SECRET));
@@ -262,11 +310,16 @@ async fn docker_backend_runs_tools_in_the_session_container_removed_on_close() {
     })
     .await;
     let client = suite.client().await;
-    let work = std::fs::canonicalize(suite.workdir.path()).unwrap().join("dock");
+    let work = std::fs::canonicalize(suite.workdir.path())
+        .unwrap()
+        .join("dock");
     std::fs::create_dir_all(&work).unwrap();
     let sid = client.create_session(&work, Some("auto")).await.unwrap();
     let r = client
-        .call("backend.set", json!({"sessionId": sid, "kind": "docker", "config": {"image": image}}))
+        .call(
+            "backend.set",
+            json!({"sessionId": sid, "kind": "docker", "config": {"image": image}}),
+        )
         .await
         .unwrap();
     assert_eq!(r["ok"], json!(true));
@@ -275,12 +328,26 @@ async fn docker_backend_runs_tools_in_the_session_container_removed_on_close() {
         assert!(ok, "{name}: {output}");
     }
     assert!(got[2].2.contains("sleep infinity"), "{got:?}");
-    assert!(got[2].2.contains(&work.display().to_string()), "the workdir at the same path: {got:?}");
+    assert!(
+        got[2].2.contains(&work.display().to_string()),
+        "the workdir at the same path: {got:?}"
+    );
     // The workdir is bind-mounted: the file is on the host too.
-    assert_eq!(std::fs::read_to_string(work.join("made.txt")).unwrap(), "from the container\n");
-    let id8: String = sid.trim_start_matches("s_").chars().filter(|c| c.is_ascii_alphanumeric()).take(8).collect();
+    assert_eq!(
+        std::fs::read_to_string(work.join("made.txt")).unwrap(),
+        "from the container\n"
+    );
+    let id8: String = sid
+        .trim_start_matches("s_")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .take(8)
+        .collect();
     let name = format!("snowpea-{id8}");
     assert!(container_exists(&name), "{name}");
-    client.call("session.close", json!({"sessionId": sid})).await.unwrap();
+    client
+        .call("session.close", json!({"sessionId": sid}))
+        .await
+        .unwrap();
     assert!(!container_exists(&name), "removed when the session closed");
 }

@@ -69,11 +69,22 @@ async fn a_type_error_written_by_the_agent_comes_back_as_diagnostics() {
         .iter()
         .filter_map(|s| s["id"].as_str())
         .collect();
-    for id in ["pyright", "rust-analyzer", "typescript", "gopls", "clangd", "ruff"] {
+    for id in [
+        "pyright",
+        "rust-analyzer",
+        "typescript",
+        "gopls",
+        "clangd",
+        "ruff",
+    ] {
         assert!(ids.contains(&id), "{id}: {catalog}");
     }
     let status = client.call("lsp.status", json!({})).await.unwrap();
-    assert_eq!(status["servers"], json!([]), "nothing started before an edit");
+    assert_eq!(
+        status["servers"],
+        json!([]),
+        "nothing started before an edit"
+    );
 
     let out = client
         .prompt_and_collect(&sid, "type error", LONG)
@@ -87,14 +98,26 @@ async fn a_type_error_written_by_the_agent_comes_back_as_diagnostics() {
     let text = result.payload["output"].as_str().unwrap();
     assert!(text.contains("LSP diagnostics for app/main.py"), "{text}");
     assert!(text.contains("ERROR [4:"), "{text}");
-    assert!(text.contains("pyright") || text.contains("Pyright"), "{text}");
+    assert!(
+        text.contains("pyright") || text.contains("Pyright"),
+        "{text}"
+    );
     let diag = out
         .events
         .iter()
         .find(|e| e.kind == "lsp.diagnostics")
         .expect("lsp.diagnostics event");
-    assert_eq!(diag.payload["path"], json!("app/main.py"), "{:?}", diag.payload);
-    assert!(diag.payload["errors"].as_i64().unwrap() >= 1, "{:?}", diag.payload);
+    assert_eq!(
+        diag.payload["path"],
+        json!("app/main.py"),
+        "{:?}",
+        diag.payload
+    );
+    assert!(
+        diag.payload["errors"].as_i64().unwrap() >= 1,
+        "{:?}",
+        diag.payload
+    );
 
     let status = client.call("lsp.status", json!({})).await.unwrap();
     let row = &status["servers"][0];
@@ -116,31 +139,52 @@ async fn a_type_error_written_by_the_agent_comes_back_as_diagnostics() {
         .expect("lsp_hover listed");
     assert_eq!(hover["state"], json!("active"), "{hover}");
 
-    let out = client.prompt_and_collect(&sid, "hover", LONG).await.unwrap();
+    let out = client
+        .prompt_and_collect(&sid, "hover", LONG)
+        .await
+        .unwrap();
     let results: Vec<_> = out
         .events
         .iter()
         .filter(|e| e.kind == "tool.result")
         .collect();
     assert_eq!(results.len(), 2);
-    assert!(results[0].payload["ok"].as_bool().unwrap(), "{:?}", results[0].payload);
     assert!(
-        results[0].payload["output"].as_str().unwrap().contains("twice"),
+        results[0].payload["ok"].as_bool().unwrap(),
         "{:?}",
         results[0].payload
     );
     assert!(
-        results[1].payload["output"].as_str().unwrap().contains("app/main.py:1:"),
+        results[0].payload["output"]
+            .as_str()
+            .unwrap()
+            .contains("twice"),
+        "{:?}",
+        results[0].payload
+    );
+    assert!(
+        results[1].payload["output"]
+            .as_str()
+            .unwrap()
+            .contains("app/main.py:1:"),
         "{:?}",
         results[1].payload
     );
 
     // The fix clears the error.
-    let out = client.prompt_and_collect(&sid, "fixed", LONG).await.unwrap();
+    let out = client
+        .prompt_and_collect(&sid, "fixed", LONG)
+        .await
+        .unwrap();
     let diag = out
         .events
         .iter()
         .find(|e| e.kind == "lsp.diagnostics")
         .expect("lsp.diagnostics event");
-    assert_eq!(diag.payload["errors"].as_i64().unwrap_or(0), 0, "{:?}", diag.payload);
+    assert_eq!(
+        diag.payload["errors"].as_i64().unwrap_or(0),
+        0,
+        "{:?}",
+        diag.payload
+    );
 }

@@ -100,8 +100,14 @@ impl Backend for Mapped {
 fn case(name: &str) -> (Value, &'static str) {
     match name {
         "read_file" => (json!({"path": "a.txt"}), "alpha"),
-        "write_file" => (json!({"path": "sub/new.txt", "content": "written\n"}), "Created"),
-        "edit_file" => (json!({"path": "a.txt", "old": "alpha", "new": "ALPHA"}), "Edited"),
+        "write_file" => (
+            json!({"path": "sub/new.txt", "content": "written\n"}),
+            "Created",
+        ),
+        "edit_file" => (
+            json!({"path": "a.txt", "old": "alpha", "new": "ALPHA"}),
+            "Edited",
+        ),
         "list_dir" => (json!({"path": "."}), "a.txt"),
         "glob" => (json!({"pattern": "*.txt"}), "a.txt"),
         "grep" => (json!({"pattern": "needle"}), "b.txt:1:needle"),
@@ -173,17 +179,49 @@ fn every_refusal_names_its_field() {
     let cases = [
         ("nope", json!({}), "params.kind"),
         ("local", json!({"workdir": "rel"}), "params.config.workdir"),
-        ("local", json!({"workdir": "/definitely/not/here"}), "params.config.workdir"),
+        (
+            "local",
+            json!({"workdir": "/definitely/not/here"}),
+            "params.config.workdir",
+        ),
         ("local", json!({"color": 1}), "params.config.color"),
         ("ssh", json!({}), "params.config.host"),
-        ("ssh", json!({"host": "-oProxyCommand=x"}), "params.config.host"),
+        (
+            "ssh",
+            json!({"host": "-oProxyCommand=x"}),
+            "params.config.host",
+        ),
         ("ssh", json!({"host": "h", "port": 0}), "params.config.port"),
-        ("ssh", json!({"host": "h", "port": "22"}), "params.config.port"),
-        ("ssh", json!({"host": "h", "user": "a b"}), "params.config.user"),
-        ("ssh", json!({"host": "h", "key": "/no/such/key"}), "params.config.key"),
-        ("ssh", json!({"host": "h", "password": 5}), "params.config.password"),
-        ("ssh", json!({"host": "h", "cwd": "relative"}), "params.config.cwd"),
-        ("ssh", json!({"host": "h", "knownHosts": "/no/file"}), "params.config.knownHosts"),
+        (
+            "ssh",
+            json!({"host": "h", "port": "22"}),
+            "params.config.port",
+        ),
+        (
+            "ssh",
+            json!({"host": "h", "user": "a b"}),
+            "params.config.user",
+        ),
+        (
+            "ssh",
+            json!({"host": "h", "key": "/no/such/key"}),
+            "params.config.key",
+        ),
+        (
+            "ssh",
+            json!({"host": "h", "password": 5}),
+            "params.config.password",
+        ),
+        (
+            "ssh",
+            json!({"host": "h", "cwd": "relative"}),
+            "params.config.cwd",
+        ),
+        (
+            "ssh",
+            json!({"host": "h", "knownHosts": "/no/file"}),
+            "params.config.knownHosts",
+        ),
         ("docker", json!({"image": 3}), "params.config.image"),
         ("docker", json!({"image": "-v"}), "params.config.image"),
         ("local", json!([1]), "params.config"),
@@ -251,20 +289,40 @@ async fn ssh_runs_every_builtin_tool_refuses_unknown_keys_and_reconnects() {
         let (args, expect) = case(tool.name());
         let out = run(&backend, tool.name(), args).await;
         assert!(out.ok, "{}: {}", tool.name(), out.content);
-        assert!(out.content.contains(expect), "{}: {}", tool.name(), out.content);
+        assert!(
+            out.content.contains(expect),
+            "{}: {}",
+            tool.name(),
+            out.content
+        );
     }
     // The command really ran over ssh.
-    let out = run(&backend, "shell", json!({"command": "echo \"via:$SSH_CONNECTION\""})).await;
+    let out = run(
+        &backend,
+        "shell",
+        json!({"command": "echo \"via:$SSH_CONNECTION\""}),
+    )
+    .await;
     assert!(out.content.contains("via:127.0.0.1"), "{}", out.content);
     // A remote timeout exits 124.
-    let out = run(&backend, "shell", json!({"command": "sleep 30", "timeout": 0.5})).await;
+    let out = run(
+        &backend,
+        "shell",
+        json!({"command": "sleep 30", "timeout": 0.5}),
+    )
+    .await;
     assert_eq!(out.meta["exitCode"], json!(124), "{}", out.content);
 
     // The connection dies mid-command: that call fails clearly, the next reconnects.
     let call = {
         let backend = backend.clone();
         tokio::spawn(async move {
-            run(&backend, "shell", json!({"command": "touch started.flag; sleep 60"})).await
+            run(
+                &backend,
+                "shell",
+                json!({"command": "touch started.flag; sleep 60"}),
+            )
+            .await
         })
     };
     let flag = cwd.join("started.flag");
@@ -272,7 +330,11 @@ async fn ssh_runs_every_builtin_tool_refuses_unknown_keys_and_reconnects() {
     sshd.kill();
     let out = within(LONG, "the broken call", call).await.unwrap();
     assert!(!out.ok);
-    assert!(out.content.contains("connection") && out.content.contains("lost"), "{}", out.content);
+    assert!(
+        out.content.contains("connection") && out.content.contains("lost"),
+        "{}",
+        out.content
+    );
     sshd.restart();
     let out = run(&backend, "read_file", json!({"path": "b.txt"})).await;
     assert!(out.ok, "{}", out.content);
@@ -298,7 +360,8 @@ async fn ssh_runs_every_builtin_tool_refuses_unknown_keys_and_reconnects() {
 /// The test image (`.ci/run` imports it from a local busybox root file system: no registry
 /// is reachable) and whether an engine answers; `None` after a `SKIP:` line.
 async fn docker_image() -> Option<String> {
-    let image = std::env::var("SNOWPEA_TEST_DOCKER_IMAGE").unwrap_or_else(|_| "snowpea-test:busybox".into());
+    let image = std::env::var("SNOWPEA_TEST_DOCKER_IMAGE")
+        .unwrap_or_else(|_| "snowpea-test:busybox".into());
     let ok = match bollard::Docker::connect_with_defaults() {
         Ok(d) => matches!(
             tokio::time::timeout(Duration::from_secs(5), d.inspect_image(&image)).await,
@@ -335,20 +398,53 @@ async fn docker_runs_every_builtin_tool_in_the_session_container() {
         let (args, expect) = case(tool.name());
         let out = run(&backend, tool.name(), args).await;
         assert!(out.ok, "{}: {}", tool.name(), out.content);
-        assert!(out.content.contains(expect), "{}: {}", tool.name(), out.content);
+        assert!(
+            out.content.contains(expect),
+            "{}: {}",
+            tool.name(),
+            out.content
+        );
     }
-    assert_eq!(std::fs::read_to_string(wd.join("sub/new.txt")).unwrap(), "written\n");
+    assert_eq!(
+        std::fs::read_to_string(wd.join("sub/new.txt")).unwrap(),
+        "written\n"
+    );
     // The command ran in the container named after the session.
-    let out = run(&backend, "shell", json!({"command": "hostname; cat /proc/1/cmdline | tr '\\0' ' '"})).await;
+    let out = run(
+        &backend,
+        "shell",
+        json!({"command": "hostname; cat /proc/1/cmdline | tr '\\0' ' '"}),
+    )
+    .await;
     assert!(out.content.contains("sleep infinity"), "{}", out.content);
-    let out = run(&backend, "shell", json!({"command": "sleep 30", "timeout": 0.5})).await;
+    let out = run(
+        &backend,
+        "shell",
+        json!({"command": "sleep 30", "timeout": 0.5}),
+    )
+    .await;
     assert_eq!(out.meta["exitCode"], json!(124), "{}", out.content);
     let out = run(&backend, "shell", json!({"command": "exit 3"})).await;
     assert_eq!(out.meta["exitCode"], json!(3), "{}", out.content);
     let engine = bollard::Docker::connect_with_defaults().unwrap();
-    assert!(engine.inspect_container(&name, None::<bollard::query_parameters::InspectContainerOptions>).await.is_ok());
+    assert!(engine
+        .inspect_container(
+            &name,
+            None::<bollard::query_parameters::InspectContainerOptions>
+        )
+        .await
+        .is_ok());
     backend.close().await;
-    assert!(engine.inspect_container(&name, None::<bollard::query_parameters::InspectContainerOptions>).await.is_err(), "removed on close");
+    assert!(
+        engine
+            .inspect_container(
+                &name,
+                None::<bollard::query_parameters::InspectContainerOptions>
+            )
+            .await
+            .is_err(),
+        "removed on close"
+    );
 
     // No fallback to local: a missing image fails the call with the reason.
     let cfg = match config::parse("docker", &json!({"image": "snowpea-no-such-image:1"})).unwrap() {
@@ -358,7 +454,11 @@ async fn docker_runs_every_builtin_tool_in_the_session_container() {
     let missing = docker::Docker::create(cfg, &sid, wd.clone(), None);
     let out = run(&missing, "shell", json!({"command": "echo local"})).await;
     assert!(!out.ok);
-    assert!(out.content.contains("snowpea-no-such-image"), "{}", out.content);
+    assert!(
+        out.content.contains("snowpea-no-such-image"),
+        "{}",
+        out.content
+    );
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -376,7 +476,8 @@ async fn bench_backend_overhead() {
     seed(tmp.path());
     let wd = std::fs::canonicalize(tmp.path()).unwrap();
     let sshd = Sshd::start();
-    let mut backends: Vec<(&str, Arc<dyn Backend>)> = vec![("local", Arc::new(local::Local::new(Some(wd.clone()))))];
+    let mut backends: Vec<(&str, Arc<dyn Backend>)> =
+        vec![("local", Arc::new(local::Local::new(Some(wd.clone()))))];
     if let Some(sshd) = &sshd {
         backends.push(("ssh", ssh_backend(sshd, &wd, json!(sshd.known_hosts()))));
     }
@@ -385,7 +486,10 @@ async fn bench_backend_overhead() {
             BackendConfig::Docker(c) => c,
             other => panic!("{other:?}"),
         };
-        backends.push(("docker", docker::Docker::create(cfg, "s_benchmark0", wd.clone(), None)));
+        backends.push((
+            "docker",
+            docker::Docker::create(cfg, "s_benchmark0", wd.clone(), None),
+        ));
     }
     const N: usize = 40;
     for (name, backend) in &backends {

@@ -143,7 +143,10 @@ fn plain_word(map: &Map<String, Value>, key: &str) -> Result<Option<String>> {
     let Some(s) = string(map, key)? else {
         return Ok(None);
     };
-    if s.starts_with('-') || s.chars().any(|c| c.is_whitespace() || c.is_control()) || s.contains('@') {
+    if s.starts_with('-')
+        || s.chars().any(|c| c.is_whitespace() || c.is_control())
+        || s.contains('@')
+    {
         return Err(Error::invalid(
             &field_name(key),
             "must be a plain name (no leading '-', spaces or '@')",
@@ -178,7 +181,15 @@ pub fn parse(kind: &str, config: &Value) -> Result<BackendConfig> {
         "ssh" => {
             only(
                 map,
-                &["host", "port", "user", "key", "password", "cwd", "knownHosts"],
+                &[
+                    "host",
+                    "port",
+                    "user",
+                    "key",
+                    "password",
+                    "cwd",
+                    "knownHosts",
+                ],
                 "ssh",
             )?;
             let host = plain_word(map, "host")?

@@ -81,9 +81,8 @@ fn engine_error(e: impl std::fmt::Display) -> io::Error {
 }
 
 fn engine() -> io::Result<bollard::Docker> {
-    bollard::Docker::connect_with_defaults().map_err(|e| {
-        engine_error(format!("cannot reach the Docker Engine: {e}"))
-    })
+    bollard::Docker::connect_with_defaults()
+        .map_err(|e| engine_error(format!("cannot reach the Docker Engine: {e}")))
 }
 
 /// Removes the containers a previous svc-session with orphan `mark` left behind. Errors
@@ -102,7 +101,13 @@ pub async fn remove_leftovers(mark: String) {
             for c in list {
                 if let Some(id) = c.id {
                     let _ = docker
-                        .remove_container(&id, Some(RemoveContainerOptions { force: true, ..Default::default() }))
+                        .remove_container(
+                            &id,
+                            Some(RemoveContainerOptions {
+                                force: true,
+                                ..Default::default()
+                            }),
+                        )
                         .await;
                     tracing::info!(container = %id, "removed a container a previous svc-session left");
                 }
@@ -160,11 +165,20 @@ impl Inner {
             })?;
             // A container of the same name is a leftover of this session id: replace it.
             let _ = docker
-                .remove_container(&self.name, Some(RemoveContainerOptions { force: true, ..Default::default() }))
+                .remove_container(
+                    &self.name,
+                    Some(RemoveContainerOptions {
+                        force: true,
+                        ..Default::default()
+                    }),
+                )
                 .await;
             let wd = self.workdir.display().to_string();
             let mut labels = HashMap::new();
-            labels.insert(OWNER_LABEL.to_owned(), self.mark.clone().unwrap_or_default());
+            labels.insert(
+                OWNER_LABEL.to_owned(),
+                self.mark.clone().unwrap_or_default(),
+            );
             let body = ContainerCreateBody {
                 image: Some(self.cfg.image.clone()),
                 cmd: Some(vec!["sleep".into(), "infinity".into()]),
@@ -178,13 +192,19 @@ impl Inner {
             };
             docker
                 .create_container(
-                    Some(CreateContainerOptions { name: Some(self.name.clone()), ..Default::default() }),
+                    Some(CreateContainerOptions {
+                        name: Some(self.name.clone()),
+                        ..Default::default()
+                    }),
                     body,
                 )
                 .await
                 .map_err(engine_error)?;
             docker
-                .start_container(&self.name, None::<bollard::query_parameters::StartContainerOptions>)
+                .start_container(
+                    &self.name,
+                    None::<bollard::query_parameters::StartContainerOptions>,
+                )
                 .await
                 .map_err(engine_error)?;
             tracing::info!(container = %self.name, image = %self.cfg.image, "container started");
@@ -214,9 +234,18 @@ impl Inner {
                 )
                 .await
                 .map_err(engine_error)?;
-            let mut done = Done { code: None, stdout: Vec::new(), stderr: Vec::new() };
-            if let StartExecResults::Attached { mut output, input: mut stdin } =
-                docker.start_exec(&exec.id, None).await.map_err(engine_error)?
+            let mut done = Done {
+                code: None,
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+            };
+            if let StartExecResults::Attached {
+                mut output,
+                input: mut stdin,
+            } = docker
+                .start_exec(&exec.id, None)
+                .await
+                .map_err(engine_error)?
             {
                 if let Some(bytes) = input {
                     stdin.write_all(&bytes).await?;
@@ -225,14 +254,22 @@ impl Inner {
                 drop(stdin);
                 while let Some(item) = output.next().await {
                     match item.map_err(engine_error)? {
-                        bollard::container::LogOutput::StdErr { message } => done.stderr.extend_from_slice(&message),
+                        bollard::container::LogOutput::StdErr { message } => {
+                            done.stderr.extend_from_slice(&message)
+                        }
                         bollard::container::LogOutput::StdOut { message }
-                        | bollard::container::LogOutput::Console { message } => done.stdout.extend_from_slice(&message),
+                        | bollard::container::LogOutput::Console { message } => {
+                            done.stdout.extend_from_slice(&message)
+                        }
                         bollard::container::LogOutput::StdIn { .. } => {}
                     }
                 }
             }
-            done.code = docker.inspect_exec(&exec.id).await.map_err(engine_error)?.exit_code;
+            done.code = docker
+                .inspect_exec(&exec.id)
+                .await
+                .map_err(engine_error)?
+                .exit_code;
             Ok::<_, io::Error>(done)
         };
         tokio::time::timeout(CALL_TIMEOUT, run)
@@ -248,7 +285,10 @@ impl Inner {
             return Ok(done.stdout);
         }
         let msg = String::from_utf8_lossy(&done.stderr).trim().to_owned();
-        let kind = if msg.contains("No such file") || msg.contains("can't stat") || msg.contains("cannot stat") {
+        let kind = if msg.contains("No such file")
+            || msg.contains("can't stat")
+            || msg.contains("cannot stat")
+        {
             io::ErrorKind::NotFound
         } else if msg.contains("Permission denied") {
             io::ErrorKind::PermissionDenied
@@ -285,7 +325,11 @@ impl Inner {
             Ok(d) => d,
             Err(e) => return ToolOutput::error(e.to_string()),
         };
-        let pidfile = format!("/tmp/.snowpea-exec-{}-{}.pid", std::process::id(), COUNTER.fetch_add(1, Ordering::Relaxed));
+        let pidfile = format!(
+            "/tmp/.snowpea-exec-{}-{}.pid",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
         let cmd = vec![
             "sh".to_owned(),
             "-c".to_owned(),
@@ -312,7 +356,9 @@ impl Inner {
         };
         let mut output = match docker.start_exec(&exec.id, None).await {
             Ok(StartExecResults::Attached { output, .. }) => output,
-            Ok(StartExecResults::Detached) => return ToolOutput::error("docker backend: exec detached"),
+            Ok(StartExecResults::Detached) => {
+                return ToolOutput::error("docker backend: exec detached")
+            }
             Err(e) => return ToolOutput::error(engine_error(e).to_string()),
         };
         let mut capture = Capture::new(ctx.output_cap);
@@ -346,33 +392,56 @@ impl Inner {
         }
         drop(output);
         if timed_out || interrupted {
-            let kill = vec!["sh".into(), "-c".into(), "kill -KILL $(cat \"$0\") 2>/dev/null; true".into(), pidfile.clone()];
+            let kill = vec![
+                "sh".into(),
+                "-c".into(),
+                "kill -KILL $(cat \"$0\") 2>/dev/null; true".into(),
+                pidfile.clone(),
+            ];
             let _ = self.exec(kill, None).await;
         }
         let rest = decoder.finish();
         if !rest.is_empty() {
             let _ = ctx.progress.send(rest);
         }
-        let _ = self.exec(vec!["rm".into(), "-f".into(), pidfile], None).await;
+        let _ = self
+            .exec(vec!["rm".into(), "-f".into(), pidfile], None)
+            .await;
         if let Some(e) = lost {
-            return ToolOutput::error(format!("docker backend: the connection to the engine broke during the command: {e}"));
+            return ToolOutput::error(format!(
+                "docker backend: the connection to the engine broke during the command: {e}"
+            ));
         }
         let code = if timed_out || interrupted {
             None
         } else {
-            docker.inspect_exec(&exec.id).await.ok().and_then(|i| i.exit_code)
+            docker
+                .inspect_exec(&exec.id)
+                .await
+                .ok()
+                .and_then(|i| i.exit_code)
         };
         let status = code.map(|c| {
             use std::os::unix::process::ExitStatusExt;
             std::process::ExitStatus::from_raw(((c as i32) & 0xff) << 8)
         });
-        let mut out = finish_output(capture.text(), capture.truncated(), status, timed_out, interrupted, started);
+        let mut out = finish_output(
+            capture.text(),
+            capture.truncated(),
+            status,
+            timed_out,
+            interrupted,
+            started,
+        );
         if timed_out {
             out.ok = false;
             if let serde_json::Value::Object(m) = &mut out.meta {
                 m.insert("exitCode".into(), json!(TIMEOUT_EXIT_CODE));
             }
-            out.content.push_str(&format!("\n[timed out after {} s; the command was killed]", req.timeout.as_secs_f64()));
+            out.content.push_str(&format!(
+                "\n[timed out after {} s; the command was killed]",
+                req.timeout.as_secs_f64()
+            ));
         }
         out
     }
@@ -382,7 +451,13 @@ impl Inner {
         if let Some(docker) = docker {
             let _ = tokio::time::timeout(
                 CALL_TIMEOUT,
-                docker.remove_container(&self.name, Some(RemoveContainerOptions { force: true, ..Default::default() })),
+                docker.remove_container(
+                    &self.name,
+                    Some(RemoveContainerOptions {
+                        force: true,
+                        ..Default::default()
+                    }),
+                ),
             )
             .await;
             tracing::info!(container = %self.name, "container removed");
@@ -412,21 +487,32 @@ impl Backend for Docker {
     }
 
     fn open(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
-        let bytes = self.inner.op(&["cat", "--", &path.to_string_lossy()], None)?;
+        let bytes = self
+            .inner
+            .op(&["cat", "--", &path.to_string_lossy()], None)?;
         Ok(Box::new(io::Cursor::new(bytes)))
     }
 
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
-        let out = self.inner.op(&["readlink", "--", &path.to_string_lossy()], None)?;
-        Ok(PathBuf::from(String::from_utf8_lossy(&out).trim_end_matches('\n')))
+        let out = self
+            .inner
+            .op(&["readlink", "--", &path.to_string_lossy()], None)?;
+        Ok(PathBuf::from(
+            String::from_utf8_lossy(&out).trim_end_matches('\n'),
+        ))
     }
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
         let meta = self.metadata(path)?;
         if !meta.is_dir {
-            return Err(io::Error::new(io::ErrorKind::NotADirectory, "not a directory"));
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                "not a directory",
+            ));
         }
-        let out = self.inner.op(&["sh", "-c", LIST_SCRIPT, &path.to_string_lossy()], None)?;
+        let out = self
+            .inner
+            .op(&["sh", "-c", LIST_SCRIPT, &path.to_string_lossy()], None)?;
         Ok(String::from_utf8_lossy(&out)
             .lines()
             .filter_map(|l| {
@@ -442,13 +528,18 @@ impl Backend for Docker {
     }
 
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        self.inner.op(&["mkdir", "-p", "--", &path.to_string_lossy()], None).map(|_| ())
+        self.inner
+            .op(&["mkdir", "-p", "--", &path.to_string_lossy()], None)
+            .map(|_| ())
     }
 
     /// Written in place through `cat` (keeps the file's mode and owner).
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         self.inner
-            .op(&["sh", "-c", "cat > \"$0\"", &path.to_string_lossy()], Some(bytes.to_vec()))
+            .op(
+                &["sh", "-c", "cat > \"$0\"", &path.to_string_lossy()],
+                Some(bytes.to_vec()),
+            )
             .map(|_| ())
     }
 

@@ -202,9 +202,7 @@ impl Inner {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .process_group(0);
-        let mut master = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start ssh: {e}"))?;
+        let mut master = cmd.spawn().map_err(|e| format!("cannot start ssh: {e}"))?;
         let deadline = tokio::time::Instant::now() + CONNECT_TIMEOUT;
         loop {
             if self.control_path().exists() {
@@ -380,21 +378,30 @@ impl Backend for Ssh {
     fn workdir(&self) -> Option<PathBuf> {
         // Without `cwd`, the login directory once known; the session's path otherwise
         // would name a directory of the daemon host.
-        self.inner.cfg
+        self.inner
+            .cfg
             .cwd
             .clone()
-            .or_else(|| self.inner.state.try_lock().ok().and_then(|s| s.home.clone()))
+            .or_else(|| {
+                self.inner
+                    .state
+                    .try_lock()
+                    .ok()
+                    .and_then(|s| s.home.clone())
+            })
             .or_else(|| Some(PathBuf::from("/")))
     }
 
     fn metadata(&self, path: &Path) -> io::Result<Meta> {
         let p = path_str(path);
-        self.inner.block(async move |s| s.metadata(p).await.map(|m| meta_of(&m)))
+        self.inner
+            .block(async move |s| s.metadata(p).await.map(|m| meta_of(&m)))
     }
 
     fn symlink_metadata(&self, path: &Path) -> io::Result<Meta> {
         let p = path_str(path);
-        self.inner.block(async move |s| s.symlink_metadata(p).await.map(|m| meta_of(&m)))
+        self.inner
+            .block(async move |s| s.symlink_metadata(p).await.map(|m| meta_of(&m)))
     }
 
     fn open(&self, path: &Path) -> io::Result<Box<dyn Read + Send>> {
@@ -405,7 +412,8 @@ impl Backend for Ssh {
 
     fn read_link(&self, path: &Path) -> io::Result<PathBuf> {
         let p = path_str(path);
-        self.inner.block(async move |s| s.read_link(p).await.map(PathBuf::from))
+        self.inner
+            .block(async move |s| s.read_link(p).await.map(PathBuf::from))
     }
 
     fn read_dir(&self, path: &Path) -> io::Result<Vec<DirEntry>> {
@@ -536,4 +544,3 @@ impl Backend for Ssh {
         Box::pin(async move { inner.reset().await })
     }
 }
-

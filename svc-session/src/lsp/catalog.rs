@@ -56,30 +56,217 @@ fn def(
 /// The built-in servers, in catalog order.
 pub fn builtin() -> Vec<ServerDef> {
     const JS: &[&str] = &[".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts"];
-    const JS_LANGS: &[&str] = &["typescript", "typescriptreact", "javascript", "javascriptreact"];
-    const JS_ROOT: &[&str] = &["package-lock.json", "bun.lockb", "bun.lock", "pnpm-lock.yaml", "yarn.lock", "package.json"];
-    const PY_ROOT: &[&str] = &["pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile", "pyrightconfig.json"];
+    const JS_LANGS: &[&str] = &[
+        "typescript",
+        "typescriptreact",
+        "javascript",
+        "javascriptreact",
+    ];
+    const JS_ROOT: &[&str] = &[
+        "package-lock.json",
+        "bun.lockb",
+        "bun.lock",
+        "pnpm-lock.yaml",
+        "yarn.lock",
+        "package.json",
+    ];
+    const PY_ROOT: &[&str] = &[
+        "pyproject.toml",
+        "setup.py",
+        "setup.cfg",
+        "requirements.txt",
+        "Pipfile",
+        "pyrightconfig.json",
+    ];
     vec![
-        def("typescript", JS_LANGS, JS, JS_ROOT, &["typescript-language-server", "--stdio"], "npm install -g typescript-language-server typescript", false),
-        def("deno", &["typescript", "javascript"], &[".ts", ".tsx", ".js", ".jsx", ".mjs"], &["deno.json", "deno.jsonc"], &["deno", "lsp"], "install Deno from deno.com", false),
-        def("vue", &["vue"], &[".vue"], JS_ROOT, &["vue-language-server", "--stdio"], "npm install -g @vue/language-server", false),
-        def("eslint", JS_LANGS, JS, JS_ROOT, &["vscode-eslint-language-server", "--stdio"], "npm install -g vscode-langservers-extracted", false),
-        def("biome", JS_LANGS, JS, &["biome.json", "biome.jsonc"], &["biome", "lsp-proxy"], "npm install -g @biomejs/biome", false),
-        def("oxlint", JS_LANGS, JS, &[".oxlintrc.json"], &["oxc_language_server"], "npm install -g oxlint", false),
-        def("gopls", &["go"], &[".go"], &["go.work", "go.mod", "go.sum"], &["gopls"], "go install golang.org/x/tools/gopls@latest", false),
-        def("ruby-lsp", &["ruby"], &[".rb", ".rake", ".gemspec", ".ru"], &["Gemfile"], &["ruby-lsp"], "gem install ruby-lsp", false),
-        def("pyright", &["python"], &[".py", ".pyi"], PY_ROOT, &["pyright-langserver", "--stdio"], "npm install -g pyright", false),
-        def("ty", &["python"], &[".py", ".pyi"], PY_ROOT, &["ty", "server"], "pip install ty", true),
-        def("ruff", &["python"], &[".py", ".pyi"], &["pyproject.toml", "ruff.toml", ".ruff.toml"], &["ruff", "server"], "pip install ruff", true),
-        def("elixir-ls", &["elixir"], &[".ex", ".exs"], &["mix.exs", "mix.lock"], &["elixir-ls"], "install elixir-ls from its releases", false),
-        def("zls", &["zig"], &[".zig", ".zon"], &["build.zig"], &["zls"], "install zls from its releases", false),
-        def("csharp", &["csharp"], &[".cs"], &[".sln", ".csproj", "global.json"], &["csharp-ls"], "dotnet tool install --global csharp-ls", false),
-        def("fsharp", &["fsharp"], &[".fs", ".fsi", ".fsx", ".fsscript"], &[".sln", ".fsproj", "global.json"], &["fsautocomplete"], "dotnet tool install --global fsautocomplete", false),
-        def("sourcekit", &["swift", "objective-c"], &[".swift", ".objc", ".objcpp"], &["Package.swift"], &["sourcekit-lsp"], "install the Swift toolchain", false),
-        def("rust-analyzer", &["rust"], &[".rs"], &["Cargo.toml", "Cargo.lock"], &["rust-analyzer"], "rustup component add rust-analyzer", false),
-        def("clangd", &["c", "cpp"], &[".c", ".cpp", ".cc", ".cxx", ".c++", ".h", ".hpp", ".hh", ".hxx", ".h++"], &["compile_commands.json", "compile_flags.txt", ".clangd", "CMakeLists.txt", "Makefile"], &["clangd", "--background-index"], "apt-get install clangd", false),
-        def("svelte", &["svelte"], &[".svelte"], JS_ROOT, &["svelteserver", "--stdio"], "npm install -g svelte-language-server", false),
-        def("astro", &["astro"], &[".astro"], JS_ROOT, &["astro-ls", "--stdio"], "npm install -g @astrojs/language-server", false),
+        def(
+            "typescript",
+            JS_LANGS,
+            JS,
+            JS_ROOT,
+            &["typescript-language-server", "--stdio"],
+            "npm install -g typescript-language-server typescript",
+            false,
+        ),
+        def(
+            "deno",
+            &["typescript", "javascript"],
+            &[".ts", ".tsx", ".js", ".jsx", ".mjs"],
+            &["deno.json", "deno.jsonc"],
+            &["deno", "lsp"],
+            "install Deno from deno.com",
+            false,
+        ),
+        def(
+            "vue",
+            &["vue"],
+            &[".vue"],
+            JS_ROOT,
+            &["vue-language-server", "--stdio"],
+            "npm install -g @vue/language-server",
+            false,
+        ),
+        def(
+            "eslint",
+            JS_LANGS,
+            JS,
+            JS_ROOT,
+            &["vscode-eslint-language-server", "--stdio"],
+            "npm install -g vscode-langservers-extracted",
+            false,
+        ),
+        def(
+            "biome",
+            JS_LANGS,
+            JS,
+            &["biome.json", "biome.jsonc"],
+            &["biome", "lsp-proxy"],
+            "npm install -g @biomejs/biome",
+            false,
+        ),
+        def(
+            "oxlint",
+            JS_LANGS,
+            JS,
+            &[".oxlintrc.json"],
+            &["oxc_language_server"],
+            "npm install -g oxlint",
+            false,
+        ),
+        def(
+            "gopls",
+            &["go"],
+            &[".go"],
+            &["go.work", "go.mod", "go.sum"],
+            &["gopls"],
+            "go install golang.org/x/tools/gopls@latest",
+            false,
+        ),
+        def(
+            "ruby-lsp",
+            &["ruby"],
+            &[".rb", ".rake", ".gemspec", ".ru"],
+            &["Gemfile"],
+            &["ruby-lsp"],
+            "gem install ruby-lsp",
+            false,
+        ),
+        def(
+            "pyright",
+            &["python"],
+            &[".py", ".pyi"],
+            PY_ROOT,
+            &["pyright-langserver", "--stdio"],
+            "npm install -g pyright",
+            false,
+        ),
+        def(
+            "ty",
+            &["python"],
+            &[".py", ".pyi"],
+            PY_ROOT,
+            &["ty", "server"],
+            "pip install ty",
+            true,
+        ),
+        def(
+            "ruff",
+            &["python"],
+            &[".py", ".pyi"],
+            &["pyproject.toml", "ruff.toml", ".ruff.toml"],
+            &["ruff", "server"],
+            "pip install ruff",
+            true,
+        ),
+        def(
+            "elixir-ls",
+            &["elixir"],
+            &[".ex", ".exs"],
+            &["mix.exs", "mix.lock"],
+            &["elixir-ls"],
+            "install elixir-ls from its releases",
+            false,
+        ),
+        def(
+            "zls",
+            &["zig"],
+            &[".zig", ".zon"],
+            &["build.zig"],
+            &["zls"],
+            "install zls from its releases",
+            false,
+        ),
+        def(
+            "csharp",
+            &["csharp"],
+            &[".cs"],
+            &[".sln", ".csproj", "global.json"],
+            &["csharp-ls"],
+            "dotnet tool install --global csharp-ls",
+            false,
+        ),
+        def(
+            "fsharp",
+            &["fsharp"],
+            &[".fs", ".fsi", ".fsx", ".fsscript"],
+            &[".sln", ".fsproj", "global.json"],
+            &["fsautocomplete"],
+            "dotnet tool install --global fsautocomplete",
+            false,
+        ),
+        def(
+            "sourcekit",
+            &["swift", "objective-c"],
+            &[".swift", ".objc", ".objcpp"],
+            &["Package.swift"],
+            &["sourcekit-lsp"],
+            "install the Swift toolchain",
+            false,
+        ),
+        def(
+            "rust-analyzer",
+            &["rust"],
+            &[".rs"],
+            &["Cargo.toml", "Cargo.lock"],
+            &["rust-analyzer"],
+            "rustup component add rust-analyzer",
+            false,
+        ),
+        def(
+            "clangd",
+            &["c", "cpp"],
+            &[
+                ".c", ".cpp", ".cc", ".cxx", ".c++", ".h", ".hpp", ".hh", ".hxx", ".h++",
+            ],
+            &[
+                "compile_commands.json",
+                "compile_flags.txt",
+                ".clangd",
+                "CMakeLists.txt",
+                "Makefile",
+            ],
+            &["clangd", "--background-index"],
+            "apt-get install clangd",
+            false,
+        ),
+        def(
+            "svelte",
+            &["svelte"],
+            &[".svelte"],
+            JS_ROOT,
+            &["svelteserver", "--stdio"],
+            "npm install -g svelte-language-server",
+            false,
+        ),
+        def(
+            "astro",
+            &["astro"],
+            &[".astro"],
+            JS_ROOT,
+            &["astro-ls", "--stdio"],
+            "npm install -g @astrojs/language-server",
+            false,
+        ),
     ]
 }
 
@@ -170,7 +357,10 @@ impl Catalog {
         if !self.enabled {
             return vec![];
         }
-        let Some(ext) = path.extension().map(|e| format!(".{}", e.to_string_lossy())) else {
+        let Some(ext) = path
+            .extension()
+            .map(|e| format!(".{}", e.to_string_lossy()))
+        else {
             return vec![];
         };
         self.servers

@@ -92,7 +92,10 @@ impl Client {
         }
         let mut child = cmd.spawn()?;
         let pid = child.id();
-        let stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("no stdin"))?;
+        let stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdin"))?;
         let stdout = child
             .stdout
             .take()
@@ -108,9 +111,9 @@ impl Client {
                     }
                 }
             })?;
-        let pending: Arc<Mutex<HashMap<RequestId, oneshot::Sender<Response>>>> =
+        let pending: Arc<Mutex<HashMap<RequestId, oneshot::Sender<Response>>>> = Arc::default();
+        let diagnostics: Arc<Mutex<HashMap<String, (u64, Option<i32>, Vec<Diagnostic>)>>> =
             Arc::default();
-        let diagnostics: Arc<Mutex<HashMap<String, (u64, Option<i32>, Vec<Diagnostic>)>>> = Arc::default();
         let (published, _) = watch::channel(0u64);
         let (exited_tx, exited) = watch::channel(false);
         {
@@ -147,14 +150,14 @@ impl Client {
                             Message::Request(req) => {
                                 let result = match req.method.as_str() {
                                     "workspace/configuration" => {
-                                        let n = req.params["items"]
-                                            .as_array()
-                                            .map_or(0, |a| a.len());
+                                        let n =
+                                            req.params["items"].as_array().map_or(0, |a| a.len());
                                         Value::Array(vec![Value::Null; n])
                                     }
                                     _ => Value::Null,
                                 };
-                                let _ = tx.send(Message::Response(Response::new_ok(req.id, result)));
+                                let _ =
+                                    tx.send(Message::Response(Response::new_ok(req.id, result)));
                             }
                         }
                     }
@@ -193,14 +196,23 @@ impl Client {
 
     /// Sends a request and waits at most `timeout` for its result (an LSP error or a
     /// closed server is an `Err` with a message).
-    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Result<Value, String> {
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, String> {
         let id = RequestId::from(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id.clone(), tx);
         if self.has_exited()
             || self
                 .tx
-                .send(Message::Request(Request::new(id.clone(), method.into(), params)))
+                .send(Message::Request(Request::new(
+                    id.clone(),
+                    method.into(),
+                    params,
+                )))
                 .is_err()
         {
             lock(&self.pending).remove(&id);
@@ -224,9 +236,10 @@ impl Client {
 
     /// Sends a notification.
     pub fn notify(&self, method: &str, params: Value) {
-        let _ = self
-            .tx
-            .send(Message::Notification(Notification::new(method.into(), params)));
+        let _ = self.tx.send(Message::Notification(Notification::new(
+            method.into(),
+            params,
+        )));
     }
 
     /// `initialize` + `initialized` for `root`.
@@ -341,7 +354,9 @@ impl Client {
     /// Asks the server to shut down, then kills it.
     pub async fn stop(&self) {
         if !self.has_exited() {
-            let _ = self.request("shutdown", Value::Null, Duration::from_secs(2)).await;
+            let _ = self
+                .request("shutdown", Value::Null, Duration::from_secs(2))
+                .await;
             self.notify("exit", Value::Null);
             let _ = tokio::time::timeout(Duration::from_secs(2), self.wait_exit()).await;
         }

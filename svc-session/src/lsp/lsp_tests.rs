@@ -59,16 +59,30 @@ fn row(lsp: &Lsp) -> snowpea_proto::session::v1::lsp_status_result::Server {
 async fn write(e: &Env, rel: &str, text: &str) -> Option<Report> {
     let path = e.work.join(rel);
     std::fs::write(&path, text).unwrap();
-    within(LONG, "after_write", e.lsp.after_write(&e.work, &path, rel, text)).await
+    within(
+        LONG,
+        "after_write",
+        e.lsp.after_write(&e.work, &path, rel, text),
+    )
+    .await
 }
 
 #[tokio::test]
 async fn diagnostics_after_a_write_come_from_the_server_of_the_nearest_root() {
     let e = env("normal", fast());
-    assert!(e.lsp.status().unwrap().servers.is_empty(), "nothing starts before an edit");
-    let r = write(&e, "proj/src/a.fk", "ok\nx = ERR\ny = WARN\n").await.unwrap();
+    assert!(
+        e.lsp.status().unwrap().servers.is_empty(),
+        "nothing starts before an edit"
+    );
+    let r = write(&e, "proj/src/a.fk", "ok\nx = ERR\ny = WARN\n")
+        .await
+        .unwrap();
     assert_eq!((r.count, r.errors, r.warnings), (2, 1, 1), "{r:?}");
-    assert!(r.text.contains("ERROR [2:5] fake err here (fake)"), "{}", r.text);
+    assert!(
+        r.text.contains("ERROR [2:5] fake err here (fake)"),
+        "{}",
+        r.text
+    );
     assert!(r.text.contains("WARN [3:5]"), "{}", r.text);
     let s = row(&e.lsp);
     assert_eq!(s.state, "ready");
@@ -108,7 +122,10 @@ async fn a_crash_restarts_the_server_once_then_it_is_broken() {
     // The restarted server gets the document again on the next edit, then crashes: broken.
     write(&e, "proj/src/a.fk", "one\n").await;
     write(&e, "proj/src/a.fk", "two\n").await;
-    assert_eventually!(row(&e.lsp).state == "broken", "broken after the second crash");
+    assert_eventually!(
+        row(&e.lsp).state == "broken",
+        "broken after the second crash"
+    );
     assert_eq!(row(&e.lsp).pid, None);
     // Broken stays broken: no new process, and an edit still completes.
     assert!(write(&e, "proj/src/a.fk", "three\n").await.is_none());
@@ -152,13 +169,28 @@ async fn a_server_that_never_answers_costs_a_bounded_wait_then_is_broken() {
 #[test]
 fn catalog_has_the_reference_servers_and_settings_change_it() {
     let ids: Vec<String> = catalog::builtin().into_iter().map(|s| s.id).collect();
-    for id in ["typescript", "pyright", "rust-analyzer", "gopls", "clangd", "ruff", "ty"] {
+    for id in [
+        "typescript",
+        "pyright",
+        "rust-analyzer",
+        "gopls",
+        "clangd",
+        "ruff",
+        "ty",
+    ] {
         assert!(ids.iter().any(|i| i == id), "{id} missing");
     }
     let c = Catalog::from_settings(&json!({}));
-    let off: Vec<_> = c.servers.iter().filter(|s| s.disabled).map(|s| s.id.as_str()).collect();
+    let off: Vec<_> = c
+        .servers
+        .iter()
+        .filter(|s| s.disabled)
+        .map(|s| s.id.as_str())
+        .collect();
     assert_eq!(off, ["ty", "ruff"]);
-    let c = Catalog::from_settings(&json!({"lsp": {"disabled": ["pyright"], "servers": {"pyright": {"command": ["my-pyright"]}}}}));
+    let c = Catalog::from_settings(
+        &json!({"lsp": {"disabled": ["pyright"], "servers": {"pyright": {"command": ["my-pyright"]}}}}),
+    );
     let py = c.servers.iter().find(|s| s.id == "pyright").unwrap();
     assert!(py.disabled);
     assert_eq!(py.command, ["my-pyright"]);
@@ -187,10 +219,17 @@ async fn bench_edit_to_diagnostics() {
     let path = work.join("main.py");
     let mut ms = Vec::new();
     for i in 0..21 {
-        let text = if i % 2 == 0 { format!("x: int = \"{i}\"\n") } else { format!("x: int = {i}\n") };
+        let text = if i % 2 == 0 {
+            format!("x: int = \"{i}\"\n")
+        } else {
+            format!("x: int = {i}\n")
+        };
         std::fs::write(&path, &text).unwrap();
         let t = std::time::Instant::now();
-        let r = lsp.after_write(&work, &path, "main.py", &text).await.unwrap();
+        let r = lsp
+            .after_write(&work, &path, "main.py", &text)
+            .await
+            .unwrap();
         let took = t.elapsed().as_secs_f64() * 1000.0;
         assert_eq!(r.errors, if i % 2 == 0 { 1 } else { 0 }, "{r:?}");
         if i == 0 {

@@ -138,7 +138,11 @@ fn language_for(def: &ServerDef, path: &Path) -> String {
     };
     match by_ext {
         Some(l) if def.language_ids.iter().any(|x| x == l) => l.to_owned(),
-        _ => def.language_ids.first().cloned().unwrap_or_else(|| ext.clone()),
+        _ => def
+            .language_ids
+            .first()
+            .cloned()
+            .unwrap_or_else(|| ext.clone()),
     }
 }
 
@@ -165,8 +169,8 @@ impl Lsp {
 
     /// The catalog in force for `workdir`.
     pub fn catalog_for(&self, workdir: Option<&Path>) -> Catalog {
-        let settings = snowpea_common::settings::load_effective(&self.home, workdir)
-            .unwrap_or(Value::Null);
+        let settings =
+            snowpea_common::settings::load_effective(&self.home, workdir).unwrap_or(Value::Null);
         Catalog::from_settings(&settings)
     }
 
@@ -219,15 +223,15 @@ impl Lsp {
     }
 
     /// The running clients for `path` (starting them as needed), with their language id.
-    pub async fn clients_for(self: &Arc<Self>, workdir: &Path, path: &Path) -> Vec<(Arc<Client>, String)> {
+    pub async fn clients_for(
+        self: &Arc<Self>,
+        workdir: &Path,
+        path: &Path,
+    ) -> Vec<(Arc<Client>, String)> {
         let cat = self.catalog_for(Some(workdir));
         let mut out = Vec::new();
         for def in cat.for_file(path) {
-            let Some(program) = def
-                .command
-                .first()
-                .and_then(|p| catalog::which(p, None))
-            else {
+            let Some(program) = def.command.first().and_then(|p| catalog::which(p, None)) else {
                 continue; // Not installed: never an error.
             };
             let root = catalog::root_for(def, path, workdir);
@@ -415,24 +419,46 @@ impl Lsp {
 /// The report of `diags` for the file shown as `display`.
 pub fn report(display: &str, diags: &[Diagnostic]) -> Report {
     let sev = |d: &Diagnostic| d.severity.unwrap_or(DiagnosticSeverity::ERROR);
-    let errors = diags.iter().filter(|d| sev(d) == DiagnosticSeverity::ERROR).count();
+    let errors = diags
+        .iter()
+        .filter(|d| sev(d) == DiagnosticSeverity::ERROR)
+        .count();
     let warnings = diags
         .iter()
         .filter(|d| sev(d) == DiagnosticSeverity::WARNING)
         .count();
     let mut shown: Vec<&Diagnostic> = diags
         .iter()
-        .filter(|d| matches!(sev(d), DiagnosticSeverity::ERROR | DiagnosticSeverity::WARNING))
+        .filter(|d| {
+            matches!(
+                sev(d),
+                DiagnosticSeverity::ERROR | DiagnosticSeverity::WARNING
+            )
+        })
         .collect();
-    shown.sort_by_key(|d| (sev(d) != DiagnosticSeverity::ERROR, d.range.start.line, d.range.start.character));
+    shown.sort_by_key(|d| {
+        (
+            sev(d) != DiagnosticSeverity::ERROR,
+            d.range.start.line,
+            d.range.start.character,
+        )
+    });
     let mut text = if errors + warnings == 0 {
         format!("\n\nLSP diagnostics for {display}: no errors or warnings.")
     } else {
         format!("\n\nLSP diagnostics for {display} ({errors} errors, {warnings} warnings):")
     };
     for d in shown.iter().take(MAX_LINES) {
-        let label = if sev(d) == DiagnosticSeverity::ERROR { "ERROR" } else { "WARN" };
-        let source = d.source.as_deref().map(|s| format!(" ({s})")).unwrap_or_default();
+        let label = if sev(d) == DiagnosticSeverity::ERROR {
+            "ERROR"
+        } else {
+            "WARN"
+        };
+        let source = d
+            .source
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default();
         let msg = d.message.replace('\n', " ");
         text.push_str(&format!(
             "\n{label} [{}:{}] {msg}{source}",

@@ -81,8 +81,8 @@ pub fn inactive_reason(lsp: &Lsp, backend: BackendKind, workdir: &Path) -> Optio
 
 fn position(args: &Value) -> Result<(u64, u64), String> {
     let line = args::optional_u64(args, "line")?.ok_or("missing required argument `line`")?;
-    let ch = args::optional_u64(args, "character")?
-        .ok_or("missing required argument `character`")?;
+    let ch =
+        args::optional_u64(args, "character")?.ok_or("missing required argument `character`")?;
     if line == 0 || ch == 0 {
         return Err("arguments `line` and `character` are 1-based".into());
     }
@@ -108,7 +108,11 @@ fn locations(workdir: &Path, v: &Value) -> Vec<String> {
         .into_iter()
         .filter_map(|l| {
             let uri = l["uri"].as_str().or(l["targetUri"].as_str())?;
-            let range = if l["range"].is_object() { &l["range"] } else { &l["targetSelectionRange"] };
+            let range = if l["range"].is_object() {
+                &l["range"]
+            } else {
+                &l["targetSelectionRange"]
+            };
             Some(loc_text(workdir, uri, range))
         })
         .collect()
@@ -117,10 +121,33 @@ fn locations(workdir: &Path, v: &Value) -> Vec<String> {
 fn symbol_kind(k: &Value) -> String {
     let kind = k.as_u64().unwrap_or(0);
     const NAMES: [&str; 27] = [
-        "?", "file", "module", "namespace", "package", "class", "method", "property", "field",
-        "constructor", "enum", "interface", "function", "variable", "constant", "string",
-        "number", "boolean", "array", "object", "key", "null", "enum member", "struct", "event",
-        "operator", "type parameter",
+        "?",
+        "file",
+        "module",
+        "namespace",
+        "package",
+        "class",
+        "method",
+        "property",
+        "field",
+        "constructor",
+        "enum",
+        "interface",
+        "function",
+        "variable",
+        "constant",
+        "string",
+        "number",
+        "boolean",
+        "array",
+        "object",
+        "key",
+        "null",
+        "enum member",
+        "struct",
+        "event",
+        "operator",
+        "type parameter",
     ];
     NAMES.get(kind as usize).unwrap_or(&"?").to_string()
 }
@@ -131,9 +158,16 @@ fn symbols(workdir: &Path, v: &Value, depth: usize, out: &mut Vec<String>) {
         let name = s["name"].as_str().unwrap_or("?");
         let kind = symbol_kind(&s["kind"]);
         let at = if s["location"].is_object() {
-            loc_text(workdir, s["location"]["uri"].as_str().unwrap_or(""), &s["location"]["range"])
+            loc_text(
+                workdir,
+                s["location"]["uri"].as_str().unwrap_or(""),
+                &s["location"]["range"],
+            )
         } else {
-            format!("line {}", s["range"]["start"]["line"].as_u64().unwrap_or(0) + 1)
+            format!(
+                "line {}",
+                s["range"]["start"]["line"].as_u64().unwrap_or(0) + 1
+            )
         };
         out.push(format!("{}{name} ({kind}) {at}", "  ".repeat(depth)));
         symbols(workdir, &s["children"], depth + 1, out);
@@ -143,10 +177,18 @@ fn symbols(workdir: &Path, v: &Value, depth: usize, out: &mut Vec<String>) {
 fn hover_text(v: &Value) -> String {
     match &v["contents"] {
         Value::String(s) => s.clone(),
-        Value::Object(o) => o.get("value").and_then(Value::as_str).unwrap_or("").to_owned(),
+        Value::Object(o) => o
+            .get("value")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
         Value::Array(a) => a
             .iter()
-            .map(|x| x.as_str().map(str::to_owned).unwrap_or_else(|| x["value"].as_str().unwrap_or("").to_owned()))
+            .map(|x| {
+                x.as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| x["value"].as_str().unwrap_or("").to_owned())
+            })
             .collect::<Vec<_>>()
             .join("\n"),
         _ => String::new(),
@@ -183,7 +225,8 @@ impl LspTool {
             return Err(format!("tool_inactive: {why}"));
         }
         let raw = args::required_str(&args, "path")?;
-        let resolved = paths::resolve(&ctx.workdir, raw).map_err(|e| format!("argument `path`: {e}"))?;
+        let resolved =
+            paths::resolve(&ctx.workdir, raw).map_err(|e| format!("argument `path`: {e}"))?;
         let path = resolved.path.clone();
         let clients = self.lsp.clients_for(&ctx.workdir, &path).await;
         let Some((client, lang)) = clients.into_iter().next() else {
@@ -200,7 +243,8 @@ impl LspTool {
         let lines: Vec<String> = match self.which {
             Which::Definition | Which::References | Which::Hover | Which::RenamePreview => {
                 let (line, ch) = position(&args)?;
-                let mut params = json!({"textDocument": doc, "position": {"line": line, "character": ch}});
+                let mut params =
+                    json!({"textDocument": doc, "position": {"line": line, "character": ch}});
                 let method = match self.which {
                     Which::Definition => "textDocument/definition",
                     Which::References => {
@@ -215,14 +259,21 @@ impl LspTool {
                 };
                 let v = client.request(method, params, REQUEST_TIMEOUT).await?;
                 match self.which {
-                    Which::Hover => vec![hover_text(&v)].into_iter().filter(|s| !s.is_empty()).collect(),
+                    Which::Hover => vec![hover_text(&v)]
+                        .into_iter()
+                        .filter(|s| !s.is_empty())
+                        .collect(),
                     Which::RenamePreview => rename_edits(wd, &v),
                     _ => locations(wd, &v),
                 }
             }
             Which::Symbols => {
                 let v = client
-                    .request("textDocument/documentSymbol", json!({"textDocument": doc}), REQUEST_TIMEOUT)
+                    .request(
+                        "textDocument/documentSymbol",
+                        json!({"textDocument": doc}),
+                        REQUEST_TIMEOUT,
+                    )
                     .await?;
                 let mut out = Vec::new();
                 symbols(wd, &v, 0, &mut out);
@@ -238,7 +289,10 @@ impl LspTool {
                 out
             }
             Which::Diagnostics => {
-                let d = client.diagnostics(&path, since, Duration::from_secs(5)).await.unwrap_or_default();
+                let d = client
+                    .diagnostics(&path, since, Duration::from_secs(5))
+                    .await
+                    .unwrap_or_default();
                 let r = super::manager::report(&resolved.display, &d);
                 return Ok(r.text.trim_start().to_owned());
             }
@@ -247,7 +301,11 @@ impl LspTool {
             return Ok("(no results)".into());
         }
         let more = lines.len().saturating_sub(MAX_RESULTS);
-        let mut text = lines.into_iter().take(MAX_RESULTS).collect::<Vec<_>>().join("\n");
+        let mut text = lines
+            .into_iter()
+            .take(MAX_RESULTS)
+            .collect::<Vec<_>>()
+            .join("\n");
         if more > 0 {
             text.push_str(&format!("\n[truncated: {more} more]"));
         }
@@ -306,7 +364,11 @@ impl Tool for LspTool {
         let resolved = paths::resolve(workdir, raw).map_err(|e| format!("argument `path`: {e}"))?;
         Ok(ToolPlan {
             permission: self.permission(),
-            outside_workdir: if resolved.outside_workdir { vec![resolved.path.clone()] } else { vec![] },
+            outside_workdir: if resolved.outside_workdir {
+                vec![resolved.path.clone()]
+            } else {
+                vec![]
+            },
             summary: format!("{} {}", self.name(), args::one_line(&resolved.display, 200)),
         })
     }

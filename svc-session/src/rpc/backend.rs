@@ -31,6 +31,8 @@ impl BackendRpc {
 #[tonic::async_trait]
 impl BackendService for BackendRpc {
     async fn set(&self, req: Request<pb::BackendSetParams>) -> Result<Response<OkResult>, Status> {
-        Ok(Response::new(self.app.backends.set(req.into_inner()).await?))
+        Ok(Response::new(
+            self.app.backends.set(req.into_inner()).await?,
+        ))
     }
 }

@@ -28,10 +28,7 @@ impl LspRpc {
 
 #[tonic::async_trait]
 impl LspService for LspRpc {
-    async fn catalog(
-        &self,
-        _req: Request<()>,
-    ) -> Result<Response<pb::LspCatalogResult>, Status> {
+    async fn catalog(&self, _req: Request<()>) -> Result<Response<pb::LspCatalogResult>, Status> {
         Ok(Response::new(self.app.lsp.catalog()?))
     }
 

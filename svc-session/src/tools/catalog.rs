@@ -11,9 +11,9 @@ use snowpea_proto::session::v1 as pb;
 
 use super::Tool;
 use crate::checkpoints::Checkpoints;
-use crate::lsp::Lsp;
 use crate::clients::mcp::McpClient;
 use crate::error::Result;
+use crate::lsp::Lsp;
 use crate::question::Questions;
 use crate::session::Registry;
 
@@ -88,18 +88,18 @@ impl Tools {
     /// session's workdir (else the global servers; none while svc-mcp is down), with the
     /// session's `denyExec` refusals.
     pub async fn list(&self, p: pb::ToolListParams) -> Result<pb::ToolListResult> {
-        let (deny_exec, workdir, backend) =
-            match p.session_id.as_deref().filter(|s| !s.is_empty()) {
-                Some(id) => {
-                    let session = self.sessions.get(id)?;
-                    (
-                        session.row().deny_exec,
-                        Some(session.workdir()),
-                        session.backend().kind(),
-                    )
-                }
-                None => (false, None, crate::backend::BackendKind::Local),
-            };
+        let (deny_exec, workdir, backend) = match p.session_id.as_deref().filter(|s| !s.is_empty())
+        {
+            Some(id) => {
+                let session = self.sessions.get(id)?;
+                (
+                    session.row().deny_exec,
+                    Some(session.workdir()),
+                    session.backend().kind(),
+                )
+            }
+            None => (false, None, crate::backend::BackendKind::Local),
+        };
         let lsp_off = crate::lsp::tools::inactive_reason(
             &self.lsp,
             backend,
@@ -133,7 +133,12 @@ impl Tools {
                     reason: inactive.cloned().unwrap_or_else(|| refusal(tag)),
                     server: String::new(),
                     source: "builtin".into(),
-                    state: if inactive.is_some() { "inactive" } else { "active" }.into(),
+                    state: if inactive.is_some() {
+                        "inactive"
+                    } else {
+                        "active"
+                    }
+                    .into(),
                 }
             })
             .chain(mcp.iter().map(|t| {

@@ -12,8 +12,8 @@ use similar::{ChangeTag, TextDiff};
 
 use super::args::{self, floor_char_boundary};
 use super::paths::{self, ResolvedPath};
-use crate::backend::Backend;
 use super::{run_blocking, FileDiff, Permission, Tool, ToolContext, ToolOutput, ToolPlan, Writes};
+use crate::backend::Backend;
 use crate::provider::ToolSpec;
 
 /// Bytes looked at to decide whether a file is binary (a NUL byte in them means binary).
@@ -408,15 +408,13 @@ impl Tool for ReadFile {
                 Ok::<_, String>((resolved, offset, limit))
             })();
             match parsed {
-                Ok((resolved, offset, limit)) => {
-                    Self::read(
-                        ctx.backend.as_ref(),
-                        &resolved,
-                        offset,
-                        limit,
-                        ctx.output_cap.max(1),
-                    )
-                }
+                Ok((resolved, offset, limit)) => Self::read(
+                    ctx.backend.as_ref(),
+                    &resolved,
+                    offset,
+                    limit,
+                    ctx.output_cap.max(1),
+                ),
                 Err(e) => ToolOutput::error(e),
             }
         }))

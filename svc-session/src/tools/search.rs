@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::{self, floor_char_boundary};
 use super::paths;
-use crate::backend::Backend;
 use super::{run_blocking, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+use crate::backend::Backend;
 use crate::provider::ToolSpec;
 
 /// Most paths `glob` returns.

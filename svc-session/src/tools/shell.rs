@@ -386,7 +386,11 @@ pub(crate) async fn run_process(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let program = command.as_std().get_program().to_string_lossy().into_owned();
+    let program = command
+        .as_std()
+        .get_program()
+        .to_string_lossy()
+        .into_owned();
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => return ToolOutput::error(format!("cannot start `{program}`: {e}")),

@@ -368,10 +368,19 @@ impl Turns {
         };
         // Diagnostics of the written file (issue 23): appended to the result and emitted.
         if out.ok && backend_kind == crate::backend::BackendKind::Local {
-            if let Some(diff) = out.diff.as_ref().filter(|_| call.name == "write_file" || call.name == "edit_file") {
+            if let Some(diff) = out
+                .diff
+                .as_ref()
+                .filter(|_| call.name == "write_file" || call.name == "edit_file")
+            {
                 let file = workdir.join(&diff.path);
                 if let Ok(text) = tokio::fs::read_to_string(&file).await {
-                    if let Some(r) = self.tools.lsp().after_write(&workdir, &file, &diff.path, &text).await {
+                    if let Some(r) = self
+                        .tools
+                        .lsp()
+                        .after_write(&workdir, &file, &diff.path, &text)
+                        .await
+                    {
                         out.content.push_str(&r.text);
                         self.event(
                             session,
