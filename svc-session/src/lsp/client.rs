@@ -21,6 +21,9 @@ use tokio::sync::{oneshot, watch};
 /// Longest wait for the `initialize` answer.
 pub const INIT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Latest diagnostics per document URI: (publish counter, document version, diagnostics).
+type Published = Arc<Mutex<HashMap<String, (u64, Option<i32>, Vec<Diagnostic>)>>>;
+
 /// Where a document stood when it was sent ([`Client::sync`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Synced {
@@ -38,7 +41,7 @@ pub struct Client {
     next_id: AtomicI32,
     pending: Arc<Mutex<HashMap<RequestId, oneshot::Sender<Response>>>>,
     /// Latest diagnostics per document URI, with a counter of publishes.
-    diagnostics: Arc<Mutex<HashMap<String, (u64, Option<i32>, Vec<Diagnostic>)>>>,
+    diagnostics: Published,
     published: watch::Sender<u64>,
     /// Open documents and their version.
     versions: Mutex<HashMap<String, i32>>,
@@ -112,8 +115,7 @@ impl Client {
                 }
             })?;
         let pending: Arc<Mutex<HashMap<RequestId, oneshot::Sender<Response>>>> = Arc::default();
-        let diagnostics: Arc<Mutex<HashMap<String, (u64, Option<i32>, Vec<Diagnostic>)>>> =
-            Arc::default();
+        let diagnostics: Published = Arc::default();
         let (published, _) = watch::channel(0u64);
         let (exited_tx, exited) = watch::channel(false);
         {
