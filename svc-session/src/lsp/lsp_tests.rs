@@ -137,7 +137,7 @@ async fn an_idle_server_is_stopped_and_starts_again_on_use() {
     let e = env(
         "normal",
         LspTimes {
-            idle: Duration::from_millis(300),
+            idle: Duration::from_secs(2),
             ..fast()
         },
     );
