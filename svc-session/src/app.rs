@@ -11,6 +11,7 @@ use snowpea_common::home::Home;
 
 use crate::agents::Agents;
 use crate::approval::Approvals;
+use crate::backend::Backends;
 use crate::checkpoints::Checkpoints;
 use crate::commands::Commands;
 use crate::compaction::Compaction;
@@ -51,6 +52,8 @@ pub struct AppConfig {
     pub output_cap: usize,
     /// Longest wait for the next streamed item of a model call before the turn fails.
     pub provider_idle_timeout: Duration,
+    /// Language-server timings (idle stop, `initialize`, diagnostics wait).
+    pub lsp_times: crate::lsp::LspTimes,
 }
 
 impl std::fmt::Debug for AppConfig {
@@ -72,6 +75,7 @@ impl AppConfig {
             max_tool_rounds: 200,
             output_cap: 64 * 1024,
             provider_idle_timeout: Duration::from_secs(300),
+            lsp_times: crate::lsp::LspTimes::default(),
         }
     }
 }
@@ -126,6 +130,10 @@ pub struct App {
     pub teams: Arc<Teams>,
     /// `agent.*`, `session.setAgent`, subagents and named agents (issue 19).
     pub agents: Arc<Agents>,
+    /// `backend.set`: where each session's tools run.
+    pub backends: Backends,
+    /// `lsp.catalog`, `lsp.status`: the language servers.
+    pub lsp: Arc<crate::lsp::Lsp>,
     hub: Arc<BusHub>,
 }
 
@@ -166,6 +174,7 @@ impl App {
             store.clone(),
             registry.clone(),
         ));
+        let lsp = crate::lsp::Lsp::new(home.clone(), Some(mark.clone()), config.lsp_times);
         let hosts = Arc::new(Hosts::default());
         let tools = Arc::new(
             Tools::open(
@@ -174,6 +183,7 @@ impl App {
                 registry.clone(),
                 checkpoints.clone(),
                 questions.clone(),
+                lsp.clone(),
             )
             .with_hosts(hosts.clone(), hub.clone()),
         );
@@ -190,6 +200,9 @@ impl App {
             registry.clone(),
             allowlist.clone(),
         ));
+        let backends = Backends::new(registry.clone(), events.clone(), mark.clone());
+        // Containers of a docker backend a stopped svc-session of this home left (issue 23).
+        tokio::spawn(crate::backend::docker::remove_leftovers(mark.clone()));
         let host_tools = HostTools::new(
             &home,
             hub.clone(),
@@ -366,6 +379,8 @@ impl App {
             web,
             teams,
             agents,
+            backends,
+            lsp,
             hub,
         }))
     }
@@ -373,6 +388,18 @@ impl App {
     /// The bus hub notifications and server→client requests go through.
     pub fn hub(&self) -> &Arc<BusHub> {
         &self.hub
+    }
+
+    /// On a clean stop: closes every session's backend (ssh connections, containers) and
+    /// stops the language servers (issue 23). Bounded by each backend's own timeouts.
+    pub async fn shutdown(&self) {
+        for session in self.sessions.registry().all() {
+            session
+                .replace_backend(crate::backend::local())
+                .close()
+                .await;
+        }
+        self.lsp.shutdown().await;
     }
 
     /// Waits until every event and write queued so far is committed and published.

@@ -13,6 +13,7 @@ pub mod agents;
 pub mod app;
 pub mod approval;
 pub mod attachments;
+pub mod backend;
 pub mod checkpoints;
 pub mod clients;
 pub mod commands;
@@ -23,6 +24,7 @@ pub mod file;
 pub mod hooks;
 pub mod host_tools;
 pub mod llm;
+pub mod lsp;
 pub mod models;
 pub mod permission;
 pub mod permissions;
@@ -62,6 +64,7 @@ pub const CAPABILITIES: &[&str] = &[
     "hostToolParallel",
     "batchedFileTools",
     "toolInvokeGuard",
+    "lsp",
 ];
 
 #[cfg(test)]

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use snowpea_common::bus::{BusHub, BusService};
 use snowpea_common::service::{serve, ServiceArgs, Services};
 use snowpea_svc_session::rpc::{
-    agent::AgentRpc, approval::ApprovalRpc, checkpoint::CheckpointRpc, command::CommandRpc,
-    file::FileRpc, llm::LlmRpc, permission::PermissionRpc, provider::ProviderRpc,
+    agent::AgentRpc, approval::ApprovalRpc, backend::BackendRpc, checkpoint::CheckpointRpc, command::CommandRpc,
+    file::FileRpc, llm::LlmRpc, lsp::LspRpc, permission::PermissionRpc, provider::ProviderRpc,
     question::QuestionRpc, session::SessionRpc, settings::SettingsRpc, setup::SetupRpc,
     skill::SkillRpc, team::TeamRpc, tool::ToolRpc, usage::UsageRpc, web::WebRpc,
 };
@@ -38,6 +38,7 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(ApprovalRpc::new(app.clone()).into_server())
         .add_service(ToolRpc::new(app.clone()).into_server())
         .add_service(CheckpointRpc::new(app.clone()).into_server())
+        .add_service(BackendRpc::new(app.clone()).into_server())
         .add_service(ProviderRpc::new(app.clone()).into_server())
         .add_service(SettingsRpc::new(app.clone()).into_server())
         .add_service(SettingsRpc::new(app.clone()).into_internal_server())
@@ -50,6 +51,7 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(UsageRpc::new(app.clone()).into_server())
         .add_service(FileRpc::new(app.clone()).into_server())
         .add_service(LlmRpc::new(app.clone()).into_server())
+        .add_service(LspRpc::new(app.clone()).into_server())
         .add_service(WebRpc::new(app.clone()).into_server())
         .add_service(TeamRpc::new(app.clone()).into_server())
         .add_service(
@@ -57,6 +59,7 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         )
         .add_service(BusService::new(hub).into_server());
     serve("session", &args.socket, services, std::future::pending()).await?;
+    app.shutdown().await;
     app.flush().await?;
     Ok(())
 }

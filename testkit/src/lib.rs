@@ -6,6 +6,8 @@
 //!   hands out channels; SIGKILLs it on drop and prints its log when the test failed;
 //! * [`CheckedTask`]: a background task (a stream reader, a callback) whose panic fails the
 //!   test instead of vanishing with the task;
+//! * [`fake_lsp`]: a fake stdio language server (crash, never answering, diagnostics);
+//! * [`sshd::Sshd`]: a real OpenSSH server on loopback with temp keys (execution backends);
 //! * [`suite`]: the whole suite (`snowpea supervisor start`) on a temp home with connected
 //!   clients, for `snowpea-e2e`;
 //! * [`fake_chat`]: fake Telegram, Discord and Slack servers on 127.0.0.1 for svc-chat.
@@ -16,7 +18,9 @@
 
 mod eventually;
 pub mod fake_chat;
+pub mod fake_lsp;
 mod process;
+pub mod sshd;
 pub mod suite;
 mod task;
 

@@ -680,7 +680,7 @@ impl Commands {
                 "the {name} tool is not available"
             )));
         };
-        let workdir = session.workdir();
+        let workdir = session.tool_workdir();
         tool.plan(&args, &workdir).map_err(Failure::args)?;
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let ctx = crate::tools::ToolContext {
@@ -695,6 +695,7 @@ impl Commands {
             call_id: String::new(),
             named_agent: crate::agents::named::named_agent_of(&session.row()),
             turn: None,
+            backend: session.backend(),
         };
         let out = tool.run(args, ctx).await;
         if out.ok {

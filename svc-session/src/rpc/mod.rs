@@ -8,11 +8,13 @@
 
 pub mod agent;
 pub mod approval;
+pub mod backend;
 pub mod checkpoint;
 pub mod command;
 pub mod file;
 pub mod internal;
 pub mod llm;
+pub mod lsp;
 pub mod permission;
 pub mod provider;
 pub mod question;

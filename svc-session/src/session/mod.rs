@@ -70,6 +70,8 @@ pub struct Session {
     pending_approvals: AtomicUsize,
     /// Question batches of the session now pending (kept by [`crate::question::Questions`]).
     pending_questions: AtomicUsize,
+    /// Where its tools run (`backend.set`, [`crate::backend::Backends`]); not persisted.
+    backend: Mutex<Arc<dyn crate::backend::Backend>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -97,7 +99,27 @@ impl Session {
             idle: watch::channel(true).0,
             pending_approvals: AtomicUsize::new(0),
             pending_questions: AtomicUsize::new(0),
+            backend: Mutex::new(crate::backend::local()),
         }
+    }
+
+    /// Where the session's tools run (issue 23; `local` until `backend.set`).
+    pub fn backend(&self) -> Arc<dyn crate::backend::Backend> {
+        lock(&self.backend).clone()
+    }
+
+    /// Puts `backend` in place, returning the one it replaces (the caller closes it).
+    pub(crate) fn replace_backend(
+        &self,
+        backend: Arc<dyn crate::backend::Backend>,
+    ) -> Arc<dyn crate::backend::Backend> {
+        std::mem::replace(&mut *lock(&self.backend), backend)
+    }
+
+    /// The directory tools work in: the backend's (`config.workdir`/`config.cwd`), else
+    /// the session's workdir.
+    pub fn tool_workdir(&self) -> PathBuf {
+        self.backend().workdir().unwrap_or_else(|| self.workdir())
     }
 
     /// Records how many approvals of the session are pending (its `awaiting_approval` status).
@@ -700,6 +722,11 @@ impl Sessions {
         });
         self.save(&session);
         self.registry.remove(id);
+        // Its ssh connection or container goes with it (issue 23).
+        session
+            .replace_backend(crate::backend::local())
+            .close()
+            .await;
         self.changed(&session, "close");
         self.log.flush().await?;
         tracing::info!(session_id = %id, "session closed");

@@ -14,6 +14,7 @@ use super::Tool;
 use crate::checkpoints::Checkpoints;
 use crate::clients::mcp::McpClient;
 use crate::error::Result;
+use crate::lsp::Lsp;
 use crate::question::Questions;
 use crate::session::Registry;
 
@@ -28,6 +29,7 @@ pub struct Tools {
         Arc<crate::host_tools::Hosts>,
         Arc<snowpea_common::bus::BusHub>,
     )>,
+    lsp: Arc<Lsp>,
 }
 
 impl std::fmt::Debug for Tools {
@@ -49,6 +51,7 @@ impl Tools {
         sessions: Registry,
         checkpoints: Arc<Checkpoints>,
         questions: Arc<Questions>,
+        lsp: Arc<Lsp>,
     ) -> Self {
         let mut builtin = super::builtin(mark);
         builtin.push(Arc::new(super::ask_user::AskUser::new(
@@ -57,12 +60,14 @@ impl Tools {
         )));
         builtin.extend(super::memory::for_home(home));
         builtin.extend(super::schedule::for_home(home));
+        builtin.extend(crate::lsp::tools::all(&lsp));
         Tools {
             home: home.clone(),
             sessions,
             builtin,
             checkpoints,
             hosts: None,
+            lsp,
         }
     }
 
@@ -117,6 +122,11 @@ impl Tools {
             .collect()
     }
 
+    /// The language servers (diagnostics after edits, the `lsp_*` tools).
+    pub fn lsp(&self) -> &Arc<Lsp> {
+        &self.lsp
+    }
+
     /// The checkpoints of what tool calls change (issue 20).
     pub fn checkpoints(&self) -> &Checkpoints {
         &self.checkpoints
@@ -140,13 +150,18 @@ impl Tools {
             Some(id) => Some(self.sessions.get(id)?),
             None => None,
         };
-        let (deny_exec, workdir) = match &session {
-            Some(s) => (s.row().deny_exec, Some(s.workdir())),
-            None => (false, None),
+        let (deny_exec, workdir, backend) = match &session {
+            Some(s) => (s.row().deny_exec, Some(s.workdir()), s.backend().kind()),
+            None => (false, None, crate::backend::BackendKind::Local),
         };
         let host = self.host_entries(session.as_deref());
         let shadowed: std::collections::HashSet<String> =
             host.iter().map(|t| t.name.clone()).collect();
+        let lsp_off = crate::lsp::tools::inactive_reason(
+            &self.lsp,
+            backend,
+            workdir.as_deref().unwrap_or(Path::new("")),
+        );
         let mcp = self
             .mcp()
             .listed(workdir.as_deref().unwrap_or(Path::new("")))
@@ -167,6 +182,7 @@ impl Tools {
                     .map(|t| {
                         let spec = t.spec();
                         let tag = t.permission().as_str();
+                        let inactive = lsp_off.as_ref().filter(|_| t.category() == "lsp");
                         pb::tool_list_result::Tool {
                             category: t.category().into(),
                             deferred: false,
@@ -174,10 +190,15 @@ impl Tools {
                             name: spec.name,
                             permission_tag: tag.into(),
                             provider: String::new(),
-                            reason: refusal(tag),
+                            reason: inactive.cloned().unwrap_or_else(|| refusal(tag)),
                             server: String::new(),
                             source: "builtin".into(),
-                            state: "active".into(),
+                            state: if inactive.is_some() {
+                                "inactive"
+                            } else {
+                                "active"
+                            }
+                            .into(),
                         }
                     })
                     .chain(mcp.iter().map(|t| {

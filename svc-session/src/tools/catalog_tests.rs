@@ -23,6 +23,9 @@ fn sample_args(name: &str) -> Option<Value> {
         "glob" => json!({"pattern": "*.rs"}),
         "grep" => json!({"pattern": "fn"}),
         "shell" => json!({"command": "true"}),
+        n if n.starts_with("lsp_") => {
+            json!({"path": "a.py", "line": 1, "character": 1, "newName": "b", "query": "x"})
+        }
         "ask_user" => json!({"question": "Which database?", "choices": ["sqlite", "postgres"]}),
         "save_memory" => json!({"text": "a fact"}),
         "search_memory" => json!({"query": "fact"}),

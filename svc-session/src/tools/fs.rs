@@ -1,6 +1,6 @@
 //! File tools: `read_file`, `write_file`, `edit_file`, `list_dir`.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +13,7 @@ use similar::{ChangeTag, TextDiff};
 use super::args::{self, floor_char_boundary};
 use super::paths::{self, ResolvedPath};
 use super::{run_blocking, FileDiff, Permission, Tool, ToolContext, ToolOutput, ToolPlan, Writes};
+use crate::backend::Backend;
 use crate::provider::ToolSpec;
 
 /// Bytes looked at to decide whether a file is binary (a NUL byte in them means binary).
@@ -81,13 +82,16 @@ fn utf8_cut(bytes: &[u8], max: usize) -> usize {
 }
 
 /// Reads an existing text file for editing: refuses directories and binary files.
-fn read_text(resolved: &ResolvedPath) -> Result<Vec<u8>, String> {
+fn read_text(backend: &dyn Backend, resolved: &ResolvedPath) -> Result<Vec<u8>, String> {
     let display = &resolved.display;
-    let meta = fs::metadata(&resolved.path).map_err(|e| io_message(display, &e))?;
-    if meta.is_dir() {
+    let meta = backend
+        .metadata(&resolved.path)
+        .map_err(|e| io_message(display, &e))?;
+    if meta.is_dir {
         return Err(format!("`{display}` is a directory, not a file"));
     }
-    let bytes = fs::read(&resolved.path).map_err(|e| io_message(display, &e))?;
+    let bytes =
+        crate::backend::read_all(backend, &resolved.path).map_err(|e| io_message(display, &e))?;
     if looks_binary(&bytes) {
         return Err(format!(
             "`{display}` is a binary file ({} bytes); refusing to treat it as text",
@@ -177,6 +181,7 @@ pub fn make_diff(display: &str, old: Option<&str>, new: &str) -> FileDiff {
 
 /// Writes `new` over `resolved` (creating parents), returning the tool output with its diff.
 fn write_with_diff(
+    backend: &dyn Backend,
     resolved: &ResolvedPath,
     old: Option<&str>,
     new: &str,
@@ -184,11 +189,11 @@ fn write_with_diff(
 ) -> ToolOutput {
     let display = &resolved.display;
     if let Some(parent) = resolved.path.parent() {
-        if let Err(e) = fs::create_dir_all(parent) {
+        if let Err(e) = backend.create_dir_all(parent) {
             return ToolOutput::error(format!("cannot create the directory for `{display}`: {e}"));
         }
     }
-    if let Err(e) = atomic_write(&resolved.path, new.as_bytes()) {
+    if let Err(e) = backend.write_atomic(&resolved.path, new.as_bytes()) {
         return ToolOutput::error(format!("cannot write `{display}`: {e}"));
     }
     let diff = make_diff(display, old, new);
@@ -226,23 +231,24 @@ pub struct ReadFile;
 
 impl ReadFile {
     fn read(
+        backend: &dyn Backend,
         resolved: &ResolvedPath,
         offset: Option<u64>,
         limit: Option<u64>,
         cap: usize,
     ) -> ToolOutput {
         let display = &resolved.display;
-        let meta = match fs::metadata(&resolved.path) {
+        let meta = match backend.metadata(&resolved.path) {
             Ok(m) => m,
             Err(e) => return ToolOutput::error(io_message(display, &e)),
         };
-        if meta.is_dir() {
+        if meta.is_dir {
             return ToolOutput::error(format!(
                 "`{display}` is a directory; use list_dir to see what it holds"
             ));
         }
-        let size = meta.len();
-        let mut file = match File::open(&resolved.path) {
+        let size = meta.len;
+        let mut file = match backend.open(&resolved.path) {
             Ok(f) => f,
             Err(e) => return ToolOutput::error(io_message(display, &e)),
         };
@@ -402,9 +408,13 @@ impl Tool for ReadFile {
                 Ok::<_, String>((resolved, offset, limit))
             })();
             match parsed {
-                Ok((resolved, offset, limit)) => {
-                    Self::read(&resolved, offset, limit, ctx.output_cap.max(1))
-                }
+                Ok((resolved, offset, limit)) => Self::read(
+                    ctx.backend.as_ref(),
+                    &resolved,
+                    offset,
+                    limit,
+                    ctx.output_cap.max(1),
+                ),
                 Err(e) => ToolOutput::error(e),
             }
         }))
@@ -473,21 +483,22 @@ impl Tool for WriteFile {
                 Ok((_, r)) => r,
                 Err(e) => return ToolOutput::error(e),
             };
-            let old = match fs::symlink_metadata(&resolved.path) {
+            let backend = ctx.backend.as_ref();
+            let old = match backend.symlink_metadata(&resolved.path) {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                 Err(e) => return ToolOutput::error(io_message(&resolved.display, &e)),
-                Ok(m) if m.is_dir() => {
+                Ok(m) if m.is_dir => {
                     return ToolOutput::error(format!(
                         "`{}` is a directory, not a file",
                         resolved.display
                     ))
                 }
-                Ok(_) => match fs::read(&resolved.path) {
+                Ok(_) => match crate::backend::read_all(backend, &resolved.path) {
                     Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
                     Err(e) => return ToolOutput::error(io_message(&resolved.display, &e)),
                 },
             };
-            write_with_diff(&resolved, old.as_deref(), content, "Wrote")
+            write_with_diff(backend, &resolved, old.as_deref(), content, "Wrote")
         }))
     }
 }
@@ -525,9 +536,9 @@ impl EditFile {
         })
     }
 
-    fn edit(resolved: &ResolvedPath, edit: &EditArgs<'_>) -> ToolOutput {
+    fn edit(backend: &dyn Backend, resolved: &ResolvedPath, edit: &EditArgs<'_>) -> ToolOutput {
         let display = &resolved.display;
-        let bytes = match read_text(resolved) {
+        let bytes = match read_text(backend, resolved) {
             Ok(b) => b,
             Err(e) => return ToolOutput::error(e),
         };
@@ -563,7 +574,7 @@ impl EditFile {
         } else {
             text.replacen(old.as_str(), &new, 1)
         };
-        let mut out = write_with_diff(resolved, Some(&text), &updated, "Edited");
+        let mut out = write_with_diff(backend, resolved, Some(&text), &updated, "Edited");
         if out.ok {
             out.content = format!(
                 "Edited `{display}`: replaced {count} occurrence{} (+{} -{} lines).",
@@ -637,7 +648,7 @@ impl Tool for EditFile {
                 Err(e) => return ToolOutput::error(e),
             };
             match Self::parse(&args) {
-                Ok(edit) => Self::edit(&resolved, &edit),
+                Ok(edit) => Self::edit(ctx.backend.as_ref(), &resolved, &edit),
                 Err(e) => ToolOutput::error(e),
             }
         }))
@@ -649,11 +660,14 @@ impl Tool for EditFile {
 pub struct ListDir;
 
 impl ListDir {
-    fn list(resolved: &ResolvedPath, cap: usize) -> ToolOutput {
+    fn list(backend: &dyn Backend, resolved: &ResolvedPath, cap: usize) -> ToolOutput {
         let display = &resolved.display;
-        let reader = match fs::read_dir(&resolved.path) {
+        let reader = match backend.read_dir(&resolved.path) {
             Ok(r) => r,
-            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotADirectory
+                    || backend.metadata(&resolved.path).is_ok_and(|m| !m.is_dir) =>
+            {
                 return ToolOutput::error(format!(
                     "`{display}` is a file, not a directory; use read_file"
                 ))
@@ -662,24 +676,21 @@ impl ListDir {
         };
         let mut entries: Vec<(String, String)> = Vec::new();
         for entry in reader {
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) => return ToolOutput::error(io_message(display, &e)),
-            };
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let is_link = entry.file_type().map(|t| t.is_symlink()).unwrap_or(false);
+            let name = entry.name.clone();
+            let is_link = entry.is_symlink;
             // Follow symlinks to say what they point at.
-            let target_meta = fs::metadata(entry.path()).ok();
+            let target_meta = backend.metadata(&entry.path).ok();
             let line = match (&target_meta, is_link) {
-                (Some(m), false) if m.is_dir() => format!("{name}/"),
-                (Some(m), false) => format!("{name}  ({} bytes)", m.len()),
+                (Some(m), false) if m.is_dir => format!("{name}/"),
+                (Some(m), false) => format!("{name}  ({} bytes)", m.len),
                 (_, true) => {
-                    let target = fs::read_link(entry.path())
+                    let target = backend
+                        .read_link(&entry.path)
                         .map(|t| t.to_string_lossy().into_owned())
                         .unwrap_or_else(|_| "?".into());
                     match &target_meta {
-                        Some(m) if m.is_dir() => format!("{name}/ -> {target}"),
-                        Some(m) => format!("{name} -> {target}  ({} bytes)", m.len()),
+                        Some(m) if m.is_dir => format!("{name}/ -> {target}"),
+                        Some(m) => format!("{name} -> {target}  ({} bytes)", m.len),
                         None => format!("{name} -> {target}  (broken link)"),
                     }
                 }
@@ -768,7 +779,9 @@ impl Tool for ListDir {
                 ListDir.permission(),
                 "list_dir",
             ) {
-                Ok((_, resolved)) => Self::list(&resolved, ctx.output_cap.max(64)),
+                Ok((_, resolved)) => {
+                    Self::list(ctx.backend.as_ref(), &resolved, ctx.output_cap.max(64))
+                }
                 Err(e) => ToolOutput::error(e),
             }
         }))

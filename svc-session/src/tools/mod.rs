@@ -141,6 +141,9 @@ pub struct ToolContext {
     /// Facts of the running turn a host tool hands its host (`tool.invoke`); `None`
     /// outside a turn.
     pub turn: Option<Arc<TurnFacts>>,
+    /// Where the call's files and commands are (issue 23): the session's backend. Built-in
+    /// tools touch files and run commands only through it.
+    pub backend: Arc<dyn crate::backend::Backend>,
 }
 
 /// What `tool.invoke` tells a host about the turn behind a call (spec 1.22.0–1.25.0).
@@ -332,6 +335,7 @@ pub(crate) fn test_context(
         call_id: String::new(),
         named_agent: None,
         turn: None,
+        backend: crate::backend::local(),
     };
     (ctx, rx)
 }

@@ -289,6 +289,7 @@ mod tests {
             call_id: String::new(),
             named_agent: None,
             turn: None,
+            backend: crate::backend::local(),
         };
         let out = tokio::time::timeout(
             Duration::from_secs(15),

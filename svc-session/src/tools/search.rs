@@ -11,13 +11,13 @@ use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
-use ignore::WalkBuilder;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::args::{self, floor_char_boundary};
 use super::paths;
 use super::{run_blocking, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+use crate::backend::Backend;
 use crate::provider::ToolSpec;
 
 /// Most paths `glob` returns.
@@ -66,48 +66,6 @@ impl PathGlob {
     }
 }
 
-/// Walks the files under `root` (gitignore respected, hidden skipped, sorted by name),
-/// calling `visit` with each file's absolute and root-relative path until it returns false
-/// or `cancel` fires. Returns false when cancelled.
-fn walk_files(
-    root: &Path,
-    cancel: &CancellationToken,
-    mut visit: impl FnMut(&Path, &Path) -> bool,
-) -> bool {
-    let walker = WalkBuilder::new(root)
-        .hidden(true)
-        .git_ignore(true)
-        .git_global(true)
-        .git_exclude(true)
-        .ignore(true)
-        .parents(true)
-        .require_git(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .build();
-    for entry in walker {
-        if cancel.is_cancelled() {
-            return false;
-        }
-        let Ok(entry) = entry else { continue };
-        let is_file = match entry.file_type() {
-            Some(t) if t.is_file() => true,
-            Some(t) if t.is_symlink() => entry.path().is_file(),
-            _ => false,
-        };
-        if !is_file {
-            continue;
-        }
-        let Ok(rel) = entry.path().strip_prefix(root) else {
-            continue;
-        };
-        if !visit(entry.path(), rel) {
-            break;
-        }
-    }
-    true
-}
-
 /// The workdir-relative path as text, with `/` separators.
 fn rel_text(rel: &Path) -> String {
     rel.to_string_lossy().into_owned()
@@ -129,6 +87,7 @@ pub struct Glob;
 
 impl Glob {
     fn search(
+        backend: &dyn Backend,
         root: &Path,
         glob: &PathGlob,
         pattern: &str,
@@ -138,7 +97,7 @@ impl Glob {
         let mut found: Vec<String> = Vec::new();
         let mut bytes = 0usize;
         let mut truncated = false;
-        let finished = walk_files(root, cancel, |_, rel| {
+        let finished = backend.walk_files(root, cancel, &mut |_, rel| {
             if !glob.is_match(rel) {
                 return true;
             }
@@ -229,7 +188,14 @@ impl Tool for Glob {
                 Err(e) => return ToolOutput::error(e),
             };
             let root = paths::canonical_workdir(&ctx.workdir);
-            Self::search(&root, &glob, pattern, ctx.output_cap.max(256), &ctx.cancel)
+            Self::search(
+                ctx.backend.as_ref(),
+                &root,
+                &glob,
+                pattern,
+                ctx.output_cap.max(256),
+                &ctx.cancel,
+            )
         }))
     }
 }
@@ -250,6 +216,7 @@ impl Grep {
     }
 
     fn search(
+        backend: &dyn Backend,
         root: &Path,
         matcher: &RegexMatcher,
         glob: Option<&PathGlob>,
@@ -265,16 +232,19 @@ impl Grep {
         let mut matches = 0usize;
         let mut files = 0usize;
         let mut truncated = false;
-        let finished = walk_files(root, cancel, |path, rel| {
+        let finished = backend.walk_files(root, cancel, &mut |path, rel| {
             if glob.is_some_and(|g| !g.is_match(rel)) {
                 return true;
             }
             let rel = rel_text(rel);
             let before = matches;
             // Errors on one file (unreadable, vanished) skip it; the search goes on.
-            let _ = searcher.search_path(
+            let Ok(reader) = backend.open(path) else {
+                return !cancel.is_cancelled();
+            };
+            let _ = searcher.search_reader(
                 matcher,
-                path,
+                reader,
                 Lossy(|line_number, line| {
                     let text = line.trim_end_matches(['\n', '\r']);
                     let cut = floor_char_boundary(text, MAX_GREP_LINE);
@@ -383,6 +353,7 @@ impl Tool for Grep {
                 Ok((pattern, matcher, glob)) => {
                     let root = paths::canonical_workdir(&ctx.workdir);
                     Self::search(
+                        ctx.backend.as_ref(),
                         &root,
                         &matcher,
                         glob.as_ref(),

@@ -17,7 +17,6 @@ use nix::errno::Errno;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
-use snowpea_common::orphans;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
@@ -25,6 +24,7 @@ use tokio::sync::mpsc;
 use super::args;
 use super::paths;
 use super::{Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+use crate::backend::ExecRequest;
 use crate::provider::ToolSpec;
 
 /// Timeout when the call gives none, in seconds.
@@ -150,7 +150,26 @@ impl Tool for Shell {
         let mark = self.mark.clone();
         Box::pin(async move {
             match Self::parse(&args, &ctx.workdir) {
-                Ok(parsed) => run_shell(parsed, mark, ctx).await,
+                Ok(parsed) => {
+                    if ctx.cancel.is_cancelled() {
+                        return finish_output(
+                            String::new(),
+                            false,
+                            None,
+                            false,
+                            true,
+                            Instant::now(),
+                        );
+                    }
+                    let req = ExecRequest {
+                        command: parsed.command,
+                        cwd: parsed.cwd.path,
+                        timeout: parsed.timeout,
+                        mark,
+                    };
+                    let backend = ctx.backend.clone();
+                    backend.exec(req, ctx).await
+                }
                 Err(e) => ToolOutput::error(e),
             }
         })
@@ -174,7 +193,7 @@ fn group_gone(pgid: Pid) -> bool {
 }
 
 /// Captured output: everything up to `cap`, then the first and the last `cap / 2` bytes.
-struct Capture {
+pub(crate) struct Capture {
     cap: usize,
     head: Vec<u8>,
     tail: std::collections::VecDeque<u8>,
@@ -182,7 +201,7 @@ struct Capture {
 }
 
 impl Capture {
-    fn new(cap: usize) -> Self {
+    pub(crate) fn new(cap: usize) -> Self {
         Capture {
             cap: cap.max(2),
             head: Vec::new(),
@@ -191,7 +210,7 @@ impl Capture {
         }
     }
 
-    fn push(&mut self, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         self.total += bytes.len() as u64;
         let head_cap = self.cap / 2;
         let mut rest = bytes;
@@ -211,12 +230,12 @@ impl Capture {
         }
     }
 
-    fn truncated(&self) -> bool {
+    pub(crate) fn truncated(&self) -> bool {
         self.total > (self.head.len() + self.tail.len()) as u64
     }
 
     /// The captured text, with a marker where bytes were left out.
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let tail: Vec<u8> = self.tail.iter().copied().collect();
         if !self.truncated() {
             let mut all = self.head.clone();
@@ -247,12 +266,12 @@ impl Capture {
 
 /// Turns byte chunks into text without splitting UTF-8 characters across chunks.
 #[derive(Default)]
-struct Utf8Stream {
+pub(crate) struct Utf8Stream {
     pending: Vec<u8>,
 }
 
 impl Utf8Stream {
-    fn push(&mut self, bytes: &[u8]) -> String {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> String {
         self.pending.extend_from_slice(bytes);
         let mut out = String::new();
         let mut rest: &[u8] = &self.pending;
@@ -286,7 +305,7 @@ impl Utf8Stream {
         out
     }
 
-    fn finish(&mut self) -> String {
+    pub(crate) fn finish(&mut self) -> String {
         let rest = std::mem::take(&mut self.pending);
         String::from_utf8_lossy(&rest).into_owned()
     }
@@ -344,37 +363,37 @@ async fn terminate_group(
     let _ = child.wait().await;
 }
 
-async fn run_shell(parsed: ShellArgs, mark: Option<String>, ctx: ToolContext) -> ToolOutput {
+/// Exit code a command reports when its timeout ended it (as coreutils' `timeout`).
+pub const TIMEOUT_EXIT_CODE: i32 = 124;
+
+/// Runs `command` (its program and arguments set; stdin, env and cwd as the caller
+/// wants) in its own process group with stdout and stderr piped and streamed to
+/// `ctx.progress`, until it exits, `timeout` passes (the group is terminated; exit code
+/// 124) or `ctx.cancel` fires. `lost` turns an exit code into a failure message (a remote
+/// backend's transport failing, e.g. ssh's 255); the backends' one process runner.
+pub(crate) async fn run_process(
+    mut command: Command,
+    timeout: Duration,
+    lost: Option<&(dyn Fn(i32) -> Option<String> + Send + Sync)>,
+    ctx: ToolContext,
+) -> ToolOutput {
     let started = Instant::now();
     if ctx.cancel.is_cancelled() {
         return finish_output(String::new(), false, None, false, true, started);
     }
-    match std::fs::metadata(&parsed.cwd.path) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return ToolOutput::error(format!("cwd `{}` is not a directory", parsed.cwd.display))
-        }
-        Err(_) => return ToolOutput::error(format!("cwd `{}` does not exist", parsed.cwd.display)),
-    }
-    let mut command = Command::new("sh");
     command
-        .arg("-c")
-        .arg(&parsed.command)
-        .current_dir(&parsed.cwd.path)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .env("PAGER", "cat")
-        .env("GIT_PAGER", "cat")
-        .env("GIT_TERMINAL_PROMPT", "0")
         .process_group(0)
         .kill_on_drop(true);
-    if let Some(mark) = &mark {
-        command.env(orphans::MARK_ENV, mark);
-    }
+    let program = command
+        .as_std()
+        .get_program()
+        .to_string_lossy()
+        .into_owned();
     let mut child = match command.spawn() {
         Ok(c) => c,
-        Err(e) => return ToolOutput::error(format!("cannot start `sh`: {e}")),
+        Err(e) => return ToolOutput::error(format!("cannot start `{program}`: {e}")),
     };
     let Some(pid) = child.id() else {
         return ToolOutput::error("the shell exited before it could be watched");
@@ -403,8 +422,8 @@ async fn run_shell(parsed: ShellArgs, mark: Option<String>, ctx: ToolContext) ->
         }
     };
 
-    let timeout = tokio::time::sleep(parsed.timeout);
-    tokio::pin!(timeout);
+    let timeout_at = tokio::time::sleep(timeout);
+    tokio::pin!(timeout_at);
     let mut status: Option<ExitStatus> = None;
     let mut pipes_open = true;
     let mut linger: Option<tokio::time::Instant> = None;
@@ -418,7 +437,7 @@ async fn run_shell(parsed: ShellArgs, mark: Option<String>, ctx: ToolContext) ->
         tokio::select! {
             biased;
             _ = ctx.cancel.cancelled() => break End::Interrupted,
-            _ = &mut timeout => break End::TimedOut,
+            _ = &mut timeout_at => break End::TimedOut,
             chunk = rx.recv(), if pipes_open => match chunk {
                 Some(chunk) => on_chunk(chunk),
                 None => pipes_open = false,
@@ -477,17 +496,30 @@ async fn run_shell(parsed: ShellArgs, mark: Option<String>, ctx: ToolContext) ->
         interrupted,
         started,
     );
-    if timed_out {
+    let code = exit.and_then(|s| s.code());
+    if let (Some(code), Some(lost)) = (code, lost) {
+        if let Some(message) = lost(code) {
+            out.ok = false;
+            out.content = format!("{message}\n{}", out.content);
+            return out;
+        }
+    }
+    if timed_out || code == Some(TIMEOUT_EXIT_CODE) {
+        out.ok = false;
+        if let Value::Object(m) = &mut out.meta {
+            m.insert("exitCode".into(), json!(TIMEOUT_EXIT_CODE));
+            m.insert("timedOut".into(), json!(true));
+        }
         out.content.push_str(&format!(
             "\n[timed out after {} s; the process group was killed]",
-            parsed.timeout.as_secs_f64()
+            timeout.as_secs_f64()
         ));
     }
     out
 }
 
 /// Builds the result from the captured text and how the command ended.
-fn finish_output(
+pub(crate) fn finish_output(
     text: String,
     truncated: bool,
     exit: Option<ExitStatus>,

@@ -209,7 +209,8 @@ async fn timeout_kills_the_whole_group() {
     assert!(!out.ok);
     assert_eq!(out.meta["timedOut"], true);
     assert_eq!(out.meta["interrupted"], false);
-    assert!(out.meta["exitCode"].is_null());
+    // A timeout reports exit code 124, as coreutils `timeout` (issue 23).
+    assert_eq!(out.meta["exitCode"], 124);
     assert!(
         out.content.contains("[timed out after 1 s"),
         "{}",

@@ -289,7 +289,9 @@ impl Turns {
             );
             return self.tool_result(session, t, call, false, &msg, Value::Null);
         };
-        let workdir = session.workdir();
+        let backend = session.backend();
+        let backend_kind = backend.kind();
+        let workdir = session.tool_workdir();
         let plan = match tool.plan(&call.arguments, &workdir) {
             Ok(p) => p,
             Err(e) => {
@@ -433,13 +435,19 @@ impl Turns {
             );
         }
 
-        let writes = tool.writes(&call.arguments, &workdir);
-        if let (Some(a), crate::tools::Writes::Files(files)) = (self.agents(), &writes) {
+        let host_writes = tool.writes(&call.arguments, &workdir);
+        if let (Some(a), crate::tools::Writes::Files(files)) = (self.agents(), &host_writes) {
             // A child may not write a file a sibling owns (issue 19).
             if let Err(msg) = a.claim_writes(session, files) {
                 return self.denial(session, t, call, "file_owned_by_sibling", msg);
             }
         }
+        // Checkpoints capture files on the daemon host: a remote backend's are not theirs.
+        let writes = if backend.kind() == crate::backend::BackendKind::Local {
+            host_writes
+        } else {
+            crate::tools::Writes::Nothing
+        };
         let capture = self
             .tools
             .checkpoints()
@@ -447,7 +455,7 @@ impl Turns {
             .await;
         let (progress, mut chunks) = mpsc::unbounded_channel();
         let ctx = ToolContext {
-            workdir,
+            workdir: workdir.clone(),
             progress,
             cancel: t.cancel.child_token(),
             output_cap: self.limits.output_cap,
@@ -457,6 +465,7 @@ impl Turns {
             call_id: call.id.clone(),
             named_agent: crate::agents::named::named_agent_of(&session.row()),
             turn: Some(self.turn_facts(session, t)),
+            backend,
         };
         let mut run = tool.run(call.arguments.clone(), ctx);
         let mut seq = 0i64;
@@ -493,9 +502,39 @@ impl Turns {
                 .after_call(session, &t.turn_id, &t.text, capture)
                 .await;
         }
-        let Some(out) = output else {
+        let Some(mut out) = output else {
             return self.interrupted(session, t, call);
         };
+        // Diagnostics of the written file (issue 23): appended to the result and emitted.
+        if out.ok && backend_kind == crate::backend::BackendKind::Local {
+            if let Some(diff) = out
+                .diff
+                .as_ref()
+                .filter(|_| call.name == "write_file" || call.name == "edit_file")
+            {
+                let file = workdir.join(&diff.path);
+                if let Ok(text) = tokio::fs::read_to_string(&file).await {
+                    if let Some(r) = self
+                        .tools
+                        .lsp()
+                        .after_write(&workdir, &file, &diff.path, &text)
+                        .await
+                    {
+                        out.content.push_str(&r.text);
+                        self.event(
+                            session,
+                            &pb::LspDiagnosticsEvent {
+                                path: diff.path.clone(),
+                                count: r.count as i64,
+                                errors: r.errors as i64,
+                                warnings: r.warnings as i64,
+                                ..Default::default()
+                            },
+                        );
+                    }
+                }
+            }
+        }
         if let Some(diff) = &out.diff {
             self.event(
                 session,

@@ -1,0 +1,84 @@
+//! The [`Backends`] component: `backend.set` (protocol 1.25.0 "backend.set", issue 23).
+//! It owns no table: the choice lives on the live [`crate::session::Session`] and is not
+//! persisted (as the reference).
+
+use std::sync::Arc;
+
+use snowpea_proto::rpc::v1::OkResult;
+use snowpea_proto::session::v1 as pb;
+
+use super::config::{self, BackendConfig};
+use super::{local, ssh, Backend};
+use crate::error::{Error, Result};
+use crate::events::EventLog;
+use crate::session::Registry;
+
+/// Chooses where each session's tools run.
+#[derive(Debug, Clone)]
+pub struct Backends {
+    sessions: Registry,
+    events: EventLog,
+    /// svc-session's orphan mark, set on every process a backend starts.
+    mark: String,
+}
+
+impl Backends {
+    /// The component over the live `sessions`, emitting through `events`.
+    pub fn new(sessions: Registry, events: EventLog, mark: String) -> Self {
+        Backends {
+            sessions,
+            events,
+            mark,
+        }
+    }
+
+    /// `backend.set{sessionId, kind, config}`: `not_found` for an unknown session,
+    /// `invalid_params` naming the field for a bad kind or config; puts the new backend in
+    /// place, closes the old one and emits `backend.changed{backend}`. Nothing connects
+    /// yet: an ssh connection or a container is made by the first tool call.
+    pub async fn set(&self, p: pb::BackendSetParams) -> Result<OkResult> {
+        let session = self.sessions.get(&p.session_id)?;
+        let cfg = p
+            .config
+            .as_ref()
+            .map(snowpea_proto::wkt::from_struct)
+            .unwrap_or(serde_json::Value::Null);
+        let parsed = config::parse(&p.kind, &cfg)?;
+        let kind = parsed.kind();
+        let backend = self.build(parsed, &session).await?;
+        let old = session.replace_backend(backend);
+        old.close().await;
+        self.events
+            .event_to_committed(
+                &session,
+                &pb::BackendChangedEvent {
+                    backend: kind.as_str().to_owned(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(Error::Internal)?;
+        tracing::info!(session_id = %session.id, backend = kind.as_str(), "backend changed");
+        Ok(OkResult { ok: true })
+    }
+
+    async fn build(
+        &self,
+        cfg: BackendConfig,
+        session: &crate::session::Session,
+    ) -> Result<Arc<dyn Backend>> {
+        Ok(match cfg {
+            BackendConfig::Local { workdir } => Arc::new(local::Local::new(workdir)),
+            BackendConfig::Ssh(c) => Arc::new(
+                ssh::Ssh::new(c, Some(self.mark.clone()))
+                    .map_err(|e| Error::Internal(anyhow::anyhow!("ssh backend: {e}")))?,
+            ),
+            BackendConfig::Docker(c) => super::docker::Docker::create(
+                c,
+                &session.id,
+                session.workdir(),
+                Some(self.mark.clone()),
+            ),
+        })
+    }
+}
