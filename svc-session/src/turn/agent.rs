@@ -17,7 +17,9 @@ use serde_json::Value;
 use snowpea_proto::session::v1 as pb;
 
 use super::{history, refs, slash, system_prompt, TurnEnd, TurnStart, Turns};
-use crate::provider::{ChatMessage, ModelRequest, Provider, ProviderError, StreamEvent, ToolCall};
+use crate::provider::{
+    ChatMessage, ModelRequest, Provider, ProviderError, StreamEvent, ThinkingBlock, ToolCall,
+};
 use crate::session::Session;
 
 /// What one turn accumulated, for the closing events.
@@ -74,8 +76,13 @@ pub(crate) struct TurnOutcome {
 
 /// How one model call ended.
 enum Call {
-    /// The model finished this call.
-    Done { text: String, calls: Vec<ToolCall> },
+    /// The model finished this call (with the signed thinking blocks it streamed, kept on
+    /// the assistant message for the next call of the turn).
+    Done {
+        text: String,
+        calls: Vec<ToolCall>,
+        thinking: Vec<ThinkingBlock>,
+    },
     /// Interrupted mid-stream.
     Interrupted { text: String },
     /// The provider failed.
@@ -436,11 +443,15 @@ impl Turns {
                 max_tokens,
                 effort: chosen.effort.effort.map(str::to_owned),
             };
-            let (text, calls) = match self
+            let (text, calls, thinking) = match self
                 .model_call(session, t, provider.as_ref(), request, acc)
                 .await
             {
-                Call::Done { text, calls } => (text, calls),
+                Call::Done {
+                    text,
+                    calls,
+                    thinking,
+                } => (text, calls, thinking),
                 Call::Interrupted { text } => {
                     messages.push(ChatMessage::assistant(text, vec![]));
                     return TurnEnd::Interrupted;
@@ -450,7 +461,7 @@ impl Turns {
                     return TurnEnd::Error;
                 }
             };
-            messages.push(ChatMessage::assistant(text, calls.clone()));
+            messages.push(ChatMessage::assistant(text, calls.clone()).with_thinking(thinking));
             if calls.is_empty() {
                 if self.has_steers(session) {
                     // A prompt steered in while the model answered: it gets its answer in
@@ -463,7 +474,8 @@ impl Turns {
                 let outcome = self.tool_call(session, t, call, acc).await;
                 messages.push(
                     ChatMessage::tool_result(call, outcome.content, !outcome.ok)
-                        .with_images(outcome.images),
+                        .with_images(outcome.images)
+                        .sensitive(outcome.sensitive),
                 );
                 if outcome.interrupted {
                     return TurnEnd::Interrupted;
@@ -490,6 +502,7 @@ impl Turns {
         let mut stream = provider.stream(request);
         let mut text = String::new();
         let mut calls = Vec::new();
+        let mut thinking = Vec::new();
         let mut usage = None;
         let mut reasoning_chars = 0usize;
         let idle = self.limits.provider_idle_timeout;
@@ -539,6 +552,8 @@ impl Turns {
                     );
                 }
                 Ok(Some(Ok(StreamEvent::ToolCall(c)))) => calls.push(c),
+                Ok(Some(Ok(StreamEvent::Thinking(b)))) => thinking.push(b),
+                Ok(Some(Ok(StreamEvent::Model(_)))) => {}
                 Ok(Some(Ok(StreamEvent::Usage(u)))) => usage = Some(u),
                 Ok(Some(Err(e))) => {
                     return Call::Failed {
@@ -573,6 +588,10 @@ impl Turns {
                 ..Default::default()
             },
         );
-        Call::Done { text, calls }
+        Call::Done {
+            text,
+            calls,
+            thinking,
+        }
     }
 }

@@ -37,7 +37,7 @@ pub mod history;
 pub mod refs;
 pub mod slash;
 pub mod system_prompt;
-mod tool_call;
+pub(crate) mod tool_call;
 pub mod tool_content;
 
 /// The running turn and the prompt queue of a session.
