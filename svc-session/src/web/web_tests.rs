@@ -78,6 +78,55 @@ async fn fake() -> (String, Seen) {
             }),
         )
         .route(
+            "/keenable/v1/search/public",
+            post(|State(s): State<Seen>, h: HeaderMap, Json(b): Json<Value>| async move {
+                s.lock().unwrap().push(format!("keenable_free {:?} {b}", h.get("x-api-key")));
+                Json(json!({"results": [
+                    {"url": "https://keen.example/a", "title": "KA", "snippet": "page text", "description": "meta"},
+                    {"url": "https://keen.example/b", "title": "KB", "snippet": "", "description": "only meta"}
+                ]}))
+            }),
+        )
+        .route(
+            "/keenable/v1/search",
+            post(|State(s): State<Seen>, h: HeaderMap, Json(b): Json<Value>| async move {
+                s.lock().unwrap().push(format!("keenable {:?} {b}", h.get("x-api-key")));
+                Json(json!({"results": [{"url": "https://keen.example/k", "title": "KK", "snippet": "keyed"}]}))
+            }),
+        )
+        .route(
+            "/parallel/v1/search",
+            post(|State(s): State<Seen>, h: HeaderMap, Json(b): Json<Value>| async move {
+                s.lock().unwrap().push(format!("parallel {:?} {b}", h.get("x-api-key")));
+                Json(json!({"search_id": "search_1", "results": [
+                    {"url": "https://par.example/1", "title": "P1", "excerpts": ["first part", "second part"]},
+                    {"url": "ftp://par.example/bad", "title": "bad", "excerpts": []},
+                    {"url": "https://par.example/2", "title": "P2", "excerpts": []}
+                ]}))
+            }),
+        )
+        .route(
+            "/grok/v1/responses",
+            post(|State(s): State<Seen>, h: HeaderMap, Json(b): Json<Value>| async move {
+                s.lock().unwrap().push(format!("grok {:?} {b}", h.get("authorization")));
+                let text = "Rust 1.90 shipped in September. See the blog.";
+                Json(json!({
+                    "id": "resp_1", "object": "response", "model": "grok-4-fast",
+                    "output": [
+                        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+                        {"type": "message", "role": "assistant", "content": [{
+                            "type": "output_text", "text": text,
+                            "annotations": [
+                                {"type": "url_citation", "url": "https://blog.rust-lang.org/2025/09/18/Rust-1.90.0/", "title": "Announcing Rust 1.90.0", "start_index": 0, "end_index": 32},
+                                {"type": "url_citation", "url": "https://blog.rust-lang.org/2025/09/18/Rust-1.90.0/", "title": "dup", "start_index": 33, "end_index": 45}
+                            ]
+                        }]}
+                    ],
+                    "citations": ["https://blog.rust-lang.org/2025/09/18/Rust-1.90.0/", "https://releases.rs/"]
+                }))
+            }),
+        )
+        .route(
             "/fail/search",
             get(|| async { (axum::http::StatusCode::BAD_GATEWAY, "upstream down") }),
         )
@@ -227,6 +276,104 @@ async fn every_adapter_speaks_its_providers_api() {
         r#"tavily Some("Bearer tk-env") {"max_results":3,"query":"q3"}"#,
         r#"exa Some("ek")"#,
         r#"firecrawl Some("Bearer fk") {"limit":3,"query":"q5"}"#,
+    ] {
+        assert!(seen.contains(want), "{want} not in\n{seen}");
+    }
+}
+
+/// Keenable (keyless public and keyed endpoints), Parallel and xAI Grok's web search each
+/// against a fake server speaking its API: the request each sends (key header, body) and
+/// how its answer becomes results.
+#[tokio::test]
+async fn keenable_parallel_and_grok_adapters() {
+    let (base, seen) = fake().await;
+    let only = |id: &str, conf: Value| {
+        setup(json!({"search": {"provider": id, "fallback": false, id: conf}}))
+    };
+    let s = only(
+        "keenable_free",
+        json!({"url": format!("{base}/keenable/v1/search/public")}),
+    );
+    let r = s.web.search(&browser(), ask("rust", 10)).await.unwrap();
+    assert_eq!(r.provider, "keenable_free");
+    let got: Vec<_> = r
+        .results
+        .iter()
+        .map(|h| (h.url.as_str(), h.title.as_str(), h.snippet.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("https://keen.example/a", "KA", "page text"),
+            ("https://keen.example/b", "KB", "only meta")
+        ]
+    );
+    let s = only(
+        "keenable",
+        json!({"url": format!("{base}/keenable/v1/search"), "apiKey": "keen_k"}),
+    );
+    let r = s.web.search(&browser(), ask("rust", 1)).await.unwrap();
+    assert_eq!(r.results[0].snippet, "keyed");
+    // keenable without a key is not tried.
+    let s = setup(json!({"search": {"provider": "keenable", "fallback": false}}));
+    assert!(matches!(
+        s.web.search(&browser(), ask("x", 1)).await.unwrap_err(),
+        Error::UnavailableWith { .. }
+    ));
+
+    let s = only(
+        "parallel",
+        json!({"url": format!("{base}/parallel/v1/search"), "apiKey": "par-k"}),
+    );
+    let r = s.web.search(&browser(), ask("batteries", 5)).await.unwrap();
+    let got: Vec<_> = r
+        .results
+        .iter()
+        .map(|h| (h.url.as_str(), h.snippet.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("https://par.example/1", "first part … second part"),
+            ("https://par.example/2", "")
+        ],
+        "non-http URLs dropped"
+    );
+
+    let s = only(
+        "xai_grok",
+        json!({"url": format!("{base}/grok/v1/responses"), "apiKey": "xai-k", "model": "grok-test"}),
+    );
+    let r = s
+        .web
+        .search(&browser(), ask("rust release", 5))
+        .await
+        .unwrap();
+    assert_eq!(r.provider, "xai_grok");
+    let got: Vec<_> = r
+        .results
+        .iter()
+        .map(|h| (h.url.as_str(), h.title.as_str(), h.snippet.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "https://blog.rust-lang.org/2025/09/18/Rust-1.90.0/",
+                "Announcing Rust 1.90.0",
+                "Rust 1.90 shipped in September."
+            ),
+            ("https://releases.rs/", "https://releases.rs/", "")
+        ]
+    );
+    let seen = seen.lock().unwrap().join("\n");
+    for want in [
+        r#"keenable_free None {"query":"rust"}"#,
+        r#"keenable Some("keen_k") {"query":"rust"}"#,
+        r#"parallel Some("par-k") {"advanced_settings":{"max_results":5},"objective":"batteries","search_queries":["batteries"]}"#,
+        r#"grok Some("Bearer xai-k")"#,
+        r#""model":"grok-test""#,
+        r#""tools":[{"type":"web_search"}]"#,
     ] {
         assert!(seen.contains(want), "{want} not in\n{seen}");
     }
