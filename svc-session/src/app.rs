@@ -155,12 +155,14 @@ impl App {
             store.clone(),
             registry.clone(),
         ));
+        let web = WebSearch::new(home.clone(), config.env.clone());
         let tools = Arc::new(Tools::open(
             &home,
             &mark,
             registry.clone(),
             checkpoints.clone(),
             questions.clone(),
+            web.clone(),
         ));
         let allowlist = Arc::new(Allowlist::new(
             home.clone(),
@@ -234,7 +236,6 @@ impl App {
             compaction.clone(),
             crate::attachments::Attachments::new(home.clone()),
         ));
-        let web = WebSearch::new(home.clone(), config.env.clone());
         let sampler = Sampler::new(
             home.clone(),
             registry.clone(),

@@ -502,3 +502,81 @@ fn plain_text_strips_markup_controls_and_caps_length() {
     assert_eq!(plain("abcdef", 3), "abc…");
     assert_eq!(plain("  a \n\t b  ", 10), "a b");
 }
+
+fn tool_ctx() -> crate::tools::ToolContext {
+    crate::tools::ToolContext {
+        workdir: std::env::temp_dir(),
+        progress: tokio::sync::mpsc::unbounded_channel().0,
+        cancel: Default::default(),
+        output_cap: 64 * 1024,
+        session_id: String::new(),
+        mode: "auto".into(),
+        turn_id: String::new(),
+        call_id: String::new(),
+    }
+}
+
+/// The `web_search` agent tool goes through the same chain (the preferred provider fails,
+/// the fallback answers), tells the model the results are untrusted and fences each, carries
+/// `{provider, untrusted, results, failed}` in `meta`, refuses bad arguments naming them,
+/// and fails naming the providers when none answers.
+#[tokio::test]
+async fn the_web_search_tool_uses_the_chain_and_marks_results_untrusted() {
+    use crate::tools::{Permission, Tool};
+    let (base, _) = fake().await;
+    let s = setup(json!({"search": {
+        "provider": "searxng",
+        "searxng": {"url": format!("{base}/fail")},
+        "ddgs": {"url": format!("{base}/ddg/html/")},
+    }}));
+    let tool = crate::tools::web_search::WebSearchTool::new(s.web.clone());
+    assert_eq!(tool.permission(), Permission::Network);
+    let dir = std::env::temp_dir();
+    assert!(tool.plan(&json!({"query": "rust"}), &dir).is_ok());
+    for (bad, why) in [
+        (json!({}), "`query`"),
+        (json!({"query": "  "}), "`query`"),
+        (json!({"query": "x", "num": 0}), "`num`"),
+        (json!({"query": "x", "num": 21}), "`num`"),
+    ] {
+        let e = tool.plan(&bad, &dir).unwrap_err();
+        assert!(e.contains(why), "{bad}: {e}");
+    }
+    let out = tool
+        .run(json!({"query": "rust lang", "num": 1}), tool_ctx())
+        .await;
+    assert!(out.ok, "{out:?}");
+    assert!(
+        out.content.contains("untrusted web content"),
+        "{}",
+        out.content
+    );
+    assert!(
+        out.content
+            .contains("<result n=\"1\">\nThe Rust & you\nhttps://example.com/rust\nLearn Rust's ways here\n</result>"),
+        "{}",
+        out.content
+    );
+    assert!(
+        !out.content.contains("docs.example.org"),
+        "num caps: {}",
+        out.content
+    );
+    assert_eq!(out.meta["provider"], "ddgs");
+    assert_eq!(out.meta["untrusted"], true);
+    assert_eq!(out.meta["results"][0]["url"], "https://example.com/rust");
+    assert_eq!(out.meta["failed"][0]["provider"], "searxng");
+
+    let s = setup(json!({"search": {
+        "provider": "searxng", "fallback": false,
+        "searxng": {"url": format!("{base}/fail")},
+    }}));
+    let tool = crate::tools::web_search::WebSearchTool::new(s.web.clone());
+    let out = tool.run(json!({"query": "x"}), tool_ctx()).await;
+    assert!(!out.ok);
+    assert!(
+        out.content.contains("searxng") && out.content.contains("HTTP 502"),
+        "{}",
+        out.content
+    );
+}
