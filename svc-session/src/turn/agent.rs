@@ -165,7 +165,19 @@ impl Turns {
             tracing::error!(error = %format!("{e:#}"), "flush before turn failed");
         }
         let mut messages = match self.log.of_kinds(&session.id, history::KINDS).await {
-            Ok(rows) => history::rebuild(rows),
+            Ok(rows) => {
+                // Images attached to earlier prompts go again, newest first, within caps.
+                let images_of =
+                    |turn_id: &str| self.attachments.images_of_turn(&session.id, turn_id);
+                history::rebuild_with(
+                    rows,
+                    &images_of,
+                    history::Replay {
+                        max_images: crate::attachments::REPLAY_MAX_IMAGES,
+                        max_bytes: crate::attachments::REPLAY_MAX_BYTES,
+                    },
+                )
+            }
             Err(e) => {
                 tracing::error!(error = %e, session_id = %session.id, "cannot read history");
                 Vec::new()
@@ -345,10 +357,32 @@ impl Turns {
             .pointer(&format!("/providers/{vendor}/vision"))
             .and_then(serde_json::Value::as_bool)
             .unwrap_or(true);
+        if !vision {
+            // Earlier prompts' images are not sent to a model without vision (a placeholder
+            // says so); only images in this turn's own prompt are an error.
+            let current = messages
+                .iter()
+                .rposition(|m| m.role == crate::provider::Role::User);
+            for (i, m) in messages.iter_mut().enumerate() {
+                if m.role == crate::provider::Role::User
+                    && Some(i) != current
+                    && !m.images.is_empty()
+                {
+                    for _ in std::mem::take(&mut m.images) {
+                        m.content.push_str("\n\n");
+                        m.content.push_str(
+                            "[an image attached earlier is not sent: this model takes no images]",
+                        );
+                    }
+                }
+            }
+        }
         if !vision
             && messages
                 .iter()
-                .any(|m| m.role == crate::provider::Role::User && !m.images.is_empty())
+                .rev()
+                .find(|m| m.role == crate::provider::Role::User)
+                .is_some_and(|m| !m.images.is_empty())
         {
             self.error_event(
                 session,
