@@ -121,9 +121,9 @@ impl std::fmt::Debug for Compaction {
     }
 }
 
-/// Estimated tokens of a history (see [`crate::turn::history::estimate_tokens`]).
-fn estimate(messages: &[ChatMessage]) -> u64 {
-    crate::turn::history::estimate_tokens(messages)
+/// Estimated tokens of a history for `model` (see [`crate::turn::tokens`]).
+fn estimate(messages: &[ChatMessage], model: &str) -> u64 {
+    crate::turn::tokens::estimate(messages, model).0
 }
 
 impl Compaction {
@@ -144,7 +144,8 @@ impl Compaction {
         call: CompactionCall<'_>,
     ) -> Compacted {
         let turn_id = call.turn_id.unwrap_or_default().to_owned();
-        let before = estimate(&messages);
+        let counted_for = session.row().model_in_use.unwrap_or_default();
+        let before = estimate(&messages, &counted_for);
         self.log.event_to(
             session,
             &pb::CompactionStartedEvent {
@@ -165,7 +166,7 @@ impl Compaction {
             out.extend_from_slice(&messages[at..]);
             (out, Some(summary))
         };
-        let after = estimate(&out);
+        let after = estimate(&out, &counted_for);
         let summary_chars = summary.as_ref().map_or(0, |s| s.chars().count());
         let kept = if summary.is_some() {
             out.len() - 1

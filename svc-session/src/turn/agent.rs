@@ -235,9 +235,10 @@ impl Turns {
                 ..Default::default()
             },
         );
-        let (used, estimated) = acc
-            .context_used
-            .unwrap_or_else(|| (history::estimate_tokens(&messages), true));
+        let (used, estimated) = acc.context_used.unwrap_or_else(|| {
+            let model = acc.model.as_deref().unwrap_or_default();
+            (super::tokens::estimate(&messages, model).0, true)
+        });
         let percent = percent(used, acc.window);
         self.event(
             session,
@@ -450,7 +451,8 @@ impl Turns {
             // Auto-compaction (issue 16) at the start of a model call, over the threshold of
             // a known window.
             if let (Some(threshold), Some(window)) = (auto_compact, acc.window) {
-                let used = history::estimate_tokens(messages) + (system.len() as u64).div_ceil(4);
+                let used = super::tokens::estimate(messages, &model).0
+                    + super::tokens::count_text(&system, &model);
                 if percent(used, Some(window)).is_some_and(|p| p >= threshold)
                     && crate::compaction::has_older(&settings, messages)
                 {
@@ -531,8 +533,11 @@ impl Turns {
         request: ModelRequest,
         acc: &mut TurnAccount,
     ) -> Call {
-        let input_estimate =
-            history::estimate_tokens(&request.messages) + (request.system.len() as u64).div_ceil(4);
+        let input_estimate = {
+            let model = acc.model.as_deref().unwrap_or(&request.model);
+            super::tokens::estimate(&request.messages, model).0
+                + super::tokens::count_text(&request.system, model)
+        };
         let mut stream = provider.stream(request);
         let mut text = String::new();
         let mut calls = Vec::new();

@@ -37,6 +37,7 @@ pub mod history;
 pub mod refs;
 pub mod slash;
 pub mod system_prompt;
+pub mod tokens;
 pub(crate) mod tool_call;
 pub mod tool_content;
 
