@@ -246,7 +246,10 @@ async fn configure_test_turn_login_remove_and_no_secret_in_any_log() {
     assert_eq!(t["ok"], true, "{t}");
     assert_eq!(t["model"], "fake-small");
     assert_eq!(t["reply"], "ok, from the fake vendor.");
-    assert_eq!(t["modelEcho"], "fake-small", "the model the vendor named: {t}");
+    assert_eq!(
+        t["modelEcho"], "fake-small",
+        "the model the vendor named: {t}"
+    );
     assert!(t["latencyMs"].is_number());
 
     // The listing is persisted (0600, ids only) and survives a restart of svc-session: the

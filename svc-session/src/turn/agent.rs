@@ -235,10 +235,18 @@ impl Turns {
                 ..Default::default()
             },
         );
-        let (used, estimated) = acc.context_used.unwrap_or_else(|| {
-            let model = acc.model.as_deref().unwrap_or_default();
-            (super::tokens::estimate(&messages, model).0, true)
-        });
+        let (used, estimated) = match acc.context_used {
+            Some(reported) => reported,
+            None => (
+                super::tokens::estimate_blocking(
+                    messages.clone(),
+                    String::new(),
+                    acc.model.clone().unwrap_or_default(),
+                )
+                .await,
+                true,
+            ),
+        };
         let percent = percent(used, acc.window);
         self.event(
             session,
@@ -451,8 +459,12 @@ impl Turns {
             // Auto-compaction (issue 16) at the start of a model call, over the threshold of
             // a known window.
             if let (Some(threshold), Some(window)) = (auto_compact, acc.window) {
-                let used = super::tokens::estimate(messages, &model).0
-                    + super::tokens::count_text(&system, &model);
+                let used = super::tokens::estimate_blocking(
+                    messages.clone(),
+                    system.clone(),
+                    model.clone(),
+                )
+                .await;
                 if percent(used, Some(window)).is_some_and(|p| p >= threshold)
                     && crate::compaction::has_older(&settings, messages)
                 {
@@ -533,11 +545,12 @@ impl Turns {
         request: ModelRequest,
         acc: &mut TurnAccount,
     ) -> Call {
-        let input_estimate = {
-            let model = acc.model.as_deref().unwrap_or(&request.model);
-            super::tokens::estimate(&request.messages, model).0
-                + super::tokens::count_text(&request.system, model)
-        };
+        let input_estimate = super::tokens::estimate_blocking(
+            request.messages.clone(),
+            request.system.clone(),
+            acc.model.clone().unwrap_or_else(|| request.model.clone()),
+        )
+        .await;
         let mut stream = provider.stream(request);
         let mut text = String::new();
         let mut calls = Vec::new();

@@ -137,6 +137,19 @@ pub fn estimate(messages: &[ChatMessage], model: &str) -> (u64, Method) {
     (total, how)
 }
 
+/// [`estimate`] (plus `system`, the system prompt) on tokio's blocking pool: loading a BPE
+/// the first time and tokenizing a long new history take long enough that they must not run
+/// on an async worker. Falls back to ≈ 4 characters per token if the task fails.
+pub async fn estimate_blocking(messages: Vec<ChatMessage>, system: String, model: String) -> u64 {
+    let fallback = messages.iter().map(|m| m.content.len()).sum::<usize>() + system.len();
+    tokio::task::spawn_blocking(move || estimate(&messages, &model).0 + count_text(&system, &model))
+        .await
+        .unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "token estimate failed; counting characters");
+            (fallback as u64).div_ceil(4)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,7 +226,7 @@ mod tests {
         ];
         let mut messages = Vec::new();
         let mut i = 0usize;
-        for n in 0..400 {
+        for n in 0..200 {
             let text: Vec<&str> = (0..250)
                 .map(|_| {
                     i = (i * 7 + 3) % words.len();
@@ -229,6 +242,9 @@ mod tests {
         }
         let model = "gpt-4o";
         let start = std::time::Instant::now();
+        count_text("warm up", model);
+        let load = start.elapsed();
+        let start = std::time::Instant::now();
         let (n, _) = estimate(&messages, model);
         let cold = start.elapsed();
         messages.push(ChatMessage::user("one more question"));
@@ -239,7 +255,7 @@ mod tests {
         let (c, _) = estimate(&messages, "claude-sonnet-4-5");
         let chars = start.elapsed();
         println!(
-            "history of {} messages: {n} tokens (o200k_base); cold {cold:?}; next call (+1 message) {m} tokens in {warm:?}; chars/4 {c} tokens in {chars:?}",
+            "o200k_base loaded in {load:?}; history of {} messages: {n} tokens; cold {cold:?}; next call (+1 message) {m} tokens in {warm:?}; chars/4 {c} tokens in {chars:?}",
             messages.len() - 1
         );
         assert!(n >= 90_000, "about 100k tokens: {n}");
