@@ -74,6 +74,19 @@ pub fn update_file<T>(
     Ok(out)
 }
 
+/// [`update_file`] on tokio's blocking pool, for async callers: the read, the edit, the
+/// temp-file write with its fsync and the rename never run on an async worker thread.
+/// Same atomicity and errors as [`update_file`]; a panic inside `edit` is an error.
+pub async fn update_file_blocking<T: Send + 'static>(
+    path: std::path::PathBuf,
+    edit: impl FnOnce(&mut Value) -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<T> {
+    let span = tracing::Span::current();
+    tokio::task::spawn_blocking(move || span.in_scope(|| update_file(&path, edit)))
+        .await
+        .map_err(|e| anyhow::anyhow!("settings write did not finish: {e}"))?
+}
+
 /// Merges `patch` into `base`: objects merge key by key, `null` deletes, anything else replaces.
 pub fn deep_merge(base: &mut Value, patch: &Value) {
     match (base, patch) {

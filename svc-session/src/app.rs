@@ -174,6 +174,7 @@ impl App {
             store.clone(),
             registry.clone(),
         ));
+        let web = WebSearch::new(home.clone(), config.env.clone());
         let lsp = crate::lsp::Lsp::new(home.clone(), Some(mark.clone()), config.lsp_times);
         let hosts = Arc::new(Hosts::default());
         let tools = Arc::new(
@@ -184,6 +185,7 @@ impl App {
                 checkpoints.clone(),
                 questions.clone(),
                 lsp.clone(),
+                web.clone(),
             )
             .with_hosts(hosts.clone(), hub.clone()),
         );
@@ -282,7 +284,6 @@ impl App {
             hooks.clone(),
         )
         .with_host_tools(host_tools.clone()));
-        let web = WebSearch::new(home.clone(), config.env.clone());
         let sampler = Sampler::new(
             home.clone(),
             registry.clone(),

@@ -616,6 +616,21 @@ async fn refs_and_attachments_reach_the_model(client: &Client) {
         text.contains("[image image/png, 12 base64 characters]"),
         "vision input: {text}"
     );
+    // A later turn of the same session: the earlier image reaches the model again.
+    let later = call(
+        client,
+        "session.prompt",
+        json!({"sessionId": sid, "text": "echo what did I show you"}),
+    )
+    .await;
+    let later_tid = later["turnId"].as_str().unwrap().to_owned();
+    let out = events.wait_for_turn_done(&later_tid, TURN).await.unwrap();
+    let text = out.text();
+    assert!(
+        text.contains("[image image/png, 12 base64 characters]")
+            && text.contains("[user] echo what did I show you"),
+        "the earlier image is replayed: {text}"
+    );
     let listed = call(client, "session.attachments", json!({"sessionId": sid})).await;
     let image = &listed["attachments"][0];
     assert_eq!(image["mime"], "image/png");

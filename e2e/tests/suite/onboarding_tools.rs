@@ -105,7 +105,9 @@ async fn usage_completion_search_sampling_and_updates_through_the_suite() {
     let script = json!({
         "steps": [
             {"match": "extract the title", "text": "{\"title\": 5}", "repeat": true},
-            {"match": "summarise", "text": "A short summary.", "repeat": true}
+            {"match": "summarise", "text": "A short summary.", "repeat": true},
+            {"match": "look it up on the web", "tool_calls": [{"name": "web_search", "arguments": {"query": "snowpea", "num": 2}}]},
+            {"after_tool": "web_search", "text": "Found it."}
         ],
         "default": {"text": "ok"}
     });
@@ -339,6 +341,50 @@ async fn usage_completion_search_sampling_and_updates_through_the_suite() {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "unauthorized", "{e}");
+    // The web_search agent tool: listed with its `network` tag, called by the model, same
+    // chain (searxng fails, ddgs answers), results marked untrusted.
+    let sid3 = other.create_session(&work, Some("auto")).await.unwrap();
+    let listed = other
+        .call("tool.list", json!({"sessionId": sid3}))
+        .await
+        .unwrap();
+    let tool = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "web_search")
+        .cloned()
+        .unwrap_or_else(|| panic!("web_search not listed: {listed}"));
+    assert_eq!(tool["permissionTag"], "network", "{tool}");
+    let out = other
+        .prompt_and_collect(&sid3, "look it up on the web", LONG)
+        .await
+        .unwrap();
+    assert_eq!(out.reason.as_deref(), Some("complete"));
+    let events = other
+        .call("session.resume", json!({"sessionId": sid3}))
+        .await
+        .unwrap();
+    let result = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "tool.result")
+        .cloned()
+        .unwrap_or_else(|| panic!("no tool.result: {events}"));
+    let p = &result["payload"];
+    assert_eq!(p["name"], "web_search", "{result}");
+    assert_eq!(p["ok"], true, "{result}");
+    let output = p["output"].as_str().unwrap();
+    assert!(
+        output.contains("untrusted")
+            && output.contains("Snowpea docs")
+            && output.contains("https://example.com/snowpea"),
+        "{output}"
+    );
+    assert_eq!(p["meta"]["provider"], "ddgs", "{result}");
+    assert_eq!(p["meta"]["untrusted"], true, "{result}");
+    assert_eq!(p["meta"]["failed"][0]["provider"], "searxng", "{result}");
     edit_settings(suite.home(), |s| {
         s["search"]["ddgs"]["url"] = json!(format!("{base}/missing"))
     });

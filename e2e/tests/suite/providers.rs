@@ -246,7 +246,38 @@ async fn configure_test_turn_login_remove_and_no_secret_in_any_log() {
     assert_eq!(t["ok"], true, "{t}");
     assert_eq!(t["model"], "fake-small");
     assert_eq!(t["reply"], "ok, from the fake vendor.");
+    assert_eq!(
+        t["modelEcho"], "fake-small",
+        "the model the vendor named: {t}"
+    );
     assert!(t["latencyMs"].is_number());
+
+    // The listing is persisted (0600, ids only) and survives a restart of svc-session: the
+    // restarted process answers from it without asking the vendor.
+    let cache = suite.home().join("models-cache.json");
+    let text = std::fs::read_to_string(&cache).unwrap();
+    assert!(text.contains("fake-large") && !text.contains(KEY), "{text}");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&cache).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let listings = seen.lock().unwrap().models_auth.len();
+    let old = suite.kill9("session");
+    suite.wait_restarted("session", old).await;
+    let m = snowpea_testkit::eventually(TURN, "provider.models after the restart", || async {
+        c.call("provider.models", json!({"vendor": "e2ebox"}))
+            .await
+            .ok()
+    })
+    .await;
+    assert_eq!(m["source"], "cache", "{m}");
+    assert_eq!(m["models"], json!(["fake-large", "fake-small"]));
+    assert_eq!(
+        seen.lock().unwrap().models_auth.len(),
+        listings,
+        "the vendor was not asked again"
+    );
 
     // A turn on that provider (the default now).
     let sid = c

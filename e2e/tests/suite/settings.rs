@@ -2,7 +2,8 @@
 //! masking of every secret spelling, the `"***"` echo refused, refused patches leaving the
 //! file byte-for-byte unchanged, project scope writing only the project file, a change
 //! reaching svc-scheduler and svc-memory without a restart, reload of a hand edit, the setup
-//! wizard's methods, and no secret in any log file. One suite for the file: the scenarios
+//! wizard's methods, `audio.*`/`mcp.*` reaching svc-audio/svc-mcp, the silent reload before
+//! `session.create`, and no secret in any log file. One suite for the file: the scenarios
 //! run one after another on the same home.
 
 use std::path::Path;
@@ -279,6 +280,103 @@ async fn changes_reach_the_services(suite: &Suite, c: &Client) {
     ok(c, "system.reloadSettings", json!({})).await;
 }
 
+/// A global `settings.set` of `audio.*` and `mcp.*` reaches svc-audio and svc-mcp without a
+/// restart, seen through their own methods; a hand edit is picked up silently by the next
+/// `session.create` (the `(mtime, size)` check), announced with `settings.changed`.
+async fn audio_mcp_and_silent_reload(suite: &Suite, c: &Client) {
+    let (audio_pid, _, _) = suite.process("audio");
+    let (mcp_pid, _, _) = suite.process("mcp");
+    // Without a speech engine on the test machine autoSpeak stays false, but the reason
+    // svc-audio gives says which setting it holds.
+    let speak_reason = |caps: Value| {
+        caps["reasons"]["autoSpeak"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    let caps = ok(c, "audio.capabilities", json!({})).await;
+    assert_eq!(
+        speak_reason(caps.clone()),
+        "audio.tts.autoSpeak is off",
+        "{caps}"
+    );
+    let servers = ok(c, "mcp.list", json!({})).await;
+    assert!(
+        !servers.to_string().contains("e2e-from-settings"),
+        "{servers}"
+    );
+    ok(
+        c,
+        "settings.set",
+        json!({"patch": {
+            "audio": {"tts": {"autoSpeak": true}},
+            "mcp": {"servers": {"e2e-from-settings": {"command": "/nonexistent/snowpea-e2e-mcp-server"}}}
+        }}),
+    )
+    .await;
+    // svc-audio: audio.capabilities reports the new autoSpeak.
+    assert_eventually!(
+        speak_reason(ok(c, "audio.capabilities", json!({})).await).contains("autoSpeak is on"),
+        "svc-audio applies audio.tts.autoSpeak"
+    );
+    assert_eventually!(log_text(suite, "audio").contains("audio settings applied"));
+    // svc-mcp: the settings server is listed (scope "settings") and was reconciled.
+    assert_eventually!(
+        ok(c, "mcp.list", json!({})).await["servers"]
+            .as_array()
+            .is_some_and(|l| l
+                .iter()
+                .any(|s| s["name"] == "e2e-from-settings" && s["scope"] == "settings")),
+        "svc-mcp lists the server from settings mcp.servers"
+    );
+    assert_eventually!(log_text(suite, "mcp").contains("mcp settings applied"));
+    assert_eq!(suite.process("audio").0, audio_pid, "no restart");
+    assert_eq!(suite.process("mcp").0, mcp_pid, "no restart");
+
+    // Silent reload: a hand edit is adopted before the next session.create.
+    let mut rx = c.subscribe();
+    let path = suite.home().join("settings.json");
+    let mut doc: Value = serde_json::from_slice(&read(&path)).unwrap();
+    doc["audio"]["tts"]["autoSpeak"] = json!(false);
+    doc.as_object_mut().unwrap().remove("mcp");
+    doc["e2eHandEdit"] = json!(1);
+    std::fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    ok(
+        c,
+        "session.create",
+        json!({"workdir": dir.path().to_str().unwrap()}),
+    )
+    .await;
+    loop {
+        let n = tokio::time::timeout(T, rx.recv())
+            .await
+            .expect("settings.changed after the silent reload")
+            .unwrap();
+        if n.method == "settings.changed" {
+            assert_eq!(
+                n.params,
+                json!({"scope": "global", "keys": ["audio", "e2eHandEdit", "mcp"]})
+            );
+            break;
+        }
+    }
+    assert_eventually!(
+        speak_reason(ok(c, "audio.capabilities", json!({})).await) == "audio.tts.autoSpeak is off",
+        "the silently reloaded value reached svc-audio"
+    );
+    assert_eventually!(
+        !ok(c, "mcp.list", json!({}))
+            .await
+            .to_string()
+            .contains("e2e-from-settings"),
+        "the silently reloaded mcp section reached svc-mcp"
+    );
+    // Unchanged since: an explicit reload has nothing left to adopt.
+    let r = ok(c, "system.reloadSettings", json!({})).await;
+    assert_eq!(r["reloaded"], false, "{r}");
+}
+
 async fn setup_wizard(suite: &Suite, c: &Client) {
     let cat = ok(c, "setup.catalog", json!({})).await;
     for list in ["vendors", "search", "browser", "stt", "tts"] {
@@ -402,6 +500,7 @@ async fn settings_and_setup_through_the_suite() {
     masking_and_refusals(&suite, &c).await;
     project_scope(&suite, &c).await;
     changes_reach_the_services(&suite, &c).await;
+    audio_mcp_and_silent_reload(&suite, &c).await;
     setup_wizard(&suite, &c).await;
     no_secret_in_any_log(&suite);
 }

@@ -12,9 +12,12 @@
 //!   text, page and (UTF-8) file contents as delimited blocks after the prompt
 //!   ([`Prepared::context`], capped at [`MAX_TEXT`] each); `message.user.attachments` lists
 //!   `{kind, name, title, url}` without the bytes.
-//! * Images reach the model in the turn they were attached; later turns keep the text blocks
-//!   (the history holds what the model was given) and a `[image <name> attached earlier]`
-//!   line.
+//! * Images reach the model in the turn they were attached, and again in later turns of the
+//!   session: the history replay ([`crate::turn::history::rebuild_with`]) reads each earlier
+//!   prompt's stored images back ([`Attachments::images_of_turn`]), newest first, up to
+//!   [`REPLAY_MAX_IMAGES`] images and [`REPLAY_MAX_BYTES`] (base64) in all; older ones, and
+//!   all of them for a model without vision, are a `[image <name> attached earlier; not
+//!   sent again]` line instead. Text blocks are kept as the model was given them.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -33,6 +36,11 @@ pub const MAX_ATTACHMENTS: usize = 20;
 pub const MAX_BYTES: usize = 20 * 1024 * 1024;
 /// Text of one attachment given to the model, in bytes.
 pub const MAX_TEXT: usize = 256 * 1024;
+
+/// Most images of earlier prompts sent again with a later call of the session.
+pub const REPLAY_MAX_IMAGES: usize = 8;
+/// Most bytes (base64) of images of earlier prompts sent again with a later call.
+pub const REPLAY_MAX_BYTES: usize = 16 * 1024 * 1024;
 
 /// What one prompt's attachments give the turn.
 #[derive(Debug, Clone, Default)]
@@ -248,6 +256,34 @@ impl Attachments {
             .open(dir.join("index.jsonl"))?;
         writeln!(f, "{}", serde_json::to_string(s)?)?;
         Ok(())
+    }
+
+    /// The images attached to the prompt of `turn_id` (its stored originals, named), for the
+    /// history replay of later turns. A missing or unreadable file is left out (logged).
+    pub fn images_of_turn(&self, session_id: &str, turn_id: &str) -> Vec<(String, ToolImage)> {
+        let dir = self.dir(session_id);
+        let Ok(text) = std::fs::read_to_string(dir.join("index.jsonl")) else {
+            return vec![];
+        };
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Stored>(l).ok())
+            .filter(|s| s.message_id.as_deref() == Some(turn_id) && s.mime.starts_with("image/"))
+            // Only files this component stored for the session (never a path elsewhere).
+            .filter(|s| Path::new(&s.path).parent() == Some(dir.as_path()))
+            .filter_map(|s| match std::fs::read(&s.path) {
+                Ok(bytes) => Some((
+                    s.name,
+                    ToolImage {
+                        mime_type: s.mime,
+                        data: base64::engine::general_purpose::STANDARD.encode(bytes),
+                    },
+                )),
+                Err(e) => {
+                    tracing::warn!(session_id, turn_id, error = %e, "attached image not readable; not sent again");
+                    None
+                }
+            })
+            .collect()
     }
 
     /// `session.attachments`: this session's stored attachments, oldest first.

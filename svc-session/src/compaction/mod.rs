@@ -121,9 +121,10 @@ impl std::fmt::Debug for Compaction {
     }
 }
 
-/// Estimated tokens of a history (see [`crate::turn::history::estimate_tokens`]).
-fn estimate(messages: &[ChatMessage]) -> u64 {
-    crate::turn::history::estimate_tokens(messages)
+/// Estimated tokens of a history for `model` (see [`crate::turn::tokens`]), counted on the
+/// blocking pool.
+async fn estimate(messages: &[ChatMessage], model: &str) -> u64 {
+    crate::turn::tokens::estimate_blocking(messages.to_vec(), String::new(), model.to_owned()).await
 }
 
 impl Compaction {
@@ -144,7 +145,8 @@ impl Compaction {
         call: CompactionCall<'_>,
     ) -> Compacted {
         let turn_id = call.turn_id.unwrap_or_default().to_owned();
-        let before = estimate(&messages);
+        let counted_for = session.row().model_in_use.unwrap_or_default();
+        let before = estimate(&messages, &counted_for).await;
         self.log.event_to(
             session,
             &pb::CompactionStartedEvent {
@@ -165,7 +167,7 @@ impl Compaction {
             out.extend_from_slice(&messages[at..]);
             (out, Some(summary))
         };
-        let after = estimate(&out);
+        let after = estimate(&out, &counted_for).await;
         let summary_chars = summary.as_ref().map_or(0, |s| s.chars().count());
         let kept = if summary.is_some() {
             out.len() - 1

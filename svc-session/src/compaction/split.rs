@@ -51,7 +51,9 @@ pub fn fallback_summary(old: &[ChatMessage]) -> String {
     s
 }
 
-/// One message of the transcript the summariser reads (long ones cut).
+/// One message of the transcript the summariser reads (long ones cut). A sensitive tool
+/// result ([`ChatMessage::sensitive`]) is only `[redacted]`: its text never reaches the
+/// summariser (spec `tool.result.meta.sensitive`).
 pub fn transcript_line(m: &ChatMessage) -> String {
     const CAP: usize = 2000;
     let who = match m.role {
@@ -59,6 +61,9 @@ pub fn transcript_line(m: &ChatMessage) -> String {
         Role::Assistant => "assistant".to_owned(),
         Role::Tool => format!("tool {}", m.tool_name.as_deref().unwrap_or_default()),
     };
+    if m.sensitive {
+        return format!("[{who}] {}", crate::turn::tool_call::REDACTED);
+    }
     let mut text: String = m.content.chars().take(CAP).collect();
     if m.content.chars().count() > CAP {
         text.push_str(" …");
@@ -99,5 +104,22 @@ mod tests {
             s.contains("4 messages") && s.contains("Tools used: shell."),
             "{s}"
         );
+    }
+
+    #[test]
+    fn a_sensitive_result_never_reaches_the_summariser() {
+        let call = ToolCall {
+            id: "c".into(),
+            name: "vault".into(),
+            arguments: json!({}),
+        };
+        let secret = ChatMessage::tool_result(&call, "pin 4242", false).sensitive(true);
+        let line = transcript_line(&secret);
+        assert_eq!(line, "[tool vault] [redacted]");
+        assert!(!line.contains("4242"));
+        let plain = transcript_line(&ChatMessage::tool_result(&call, "pin 4242", false));
+        assert!(plain.contains("4242"), "{plain}");
+        let s = fallback_summary(&[ChatMessage::user("a"), secret]);
+        assert!(!s.contains("4242"), "{s}");
     }
 }

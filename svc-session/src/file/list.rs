@@ -30,13 +30,19 @@ pub struct Candidate {
     pub is_dir: bool,
     /// Lower-case copy of `path` for case-insensitive matching.
     pub lower: Box<str>,
+    /// Byte offset of the basename in `lower` (lower-casing may change byte lengths, so it
+    /// can differ from `base`).
+    pub lower_base: u32,
 }
 
 impl Candidate {
     fn new(path: &str, is_dir: bool) -> Candidate {
         let base = path.rfind('/').map(|i| i + 1).unwrap_or(0) as u32;
+        let lower = path.to_lowercase();
+        let lower_base = lower.rfind('/').map(|i| i + 1).unwrap_or(0) as u32;
         Candidate {
-            lower: path.to_lowercase().into(),
+            lower: lower.into(),
+            lower_base,
             path: path.into(),
             base,
             is_dir,
@@ -46,6 +52,17 @@ impl Candidate {
     /// The last component.
     pub fn basename(&self) -> &str {
         &self.path[self.base as usize..]
+    }
+
+    /// A file candidate (tests of the ranking).
+    #[cfg(test)]
+    pub(crate) fn for_test(path: &str) -> Candidate {
+        Candidate::new(path, false)
+    }
+
+    /// The lower-case basename.
+    pub fn lower_basename(&self) -> &str {
+        &self.lower[self.lower_base as usize..]
     }
 
     /// The directory part (`""` at the top level).

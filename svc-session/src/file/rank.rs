@@ -26,7 +26,7 @@ pub fn rank(all: &[Candidate], query: &str, limit: usize) -> (Vec<usize>, bool) 
         let prefix = prefix.to_lowercase();
         for (i, c) in all.iter().enumerate() {
             if c.parent() == dir
-                && c.basename().to_lowercase().starts_with(&prefix)
+                && c.lower_basename().starts_with(&prefix)
                 && (show_hidden || !c.basename().starts_with('.'))
             {
                 hits.push((u8::from(!c.is_dir), 0, i));
@@ -35,7 +35,7 @@ pub fn rank(all: &[Candidate], query: &str, limit: usize) -> (Vec<usize>, bool) 
     } else {
         let q = query.to_lowercase();
         for (i, c) in all.iter().enumerate() {
-            let base = &c.lower[c.base as usize..];
+            let base = c.lower_basename();
             let tier = if base.starts_with(&q) {
                 0
             } else if base.contains(&q) {
@@ -69,4 +69,26 @@ pub fn rank(all: &[Candidate], query: &str, limit: usize) -> (Vec<usize>, bool) 
 fn is_subsequence(needle: &str, hay: &str) -> bool {
     let mut it = hay.chars();
     needle.chars().all(|n| it.any(|h| h == n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lower-casing can change a path's byte length (`İ` → `i̇`); the basename is found in
+    /// the lower-case copy by its own offset, so such paths match and never panic.
+    #[test]
+    fn paths_whose_lower_case_is_longer_match_by_their_own_basename() {
+        let all: Vec<Candidate> = ["İİİ/Ärger.txt", "İİİ/zzz.txt", "b/ärgern.md"]
+            .iter()
+            .map(|p| Candidate::for_test(p))
+            .collect();
+        let (hits, more) = rank(&all, "är", 10);
+        let paths: Vec<&str> = hits.iter().map(|i| &*all[*i].path).collect();
+        assert_eq!(paths, ["b/ärgern.md", "İİİ/Ärger.txt"], "shorter first");
+        assert!(!more);
+        let (hits, _) = rank(&all, "İİİ/ä", 10);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(&*all[hits[0]].path, "İİİ/Ärger.txt");
+    }
 }

@@ -230,7 +230,10 @@ pub(crate) async fn collect(
             StreamEvent::TextDelta(d) => text.push_str(&d),
             StreamEvent::Usage(u) => usage = Some(u),
             StreamEvent::Done { .. } => break,
-            StreamEvent::ReasoningDelta(_) | StreamEvent::ToolCall(_) => {}
+            StreamEvent::ReasoningDelta(_)
+            | StreamEvent::ToolCall(_)
+            | StreamEvent::Model(_)
+            | StreamEvent::Thinking(_) => {}
         }
     }
     Ok((text, usage))

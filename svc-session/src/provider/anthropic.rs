@@ -17,6 +17,12 @@
 //!   (parallel tool results become one user message, a user prompt right after tool
 //!   results joins it after the results) and empty text blocks are left out, as the API
 //!   requires;
+//! * signed thinking: a `thinking` block (its `thinking_delta`s and `signature_delta`s) or a
+//!   `redacted_thinking` block becomes one [`StreamEvent::Thinking`] at `content_block_stop`;
+//!   the agent loop keeps it on the assistant message and it is sent back first in that
+//!   message's content, so thinking continues across tool rounds (the thinking budget is
+//!   then sent on the tool-result continuation too);
+//! * `message_start.message.model` → [`StreamEvent::Model`];
 //! * `text_delta` → text, `thinking_delta` → reasoning, `input_json_delta` fragments are
 //!   accumulated per block and a complete tool call is emitted at `content_block_stop`
 //!   (arguments parsed like the OpenAI provider: empty → `{}`, invalid → `{"_raw": …}`);
@@ -39,7 +45,7 @@ use serde_json::{json, Value};
 use super::http::{model, parse_arguments, stream_sse, Remote, RetryPolicy, SseDecoder};
 use super::{
     ChatMessage, EventStream, ModelRequest, Provider, ProviderConfig, ProviderError, Role,
-    StreamEvent, ToolCall, Usage,
+    StreamEvent, ThinkingBlock, ToolCall, Usage,
 };
 
 /// `anthropic-version` header value.
@@ -118,18 +124,34 @@ fn build_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
     body
 }
 
-/// The thinking budget of `request`'s effort. Sent only on a call that follows a user
-/// message: the history keeps no signed thinking blocks, and the API refuses thinking on a
-/// tool-result continuation whose assistant message has none, so those calls go without.
+/// The thinking budget of `request`'s effort. Sent on a call that follows a user message,
+/// and on a tool-result continuation whose assistant message kept its signed thinking
+/// blocks ([`ThinkingBlock`], replayed first in that message): the API refuses thinking on
+/// a continuation whose assistant message has none, so only such a call goes without.
 fn thinking_budget(request: &ModelRequest) -> Option<u32> {
     let effort = request.effort.as_deref()?;
-    let after_user = request
-        .messages
-        .last()
-        .is_some_and(|m| m.role == Role::User);
-    after_user
+    let allowed = match request.messages.last() {
+        Some(m) if m.role == Role::User => true,
+        Some(m) if m.role == Role::Tool => request
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .is_some_and(|a| !a.thinking.is_empty()),
+        _ => false,
+    };
+    allowed
         .then(|| crate::models::effort::anthropic_thinking_budget(effort))
         .flatten()
+}
+
+/// The wire block of a kept thinking block (`thinking` with its `signature`, or
+/// `redacted_thinking` with its `data`), exactly as the API sent it.
+fn thinking_json(t: &ThinkingBlock) -> Value {
+    match &t.redacted {
+        Some(data) => json!({"type": "redacted_thinking", "data": data}),
+        None => json!({"type": "thinking", "thinking": t.thinking, "signature": t.signature}),
+    }
 }
 
 fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
@@ -154,7 +176,9 @@ fn messages_json(messages: &[ChatMessage]) -> Vec<Value> {
                 ("user", blocks)
             }
             Role::Assistant => {
-                let mut blocks: Vec<Value> = text_block(&m.content).into_iter().collect();
+                // Signed thinking first, as the API returned it.
+                let mut blocks: Vec<Value> = m.thinking.iter().map(thinking_json).collect();
+                blocks.extend(text_block(&m.content));
                 blocks.extend(m.tool_calls.iter().map(|c| {
                     let input = if c.arguments.is_object() {
                         c.arguments.clone()
@@ -251,7 +275,11 @@ impl Provider for AnthropicProvider {
 
 enum Block {
     Text,
-    Thinking,
+    Thinking {
+        text: String,
+        signature: String,
+    },
+    Redacted(String),
     ToolUse {
         id: String,
         name: String,
@@ -318,6 +346,13 @@ impl EventState {
         let mut out = Vec::new();
         match kind {
             "message_start" => {
+                if let Some(m) = v
+                    .pointer("/message/model")
+                    .and_then(Value::as_str)
+                    .filter(|m| !m.is_empty())
+                {
+                    out.push(Ok(StreamEvent::Model(m.to_string())));
+                }
                 if let Some(u) = v.pointer("/message/usage") {
                     let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
                     self.usage.input_tokens = n("input_tokens")
@@ -341,15 +376,27 @@ impl EventState {
                         Block::Text
                     }
                     Some("thinking") => {
-                        if let Some(t) = cb
+                        let text = cb
                             .get("thinking")
                             .and_then(Value::as_str)
-                            .filter(|t| !t.is_empty())
-                        {
-                            out.push(Ok(StreamEvent::ReasoningDelta(t.to_string())));
+                            .unwrap_or_default()
+                            .to_string();
+                        if !text.is_empty() {
+                            out.push(Ok(StreamEvent::ReasoningDelta(text.clone())));
                         }
-                        Block::Thinking
+                        let signature = cb
+                            .get("signature")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string();
+                        Block::Thinking { text, signature }
                     }
+                    Some("redacted_thinking") => Block::Redacted(
+                        cb.get("data")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                    ),
                     Some("tool_use") => Block::ToolUse {
                         id: cb
                             .get("id")
@@ -386,8 +433,17 @@ impl EventState {
                     }
                     Some("thinking_delta") => {
                         let t = s("thinking");
+                        if let Some(Block::Thinking { text, .. }) = self.blocks.get_mut(&index) {
+                            text.push_str(&t);
+                        }
                         if !t.is_empty() {
                             out.push(Ok(StreamEvent::ReasoningDelta(t)));
+                        }
+                    }
+                    Some("signature_delta") => {
+                        if let Some(Block::Thinking { signature, .. }) = self.blocks.get_mut(&index)
+                        {
+                            signature.push_str(&s("signature"));
                         }
                     }
                     Some("input_json_delta") => match self.blocks.get_mut(&index) {
@@ -401,23 +457,36 @@ impl EventState {
                             })]
                         }
                     },
-                    // signature_delta, citations_delta, …: nothing to show.
+                    // citations_delta, …: nothing to show.
                     _ => {}
                 }
             }
-            "content_block_stop" => {
-                if let Some(Block::ToolUse {
+            "content_block_stop" => match self.blocks.remove(&index) {
+                Some(Block::ToolUse {
                     id,
                     name,
                     json,
                     initial,
-                }) = self.blocks.remove(&index)
-                {
-                    out.push(Ok(StreamEvent::ToolCall(tool_call(
-                        id, name, &json, initial,
-                    ))));
+                }) => out.push(Ok(StreamEvent::ToolCall(tool_call(
+                    id, name, &json, initial,
+                )))),
+                // Only a signed block can be sent back; an unsigned one is display-only.
+                Some(Block::Thinking { text, signature }) if !signature.is_empty() => {
+                    out.push(Ok(StreamEvent::Thinking(ThinkingBlock {
+                        thinking: text,
+                        signature,
+                        redacted: None,
+                    })))
                 }
-            }
+                Some(Block::Redacted(data)) if !data.is_empty() => {
+                    out.push(Ok(StreamEvent::Thinking(ThinkingBlock {
+                        thinking: String::new(),
+                        signature: String::new(),
+                        redacted: Some(data),
+                    })))
+                }
+                _ => {}
+            },
             "message_delta" => {
                 if let Some(r) = v.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stop_reason = Some(r.to_lowercase());

@@ -6,8 +6,8 @@ use serde_json::json;
 use super::*;
 use crate::provider::test_server::{fixture, serve, Reply};
 use crate::provider::{
-    ApiKind, ChatMessage, ModelRequest, ProviderError, RetryPolicy, StreamEvent, ToolCall,
-    ToolSpec, Usage,
+    ApiKind, ChatMessage, ModelRequest, ProviderError, RetryPolicy, StreamEvent, ThinkingBlock,
+    ToolCall, ToolSpec, Usage,
 };
 
 const KEY: &str = "sk-ant-api03-TEST-SECRET-abcdef";
@@ -60,6 +60,7 @@ async fn streams_text_usage_and_done() {
     assert_eq!(
         ev,
         vec![
+            Ok(StreamEvent::Model("claude-sonnet-4-5-20250929".into())),
             Ok(StreamEvent::TextDelta("Hello".into())),
             Ok(StreamEvent::TextDelta("! How can I help".into())),
             Ok(StreamEvent::TextDelta(
@@ -153,6 +154,7 @@ async fn error_event_mid_stream_is_a_provider_error() {
     assert_eq!(
         ev,
         vec![
+            Ok(StreamEvent::Model("claude-sonnet-4-5-20250929".into())),
             Ok(StreamEvent::TextDelta("Sure, ".into())),
             Err(ProviderError::Http {
                 vendor: "anthropic".into(),
@@ -303,6 +305,13 @@ async fn dropping_the_stream_aborts_the_request() {
     let server = serve(vec![reply]).await;
     let p = provider(&server.base);
     let mut s = p.stream(simple_request());
+    let model = tokio::time::timeout(Duration::from_secs(5), s.next())
+        .await
+        .unwrap();
+    assert!(
+        matches!(model, Some(Ok(StreamEvent::Model(_)))),
+        "{model:?}"
+    );
     let first = tokio::time::timeout(Duration::from_secs(5), s.next())
         .await
         .unwrap();
@@ -404,7 +413,8 @@ async fn tool_result_images_are_image_blocks_inside_the_tool_result() {
 }
 
 /// The session's effort reaches the wire as an extended-thinking budget, with `max_tokens`
-/// raised above it; a tool-result continuation goes without (no signed thinking blocks).
+/// raised above it; a tool-result continuation whose assistant message kept no signed
+/// thinking block goes without.
 #[tokio::test]
 async fn effort_is_sent_as_a_thinking_budget() {
     let server = serve(vec![
@@ -467,5 +477,96 @@ async fn an_attached_image_is_a_user_image_block() {
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
             {"type": "text", "text": "what is this?"}
         ]}])
+    );
+}
+
+/// A signed thinking block streamed by Anthropic comes out as one `Thinking` event (the text
+/// of its deltas and its signature); kept on the assistant message, it is sent back first in
+/// that message's content, unchanged, and the tool-result continuation then carries the
+/// thinking budget too (the API requires the signed block for thinking across tool rounds).
+#[tokio::test]
+async fn signed_thinking_is_kept_and_sent_back_on_the_tool_round() {
+    let mut reply = Reply::sse(fixture("anthropic_tool_use.sse"));
+    reply.chunk_size = 17;
+    let server = serve(vec![reply, Reply::sse(fixture("anthropic_text.sse"))]).await;
+    let p = provider(&server.base);
+    let mut first = simple_request();
+    first.effort = Some("high".into());
+    let ev = run(&p, first.clone()).await;
+    let thinking: Vec<ThinkingBlock> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Ok(StreamEvent::Thinking(t)) => Some(t.clone()),
+            _ => None,
+        })
+        .collect();
+    let signature = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds";
+    assert_eq!(
+        thinking,
+        vec![ThinkingBlock {
+            thinking: "I should look at the file first.".into(),
+            signature: signature.into(),
+            redacted: None,
+        }]
+    );
+    let calls: Vec<ToolCall> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Ok(StreamEvent::ToolCall(c)) => Some(c.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut next = first;
+    next.messages.push(
+        ChatMessage::assistant("Let me read the file and run the tests.", calls.clone())
+            .with_thinking(thinking),
+    );
+    for c in &calls {
+        next.messages.push(ChatMessage::tool_result(c, "ok", false));
+    }
+    let ev = run(&p, next).await;
+    assert!(ev.iter().all(|e| e.is_ok()), "{ev:?}");
+    let reqs = server.requests();
+    let body = &reqs[1].body;
+    assert_eq!(
+        body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 16384}),
+        "thinking continues on the tool round"
+    );
+    let assistant = &body["messages"][1];
+    assert_eq!(assistant["role"], "assistant");
+    assert_eq!(
+        assistant["content"][0],
+        json!({"type": "thinking", "thinking": "I should look at the file first.", "signature": signature})
+    );
+    assert_eq!(assistant["content"][1]["type"], "text");
+    assert_eq!(assistant["content"][2]["type"], "tool_use");
+}
+
+/// A `redacted_thinking` block is kept as its opaque `data` and sent back as it came.
+#[test]
+fn redacted_thinking_is_kept_opaque() {
+    let mut state = EventState::new("anthropic".into());
+    let mut out = state.on_event(
+        "content_block_start",
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"redacted_thinking","data":"EmwKAhgBEgy3va3pzix"}}"#,
+    );
+    out.extend(state.on_event(
+        "content_block_stop",
+        r#"{"type":"content_block_stop","index":0}"#,
+    ));
+    let block = ThinkingBlock {
+        thinking: String::new(),
+        signature: String::new(),
+        redacted: Some("EmwKAhgBEgy3va3pzix".into()),
+    };
+    assert_eq!(out, vec![Ok(StreamEvent::Thinking(block.clone()))]);
+    let msgs = messages_json(&[
+        ChatMessage::user("q"),
+        ChatMessage::assistant("a", vec![]).with_thinking(vec![block]),
+    ]);
+    assert_eq!(
+        msgs[1]["content"][0],
+        json!({"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"})
     );
 }

@@ -65,10 +65,10 @@ impl Providers {
         Providers {
             inner: Arc::new(Inner {
                 credentials: CredentialStore::new(home.root().join("credentials.json")),
+                models: ModelCache::new(home.root().join("models-cache.json")),
                 home,
                 env,
                 hub,
-                models: ModelCache::default(),
                 logins: Mutex::new(HashMap::new()),
                 http,
             }),

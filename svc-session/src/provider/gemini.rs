@@ -21,6 +21,7 @@
 //!   `id` when the API gave one, else `gemini_call_<uuid>`, which is never sent back). A
 //!   call's `thoughtSignature` is remembered (process-wide, bounded) and sent back with the
 //!   call in later requests, as thinking models require;
+//! * the first chunk's `modelVersion` → [`StreamEvent::Model`];
 //! * usage is the last `usageMetadata`: `promptTokenCount`, `candidatesTokenCount` +
 //!   `thoughtsTokenCount` as output, `cachedContentTokenCount`; without one it is estimated;
 //! * `finishReason` (lower-cased; `stop` with tool calls becomes `tool_calls`) ends the
@@ -314,6 +315,7 @@ pub(crate) struct ChunkState {
     calls: usize,
     finish_reason: Option<String>,
     usage: Option<Usage>,
+    model_seen: bool,
 }
 
 impl ChunkState {
@@ -325,6 +327,7 @@ impl ChunkState {
             calls: 0,
             finish_reason: None,
             usage: None,
+            model_seen: false,
         }
     }
 
@@ -381,6 +384,16 @@ impl ChunkState {
             });
         }
         let mut out = Vec::new();
+        if !self.model_seen {
+            if let Some(m) = chunk
+                .get("modelVersion")
+                .and_then(Value::as_str)
+                .filter(|m| !m.is_empty())
+            {
+                self.model_seen = true;
+                out.push(Ok(StreamEvent::Model(m.to_string())));
+            }
+        }
         let Some(candidate) = chunk
             .get("candidates")
             .and_then(Value::as_array)

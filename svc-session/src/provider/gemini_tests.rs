@@ -124,7 +124,8 @@ async fn function_calls_reasoning_and_the_next_request_carry_results_and_signatu
     }];
     r.max_tokens = Some(512);
     let ev = run(&p, r.clone()).await;
-    assert!(matches!(&ev[0], Ok(StreamEvent::ReasoningDelta(t)) if t.contains("read the file")));
+    assert_eq!(ev[0], Ok(StreamEvent::Model("gemini-2.5-pro".into())));
+    assert!(matches!(&ev[1], Ok(StreamEvent::ReasoningDelta(t)) if t.contains("read the file")));
     assert_eq!(text(&ev), "Let me read the file and run the tests.");
     let calls: Vec<ToolCall> = ev
         .iter()

@@ -358,14 +358,16 @@ impl Providers {
             .unwrap_or_else(|| Value::Object(Map::new()));
         let patch = Patch::parse(&vendor, &config)?;
         if patch.forgets_everything() {
-            self.forget(&vendor)?;
+            self.forget(&vendor).await?;
             return Ok(snowpea_proto::rpc::v1::OkResult { ok: true });
         }
         let known = presets::preset(&vendor).is_some();
         let preset = presets::preset(&vendor).filter(|p| p.listed);
         let settings_path = self.inner.home.settings_path();
         let store = self.inner.credentials.clone();
-        snowpea_common::settings::update_file(&settings_path, |doc| {
+        let edited = vendor.clone();
+        snowpea_common::settings::update_file_blocking(settings_path, move |doc| {
+            let vendor = edited;
             let known_base = doc
                 .pointer(&format!("/providers/{vendor}/baseUrl"))
                 .and_then(Value::as_str)
@@ -390,8 +392,9 @@ impl Providers {
             }
             Ok(())
         })
+        .await
         .map_err(write_error)?;
-        self.inner.models.forget(&vendor);
+        self.inner.models.forget(&vendor).await;
         self.announce_change();
         tracing::info!(vendor, "provider configured");
         Ok(snowpea_proto::rpc::v1::OkResult { ok: true })
@@ -421,13 +424,13 @@ impl Providers {
                 None => format!("provider {vendor} is not configured"),
             }));
         }
-        self.forget(&vendor)?;
+        self.forget(&vendor).await?;
         Ok(snowpea_proto::rpc::v1::OkResult { ok: true })
     }
 
     /// Removes everything stored for `vendor` (settings section, default, credentials, a
     /// running login, cached listing) and announces the change.
-    fn forget(&self, vendor: &str) -> Result<()> {
+    async fn forget(&self, vendor: &str) -> Result<()> {
         if let Some(login) = self
             .inner
             .logins
@@ -438,20 +441,26 @@ impl Providers {
             login.abort();
         }
         let store = self.inner.credentials.clone();
-        snowpea_common::settings::update_file(&self.inner.home.settings_path(), |doc| {
-            if let Some(providers) = doc.get_mut("providers").and_then(Value::as_object_mut) {
-                providers.remove(vendor);
-                if providers.get("default").and_then(Value::as_str) == Some(vendor) {
-                    providers.remove("default");
+        let gone = vendor.to_owned();
+        snowpea_common::settings::update_file_blocking(
+            self.inner.home.settings_path(),
+            move |doc| {
+                let vendor = gone.as_str();
+                if let Some(providers) = doc.get_mut("providers").and_then(Value::as_object_mut) {
+                    providers.remove(vendor);
+                    if providers.get("default").and_then(Value::as_str) == Some(vendor) {
+                        providers.remove("default");
+                    }
                 }
-            }
-            store.update(|map| {
-                map.remove(vendor);
-                Ok(())
-            })
-        })
+                store.update(|map| {
+                    map.remove(vendor);
+                    Ok(())
+                })
+            },
+        )
+        .await
         .map_err(write_error)?;
-        self.inner.models.forget(vendor);
+        self.inner.models.forget(vendor).await;
         self.announce_change();
         tracing::info!(vendor, "provider removed");
         Ok(())

@@ -104,6 +104,22 @@ impl ToolImage {
     }
 }
 
+/// A signed thinking block of an assistant message (Anthropic extended thinking). Sent back
+/// verbatim: the vendor verifies `signature` (or decrypts `data`), so neither may change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThinkingBlock {
+    /// The visible thinking text (empty for a redacted block).
+    #[serde(default)]
+    pub thinking: String,
+    /// The vendor's signature over `thinking`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub signature: String,
+    /// A `redacted_thinking` block's encrypted payload (then `thinking` is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<String>,
+}
+
 /// One message of the conversation history sent to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatMessage {
@@ -126,6 +142,14 @@ pub struct ChatMessage {
     /// For a `Tool` message: images the tool returned along with its text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<ToolImage>,
+    /// For an `Assistant` message: the signed thinking blocks that preceded its text and
+    /// tool calls (Anthropic; other wires ignore them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<ThinkingBlock>,
+    /// For a `Tool` message: the result was marked `meta.sensitive` — the model sees it in
+    /// this turn, but it is never stored, remembered or sent to a compaction summary.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sensitive: bool,
 }
 
 impl ChatMessage {
@@ -139,6 +163,8 @@ impl ChatMessage {
             tool_name: None,
             is_error: false,
             images: vec![],
+            thinking: vec![],
+            sensitive: false,
         }
     }
     /// An assistant message with optional tool calls.
@@ -151,6 +177,8 @@ impl ChatMessage {
             tool_name: None,
             is_error: false,
             images: vec![],
+            thinking: vec![],
+            sensitive: false,
         }
     }
     /// A tool result.
@@ -163,7 +191,19 @@ impl ChatMessage {
             tool_name: Some(call.name.clone()),
             is_error,
             images: vec![],
+            thinking: vec![],
+            sensitive: false,
         }
+    }
+    /// The same message carrying signed `thinking` blocks (for an assistant message).
+    pub fn with_thinking(mut self, thinking: Vec<ThinkingBlock>) -> Self {
+        self.thinking = thinking;
+        self
+    }
+    /// The same message marked sensitive (a tool result with `meta.sensitive`).
+    pub fn sensitive(mut self, sensitive: bool) -> Self {
+        self.sensitive = sensitive;
+        self
     }
     /// The same message carrying `images` (for a tool result).
     pub fn with_images(mut self, images: Vec<ToolImage>) -> Self {
@@ -224,6 +264,15 @@ pub enum StreamEvent {
     ToolCall(ToolCall),
     /// Token usage (sent once per call, before `Done`).
     Usage(Usage),
+    /// The model id the vendor reported answering with (OpenAI-style chunks' `model`,
+    /// Anthropic `message_start.message.model`, Gemini `modelVersion`); at most once per
+    /// call, before `Done`. `provider.test` reports it as `modelEcho`.
+    Model(String),
+    /// A complete signed thinking block (Anthropic `thinking` with its `signature`, or
+    /// `redacted_thinking`), emitted at the block's end. The agent loop stores it with the
+    /// assistant message and sends it back unchanged on the next call of the same turn, as
+    /// Anthropic requires for thinking across tool rounds.
+    Thinking(ThinkingBlock),
     /// The call finished; `stop_reason` is the vendor's (`stop`, `end_turn`,
     /// `tool_calls`, `tool_use`, `length`, …).
     Done {

@@ -47,6 +47,85 @@ async fn openai_style_listing_is_live_then_cached() {
     assert_eq!(server.requests().len(), 1, "the cache answered");
 }
 
+/// A live listing is written to `$SNOWPEA_HOME/models-cache.json` (0600, ids only, no key)
+/// and a restarted component (a new `Providers` on the same home) answers from it without
+/// asking the vendor; past the TTL it asks again; when the vendor then fails, the persisted
+/// last good listing is served with the error.
+#[tokio::test]
+async fn the_cache_survives_a_restart_and_expires() {
+    use std::os::unix::fs::PermissionsExt;
+    let listing = json!({"object": "list", "data": [
+        {"id": "qwen3-coder", "object": "model", "created": 1750000000}
+    ]});
+    let server = serve(vec![
+        Reply::json(200, &listing.to_string()),
+        Reply::json(500, r#"{"error": {"message": "down"}}"#),
+        Reply::json(500, r#"{"error": {"message": "down"}}"#),
+        Reply::json(500, r#"{"error": {"message": "down"}}"#),
+        Reply::json(500, r#"{"error": {"message": "down"}}"#),
+    ])
+    .await;
+    let h = Harness::new(&[]).await;
+    h.write_settings(&json!({"providers": {"mybox": {
+        "baseUrl": format!("{}/v1", server.base), "apiKey": KEY, "model": "qwen3-coder"
+    }}}));
+    assert_eq!(models(&h, "mybox").await.source, "live");
+    let path = h.path("models-cache.json");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("qwen3-coder") && !text.contains(KEY),
+        "{text}"
+    );
+
+    let restarted = || {
+        crate::provider::Providers::new(
+            snowpea_common::home::Home::new(h.dir.path()),
+            std::sync::Arc::new(|_: &str| None),
+            snowpea_common::bus::BusHub::new(),
+        )
+    };
+    let again = restarted()
+        .models(pb::ProviderModelsParams {
+            vendor: Some("mybox".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(again.source, "cache", "{again:?}");
+    assert_eq!(again.models, ["qwen3-coder"]);
+    assert_eq!(server.requests().len(), 1, "the persisted cache answered");
+
+    // Older than the TTL: asked again; the vendor fails, the last good listing is served.
+    let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let old = jiff::Timestamp::now().as_second() - crate::provider::CACHE_TTL.as_secs() as i64 - 5;
+    doc["vendors"]["mybox"]["fetchedAt"] = json!(old);
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let stale = restarted()
+        .models(pb::ProviderModelsParams {
+            vendor: Some("mybox".into()),
+        })
+        .await
+        .unwrap();
+    assert!(
+        server.requests().len() >= 2,
+        "past the TTL the vendor is asked"
+    );
+    assert_eq!(stale.source, "cache");
+    assert_eq!(stale.models, ["qwen3-coder"]);
+    assert!(stale.error.is_some(), "{stale:?}");
+
+    // A corrupt file is an empty cache, never an error.
+    std::fs::write(&path, b"{ not json").unwrap();
+    let r = restarted()
+        .models(pb::ProviderModelsParams {
+            vendor: Some("mybox".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(r.source, "curated", "{r:?}");
+}
+
 #[tokio::test]
 async fn anthropic_and_gemini_listings() {
     let anthropic = json!({"data": [

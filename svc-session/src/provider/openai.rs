@@ -28,6 +28,7 @@
 //!   (some local servers) gets `call_<uuid>`;
 //! * `delta.content` → text, `delta.reasoning_content` (DeepSeek, vLLM, llama.cpp) or
 //!   `delta.reasoning` (OpenRouter, Ollama) → reasoning;
+//! * the first chunk's `model` → [`StreamEvent::Model`] (`provider.test`'s `modelEcho`);
 //! * usage comes from the final usage chunk (`prompt_tokens`, `completion_tokens`,
 //!   `prompt_tokens_details.cached_tokens`); a server that reports none gets an estimate
 //!   (≈ 4 characters per token) so every call still yields one `Usage`;
@@ -252,6 +253,7 @@ pub(crate) struct ChunkState {
     finish_reason: Option<String>,
     usage: Option<Usage>,
     saw_done: bool,
+    model_seen: bool,
 }
 
 impl ChunkState {
@@ -265,6 +267,7 @@ impl ChunkState {
             finish_reason: None,
             usage: None,
             saw_done: false,
+            model_seen: false,
         }
     }
 
@@ -310,6 +313,16 @@ impl ChunkState {
             })];
         }
         let mut out = Vec::new();
+        if !self.model_seen {
+            if let Some(m) = chunk
+                .get("model")
+                .and_then(Value::as_str)
+                .filter(|m| !m.is_empty())
+            {
+                self.model_seen = true;
+                out.push(Ok(StreamEvent::Model(m.to_string())));
+            }
+        }
         if let Some(u) = chunk.get("usage").filter(|u| u.is_object()) {
             self.usage = Some(Usage {
                 input_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),

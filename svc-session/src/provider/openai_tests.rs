@@ -348,6 +348,8 @@ async fn api_key_echoed_by_vendor_is_redacted() {
 async fn error_inside_the_stream_ends_the_call() {
     let server = serve(vec![Reply::sse(fixture("openai_midstream_error.sse"))]).await;
     let ev = run(&provider(&server.base, "openrouter"), simple_request()).await;
+    assert_eq!(ev[0], Ok(StreamEvent::Model("deepseek/deepseek-r1".into())));
+    let ev = ev[1..].to_vec();
     assert_eq!(ev[0], Ok(StreamEvent::TextDelta("Partial".into())));
     assert_eq!(
         ev[1],
@@ -407,6 +409,13 @@ async fn dropping_the_stream_aborts_the_request() {
     let server = serve(vec![reply]).await;
     let p = provider(&server.base, "openai");
     let mut s = p.stream(simple_request());
+    let model = tokio::time::timeout(Duration::from_secs(5), s.next())
+        .await
+        .unwrap();
+    assert!(
+        matches!(model, Some(Ok(StreamEvent::Model(_)))),
+        "{model:?}"
+    );
     let first = tokio::time::timeout(Duration::from_secs(5), s.next())
         .await
         .unwrap();

@@ -2,7 +2,9 @@
 //! [`TEST_MAX_TOKENS`] output tokens, [`TEST_TIMEOUT`]) on a vendor as turns would call it
 //! (same settings, credentials and wire). Never an RPC error for a failing vendor: the
 //! answer is `{ok:true, provider, model, latencyMs, reply}` or `{ok:false, provider, model,
-//! latencyMs, error}` (the error never contains the key). A passed test is recorded as
+//! latencyMs, error}` (the error never contains the key). `modelEcho` is the model id the
+//! vendor's answer named (OpenAI-style `model`, Anthropic `message.model`, Gemini
+//! `modelVersion`), absent when it named none. A passed test is recorded as
 //! `providerTested` in `$SNOWPEA_HOME/setup-state.json` (`{vendor, model, at}`), which
 //! `setup.status` reads for the browser profile.
 
@@ -76,10 +78,12 @@ impl Providers {
         let outcome = tokio::time::timeout(TEST_TIMEOUT, async {
             let mut stream = provider.stream(request);
             let mut text = String::new();
+            let mut echo = None;
             while let Some(item) = stream.next().await {
                 match item {
                     Ok(StreamEvent::TextDelta(t)) => text.push_str(&t),
-                    Ok(StreamEvent::Done { .. }) => return Ok(text),
+                    Ok(StreamEvent::Model(m)) => echo = Some(m),
+                    Ok(StreamEvent::Done { .. }) => return Ok((text, echo)),
                     Ok(_) => {}
                     Err(e) => return Err(e.to_string()),
                 }
@@ -90,7 +94,7 @@ impl Providers {
         .unwrap_or_else(|_| Err(format!("no answer within {} s", TEST_TIMEOUT.as_secs())));
         let latency = started.elapsed().as_millis();
         match outcome {
-            Ok(text) => {
+            Ok((text, echo)) => {
                 let reply: String = text
                     .trim()
                     .lines()
@@ -99,7 +103,7 @@ impl Providers {
                     .chars()
                     .take(REPLY_CHARS)
                     .collect();
-                self.record_tested(&vendor, &model);
+                self.record_tested(&vendor, &model).await;
                 tracing::info!(
                     vendor,
                     model,
@@ -110,7 +114,7 @@ impl Providers {
                     error: None,
                     latency_ms: latency as i64,
                     model,
-                    model_echo: None,
+                    model_echo: echo,
                     ok: true,
                     provider: vendor,
                     reply: (!reply.is_empty()).then_some(reply),
@@ -136,13 +140,16 @@ impl Providers {
     }
 
     /// Records a passed test in `setup-state.json` (best effort: a failure is logged).
-    fn record_tested(&self, vendor: &str, model: &str) {
+    async fn record_tested(&self, vendor: &str, model: &str) {
         let path = self.inner.home.root().join("setup-state.json");
         let at = jiff::Timestamp::now().to_string();
-        if let Err(e) = snowpea_common::settings::update_file(&path, |doc| {
-            doc["providerTested"] = json!({"vendor": vendor, "model": model, "at": at});
+        let tested = json!({"vendor": vendor, "model": model, "at": at});
+        if let Err(e) = snowpea_common::settings::update_file_blocking(path, move |doc| {
+            doc["providerTested"] = tested;
             Ok(())
-        }) {
+        })
+        .await
+        {
             tracing::warn!(error = %format!("{e:#}"), "cannot record the provider test");
         }
     }

@@ -45,6 +45,8 @@ async fn configure_then_test_then_a_turn_use_the_stored_key() {
         Some("Hello! How can I help you today with your project? 👋")
     );
     assert_eq!(r.error, None);
+    // The model id the server's answer named.
+    assert_eq!(r.model_echo.as_deref(), Some("gpt-4o-mini-2024-07-18"));
     let req = &server.requests()[0];
     assert_eq!(req.path, "/v1/chat/completions");
     assert_eq!(req.headers["authorization"], format!("Bearer {KEY}"));

@@ -39,6 +39,7 @@ impl SessionService for SessionRpc {
         req: Request<pb::SessionCreateParams>,
     ) -> Result<Response<pb::SessionCreateResult>, Status> {
         let ctx = CallContext::of(&req);
+        self.app.settings.reload_if_changed().await;
         Ok(Response::new(
             self.app.sessions.create(&ctx, req.into_inner()).await?,
         ))
@@ -68,6 +69,7 @@ impl SessionService for SessionRpc {
         req: Request<pb::SessionPromptParams>,
     ) -> Result<Response<pb::SessionPromptResult>, Status> {
         let ctx = CallContext::of(&req);
+        self.app.settings.reload_if_changed().await;
         let turn_id = self.app.turns.prompt(&ctx, req.into_inner()).await?;
         Ok(Response::new(pb::SessionPromptResult { turn_id }))
     }

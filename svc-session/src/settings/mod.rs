@@ -199,12 +199,15 @@ impl Settings {
             Scope::Project(dir) => project_path(dir),
         };
         let _w = self.write.lock().await;
-        let outcome = common::update_file(&path, |doc| {
-            common::deep_merge(doc, patch);
+        // The read, merge, fsync and rename run on the blocking pool, never on an async worker.
+        let owned_patch = patch.clone();
+        let outcome = common::update_file_blocking(path.clone(), move |doc| {
+            common::deep_merge(doc, &owned_patch);
             let keys: Vec<&str> = touched.iter().map(String::as_str).collect();
             schema::validate(doc, &keys).map_err(anyhow::Error::new)?;
             Ok(((), doc.clone()))
-        });
+        })
+        .await;
         let ((), after) = match outcome {
             Ok(v) => v,
             Err(e) => return Err(write_error(e, &path)),
@@ -272,6 +275,26 @@ impl Settings {
             reloaded: true,
             changed_keys: keys,
         })
+    }
+
+    /// The silent check before `session.create` and `session.prompt` (reference §2): one
+    /// `stat` of the global file; when its `(mtime, size)` differs from what was last read,
+    /// the file is reloaded exactly as `system.reloadSettings` does (the changed keys
+    /// announced with `settings.changed`, every service told). Never fails the call it
+    /// precedes: an unreadable file is warned about once and not adopted.
+    pub async fn reload_if_changed(&self) {
+        let now = stamp(&self.home.settings_path());
+        let same = self.held.lock().unwrap_or_else(|e| e.into_inner()).stamp == now;
+        if same {
+            return;
+        }
+        match self.reload().await {
+            Ok(r) if r.reloaded => {
+                tracing::info!(keys = ?r.changed_keys, "settings file changed on disk; reloaded");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "silent settings reload failed"),
+        }
     }
 
     /// Publishes `settings.changed{scope:"global", keys}` and tells every service (waiting

@@ -338,3 +338,29 @@ async fn keys_that_name_a_program_to_run_are_refused_and_the_file_is_unchanged()
         .await
         .unwrap();
 }
+
+/// The silent check before `session.create`/`session.prompt`: nothing happens while the
+/// file's `(mtime, size)` is what was last read; a hand edit is reloaded and announced with
+/// its keys, once; a broken edit is not adopted and not announced.
+#[tokio::test]
+async fn reload_if_changed_adopts_a_hand_edit_once() {
+    let (t, s) = owner();
+    let mut changes = s.hub.settings_changes();
+    s.reload_if_changed().await;
+    assert!(changes.try_recv().is_err(), "nothing changed");
+    let path = t.path().join("settings.json");
+    std::fs::write(&path, r#"{"approvals": {"timeoutSec": 42}}"#).unwrap();
+    s.reload_if_changed().await;
+    let c = changes.try_recv().expect("the hand edit is announced");
+    assert_eq!(
+        (c.scope.as_str(), c.keys),
+        ("global", vec!["approvals".to_owned()])
+    );
+    s.reload_if_changed().await;
+    assert!(changes.try_recv().is_err(), "announced once");
+    assert!(!s.reload().await.unwrap().reloaded, "already adopted");
+    std::fs::write(&path, b"{ broken").unwrap();
+    s.reload_if_changed().await;
+    assert!(changes.try_recv().is_err(), "a broken file is not adopted");
+    assert_eq!(std::fs::read(&path).unwrap(), b"{ broken", "left alone");
+}

@@ -207,7 +207,7 @@ impl Setup {
         if !applied.is_empty() {
             self.settings.patch(&Scope::Global, &patch).await?;
             let keys = applied.clone();
-            snowpea_common::settings::update_file(&state_path(&self.home), move |state| {
+            snowpea_common::settings::update_file_blocking(state_path(&self.home), move |state| {
                 let list = state
                     .as_object_mut()
                     .expect("settings documents are objects")
@@ -224,6 +224,7 @@ impl Setup {
                 }
                 Ok(())
             })
+            .await
             .map_err(Error::Internal)?;
         }
         Ok(pb::SetupApplyDefaultsResult {

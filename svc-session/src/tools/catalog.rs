@@ -44,7 +44,7 @@ impl Tools {
     /// The tools of `home`: built-ins (commands they start carry the orphan `mark`),
     /// `ask_user` (asking through `questions`), the memory tools and the schedule tools;
     /// sessions looked up in `sessions`; what their calls change is captured by
-    /// `checkpoints`.
+    /// `checkpoints`; `web_search` through `web`'s provider chain.
     pub fn open(
         home: &Home,
         mark: &str,
@@ -52,6 +52,7 @@ impl Tools {
         checkpoints: Arc<Checkpoints>,
         questions: Arc<Questions>,
         lsp: Arc<Lsp>,
+        web: crate::web::WebSearch,
     ) -> Self {
         let mut builtin = super::builtin(mark);
         builtin.push(Arc::new(super::ask_user::AskUser::new(
@@ -61,6 +62,7 @@ impl Tools {
         builtin.extend(super::memory::for_home(home));
         builtin.extend(super::schedule::for_home(home));
         builtin.extend(crate::lsp::tools::all(&lsp));
+        builtin.push(Arc::new(super::web_search::WebSearchTool::new(web)));
         Tools {
             home: home.clone(),
             sessions,

@@ -32,6 +32,7 @@ fn sample_args(name: &str) -> Option<Value> {
         "schedule_create" => json!({"spec": "every 30 minutes", "task": "check"}),
         "schedule_list" => json!({}),
         "schedule_cancel" => json!({"jobId": "j_1"}),
+        "web_search" => json!({"query": "rust"}),
         n if n.starts_with("mcp__") => json!({"x": 1}),
         _ => return None,
     })

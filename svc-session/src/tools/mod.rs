@@ -1,5 +1,6 @@
 //! Built-in agent tools (issue 2 "Built-in tools"; names are API): `read_file`,
-//! `write_file`, `edit_file`, `list_dir`, `glob`, `grep`, `shell`.
+//! `write_file`, `edit_file`, `list_dir`, `glob`, `grep`, `shell` (and, composed by
+//! [`Tools`], `ask_user`, the memory and schedule tools and `web_search`).
 //!
 //! A tool declares its permission tag and which paths it touches ([`Tool::plan`]) so the
 //! session can apply the mode matrix and ask for approval *before* anything runs; then
@@ -25,6 +26,7 @@ pub mod paths;
 pub mod schedule;
 pub mod search;
 pub mod shell;
+pub mod web_search;
 
 pub use catalog::Tools;
 

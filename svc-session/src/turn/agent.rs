@@ -17,7 +17,9 @@ use serde_json::Value;
 use snowpea_proto::session::v1 as pb;
 
 use super::{history, refs, slash, system_prompt, TurnEnd, TurnStart, Turns};
-use crate::provider::{ChatMessage, ModelRequest, Provider, ProviderError, StreamEvent, ToolCall};
+use crate::provider::{
+    ChatMessage, ModelRequest, Provider, ProviderError, StreamEvent, ThinkingBlock, ToolCall,
+};
 use crate::session::Session;
 
 /// What one turn accumulated, for the closing events.
@@ -94,8 +96,13 @@ pub(crate) struct TurnOutcome {
 
 /// How one model call ended.
 enum Call {
-    /// The model finished this call.
-    Done { text: String, calls: Vec<ToolCall> },
+    /// The model finished this call (with the signed thinking blocks it streamed, kept on
+    /// the assistant message for the next call of the turn).
+    Done {
+        text: String,
+        calls: Vec<ToolCall>,
+        thinking: Vec<ThinkingBlock>,
+    },
     /// Interrupted mid-stream.
     Interrupted { text: String },
     /// The provider failed.
@@ -181,7 +188,19 @@ impl Turns {
             a.turn_starting(&session.id, &t.turn_id);
         }
         let mut messages = match self.log.of_kinds(&session.id, history::KINDS).await {
-            Ok(rows) => history::rebuild(rows),
+            Ok(rows) => {
+                // Images attached to earlier prompts go again, newest first, within caps.
+                let images_of =
+                    |turn_id: &str| self.attachments.images_of_turn(&session.id, turn_id);
+                history::rebuild_with(
+                    rows,
+                    &images_of,
+                    history::Replay {
+                        max_images: crate::attachments::REPLAY_MAX_IMAGES,
+                        max_bytes: crate::attachments::REPLAY_MAX_BYTES,
+                    },
+                )
+            }
             Err(e) => {
                 tracing::error!(error = %e, session_id = %session.id, "cannot read history");
                 Vec::new()
@@ -239,9 +258,18 @@ impl Turns {
                 ..Default::default()
             },
         );
-        let (used, estimated) = acc
-            .context_used
-            .unwrap_or_else(|| (history::estimate_tokens(&messages), true));
+        let (used, estimated) = match acc.context_used {
+            Some(reported) => reported,
+            None => (
+                super::tokens::estimate_blocking(
+                    messages.clone(),
+                    String::new(),
+                    acc.model.clone().unwrap_or_default(),
+                )
+                .await,
+                true,
+            ),
+        };
         let percent = percent(used, acc.window);
         self.event(
             session,
@@ -400,10 +428,32 @@ impl Turns {
             .pointer(&format!("/providers/{vendor}/vision"))
             .and_then(serde_json::Value::as_bool)
             .unwrap_or(true);
+        if !vision {
+            // Earlier prompts' images are not sent to a model without vision (a placeholder
+            // says so); only images in this turn's own prompt are an error.
+            let current = messages
+                .iter()
+                .rposition(|m| m.role == crate::provider::Role::User);
+            for (i, m) in messages.iter_mut().enumerate() {
+                if m.role == crate::provider::Role::User
+                    && Some(i) != current
+                    && !m.images.is_empty()
+                {
+                    for _ in std::mem::take(&mut m.images) {
+                        m.content.push_str("\n\n");
+                        m.content.push_str(
+                            "[an image attached earlier is not sent: this model takes no images]",
+                        );
+                    }
+                }
+            }
+        }
         if !vision
             && messages
                 .iter()
-                .any(|m| m.role == crate::provider::Role::User && !m.images.is_empty())
+                .rev()
+                .find(|m| m.role == crate::provider::Role::User)
+                .is_some_and(|m| !m.images.is_empty())
         {
             self.error_event(
                 session,
@@ -511,7 +561,12 @@ impl Turns {
             // Auto-compaction (issue 16) at the start of a model call, over the threshold of
             // a known window.
             if let (Some(threshold), Some(window)) = (auto_compact, acc.window) {
-                let used = history::estimate_tokens(messages) + (system.len() as u64).div_ceil(4);
+                let used = super::tokens::estimate_blocking(
+                    messages.clone(),
+                    system.clone(),
+                    model.clone(),
+                )
+                .await;
                 if percent(used, Some(window)).is_some_and(|p| p >= threshold)
                     && crate::compaction::has_older(&settings, messages)
                 {
@@ -540,11 +595,15 @@ impl Turns {
                 max_tokens,
                 effort: chosen.effort.effort.map(str::to_owned),
             };
-            let (text, calls) = match self
+            let (text, calls, thinking) = match self
                 .model_call(session, t, provider.as_ref(), request, acc)
                 .await
             {
-                Call::Done { text, calls } => (text, calls),
+                Call::Done {
+                    text,
+                    calls,
+                    thinking,
+                } => (text, calls, thinking),
                 Call::Interrupted { text } => {
                     messages.push(ChatMessage::assistant(text, vec![]));
                     return TurnEnd::Interrupted;
@@ -563,7 +622,7 @@ impl Turns {
                     },
                 );
             }
-            messages.push(ChatMessage::assistant(text.clone(), calls.clone()));
+            messages.push(ChatMessage::assistant(text.clone(), calls.clone()).with_thinking(thinking));
             if calls.is_empty() {
                 if self.has_steers(session) {
                     // A prompt steered in while the model answered: it gets its answer in
@@ -583,7 +642,8 @@ impl Turns {
                 for (call, outcome) in batch.iter().zip(outcomes) {
                     messages.push(
                         ChatMessage::tool_result(call, outcome.content, !outcome.ok)
-                            .with_images(outcome.images),
+                            .with_images(outcome.images)
+                            .sensitive(outcome.sensitive),
                     );
                     interrupted |= outcome.interrupted;
                 }
@@ -607,11 +667,16 @@ impl Turns {
         request: ModelRequest,
         acc: &mut TurnAccount,
     ) -> Call {
-        let input_estimate =
-            history::estimate_tokens(&request.messages) + (request.system.len() as u64).div_ceil(4);
+        let input_estimate = super::tokens::estimate_blocking(
+            request.messages.clone(),
+            request.system.clone(),
+            acc.model.clone().unwrap_or_else(|| request.model.clone()),
+        )
+        .await;
         let mut stream = provider.stream(request);
         let mut text = String::new();
         let mut calls = Vec::new();
+        let mut thinking = Vec::new();
         let mut usage = None;
         let mut reasoning_chars = 0usize;
         let idle = self.limits.provider_idle_timeout;
@@ -661,6 +726,8 @@ impl Turns {
                     );
                 }
                 Ok(Some(Ok(StreamEvent::ToolCall(c)))) => calls.push(c),
+                Ok(Some(Ok(StreamEvent::Thinking(b)))) => thinking.push(b),
+                Ok(Some(Ok(StreamEvent::Model(_)))) => {}
                 Ok(Some(Ok(StreamEvent::Usage(u)))) => usage = Some(u),
                 Ok(Some(Err(e))) => {
                     return Call::Failed {
@@ -704,6 +771,10 @@ impl Turns {
                 ..Default::default()
             },
         );
-        Call::Done { text, calls }
+        Call::Done {
+            text,
+            calls,
+            thinking,
+        }
     }
 }

@@ -62,9 +62,47 @@ fn str_of<'a>(p: &'a Value, key: &str) -> &'a str {
     p.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// Rebuilds the history from `(kind, payload)` pairs in seq order.
+/// Rebuilds the history from `(kind, payload)` pairs in seq order (no attached images; see
+/// [`rebuild_with`]).
 pub fn rebuild(events: impl IntoIterator<Item = (String, Value)>) -> Vec<ChatMessage> {
+    rebuild_with(events, &|_| vec![], Replay::none())
+}
+
+/// How many images of earlier prompts a rebuilt history carries again.
+#[derive(Debug, Clone, Copy)]
+pub struct Replay {
+    /// Most images in all.
+    pub max_images: usize,
+    /// Most base64 bytes in all.
+    pub max_bytes: usize,
+}
+
+impl Replay {
+    /// No image is sent again (a model without vision): each is a placeholder line.
+    pub fn none() -> Self {
+        Replay {
+            max_images: 0,
+            max_bytes: 0,
+        }
+    }
+}
+
+/// The placeholder of an earlier image that is not sent again.
+pub fn image_placeholder(name: &str) -> String {
+    format!("[image {name} attached earlier; not sent again]")
+}
+
+/// [`rebuild`], with the images attached to earlier prompts: `images_of(turnId)` gives a
+/// `message.user`'s stored images (named); the newest are carried again on their user
+/// message within `replay`'s caps, the others become [`image_placeholder`] lines.
+pub fn rebuild_with(
+    events: impl IntoIterator<Item = (String, Value)>,
+    images_of: &dyn Fn(&str) -> Vec<(String, ToolImage)>,
+    replay: Replay,
+) -> Vec<ChatMessage> {
     let mut b = Builder::default();
+    // (message index, its named images), in order.
+    let mut attached: Vec<(usize, Vec<(String, ToolImage)>)> = Vec::new();
     for (kind, p) in events {
         match kind.as_str() {
             "message.user" => {
@@ -73,6 +111,16 @@ pub fn rebuild(events: impl IntoIterator<Item = (String, Value)>) -> Vec<ChatMes
                     .get("input")
                     .and_then(Value::as_str)
                     .unwrap_or_else(|| str_of(&p, "text"));
+                let has_images = p
+                    .get("attachments")
+                    .and_then(Value::as_array)
+                    .is_some_and(|l| l.iter().any(|a| a["kind"] == "image"));
+                if has_images {
+                    let images = images_of(str_of(&p, "turnId"));
+                    if !images.is_empty() {
+                        attached.push((b.out.len(), images));
+                    }
+                }
                 b.out.push(ChatMessage::user(text));
             }
             "turn.started" => {
@@ -122,16 +170,40 @@ pub fn rebuild(events: impl IntoIterator<Item = (String, Value)>) -> Vec<ChatMes
                 if let Some(summary) = p.get("summary").and_then(Value::as_str) {
                     b.flush();
                     let kept = p.get("kept").and_then(Value::as_u64).unwrap_or(0) as usize;
-                    let tail = b.out.split_off(b.out.len().saturating_sub(kept));
+                    let cut = b.out.len().saturating_sub(kept);
+                    let tail = b.out.split_off(cut);
                     b.out = vec![crate::compaction::summary_message(summary)];
                     b.out.extend(tail);
+                    // Images of summarised prompts are gone; the kept ones moved.
+                    attached.retain(|(at, _)| *at >= cut);
+                    for (at, _) in &mut attached {
+                        *at = *at - cut + 1;
+                    }
                 }
             }
             _ => {}
         }
     }
     b.close_turn();
-    b.out
+    let mut out = b.out;
+    // Newest first within the caps (indexes were kept right through compactions).
+    let (mut count, mut bytes) = (0usize, 0usize);
+    for (at, images) in attached.into_iter().rev() {
+        let Some(m) = out.get_mut(at).filter(|m| m.role == Role::User) else {
+            continue;
+        };
+        for (name, image) in images {
+            if count < replay.max_images && bytes + image.data.len() <= replay.max_bytes {
+                count += 1;
+                bytes += image.data.len();
+                m.images.push(image);
+            } else {
+                m.content.push_str("\n\n");
+                m.content.push_str(&image_placeholder(&name));
+            }
+        }
+    }
+    out
 }
 
 /// A rough token estimate of a history (≈ 4 characters per token, plus
@@ -235,5 +307,86 @@ mod tests {
         assert!(h[2].is_error);
         assert_eq!(h[2].content, INTERRUPTED_RESULT);
         assert_eq!(h[3], ChatMessage::user("again"));
+    }
+
+    /// Images attached to earlier prompts come back on their user message, newest first
+    /// within the caps; older ones are a placeholder line; a compaction that summarised a
+    /// prompt drops its images and the kept ones stay on their (moved) message.
+    #[test]
+    fn earlier_images_are_replayed_newest_first_within_the_caps() {
+        let img = |turn: &str| {
+            vec![(
+                format!("{turn}.png"),
+                ToolImage {
+                    mime_type: "image/png".into(),
+                    data: format!("DATA-{turn}"),
+                },
+            )]
+        };
+        let images_of = |turn: &str| img(turn);
+        let user = |turn: &str, image: bool| {
+            let mut p = json!({"text": format!("q {turn}"), "turnId": turn});
+            if image {
+                p["attachments"] = json!([{"kind": "image", "name": format!("{turn}.png")}]);
+            }
+            ev("message.user", p)
+        };
+        let events = vec![
+            user("t1", true),
+            ev("turn.done", json!({})),
+            user("t2", false),
+            ev("turn.done", json!({})),
+            user("t3", true),
+            ev("turn.done", json!({})),
+            user("t4", true),
+            ev("turn.done", json!({})),
+        ];
+        let h = rebuild_with(
+            events.clone(),
+            &images_of,
+            Replay {
+                max_images: 2,
+                max_bytes: 1 << 20,
+            },
+        );
+        assert_eq!(h.len(), 4);
+        assert!(h[0].images.is_empty());
+        assert!(
+            h[0].content.contains(&image_placeholder("t1.png")),
+            "{}",
+            h[0].content
+        );
+        assert!(h[1].images.is_empty() && !h[1].content.contains("not sent"));
+        assert_eq!(h[2].images[0].data, "DATA-t3");
+        assert_eq!(h[3].images[0].data, "DATA-t4");
+        // The byte cap: only the newest fits.
+        let h = rebuild_with(
+            events.clone(),
+            &images_of,
+            Replay {
+                max_images: 9,
+                max_bytes: 8,
+            },
+        );
+        assert_eq!(h[3].images.len(), 1);
+        assert!(h[2].images.is_empty() && h[2].content.contains("t3.png"));
+        // No replay: placeholders only.
+        let h = rebuild_with(events.clone(), &images_of, Replay::none());
+        assert!(h.iter().all(|m| m.images.is_empty()));
+        // After a compaction that kept the last 2 messages, t4's image is on its message.
+        let mut compacted = events;
+        compacted.push(ev("compaction", json!({"summary": "S", "kept": 2})));
+        let h = rebuild_with(
+            compacted,
+            &images_of,
+            Replay {
+                max_images: 9,
+                max_bytes: 1 << 20,
+            },
+        );
+        assert_eq!(h.len(), 3, "{h:?}");
+        assert_eq!(h[1].content, "q t3");
+        assert_eq!(h[1].images[0].data, "DATA-t3");
+        assert_eq!(h[2].images[0].data, "DATA-t4");
     }
 }

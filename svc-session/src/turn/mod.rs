@@ -39,7 +39,8 @@ mod host_calls;
 pub mod refs;
 pub mod slash;
 pub mod system_prompt;
-mod tool_call;
+pub mod tokens;
+pub(crate) mod tool_call;
 pub mod tool_content;
 mod workflow;
 

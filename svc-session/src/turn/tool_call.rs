@@ -33,6 +33,17 @@ pub(crate) struct Outcome {
     pub ok: bool,
     /// True when the turn was interrupted during the call.
     pub interrupted: bool,
+    /// The result was marked `meta.sensitive` (spec `tool.result.meta`): the model gets the
+    /// text in this turn, the store gets [`REDACTED`], and compaction never sees it.
+    pub sensitive: bool,
+}
+
+/// What a `meta.sensitive` result's output is stored (and summarised) as.
+pub use crate::host_tools::REDACTED;
+
+/// True when a tool's `meta` marks its output sensitive (`meta.sensitive == true`).
+pub fn is_sensitive(meta: &Value) -> bool {
+    meta.get("sensitive").and_then(Value::as_bool) == Some(true)
 }
 
 impl Turns {
@@ -46,13 +57,15 @@ impl Turns {
         meta: Value,
     ) -> Outcome {
         let images = crate::clients::mcp::images_of(&meta);
+        let sensitive = is_sensitive(&meta);
+        let stored = if sensitive { REDACTED } else { output };
         let result = pb::ToolResultEvent {
             turn_id: t.turn_id.clone(),
             call_id: call.id.clone(),
             name: call.name.clone(),
             ok,
-            output: output.to_owned(),
-            error: (!ok).then(|| output.to_owned()),
+            output: stored.to_owned(),
+            error: (!ok).then(|| stored.to_owned()),
             ..Default::default()
         };
         if meta.is_null() {
@@ -65,6 +78,7 @@ impl Turns {
             images,
             ok,
             interrupted: false,
+            sensitive,
         }
     }
 
@@ -104,6 +118,7 @@ impl Turns {
             images: host.images,
             ok,
             interrupted: false,
+            sensitive: host.sensitive,
         }
     }
 

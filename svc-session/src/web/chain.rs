@@ -9,6 +9,12 @@
 //! | `search.timeoutSec` | per-provider timeout, 1–60 s | 8 |
 //! | `search.<id>.url` | the provider's endpoint (see [`Kind`]) | the vendor's |
 //! | `search.<id>.apiKey` | its key (also the `env` variable of [`known`]) | — |
+//! | `search.xai_grok.model` | the Grok model that searches | [`GROK_MODEL`] |
+//!
+//! Providers: `ddgs`, `searxng`, `brave_free`/`brave`, `tavily`, `exa_free`/`exa`,
+//! `firecrawl_selfhost`/`firecrawl`, `keenable_free` (keyless) / `keenable`, `parallel`,
+//! `xai_grok`. `parallel_free` (Parallel's keyless MCP server) is not supported: choosing it
+//! is reported as an unsupported provider and the fallbacks answer.
 //!
 //! Fallback order after the preferred one: `ddgs`, `searxng`, `brave_free`, `tavily`,
 //! `firecrawl_selfhost`, `firecrawl`. A provider that needs a key or a URL it does not have
@@ -38,7 +44,23 @@ pub enum Kind {
     /// Firecrawl search (`url` is the server root; `/v1/search` is appended; bearer key,
     /// optional when self-hosted).
     Firecrawl,
+    /// Keenable search (`url` is the full endpoint: `/v1/search/public` keyless, `/v1/search`
+    /// with the key in `X-API-Key`); `POST {"query"}`, answer `results[{title, url, snippet,
+    /// description}]`.
+    Keenable,
+    /// Parallel Search API (`url` is the full endpoint; `x-api-key`); `POST {objective,
+    /// search_queries, advanced_settings.max_results}`, answer `results[{url, title,
+    /// excerpts[]}]`.
+    Parallel,
+    /// xAI Grok's server-side web search through the Responses API (`url` is the full
+    /// endpoint; bearer key; model `search.xai_grok.model`, default [`GROK_MODEL`]). Grok
+    /// answers in prose; the results are its `url_citation` annotations (title and the cited
+    /// passage as snippet), else its `citations` URLs.
+    XaiGrok,
 }
+
+/// The Grok model asked by `xai_grok` when `search.xai_grok.model` is not set.
+pub const GROK_MODEL: &str = "grok-4-fast";
 
 /// A provider id of the protocol and how it is reached.
 #[derive(Debug, Clone, Copy)]
@@ -119,6 +141,34 @@ const KNOWN: &[Known] = &[
         env: &["FIRECRAWL_API_KEY"],
         needs_key: true,
     },
+    Known {
+        id: "keenable_free",
+        kind: Kind::Keenable,
+        url: Some("https://api.keenable.ai/v1/search/public"),
+        env: &[],
+        needs_key: false,
+    },
+    Known {
+        id: "keenable",
+        kind: Kind::Keenable,
+        url: Some("https://api.keenable.ai/v1/search"),
+        env: &["KEENABLE_API_KEY"],
+        needs_key: true,
+    },
+    Known {
+        id: "parallel",
+        kind: Kind::Parallel,
+        url: Some("https://api.parallel.ai/v1/search"),
+        env: &["PARALLEL_API_KEY"],
+        needs_key: true,
+    },
+    Known {
+        id: "xai_grok",
+        kind: Kind::XaiGrok,
+        url: Some("https://api.x.ai/v1/responses"),
+        env: &["XAI_API_KEY"],
+        needs_key: true,
+    },
 ];
 
 /// The providers tried after the preferred one, in order.
@@ -150,6 +200,8 @@ pub struct Ready {
     pub url: String,
     /// Key, when it has one.
     pub key: Option<String>,
+    /// Model asked, for a provider that is a model (`xai_grok`: `search.<id>.model`).
+    pub model: Option<String>,
 }
 
 impl std::fmt::Debug for Ready {
@@ -346,10 +398,15 @@ fn ready(id: &str, search: &Value, env: &dyn Fn(&str) -> Option<String>) -> Resu
         };
         return Err(format!("no API key: set search.{id}.apiKey{envs}"));
     }
+    let model = match k.kind {
+        Kind::XaiGrok => Some(setting("model").unwrap_or_else(|| GROK_MODEL.to_owned())),
+        _ => None,
+    };
     Ok(Ready {
         id: id.to_owned(),
         kind: k.kind,
         url,
         key,
+        model,
     })
 }

@@ -81,23 +81,33 @@ impl WebSearch {
                 ))
             }
         };
+        let found = self.find(query, num as usize).await?;
+        Ok(pb::WebSearchResult {
+            provider: found.provider,
+            results: found
+                .hits
+                .into_iter()
+                .map(|h| pb::web_search_result::Result {
+                    snippet: h.snippet,
+                    title: h.title,
+                    url: h.url,
+                })
+                .collect(),
+        })
+    }
+
+    /// The chain's answer for `query` (at most `num` results): what `web.search` and the
+    /// `web_search` agent tool ([`crate::tools::web_search`]) both ask, over the global
+    /// `search.*` settings. Errors: `unavailable` with `details.reason` (`no_provider` /
+    /// `all_failed`) and `details.attempts` when no provider answered, or when the settings
+    /// cannot be read.
+    pub async fn find(&self, query: &str, num: usize) -> Result<Searched> {
         let settings = snowpea_common::settings::load_effective(&self.home, None)
             .map_err(|e| Error::Unavailable(format!("cannot read settings: {e:#}")))?;
         let env = self.env.clone();
         let chain = chain::Chain::from_settings(&settings, &|k| env(k));
-        match chain.search(query, num as usize).await {
-            Ok(found) => Ok(pb::WebSearchResult {
-                provider: found.provider,
-                results: found
-                    .hits
-                    .into_iter()
-                    .map(|h| pb::web_search_result::Result {
-                        snippet: h.snippet,
-                        title: h.title,
-                        url: h.url,
-                    })
-                    .collect(),
-            }),
+        match chain.search(query, num).await {
+            Ok(found) => Ok(found),
             Err(attempts) => {
                 let none = chain.ready.is_empty();
                 let reason = if none { "no_provider" } else { "all_failed" };

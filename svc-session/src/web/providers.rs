@@ -50,6 +50,30 @@ pub async fn ask(
                 r.bearer_auth(key)
             }
         }
+        Kind::Keenable => {
+            let r = client
+                .post(&p.url)
+                .header("Accept", "application/json")
+                .json(&json!({"query": query}));
+            if key.is_empty() {
+                r
+            } else {
+                r.header("X-API-Key", key)
+            }
+        }
+        Kind::Parallel => client.post(&p.url).header("x-api-key", key).json(&json!({
+            "objective": query,
+            "search_queries": [query],
+            "advanced_settings": {"max_results": num},
+        })),
+        Kind::XaiGrok => client.post(&p.url).bearer_auth(key).json(&json!({
+            "model": p.model.as_deref().unwrap_or(super::chain::GROK_MODEL),
+            "input": [{"role": "user", "content": format!(
+                "Search the web for: {query}\nList the {num} most relevant sources."
+            )}],
+            "tools": [{"type": "web_search"}],
+            "store": false,
+        })),
     };
     let response = request.send().await.map_err(describe)?;
     let status = response.status();
@@ -70,6 +94,54 @@ pub async fn ask(
             .collect());
     }
     let v: Value = serde_json::from_slice(&body).map_err(|e| format!("answer is not JSON: {e}"))?;
+    match p.kind {
+        Kind::XaiGrok => return Ok(grok_hits(&v, num)),
+        Kind::Parallel => {
+            let list = v
+                .get("results")
+                .and_then(Value::as_array)
+                .ok_or_else(|| "answer has no result list".to_owned())?;
+            return Ok(list
+                .iter()
+                .filter_map(|r| {
+                    let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
+                    let excerpts: Vec<&str> = r
+                        .get("excerpts")
+                        .and_then(Value::as_array)
+                        .map(|e| e.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    hit(s("url"), s("title"), &excerpts.join(" … "))
+                })
+                .take(num)
+                .collect());
+        }
+        Kind::Keenable => {
+            let list = v
+                .get("results")
+                .and_then(Value::as_array)
+                .ok_or_else(|| "answer has no result list".to_owned())?;
+            return Ok(list
+                .iter()
+                .filter_map(|r| {
+                    let s = |k: &str| {
+                        r.get(k)
+                            .and_then(Value::as_str)
+                            .map(str::trim)
+                            .unwrap_or_default()
+                    };
+                    // `snippet` is the page text; `description` its meta description.
+                    let snippet = if s("snippet").is_empty() {
+                        s("description")
+                    } else {
+                        s("snippet")
+                    };
+                    hit(s("url"), s("title"), snippet)
+                })
+                .take(num)
+                .collect());
+        }
+        _ => {}
+    }
     let (list, snippet_key) = match p.kind {
         Kind::Searxng => (v.get("results"), "content"),
         Kind::Brave => (v.pointer("/web/results"), "description"),
@@ -79,7 +151,9 @@ pub async fn ask(
             v.get("data").and_then(|d| d.get("web").or(Some(d))),
             "description",
         ),
-        Kind::Ddgs => unreachable!("answered above"),
+        Kind::Ddgs | Kind::XaiGrok | Kind::Parallel | Kind::Keenable => {
+            unreachable!("answered above")
+        }
     };
     let list = list
         .and_then(Value::as_array)
@@ -92,6 +166,54 @@ pub async fn ask(
         })
         .take(num)
         .collect())
+}
+
+/// The sources of a Grok Responses answer: every `url_citation` annotation of its output
+/// messages (its title, and the passage of the answer it supports as snippet), then the
+/// top-level `citations` URLs; each URL once, in order.
+fn grok_hits(v: &Value, num: usize) -> Vec<SearchHit> {
+    let mut out: Vec<SearchHit> = Vec::new();
+    let mut push = |h: Option<SearchHit>| {
+        if let Some(h) = h {
+            if !out.iter().any(|o| o.url == h.url) {
+                out.push(h);
+            }
+        }
+    };
+    let items = v.get("output").and_then(Value::as_array);
+    for item in items.into_iter().flatten() {
+        let parts = item.get("content").and_then(Value::as_array);
+        for part in parts.into_iter().flatten() {
+            let text = part.get("text").and_then(Value::as_str).unwrap_or_default();
+            let notes = part.get("annotations").and_then(Value::as_array);
+            for a in notes.into_iter().flatten() {
+                if a.get("type").and_then(Value::as_str) != Some("url_citation") {
+                    continue;
+                }
+                let s = |k: &str| a.get(k).and_then(Value::as_str).unwrap_or_default();
+                let idx = |k: &str| a.get(k).and_then(Value::as_u64).map(|n| n as usize);
+                let passage = match (idx("start_index"), idx("end_index")) {
+                    (Some(start), Some(end)) if start < end => text
+                        .chars()
+                        .skip(start)
+                        .take(end - start)
+                        .collect::<String>(),
+                    _ => String::new(),
+                };
+                push(hit(s("url"), s("title"), &passage));
+            }
+        }
+    }
+    let cited = v.get("citations").and_then(Value::as_array);
+    for c in cited.into_iter().flatten() {
+        let url = c
+            .as_str()
+            .or_else(|| c.get("url").and_then(Value::as_str))
+            .unwrap_or_default();
+        push(hit(url, "", ""));
+    }
+    out.truncate(num);
+    out
 }
 
 fn hit(url: &str, title: &str, snippet: &str) -> Option<SearchHit> {

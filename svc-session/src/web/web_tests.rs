@@ -78,6 +78,55 @@ async fn fake() -> (String, Seen) {
             }),
         )
         .route(
+            "/keenable/v1/search/public",
+            post(|State(s): State<Seen>, h: HeaderMap, Json(b): Json<Value>| async move {
+                s.lock().unwrap().push(format!("keenable_free {:?} {b}", h.get("x-api-key")));
+                Json(json!({"results": [
+                    {"url": "https://keen.example/a", "title": "KA", "snippet": "page text", "description": "meta"},
+                    {"url": "https://keen.example/b", "title": "KB", "snippet": "", "description": "only meta"}
+                ]}))
+            }),
+        )
+        .route(
+            "/keenable/v1/search",
+            post(|State(s): State<Seen>, h: HeaderMap, Json(b): Json<Value>| async move {
+                s.lock().unwrap().push(format!("keenable {:?} {b}", h.get("x-api-key")));
+                Json(json!({"results": [{"url": "https://keen.example/k", "title": "KK", "snippet": "keyed"}]}))
+            }),
+        )
+        .route(
+            "/parallel/v1/search",
+            post(|State(s): State<Seen>, h: HeaderMap, Json(b): Json<Value>| async move {
+                s.lock().unwrap().push(format!("parallel {:?} {b}", h.get("x-api-key")));
+                Json(json!({"search_id": "search_1", "results": [
+                    {"url": "https://par.example/1", "title": "P1", "excerpts": ["first part", "second part"]},
+                    {"url": "ftp://par.example/bad", "title": "bad", "excerpts": []},
+                    {"url": "https://par.example/2", "title": "P2", "excerpts": []}
+                ]}))
+            }),
+        )
+        .route(
+            "/grok/v1/responses",
+            post(|State(s): State<Seen>, h: HeaderMap, Json(b): Json<Value>| async move {
+                s.lock().unwrap().push(format!("grok {:?} {b}", h.get("authorization")));
+                let text = "Rust 1.90 shipped in September. See the blog.";
+                Json(json!({
+                    "id": "resp_1", "object": "response", "model": "grok-4-fast",
+                    "output": [
+                        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+                        {"type": "message", "role": "assistant", "content": [{
+                            "type": "output_text", "text": text,
+                            "annotations": [
+                                {"type": "url_citation", "url": "https://blog.rust-lang.org/2025/09/18/Rust-1.90.0/", "title": "Announcing Rust 1.90.0", "start_index": 0, "end_index": 32},
+                                {"type": "url_citation", "url": "https://blog.rust-lang.org/2025/09/18/Rust-1.90.0/", "title": "dup", "start_index": 33, "end_index": 45}
+                            ]
+                        }]}
+                    ],
+                    "citations": ["https://blog.rust-lang.org/2025/09/18/Rust-1.90.0/", "https://releases.rs/"]
+                }))
+            }),
+        )
+        .route(
             "/fail/search",
             get(|| async { (axum::http::StatusCode::BAD_GATEWAY, "upstream down") }),
         )
@@ -232,6 +281,104 @@ async fn every_adapter_speaks_its_providers_api() {
     }
 }
 
+/// Keenable (keyless public and keyed endpoints), Parallel and xAI Grok's web search each
+/// against a fake server speaking its API: the request each sends (key header, body) and
+/// how its answer becomes results.
+#[tokio::test]
+async fn keenable_parallel_and_grok_adapters() {
+    let (base, seen) = fake().await;
+    let only = |id: &str, conf: Value| {
+        setup(json!({"search": {"provider": id, "fallback": false, id: conf}}))
+    };
+    let s = only(
+        "keenable_free",
+        json!({"url": format!("{base}/keenable/v1/search/public")}),
+    );
+    let r = s.web.search(&browser(), ask("rust", 10)).await.unwrap();
+    assert_eq!(r.provider, "keenable_free");
+    let got: Vec<_> = r
+        .results
+        .iter()
+        .map(|h| (h.url.as_str(), h.title.as_str(), h.snippet.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("https://keen.example/a", "KA", "page text"),
+            ("https://keen.example/b", "KB", "only meta")
+        ]
+    );
+    let s = only(
+        "keenable",
+        json!({"url": format!("{base}/keenable/v1/search"), "apiKey": "keen_k"}),
+    );
+    let r = s.web.search(&browser(), ask("rust", 1)).await.unwrap();
+    assert_eq!(r.results[0].snippet, "keyed");
+    // keenable without a key is not tried.
+    let s = setup(json!({"search": {"provider": "keenable", "fallback": false}}));
+    assert!(matches!(
+        s.web.search(&browser(), ask("x", 1)).await.unwrap_err(),
+        Error::UnavailableWith { .. }
+    ));
+
+    let s = only(
+        "parallel",
+        json!({"url": format!("{base}/parallel/v1/search"), "apiKey": "par-k"}),
+    );
+    let r = s.web.search(&browser(), ask("batteries", 5)).await.unwrap();
+    let got: Vec<_> = r
+        .results
+        .iter()
+        .map(|h| (h.url.as_str(), h.snippet.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("https://par.example/1", "first part … second part"),
+            ("https://par.example/2", "")
+        ],
+        "non-http URLs dropped"
+    );
+
+    let s = only(
+        "xai_grok",
+        json!({"url": format!("{base}/grok/v1/responses"), "apiKey": "xai-k", "model": "grok-test"}),
+    );
+    let r = s
+        .web
+        .search(&browser(), ask("rust release", 5))
+        .await
+        .unwrap();
+    assert_eq!(r.provider, "xai_grok");
+    let got: Vec<_> = r
+        .results
+        .iter()
+        .map(|h| (h.url.as_str(), h.title.as_str(), h.snippet.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "https://blog.rust-lang.org/2025/09/18/Rust-1.90.0/",
+                "Announcing Rust 1.90.0",
+                "Rust 1.90 shipped in September."
+            ),
+            ("https://releases.rs/", "https://releases.rs/", "")
+        ]
+    );
+    let seen = seen.lock().unwrap().join("\n");
+    for want in [
+        r#"keenable_free None {"query":"rust"}"#,
+        r#"keenable Some("keen_k") {"query":"rust"}"#,
+        r#"parallel Some("par-k") {"advanced_settings":{"max_results":5},"objective":"batteries","search_queries":["batteries"]}"#,
+        r#"grok Some("Bearer xai-k")"#,
+        r#""model":"grok-test""#,
+        r#""tools":[{"type":"web_search"}]"#,
+    ] {
+        assert!(seen.contains(want), "{want} not in\n{seen}");
+    }
+}
+
 #[tokio::test]
 async fn a_failing_first_provider_falls_back_and_none_answering_is_unavailable() {
     let (base, _) = fake().await;
@@ -354,4 +501,85 @@ fn plain_text_strips_markup_controls_and_caps_length() {
     );
     assert_eq!(plain("abcdef", 3), "abc…");
     assert_eq!(plain("  a \n\t b  ", 10), "a b");
+}
+
+fn tool_ctx() -> crate::tools::ToolContext {
+    crate::tools::ToolContext {
+        workdir: std::env::temp_dir(),
+        progress: tokio::sync::mpsc::unbounded_channel().0,
+        cancel: Default::default(),
+        output_cap: 64 * 1024,
+        session_id: String::new(),
+        mode: "auto".into(),
+        turn_id: String::new(),
+        call_id: String::new(),
+        named_agent: None,
+        turn: None,
+        backend: crate::backend::local(),
+    }
+}
+
+/// The `web_search` agent tool goes through the same chain (the preferred provider fails,
+/// the fallback answers), tells the model the results are untrusted and fences each, carries
+/// `{provider, untrusted, results, failed}` in `meta`, refuses bad arguments naming them,
+/// and fails naming the providers when none answers.
+#[tokio::test]
+async fn the_web_search_tool_uses_the_chain_and_marks_results_untrusted() {
+    use crate::tools::{Permission, Tool};
+    let (base, _) = fake().await;
+    let s = setup(json!({"search": {
+        "provider": "searxng",
+        "searxng": {"url": format!("{base}/fail")},
+        "ddgs": {"url": format!("{base}/ddg/html/")},
+    }}));
+    let tool = crate::tools::web_search::WebSearchTool::new(s.web.clone());
+    assert_eq!(tool.permission(), Permission::Network);
+    let dir = std::env::temp_dir();
+    assert!(tool.plan(&json!({"query": "rust"}), &dir).is_ok());
+    for (bad, why) in [
+        (json!({}), "`query`"),
+        (json!({"query": "  "}), "`query`"),
+        (json!({"query": "x", "num": 0}), "`num`"),
+        (json!({"query": "x", "num": 21}), "`num`"),
+    ] {
+        let e = tool.plan(&bad, &dir).unwrap_err();
+        assert!(e.contains(why), "{bad}: {e}");
+    }
+    let out = tool
+        .run(json!({"query": "rust lang", "num": 1}), tool_ctx())
+        .await;
+    assert!(out.ok, "{out:?}");
+    assert!(
+        out.content.contains("untrusted web content"),
+        "{}",
+        out.content
+    );
+    assert!(
+        out.content
+            .contains("<result n=\"1\">\nThe Rust & you\nhttps://example.com/rust\nLearn Rust's ways here\n</result>"),
+        "{}",
+        out.content
+    );
+    assert!(
+        !out.content.contains("docs.example.org"),
+        "num caps: {}",
+        out.content
+    );
+    assert_eq!(out.meta["provider"], "ddgs");
+    assert_eq!(out.meta["untrusted"], true);
+    assert_eq!(out.meta["results"][0]["url"], "https://example.com/rust");
+    assert_eq!(out.meta["failed"][0]["provider"], "searxng");
+
+    let s = setup(json!({"search": {
+        "provider": "searxng", "fallback": false,
+        "searxng": {"url": format!("{base}/fail")},
+    }}));
+    let tool = crate::tools::web_search::WebSearchTool::new(s.web.clone());
+    let out = tool.run(json!({"query": "x"}), tool_ctx()).await;
+    assert!(!out.ok);
+    assert!(
+        out.content.contains("searxng") && out.content.contains("HTTP 502"),
+        "{}",
+        out.content
+    );
 }

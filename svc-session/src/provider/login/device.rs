@@ -89,7 +89,7 @@ pub async fn start(
             expires_in,
         )
         .await;
-        providers.finish_login(&vendor, method, outcome);
+        providers.finish_login(&vendor, method, outcome).await;
     };
     Ok((started, task))
 }

@@ -363,16 +363,19 @@ impl Providers {
 
     /// Ends a login: stores `credential` (ok) and publishes `done`, or publishes `failed`
     /// with the reason. Drops the vendor's entry of the running logins.
-    pub(crate) fn finish_login(
+    pub(crate) async fn finish_login(
         &self,
         vendor: &str,
         method: &str,
         outcome: std::result::Result<Credential, String>,
     ) {
-        let result = outcome.and_then(|credential| {
-            self.store_login(vendor, credential)
-                .map_err(|e| format!("cannot store the login: {e:#}"))
-        });
+        let result = match outcome {
+            Ok(credential) => self
+                .store_login(vendor, credential)
+                .await
+                .map_err(|e| format!("cannot store the login: {e:#}")),
+            Err(e) => Err(e),
+        };
         match result {
             Ok(()) => {
                 tracing::info!(vendor, method, "provider login done");
@@ -397,34 +400,40 @@ impl Providers {
             .remove(vendor);
     }
 
-    fn store_login(&self, vendor: &str, credential: Credential) -> anyhow::Result<()> {
+    async fn store_login(&self, vendor: &str, credential: Credential) -> anyhow::Result<()> {
         let store = self.inner.credentials.clone();
-        snowpea_common::settings::update_file(&self.inner.home.settings_path(), |doc| {
-            let root = doc
-                .as_object_mut()
-                .ok_or_else(|| anyhow::anyhow!("settings must be a JSON object"))?;
-            let providers = root
-                .entry("providers")
-                .or_insert_with(|| Value::Object(Default::default()));
-            if let Some(p) = providers.as_object_mut() {
-                if p.get("default")
-                    .and_then(Value::as_str)
-                    .is_none_or(|d| d.trim().is_empty())
-                {
-                    p.insert("default".into(), Value::String(vendor.to_string()));
+        let owned = vendor.to_owned();
+        snowpea_common::settings::update_file_blocking(
+            self.inner.home.settings_path(),
+            move |doc| {
+                let vendor = owned.as_str();
+                let root = doc
+                    .as_object_mut()
+                    .ok_or_else(|| anyhow::anyhow!("settings must be a JSON object"))?;
+                let providers = root
+                    .entry("providers")
+                    .or_insert_with(|| Value::Object(Default::default()));
+                if let Some(p) = providers.as_object_mut() {
+                    if p.get("default")
+                        .and_then(Value::as_str)
+                        .is_none_or(|d| d.trim().is_empty())
+                    {
+                        p.insert("default".into(), Value::String(vendor.to_string()));
+                    }
                 }
-            }
-            store.update(|map| {
-                let entry = map.entry(vendor.to_string()).or_default();
-                let api_key = credential.api_key.clone().or_else(|| entry.api_key.clone());
-                *entry = Credential {
-                    api_key,
-                    ..credential
-                };
-                Ok(())
-            })
-        })?;
-        self.inner.models.forget(vendor);
+                store.update(|map| {
+                    let entry = map.entry(vendor.to_string()).or_default();
+                    let api_key = credential.api_key.clone().or_else(|| entry.api_key.clone());
+                    *entry = Credential {
+                        api_key,
+                        ..credential
+                    };
+                    Ok(())
+                })
+            },
+        )
+        .await?;
+        self.inner.models.forget(vendor).await;
         Ok(())
     }
 }

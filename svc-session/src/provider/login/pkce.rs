@@ -116,7 +116,7 @@ pub async fn start(
             exchange(&providers, &ep, &code, &verifier, &redirect_uri).await
         }
         .await;
-        providers.finish_login(&vendor, method, outcome);
+        providers.finish_login(&vendor, method, outcome).await;
     };
     Ok((started, task))
 }

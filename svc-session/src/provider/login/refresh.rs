@@ -83,16 +83,22 @@ impl Providers {
             .get("refresh_token")
             .and_then(Value::as_str)
             .map(String::from);
-        let stored = self.inner.credentials.update(|map| {
-            if let Some(c) = map.get_mut(&vendor) {
-                c.access_token = Some(access.to_string());
-                c.expires_at = expires_at;
-                if new_refresh.is_some() {
-                    c.refresh_token = new_refresh;
+        let store = self.inner.credentials.clone();
+        let (owned, access) = (vendor.to_string(), access.to_string());
+        let stored = tokio::task::spawn_blocking(move || {
+            store.update(|map| {
+                if let Some(c) = map.get_mut(&owned) {
+                    c.access_token = Some(access);
+                    c.expires_at = expires_at;
+                    if new_refresh.is_some() {
+                        c.refresh_token = new_refresh;
+                    }
                 }
-            }
-            Ok(())
-        });
+                Ok(())
+            })
+        })
+        .await
+        .unwrap_or_else(|e| Err(anyhow::anyhow!("the credentials write did not finish: {e}")));
         match stored {
             Ok(()) => tracing::info!(vendor, "login renewed"),
             Err(e) => {
