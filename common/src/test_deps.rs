@@ -15,3 +15,19 @@ pub fn missing(what: &str, how: &str) {
     }
     eprintln!("SKIP: {what} is missing ({how})");
 }
+
+/// Environment variable `.ci/run` sets (to the engine's own error) when a Docker Engine
+/// cannot start in the machine's sandbox (issue 23: "if no engine can run here, … say exactly
+/// why"); the docker tests then skip with that reason even under [`REQUIRE_ENV`].
+pub const DOCKER_UNAVAILABLE_ENV: &str = "SNOWPEA_TEST_DOCKER_UNAVAILABLE";
+
+/// Reports a missing Docker Engine: skips with the recorded reason when
+/// [`DOCKER_UNAVAILABLE_ENV`] says the engine cannot run on this machine, else as [`missing`].
+pub fn missing_docker(how: &str) {
+    match std::env::var(DOCKER_UNAVAILABLE_ENV) {
+        Ok(why) if !why.is_empty() => {
+            eprintln!("SKIP: a Docker Engine cannot run on this machine ({why})")
+        }
+        _ => missing("a Docker Engine with the test image", how),
+    }
+}

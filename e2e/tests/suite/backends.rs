@@ -274,8 +274,7 @@ fn docker_image() -> Option<String> {
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        snowpea_common::test_deps::missing(
-            "a Docker Engine with the test image",
+        snowpea_common::test_deps::missing_docker(
             "apt-get install docker.io; dockerd; docker import of a busybox rootfs (.ci/run does it)",
         );
         return None;

@@ -370,8 +370,7 @@ async fn docker_image() -> Option<String> {
         Err(_) => false,
     };
     if !ok {
-        snowpea_common::test_deps::missing(
-            "a Docker Engine with the test image",
+        snowpea_common::test_deps::missing_docker(
             "apt-get install docker.io; dockerd; docker import of a busybox rootfs (.ci/run does it)",
         );
         return None;
