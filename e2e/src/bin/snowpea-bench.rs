@@ -25,7 +25,9 @@
 //! (or `… snowpea-bench --mcp 200`, `… snowpea-bench --fairness 100`,
 //! `… snowpea-bench --compare [--rounds 5] [--peer CMD]`)
 
+#[path = "snowpea-bench/compare.rs"]
 mod compare;
+#[path = "snowpea-bench/echo.rs"]
 mod echo;
 
 use std::path::Path;
