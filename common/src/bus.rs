@@ -501,9 +501,7 @@ impl ServiceBus for BusService {
                 .then(|| Status::data_loss(LAGGED_MESSAGE))
         })
         .filter_map(|lag| lag.map(Err));
-        let stream = held
-            .chain(ReceiverStream::new(receiver).map(Ok))
-            .chain(end);
+        let stream = held.chain(ReceiverStream::new(receiver).map(Ok)).chain(end);
         // End the feed when the process drains, so shutdown is not held up by it.
         Ok(Response::new(Box::pin(futures::StreamExt::take_until(
             stream, draining,

@@ -277,7 +277,11 @@ async fn cold_one(target: &Target) -> Duration {
         if probe(r.port, &p).await {
             break;
         }
-        assert!(t0.elapsed() < WAIT, "{} did not answer in time", target.name());
+        assert!(
+            t0.elapsed() < WAIT,
+            "{} did not answer in time",
+            target.name()
+        );
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     let el = t0.elapsed();
@@ -439,7 +443,11 @@ async fn round(target: &Target, calls: usize) -> Figures {
     let p = protocol(target, &r.token);
     let t0 = Instant::now();
     while !probe(r.port, &p).await {
-        assert!(t0.elapsed() < WAIT, "{} did not answer in time", target.name());
+        assert!(
+            t0.elapsed() < WAIT,
+            "{} did not answer in time",
+            target.name()
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     // Idle: nothing but the probe has happened; let start-up work settle first.
@@ -494,7 +502,10 @@ pub async fn run(opts: Opts) {
             std::process::exit(2);
         };
         if which(&argv[0]).is_none() {
-            println!("peer {:?} is not installed: the suite's figures alone", argv[0]);
+            println!(
+                "peer {:?} is not installed: the suite's figures alone",
+                argv[0]
+            );
         } else {
             targets.push(Target::Command {
                 name: "peer".into(),
@@ -560,7 +571,10 @@ fn print_table(targets: &[Target], all: &[Vec<Figures>]) {
     }
     for (t, rounds) in targets.iter().zip(all) {
         println!("idle memory per process of {} (last round, kB):", t.name());
-        println!("  {:<28} {:>9} {:>9} {:>9}", "process", "RSS", "PSS", "anon");
+        println!(
+            "  {:<28} {:>9} {:>9} {:>9}",
+            "process", "RSS", "PSS", "anon"
+        );
         let last = rounds.last().expect("a round");
         let mut total = (0, 0, 0);
         for (name, (r, p, a)) in &last.memory {
