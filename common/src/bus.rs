@@ -8,16 +8,22 @@
 //! subscribed are dropped — what must not be lost (session events) is durable and
 //! clients recover it with `session.resume`.
 //!
-//! Each subscriber gets its own bounded queue of [`OUTBOUND_CAPACITY`] items (a tokio
-//! `mpsc` channel: it allocates in small blocks as items are queued and frees them as they
-//! are read, so an idle service holds no ring; a `broadcast` channel of the same capacity
-//! allocated all 65,536 slots up front, ≈ 7.8 MB resident per service — issue 14).
-//! Items beyond the capacity while a gateway is stalled are dropped with a warning, as
-//! before.
+//! Each subscriber gets its own bounded queue of [`OUTBOUND_CAPACITY`] items (configurable
+//! with [`OUTBOUND_CAPACITY_ENV`]; a tokio `mpsc` channel: it allocates in small blocks as
+//! items are queued and frees them as they are read, so an idle service holds no ring; a
+//! `broadcast` channel of the same capacity allocated all 65,536 slots up front, ≈ 7.8 MB
+//! resident per service — issue 14).
+//!
+//! A subscriber whose queue is full when an item is published has lagged: nothing is
+//! dropped silently. It is cut off at once — it still receives everything queued before,
+//! in order, and then its stream ends with `DATA_LOSS` ([`LAGGED_MESSAGE`]) — and the
+//! gateway closes its clients with the overflow reason so they reconnect and re-read the
+//! durable events (`session.resume`), as it does for a client that cannot keep up.
+//! Items published after the cut wait in the backlog for the gateway's re-subscription.
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,72 +40,98 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status};
 
-/// Capacity of each subscriber's outbound queue to the gateway, in items (items beyond it
-/// while the gateway is stalled are dropped with a warning; clients resume from durable
-/// state). Memory is used only for queued items.
+/// Default capacity of each subscriber's outbound queue to the gateway, in items (a
+/// subscriber that lets it fill is cut off as lagged, see the module documentation).
+/// Memory is used only for queued items.
 pub const OUTBOUND_CAPACITY: usize = 65_536;
+
+/// Environment variable setting the outbound queue capacity (items, 16 to 1,048,576).
+pub const OUTBOUND_CAPACITY_ENV: &str = "SNOWPEA_BUS_QUEUE";
+
+/// The message of the `DATA_LOSS` status that ends a lagged subscriber's stream.
+pub const LAGGED_MESSAGE: &str = "outbound queue full: the subscriber lagged and was cut off";
+
+/// The outbound capacity from [`OUTBOUND_CAPACITY_ENV`], else [`OUTBOUND_CAPACITY`].
+pub fn outbound_capacity_from_env() -> usize {
+    std::env::var(OUTBOUND_CAPACITY_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .map(|n| n.clamp(16, 1 << 20))
+        .unwrap_or(OUTBOUND_CAPACITY)
+}
 
 /// One subscribed gateway's queue.
 #[derive(Debug)]
 struct Subscriber {
     tx: mpsc::Sender<Outbound>,
-    /// Items dropped since the last one that fit (for one warning per stall).
-    dropped: AtomicU64,
+    /// Set when the queue was full: the subscriber is cut off and its stream ends with
+    /// `DATA_LOSS` after what it queued.
+    lagged: Arc<AtomicBool>,
 }
 
 /// The subscribed gateways (usually one; two while a restarted gateway replaces the old).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Outbounds {
+    capacity: usize,
     subscribers: Mutex<Vec<Subscriber>>,
 }
 
 impl Outbounds {
-    /// A new subscriber's receiving end.
-    fn subscribe(&self) -> mpsc::Receiver<Outbound> {
-        let (tx, rx) = mpsc::channel(OUTBOUND_CAPACITY);
+    fn new(capacity: usize) -> Self {
+        Outbounds {
+            capacity: capacity.max(1),
+            subscribers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A new subscriber's receiving end and its lagged flag.
+    fn subscribe(&self) -> (mpsc::Receiver<Outbound>, Arc<AtomicBool>) {
+        let (tx, rx) = mpsc::channel(self.capacity);
+        let lagged = Arc::new(AtomicBool::new(false));
         self.subscribers
             .lock()
             .expect("subscribers lock")
             .push(Subscriber {
                 tx,
-                dropped: AtomicU64::new(0),
+                lagged: lagged.clone(),
             });
-        rx
+        (rx, lagged)
     }
 
     /// Queues `item` for every live subscriber; gives it back when there is none (as
-    /// `broadcast::Sender::send` did). A full queue drops the item for that subscriber.
+    /// `broadcast::Sender::send` did). A subscriber whose queue is full is cut off.
     fn send(&self, item: Outbound) -> Result<(), Outbound> {
         let mut subs = self.subscribers.lock().expect("subscribers lock");
         subs.retain(|s| !s.tx.is_closed());
         let Some((last, rest)) = subs.split_last() else {
             return Err(item);
         };
+        let mut cut = false;
         for s in rest {
-            Self::offer(s, item.clone());
+            cut |= !self.offer(s, item.clone());
         }
-        Self::offer(last, item);
+        cut |= !self.offer(last, item);
+        if cut {
+            // Dropping its sender ends its stream after the queued items.
+            subs.retain(|s| !s.lagged.load(Ordering::Relaxed));
+        }
         Ok(())
     }
 
-    fn offer(s: &Subscriber, item: Outbound) {
+    /// Queues `item` for `s`; false when its queue was full (it is marked lagged).
+    fn offer(&self, s: &Subscriber, item: Outbound) -> bool {
         match s.tx.try_send(item) {
-            Ok(()) => {
-                let n = s.dropped.swap(0, Ordering::Relaxed);
-                if n > 0 {
-                    tracing::warn!(dropped = n, "gateway lagged; notifications dropped (clients resume from durable events)");
-                }
-            }
+            Ok(()) => true,
             Err(TrySendError::Full(_)) => {
-                if s.dropped.fetch_add(1, Ordering::Relaxed) == 0 {
-                    tracing::warn!(
-                        capacity = OUTBOUND_CAPACITY,
-                        "gateway lagging: outbound queue full, dropping notifications"
-                    );
-                }
+                tracing::warn!(
+                    capacity = self.capacity,
+                    "gateway lagging: outbound queue full; cutting it off (its clients are closed and resume from durable events)"
+                );
+                s.lagged.store(true, Ordering::Relaxed);
+                false
             }
             // Gone since `retain`: the next send removes it.
-            Err(TrySendError::Closed(_)) => {}
+            Err(TrySendError::Closed(_)) => true,
         }
     }
 
@@ -110,7 +142,7 @@ impl Outbounds {
             .expect("subscribers lock")
             .iter()
             .filter(|s| !s.tx.is_closed())
-            .map(|s| OUTBOUND_CAPACITY - s.tx.capacity())
+            .map(|s| s.tx.max_capacity() - s.tx.capacity())
             .collect()
     }
 }
@@ -178,9 +210,17 @@ pub const BACKLOG_CAPACITY: usize = 4096;
 pub const CONNECTION_EVENTS_CAPACITY: usize = 1024;
 
 impl Default for BusHub {
+    /// A hub whose outbound queues hold [`outbound_capacity_from_env`] items.
     fn default() -> Self {
+        Self::with_outbound_capacity(outbound_capacity_from_env())
+    }
+}
+
+impl BusHub {
+    /// A hub whose subscribers' outbound queues hold `capacity` items each.
+    pub fn with_outbound_capacity(capacity: usize) -> Self {
         BusHub {
-            outbound: Outbounds::default(),
+            outbound: Outbounds::new(capacity),
             pending: Mutex::new(HashMap::new()),
             connections: Mutex::new(HashMap::new()),
             conn_events: broadcast::channel(CONNECTION_EVENTS_CAPACITY).0,
@@ -189,9 +229,7 @@ impl Default for BusHub {
             settings_events: broadcast::channel(SETTINGS_EVENTS_CAPACITY).0,
         }
     }
-}
 
-impl BusHub {
     /// A new hub behind an `Arc`.
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
@@ -307,7 +345,7 @@ impl BusHub {
     }
 
     /// How much the hub holds right now, to check its bounds: items queued per subscriber
-    /// (each ≤ [`OUTBOUND_CAPACITY`]), the backlog (≤ [`BACKLOG_CAPACITY`]), pending
+    /// (each ≤ the configured outbound capacity), the backlog (≤ [`BACKLOG_CAPACITY`]), pending
     /// server→client requests, live connections.
     pub fn held(&self) -> Held {
         Held {
@@ -451,12 +489,19 @@ impl ServiceBus for BusService {
     ) -> Result<Response<OutboundStream>, Status> {
         tracing::info!(gateway = %req.get_ref().gateway_id, "gateway subscribed");
         let draining = crate::service::draining().clone().cancelled_owned();
-        let (receiver, held) = {
+        let ((receiver, lagged), held) = {
             let mut backlog = self.hub.backlog.lock().expect("backlog lock");
             (self.hub.outbound.subscribe(), std::mem::take(&mut *backlog))
         };
         let held = tokio_stream::iter(held.into_iter().map(Ok));
-        let stream = held.chain(ReceiverStream::new(receiver).map(Ok));
+        // After everything queued: DATA_LOSS when it was cut off for lagging.
+        let end = futures::stream::once(async move {
+            lagged
+                .load(Ordering::Relaxed)
+                .then(|| Status::data_loss(LAGGED_MESSAGE))
+        })
+        .filter_map(|lag| lag.map(Err));
+        let stream = held.chain(ReceiverStream::new(receiver).map(Ok)).chain(end);
         // End the feed when the process drains, so shutdown is not held up by it.
         Ok(Response::new(Box::pin(futures::StreamExt::take_until(
             stream, draining,
@@ -546,7 +591,7 @@ mod tests {
     #[test]
     fn publish_sends_the_typed_params_as_protocol_json() {
         let hub = BusHub::new();
-        let mut rx = hub.outbound.subscribe();
+        let (mut rx, _) = hub.outbound.subscribe();
         hub.publish(
             &snowpea_proto::mcp::v1::McpChangedNotification {
                 name: "fs".into(),
@@ -589,7 +634,7 @@ mod tests {
             connections: vec![conn("c1")],
             closed: vec![],
         });
-        let mut rx = hub.outbound.subscribe();
+        let (mut rx, _) = hub.outbound.subscribe();
         let h2 = hub.clone();
         let task = tokio::spawn(async move {
             h2.request_json(
@@ -645,14 +690,14 @@ mod tests {
     /// sizes, an idle hub holds nothing, and finished work leaves nothing behind.
     #[tokio::test]
     async fn the_hub_holds_no_more_than_its_configured_sizes() {
-        let hub = BusHub::new();
+        const CAP: usize = 64;
+        let hub = Arc::new(BusHub::with_outbound_capacity(CAP));
         assert_eq!(hub.held(), Held::default(), "an idle hub holds nothing");
         // No subscriber: the backlog keeps the newest BACKLOG_CAPACITY.
         for n in 0..BACKLOG_CAPACITY + 10 {
             hub.notify_json("job.event", format!(r#"{{"n":{n}}}"#), vec![]);
         }
         assert_eq!(hub.held().backlog, BACKLOG_CAPACITY);
-        // A stalled subscriber: its queue stops at OUTBOUND_CAPACITY.
         let svc = BusService::new(hub.clone());
         let mut stream = svc
             .subscribe(Request::new(SubscribeRequest {
@@ -662,23 +707,41 @@ mod tests {
             .unwrap()
             .into_inner();
         assert_eq!(hub.held().backlog, 0, "the backlog went to the subscriber");
-        for n in 0..OUTBOUND_CAPACITY + 100 {
+        // A subscriber that keeps up: its queue never holds more than what is unread.
+        for n in 0..CAP {
             hub.notify_json("job.event", n.to_string(), vec![]);
         }
-        assert_eq!(hub.held().queued, vec![OUTBOUND_CAPACITY]);
-        // Reading drains it; what was queued arrives in order.
-        for _ in 0..BACKLOG_CAPACITY {
+        assert_eq!(hub.held().queued, vec![CAP]);
+        for _ in 0..BACKLOG_CAPACITY + CAP {
             stream.next().await.unwrap().unwrap();
         }
-        for n in 0..OUTBOUND_CAPACITY {
+        assert_eq!(hub.held().queued, vec![0], "reading drains it");
+        // A stalled subscriber: its queue stops at the capacity, then it is cut off.
+        for n in 0..CAP + 100 {
+            hub.notify_json("job.event", n.to_string(), vec![]);
+        }
+        let held = hub.held();
+        assert!(held.queued.is_empty(), "the lagged subscriber is cut off");
+        assert_eq!(held.backlog, 99, "what came after waits for the next one");
+        // It still gets what it queued, in order, then DATA_LOSS: nothing silently lost.
+        for n in 0..CAP {
             let item = stream.next().await.unwrap().unwrap();
             let Some(outbound::Item::Notification(got)) = item.item else {
                 panic!("notification")
             };
             assert_eq!(got.params_json, n.to_string());
         }
-        assert_eq!(hub.held().queued, vec![0]);
+        let end = stream.next().await.unwrap().unwrap_err();
+        assert_eq!(end.code(), tonic::Code::DataLoss);
+        assert!(stream.next().await.is_none());
         // Finished requests leave no pending entry; a closed subscriber is forgotten.
+        let mut stream = svc
+            .subscribe(Request::new(SubscribeRequest {
+                gateway_id: "g2".into(),
+            }))
+            .await
+            .unwrap()
+            .into_inner();
         hub.apply(ConnectionSet {
             full: true,
             connections: vec![conn("c1")],
@@ -695,6 +758,9 @@ mod tests {
             connections: vec![],
             closed: vec!["c1".into()],
         });
+        for _ in 0..99 + 3 {
+            stream.next().await.unwrap().unwrap();
+        }
         drop(stream);
         hub.notify_json("job.event", "0".into(), vec![]);
         assert_eq!(
@@ -704,6 +770,15 @@ mod tests {
                 ..Held::default()
             }
         );
+    }
+
+    #[test]
+    fn the_outbound_capacity_is_configurable_and_bounded() {
+        // Only the parsing: the variable itself is process-wide.
+        assert_eq!(OUTBOUND_CAPACITY, 65_536);
+        let hub = BusHub::with_outbound_capacity(16);
+        let (rx, _) = hub.outbound.subscribe();
+        assert_eq!(rx.max_capacity(), 16);
     }
 
     #[test]

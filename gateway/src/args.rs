@@ -64,6 +64,12 @@ pub struct Args {
         default_value = "session"
     )]
     pub services: Vec<String>,
+
+    /// The services start together with this gateway (what the supervisor passes): for
+    /// SNOWPEA_UNAVAILABLE_WAIT_MS after the start, system.hello waits for each service's
+    /// first capabilities report, so early clients see the same capabilities.
+    #[arg(long)]
+    pub services_starting: bool,
 }
 
 impl Args {

@@ -60,7 +60,10 @@ impl Gateway {
         services: &[String],
         limits: Limits,
     ) -> Arc<Gateway> {
-        let services = Arc::new(Services::new(&home, services));
+        let first_reports_until = limits
+            .services_starting
+            .then(|| std::time::Instant::now() + limits.unavailable_wait);
+        let services = Arc::new(Services::new(&home, services, first_reports_until));
         let counters = Arc::new(Counters::default());
         let connections = Arc::new(Registry::default());
         let shutdown = CancellationToken::new();

@@ -62,7 +62,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let listener = args.listener()?;
     let addr = listener.local_addr()?;
     let listener = tokio::net::TcpListener::from_std(listener)?;
-    let gw = Gateway::start(home, token, addr.port(), &args.services, Limits::from_env());
+    let limits = Limits {
+        services_starting: args.services_starting,
+        ..Limits::from_env()
+    };
+    let gw = Gateway::start(home, token, addr.port(), &args.services, limits);
     tracing::info!(
         %addr,
         ws = %format!("ws://{addr}{}", snowpea_proto::WS_PATH),

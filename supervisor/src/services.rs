@@ -1,6 +1,6 @@
-//! THE list of supervised processes (DESIGN.md §2, §5). Services start together (each
-//! reconnects lazily to the others); the gateway starts once all are SERVING on
-//! `grpc.health.v1`. Adding a
+//! THE list of supervised processes (DESIGN.md §2, §5). Every process starts at once (each
+//! service reconnects lazily to the others; the gateway waits for a service still starting
+//! within its `unavailable_wait`, issue 14). Adding a
 //! service (svc-memory, svc-scheduler, …) is one line in [`SERVICES`].
 
 /// One `snowpea-svc-<name>` service process.
@@ -23,7 +23,7 @@ pub const SERVICES: &[ServiceSpec] = &[
     ServiceSpec { name: "chat", binary: "snowpea-svc-chat" },
 ];
 
-/// The gateway, started after every service (`--listen-fd 3 --services <names>`).
+/// The gateway, started with the services (`--listen-fd 3 --services <names>`).
 pub const GATEWAY: ServiceSpec = ServiceSpec {
     name: "gateway",
     binary: "snowpea-gateway",
@@ -38,7 +38,8 @@ pub enum ProcessKind {
     Gateway,
 }
 
-/// Every supervised process in start order: the services, then the gateway.
+/// Every supervised process in `status` order: the services, then the gateway (all start
+/// together).
 pub fn all() -> Vec<(ServiceSpec, ProcessKind)> {
     SERVICES
         .iter()

@@ -10,9 +10,10 @@
 //! `run/supervisor.lock`, so two supervisors never share a home), then the gateway's TCP
 //! listener, which the supervisor keeps for its whole life and hands to every gateway
 //! instance as fd 3 (a gateway restart keeps the port, with no window in which
-//! connections are refused). The services start together; once every one is SERVING
-//! the gateway starts; then `daemon.json` is written. A failure during start stops
-//! everything and exits 1.
+//! connections are refused). The services and the gateway start together (issue 14: the
+//! gateway answers `system.hello`, `system.health` and `GET /health` at once, and a call
+//! to a service still starting waits for it, as during a restart); once every process is
+//! ready `daemon.json` is written. A failure during start stops everything and exits 1.
 //!
 //! Threading: this runs on a current-thread runtime and spawns children from the main
 //! thread only, because `PR_SET_PDEATHSIG` is tied to the spawning thread (see
@@ -259,12 +260,12 @@ impl Supervisor {
     ) -> i32 {
         let mut sigterm = signal(SignalKind::terminate()).expect("install SIGTERM handler");
         let mut sigint = signal(SignalKind::interrupt()).expect("install SIGINT handler");
-        // The services start together (none needs another to come up: they reconnect
-        // lazily), the gateway once they are all SERVING.
+        // Every process starts at once: none needs another to come up (services reconnect
+        // lazily; the gateway's calls to a service still starting wait for it within
+        // `unavailable_wait`, as during a restart), so early clients are served by the
+        // gateway while the services start instead of queueing in the listener's backlog.
         for idx in 0..self.procs.len() {
-            if self.procs[idx].kind == ProcessKind::Service {
-                self.apply(idx, Event::Start);
-            }
+            self.apply(idx, Event::Start);
         }
         loop {
             if let Phase::Stopping { code, .. } = self.phase {
@@ -552,24 +553,15 @@ impl Supervisor {
         .abort_handle()
     }
 
-    /// During start-up, after process `idx` became ready: the gateway starts once every
-    /// service is running; the suite is up once the gateway is.
-    fn startup_progress(&mut self, idx: usize) {
-        if self.procs[idx].kind == ProcessKind::Gateway {
-            self.startup_done();
-            return;
-        }
-        let services_up = self
+    /// During start-up, after process `idx` became ready: the suite is up once every
+    /// process (the services and the gateway) is.
+    fn startup_progress(&mut self, _idx: usize) {
+        let all_up = self
             .procs
             .iter()
-            .filter(|p| p.kind == ProcessKind::Service)
             .all(|p| p.policy.state() == ProcState::Running);
-        if services_up {
-            for g in 0..self.procs.len() {
-                if self.procs[g].kind == ProcessKind::Gateway {
-                    self.apply(g, Event::Start);
-                }
-            }
+        if all_up {
+            self.startup_done();
         }
     }
 
@@ -678,7 +670,7 @@ impl Supervisor {
 
 /// The exact command line of one process:
 /// services `snowpea-svc-<name> --home DIR --socket DIR/run/<name>.sock`, the gateway
-/// `snowpea-gateway --home DIR --listen-fd 3 --services session,...`.
+/// `snowpea-gateway --home DIR --listen-fd 3 --services session,... --services-starting`.
 fn spawn_spec(p: &Proc, home: &Home, listen_fd: i32) -> anyhow::Result<SpawnSpec> {
     let program = crate::bins::binary(p.spec.binary)?;
     let mut args: Vec<OsString> = vec!["--home".into(), home.root().into()];
@@ -693,6 +685,7 @@ fn spawn_spec(p: &Proc, home: &Home, listen_fd: i32) -> anyhow::Result<SpawnSpec
                 crate::spawn::LISTEN_FD.to_string().into(),
                 "--services".into(),
                 crate::services::service_names().into(),
+                "--services-starting".into(),
             ]);
             Some(listen_fd)
         }

@@ -20,8 +20,18 @@
 //! (N calls, one every 100 ms) idle and while three other connections flood the gateway
 //! (issue 24 §1, docs/PERFORMANCE.md "Fairness"), see [`bench_fairness`].
 //!
+//! `--compare` instead runs the suite side by side with a peer command and a Rust
+//! WebSocket echo floor (issue 14: cold start both ways, the hop with 1 and 8 clients,
+//! idle RSS and PSS per process), see [`compare`].
+//!
 //! Usage: `cargo build --release --workspace && target/release/snowpea-bench [--calls N] [--chunks N]`
-//! (or `… snowpea-bench --mcp 200`, `… snowpea-bench --fairness 100`)
+//! (or `… snowpea-bench --mcp 200`, `… snowpea-bench --fairness 100`,
+//! `… snowpea-bench --compare [--rounds 5] [--peer CMD]`)
+
+#[path = "snowpea-bench/compare.rs"]
+mod compare;
+#[path = "snowpea-bench/echo.rs"]
+mod echo;
 
 use std::path::Path;
 use std::process::Stdio;
@@ -41,6 +51,23 @@ fn arg(name: &str, default: usize) -> usize {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+fn arg_str(name: &str) -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+/// Every value given after `name` (a repeatable option).
+fn args_all(name: &str) -> Vec<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.windows(2)
+        .filter(|w| w[0] == name)
+        .map(|w| w[1].clone())
+        .collect()
 }
 
 fn pct(sorted: &[Duration], p: f64) -> f64 {
@@ -84,6 +111,18 @@ Usage: snowpea-bench [--calls N] [--chunks N] [--memories N]
   --host-tools N instead: N host tool calls (a second SDK client's tool) through the suite
   --fairness N  instead: N session.list calls of a well-behaved connection, idle and
                 while three connections flood (200 requests in flight each)
+  --compare     instead: the suite side by side with --peer (if given and installed)
+                and a Rust WebSocket echo floor, interleaved: cold start (one prober;
+                a client knocking every 2 ms), the hop p50/p99/p999 and calls/s with
+                1 and 8 clients (--calls, default 2000), idle RSS/PSS per process
+    --rounds N        rounds (default 5); medians are printed
+    --peer CMD        peer command with {port}, e.g.
+                      'codex app-server --listen ws://127.0.0.1:{port}'
+    --peer-method M   the peer's trivial method (default thread/loaded/list)
+    --peer-params J   its params as JSON (default {})
+    --peer-init J     a request sent first on each connection, {\"method\",\"params\"}
+    --suite-env K=V   extra environment of the suite's processes (repeatable)
+  --echo-server PORT  serve the echo floor on 127.0.0.1:PORT (used by --compare)
   -h, --help    print this help
 
 Build first: cargo build --release --workspace (about 12 minutes on 2 cores).";
@@ -92,6 +131,11 @@ Build first: cargo build --release --workspace (about 12 minutes on 2 cores).";
 async fn main() {
     if std::env::args().skip(1).any(|a| a == "--help" || a == "-h") {
         println!("{HELP}");
+        return;
+    }
+    if let Some(port) = arg_str("--echo-server") {
+        let port: u16 = port.parse().expect("--echo-server PORT");
+        echo::serve(port).await;
         return;
     }
     let calls = arg("--calls", 2000);
@@ -103,6 +147,31 @@ async fn main() {
     if std::env::var_os("SNOWPEA_BIN_DIR").is_none() {
         let exe = std::env::current_exe().unwrap();
         std::env::set_var("SNOWPEA_BIN_DIR", exe.parent().unwrap());
+    }
+    if std::env::args().any(|a| a == "--compare") {
+        let json_arg = |name: &str| {
+            arg_str(name).map(|v| {
+                serde_json::from_str::<Value>(&v)
+                    .unwrap_or_else(|e| panic!("{name}: not JSON ({e}): {v}"))
+            })
+        };
+        compare::run(compare::Opts {
+            rounds: arg("--rounds", 5).max(1),
+            calls: calls.max(8),
+            peer: arg_str("--peer"),
+            peer_method: arg_str("--peer-method").unwrap_or_else(|| "thread/loaded/list".into()),
+            peer_params: json_arg("--peer-params").unwrap_or_else(|| json!({})),
+            peer_init: json_arg("--peer-init"),
+            suite_env: args_all("--suite-env")
+                .into_iter()
+                .map(|kv| match kv.split_once('=') {
+                    Some((k, v)) => (k.to_owned(), v.to_owned()),
+                    None => panic!("--suite-env {kv:?}: expected K=V"),
+                })
+                .collect(),
+        })
+        .await;
+        return;
     }
     if mcp > 0 {
         bench_mcp(mcp).await;

@@ -7,6 +7,7 @@ use tokio::sync::mpsc;
 use super::fan_out::fan_out;
 use super::requests::ServerRequests;
 use crate::upstream::subscribe::UpstreamEvent;
+use crate::wire::connection::{CLOSE_POLICY, QUEUE_FULL_REASON};
 use crate::wire::counters::Counters;
 use crate::wire::registry::Registry;
 
@@ -24,6 +25,14 @@ pub async fn run(
                 notification,
             } => fan_out(&connections, &counters, &service, notification),
             UpstreamEvent::Request { service, request } => requests.deliver(&service, request),
+            // Notifications were lost upstream: never a silent gap (DESIGN.md §4) — every
+            // client is closed with the overflow reason and resumes from durable events.
+            UpstreamEvent::Lagged { service } => {
+                tracing::warn!(%service, "closing every client after a lagged service feed");
+                connections.for_each_authenticated(|c| {
+                    c.close(CLOSE_POLICY, QUEUE_FULL_REASON);
+                });
+            }
         }
     }
 }

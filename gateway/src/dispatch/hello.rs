@@ -50,6 +50,8 @@ pub async fn hello(
                 .flatten()
                 .ok_or_else(|| RpcError::unauthorized("connection is closing"))?;
             wait(announced).await;
+            // Services starting with the gateway: their capabilities first (bounded).
+            services.first_reports().await;
             // `update`: system.checkUpdate / system.update, answered by the gateway itself.
             let mut capabilities = services.capabilities();
             capabilities.push("update".to_owned());

@@ -21,8 +21,11 @@ use crate::wire::connection::Peer;
 use crate::wire::limits::Limits;
 
 /// First wait before retrying a service that is down; doubles up to [`MAX_BACKOFF`].
-const MIN_BACKOFF: Duration = Duration::from_millis(10);
-const MAX_BACKOFF: Duration = Duration::from_millis(250);
+/// Short, because a retry is one failed `connect(2)` on a unix socket (microseconds) and
+/// the first call after a (cold) start should not wait long past the service's bind
+/// (issue 14: was 10 ms doubling to 250 ms, up to ≈ 150 ms late at a 100 ms start).
+const MIN_BACKOFF: Duration = Duration::from_millis(2);
+const MAX_BACKOFF: Duration = Duration::from_millis(25);
 
 enum Failure {
     /// The service cannot be reached (not listening, restarting).

@@ -2,6 +2,7 @@
 //! the capabilities each last reported (DESIGN.md §4).
 
 use std::sync::{Arc, RwLock};
+use std::time::Instant;
 
 use snowpea_common::client::unix_channel;
 use snowpea_common::home::Home;
@@ -15,6 +16,8 @@ pub struct Service {
     /// Lazily connecting channel to its socket, shared by every call.
     pub channel: Channel,
     capabilities: RwLock<Vec<String>>,
+    /// True once the service reported its capabilities (its first Subscribe succeeded).
+    reported: tokio::sync::watch::Sender<bool>,
     /// Serialises SyncConnections to this service so deltas and full sets arrive in order.
     pub(super) sync: tokio::sync::Mutex<()>,
 }
@@ -25,6 +28,7 @@ impl Service {
         if let Ok(mut c) = self.capabilities.write() {
             *c = caps;
         }
+        self.reported.send_replace(true);
     }
 }
 
@@ -32,11 +36,16 @@ impl Service {
 #[derive(Debug, Default)]
 pub struct Services {
     list: Vec<Arc<Service>>,
+    /// Until when [`Services::first_reports`] waits for services that have not reported
+    /// yet (`None`: never waits).
+    first_reports_until: Option<Instant>,
 }
 
 impl Services {
     /// Channels for `names` (duplicates ignored); nothing connects until used.
-    pub fn new(home: &Home, names: &[String]) -> Self {
+    /// `first_reports_until`: the services start together with this gateway (issue 14),
+    /// so until then [`Services::first_reports`] waits for each one's first report.
+    pub fn new(home: &Home, names: &[String], first_reports_until: Option<Instant>) -> Self {
         let mut list: Vec<Arc<Service>> = Vec::new();
         for name in names {
             if list.iter().any(|s| &s.name == name) {
@@ -46,10 +55,34 @@ impl Services {
                 name: name.clone(),
                 channel: unix_channel(home.socket(name)),
                 capabilities: RwLock::new(Vec::new()),
+                reported: tokio::sync::watch::Sender::new(false),
                 sync: tokio::sync::Mutex::new(()),
             }));
         }
-        Services { list }
+        Services {
+            list,
+            first_reports_until,
+        }
+    }
+
+    /// Waits until every service reported its capabilities once, but never past the
+    /// deadline given to [`Services::new`] (returns at once without one, or once it has
+    /// passed). `system.hello` calls it so a client connecting while the services are
+    /// still starting gets the same capabilities as one connecting after.
+    pub async fn first_reports(&self) {
+        let Some(until) = self.first_reports_until else {
+            return;
+        };
+        let until = tokio::time::Instant::from_std(until);
+        for svc in &self.list {
+            let mut reported = svc.reported.subscribe();
+            if tokio::time::timeout_at(until, reported.wait_for(|r| *r))
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
     }
 
     /// The service with this name, if the suite runs it.

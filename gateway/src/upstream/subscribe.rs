@@ -14,8 +14,11 @@ use super::bus::{refresh_capabilities, BUS_CALL_TIMEOUT};
 use super::presence::{send_full_set, Live};
 use super::services::{Service, Services};
 
-const MIN_BACKOFF: Duration = Duration::from_millis(10);
-const MAX_BACKOFF: Duration = Duration::from_millis(200);
+/// Waits between Subscribe attempts on a service that is down, doubling: short, so a
+/// service starting with the gateway (issue 14) or restarting is subscribed — and its
+/// capabilities known — soon after it binds; an attempt is one failed unix `connect(2)`.
+const MIN_BACKOFF: Duration = Duration::from_millis(2);
+const MAX_BACKOFF: Duration = Duration::from_millis(25);
 
 /// What a service wants delivered to clients.
 #[derive(Debug)]
@@ -33,6 +36,13 @@ pub enum UpstreamEvent {
         service: String,
         /// What it asks.
         request: BusClientRequest,
+    },
+    /// The service cut this gateway off because its outbound queue was full
+    /// (`DATA_LOSS`, [`snowpea_common::bus::LAGGED_MESSAGE`]): notifications after the
+    /// events already delivered were lost, so clients must re-read the durable events.
+    Lagged {
+        /// The service that cut the feed.
+        service: String,
     },
 }
 
@@ -92,6 +102,16 @@ impl Subscriber {
                                 tracing::info!(service = %svc.name, "service bus stream ended; re-subscribing");
                                 break;
                             }
+                            Err(e) if e.code() == tonic::Code::DataLoss => {
+                                tracing::warn!(service = %svc.name, error = %e.message(), "service bus feed lagged; closing clients so they resume, re-subscribing");
+                                let lagged = UpstreamEvent::Lagged {
+                                    service: svc.name.clone(),
+                                };
+                                if !self.send(lagged).await {
+                                    return;
+                                }
+                                break;
+                            }
                             Err(e) => {
                                 tracing::info!(service = %svc.name, error = %e.message(), "service bus stream failed; re-subscribing");
                                 break;
@@ -128,6 +148,11 @@ impl Subscriber {
             Some(outbound::Item::Request(request)) => UpstreamEvent::Request { service, request },
             None => return true,
         };
+        self.send(event).await
+    }
+
+    /// Puts one event on the event channel; false once the gateway stops.
+    async fn send(&self, event: UpstreamEvent) -> bool {
         tokio::select! {
             _ = self.shutdown.cancelled() => false,
             sent = self.events.send(event) => sent.is_ok(),

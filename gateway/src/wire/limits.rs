@@ -22,6 +22,10 @@ pub struct Limits {
     /// Requests of one connection waiting for one of its running slots; one more is refused
     /// `unavailable` with `details.reason: "busy"`.
     pub max_queued: usize,
+    /// The services were started together with this gateway (`--services-starting`,
+    /// issue 14): for `unavailable_wait` after its start, `system.hello` waits for each
+    /// service's first capabilities report.
+    pub services_starting: bool,
 }
 
 impl Limits {
@@ -45,6 +49,7 @@ impl Limits {
             ),
             max_in_flight: 4,
             max_queued: 1024,
+            services_starting: false,
         }
     }
 }
