@@ -269,21 +269,23 @@ impl App {
             Some(mark.clone()),
         ));
         hooks.watch(&skills, &sessions);
-        let turns = Arc::new(Turns::new(
-            home.clone(),
-            limits,
-            events.clone(),
-            sessions.clone(),
-            approvals.clone(),
-            tools.clone(),
-            providers.clone(),
-            commands.clone(),
-            models.clone(),
-            compaction.clone(),
-            crate::attachments::Attachments::new(home.clone()),
-            hooks.clone(),
-        )
-        .with_host_tools(host_tools.clone()));
+        let turns = Arc::new(
+            Turns::new(
+                home.clone(),
+                limits,
+                events.clone(),
+                sessions.clone(),
+                approvals.clone(),
+                tools.clone(),
+                providers.clone(),
+                commands.clone(),
+                models.clone(),
+                compaction.clone(),
+                crate::attachments::Attachments::new(home.clone()),
+                hooks.clone(),
+            )
+            .with_host_tools(host_tools.clone()),
+        );
         let sampler = Sampler::new(
             home.clone(),
             registry.clone(),

@@ -8,10 +8,10 @@ use std::process::ExitCode;
 use snowpea_common::bus::{BusHub, BusService};
 use snowpea_common::service::{serve, ServiceArgs, Services};
 use snowpea_svc_session::rpc::{
-    agent::AgentRpc, approval::ApprovalRpc, backend::BackendRpc, checkpoint::CheckpointRpc, command::CommandRpc,
-    file::FileRpc, llm::LlmRpc, lsp::LspRpc, permission::PermissionRpc, provider::ProviderRpc,
-    question::QuestionRpc, session::SessionRpc, settings::SettingsRpc, setup::SetupRpc,
-    skill::SkillRpc, team::TeamRpc, tool::ToolRpc, usage::UsageRpc, web::WebRpc,
+    agent::AgentRpc, approval::ApprovalRpc, backend::BackendRpc, checkpoint::CheckpointRpc,
+    command::CommandRpc, file::FileRpc, llm::LlmRpc, lsp::LspRpc, permission::PermissionRpc,
+    provider::ProviderRpc, question::QuestionRpc, session::SessionRpc, settings::SettingsRpc,
+    setup::SetupRpc, skill::SkillRpc, team::TeamRpc, tool::ToolRpc, usage::UsageRpc, web::WebRpc,
 };
 use snowpea_svc_session::{App, AppConfig, CAPABILITIES};
 

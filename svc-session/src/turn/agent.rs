@@ -622,7 +622,8 @@ impl Turns {
                     },
                 );
             }
-            messages.push(ChatMessage::assistant(text.clone(), calls.clone()).with_thinking(thinking));
+            messages
+                .push(ChatMessage::assistant(text.clone(), calls.clone()).with_thinking(thinking));
             if calls.is_empty() {
                 if self.has_steers(session) {
                     // A prompt steered in while the model answered: it gets its answer in
