@@ -8,7 +8,8 @@
 //! * by workdir or all: the saved (closed) sessions only — live ones are skipped;
 //! * each goes with its rows (session, events, turns, approvals), its checkpoints and, with
 //!   `deleteWorkspace`, its workspace (`tmp/`, `artifacts/`, `audio/`, attachments);
-//!   `sessions.changed{reason:"deleted"}` for each; the answer counts them.
+//!   `sessions.changed{reason:"deleted"}` for each; the answer counts them;
+//! * a session's subagent children (`parentSessionId`) go with it, and are not counted.
 //!
 //! `session.artifacts`: the files under the workspace's `artifacts/`, recursively, newest
 //! first, at most [`MAX_ARTIFACTS`], with size, mtime and a MIME type guessed from the name.
@@ -100,7 +101,24 @@ impl Sessions {
     /// Closes (when live) and deletes session `id` with its rows and checkpoints, and with
     /// `workspace` its workspace folder; `sessions.changed{reason:"deleted"}`. False when
     /// there is no such session.
+    /// A subagent child (`parentSessionId` = `id`) goes first, with its own children.
     pub async fn delete_with(&self, id: &str, workspace: bool) -> Result<bool> {
+        Box::pin(self.delete_tree(id, workspace, 0)).await
+    }
+
+    async fn delete_tree(&self, id: &str, workspace: bool, depth: usize) -> Result<bool> {
+        if depth < crate::turn::MAX_DELEGATION_CHAIN {
+            let parent = id.to_owned();
+            let children = self
+                .store
+                .read("session.deleteSaved", move |c| {
+                    store::sessions::children(c, &parent)
+                })
+                .await?;
+            for child in children {
+                Box::pin(self.delete_tree(&child, workspace, depth + 1)).await?;
+            }
+        }
         if self.get(id).is_ok() {
             self.close(id).await?;
         }

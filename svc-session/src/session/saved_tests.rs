@@ -149,3 +149,82 @@ async fn artifacts_are_listed_newest_first_with_mime_types() {
     assert_eq!(r.artifacts[1].size, 4);
     assert!(r.artifacts[0].path.ends_with("artifacts/sub/new.md"));
 }
+
+/// A delegated child reports its root's attachments (`session.attachments`), and deleting
+/// the root takes its subagent children (and theirs) with it (issue 16 with issue 19).
+#[tokio::test]
+async fn children_report_the_roots_attachments_and_go_with_it() {
+    let mut h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    let root = h.create("accept").await;
+    let on_disk = h.workdir.join("notes.txt");
+    std::fs::write(&on_disk, "from disk").unwrap();
+    let p = pb::SessionPromptParams {
+        session_id: root.clone(),
+        text: "keep this".into(),
+        attachments: vec![pb::session_prompt_params::Attachment {
+            kind: "file".into(),
+            path: Some(on_disk.to_string_lossy().into_owned()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let t = h
+        .app
+        .turns
+        .prompt(&Harness::ctx("c1", Some("cli")), p)
+        .await
+        .unwrap();
+    h.until_done(&t, |_| None).await;
+    let child_of = |parent: String| crate::session::SessionSetup {
+        kind: "subagent",
+        parent_session_id: Some(parent),
+        ..Default::default()
+    };
+    let create = pb::SessionCreateParams {
+        workdir: h.workdir.to_string_lossy().into_owned(),
+        mode: Some("accept".into()),
+        ..Default::default()
+    };
+    let ctx = Harness::ctx("c1", Some("cli"));
+    let child = h
+        .app
+        .sessions
+        .create_with(&ctx, create.clone(), child_of(root.clone()))
+        .await
+        .unwrap()
+        .session_id;
+    let grandchild = h
+        .app
+        .sessions
+        .create_with(&ctx, create, child_of(child.clone()))
+        .await
+        .unwrap()
+        .session_id;
+    let listed = |sid: &str| pb::SessionAttachmentsParams {
+        session_id: sid.to_owned(),
+        ..Default::default()
+    };
+    let of_root = h.app.turns.attachments(listed(&root)).await.unwrap();
+    assert_eq!(of_root.attachments.len(), 1);
+    for sid in [&child, &grandchild] {
+        let of_child = h.app.turns.attachments(listed(sid)).await.unwrap();
+        assert_eq!(of_child, of_root, "{sid} reports its root's attachments");
+    }
+    let deleted = h
+        .app
+        .sessions
+        .delete_saved(pb::SessionDeleteSavedParams {
+            session_id: Some(root.clone()),
+            delete_workspace: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(deleted.deleted, 1, "children are not counted");
+    for sid in [&root, &child, &grandchild] {
+        assert!(
+            h.app.sessions.registry().row(sid).await.unwrap().is_none(),
+            "{sid} is gone"
+        );
+    }
+}

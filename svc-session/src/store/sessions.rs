@@ -202,6 +202,14 @@ pub fn list(conn: &Connection, include_closed: bool) -> rusqlite::Result<Vec<Ses
     rows.collect()
 }
 
+/// Ids of the sessions whose `parent_session_id` is `parent` (its subagent children).
+pub fn children(conn: &Connection, parent: &str) -> rusqlite::Result<Vec<String>> {
+    let mut stmt =
+        conn.prepare_cached("SELECT id FROM sessions WHERE parent_session_id = ?1 ORDER BY id")?;
+    let rows = stmt.query_map([parent], |r| r.get(0))?;
+    rows.collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

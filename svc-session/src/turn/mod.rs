@@ -171,6 +171,10 @@ pub struct TurnLimits {
 /// turns of every session, asking [`Approvals`] before tool calls, with the tools of
 /// [`Tools`] and the provider, model and effort [`Models`] chooses. It owns the running turn and the prompt
 /// queue of each session ([`TurnState`]); the `turns` table follows the `turn.*` events
+/// Most `parentSessionId` steps followed to a delegated child's root (deeper than any
+/// `agents.maxDepth` allows; a guard against a cycle in hand-edited rows).
+pub const MAX_DELEGATION_CHAIN: usize = 16;
+
 /// ([`EventLog`]).
 pub struct Turns {
     home: Home,
@@ -512,15 +516,26 @@ impl Turns {
         })
     }
 
-    /// `session.attachments`: the files attached in this session, oldest first.
+    /// `session.attachments`: the files attached in this session, oldest first; a delegated
+    /// child (a subagent session) reports its root's — the session at the top of its
+    /// `parentSessionId` chain, followed at most [`MAX_DELEGATION_CHAIN`] steps.
     pub async fn attachments(
         &self,
         p: pb::SessionAttachmentsParams,
     ) -> Result<pb::SessionAttachmentsResult> {
-        if self.sessions.registry().row(&p.session_id).await?.is_none() {
+        let Some(mut row) = self.sessions.registry().row(&p.session_id).await? else {
             return Err(Error::NotFound(format!("no session {:?}", p.session_id)));
+        };
+        for _ in 0..MAX_DELEGATION_CHAIN {
+            let Some(parent) = row.parent_session_id.clone().filter(|s| !s.is_empty()) else {
+                break;
+            };
+            match self.sessions.registry().row(&parent).await? {
+                Some(up) => row = up,
+                None => break,
+            }
         }
-        self.attachments.list(&p.session_id)
+        self.attachments.list(&row.id)
     }
 
     /// `session.interrupt`: cancels the running turn (it ends promptly with
