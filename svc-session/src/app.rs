@@ -254,21 +254,23 @@ impl App {
             Some(mark.clone()),
         ));
         hooks.watch(&skills, &sessions);
-        let turns = Arc::new(Turns::new(
-            home.clone(),
-            limits,
-            events.clone(),
-            sessions.clone(),
-            approvals.clone(),
-            tools.clone(),
-            providers.clone(),
-            commands.clone(),
-            models.clone(),
-            compaction.clone(),
-            crate::attachments::Attachments::new(home.clone()),
-            hooks.clone(),
-        )
-        .with_host_tools(host_tools.clone()));
+        let turns = Arc::new(
+            Turns::new(
+                home.clone(),
+                limits,
+                events.clone(),
+                sessions.clone(),
+                approvals.clone(),
+                tools.clone(),
+                providers.clone(),
+                commands.clone(),
+                models.clone(),
+                compaction.clone(),
+                crate::attachments::Attachments::new(home.clone()),
+                hooks.clone(),
+            )
+            .with_host_tools(host_tools.clone()),
+        );
         let web = WebSearch::new(home.clone(), config.env.clone());
         let sampler = Sampler::new(
             home.clone(),
@@ -287,6 +289,7 @@ impl App {
             providers.clone(),
         );
         commands.attach_agents(&agents);
+        approvals.attach_agents(&agents);
         let runs = Runs::new(
             sessions.clone(),
             turns.clone(),

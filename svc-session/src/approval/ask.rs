@@ -17,6 +17,10 @@
 //!   local-dev-server navigation), `always` for a page action only for `repl.tabs`,
 //!   `repl.clipboard`, `repl.read` and `repl.attach`; others are kept to `once`. With
 //!   `args.onceOnly` the scope the person picked is returned and never stored.
+//! * While `session.setAgent{guardTurn}` guards the session (or one it was delegated from,
+//!   [`crate::agents::Agents::is_guarded`]) the ask has `forceAsk` semantics (the mode
+//!   may only deny; no stored rule allows), the request says `guard: "agent-switch"`, and
+//!   the answer comes back as `once` and is never stored.
 
 use std::sync::Arc;
 
@@ -158,12 +162,15 @@ impl Approvals {
             summary: p.reason.clone(),
         };
         let mode = session.mode();
+        let guarded = self.is_guarded(&session);
+        let force_ask = p.force_ask || guarded;
         let verdict = match permissions::decide(mode, &plan, session.row().deny_exec) {
             Verdict::Deny => return Ok(answer(false, Scope::Once, "mode")),
-            Verdict::Allow if !p.force_ask => return Ok(answer(true, Scope::Once, "mode")),
+            Verdict::Allow if !force_ask => return Ok(answer(true, Scope::Once, "mode")),
             _ => Verdict::Ask,
         };
         if !e.payment
+            && !guarded
             && self
                 .stored_rule_allows(&session, verdict, &p.tool, &e, &plan)
                 .await
@@ -182,7 +189,9 @@ impl Approvals {
             .clone()
             .filter(|r| !r.trim().is_empty())
             .unwrap_or_else(|| permissions::risk(tag).to_owned());
-        let scope_hint = if e.dev_server.is_some() {
+        let scope_hint = if guarded {
+            "once"
+        } else if e.dev_server.is_some() {
             "project"
         } else if e.site.is_some() {
             "site"
@@ -193,7 +202,7 @@ impl Approvals {
             .request(
                 &session,
                 Ask {
-                    guard: None,
+                    guard: guarded.then_some(crate::agents::set_agent::GUARD_AGENT_SWITCH),
                     turn_id: &turn_id,
                     tool: &p.tool,
                     args: &e.args,
@@ -207,6 +216,10 @@ impl Approvals {
             .await;
         if !resolution.allow {
             return Ok(answer(false, Scope::Once, resolution.by));
+        }
+        if guarded {
+            // A guarded turn's answers are never remembered.
+            return Ok(answer(true, Scope::Once, resolution.by));
         }
         if e.once_only {
             // The host may keep the person's pick on its side; core stores nothing.

@@ -107,8 +107,6 @@ pub struct HostTools {
     registered: tokio::sync::Notify,
     /// The latest turn each session's person started (`tool.invoke.userTurn` of later turns).
     user_turns: Mutex<HashMap<String, pb::tool_invoke_params::UserTurn>>,
-    /// Sessions `session.setAgent{guardTurn}` guards (`tool.invoke.guard`, `toolInvokeGuard`).
-    guarded: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for HostTools {
@@ -142,7 +140,6 @@ impl HostTools {
             jobs: Mutex::new(HashMap::new()),
             waits: Mutex::new(HashMap::new()),
             registered: tokio::sync::Notify::new(),
-            guarded: Mutex::new(HashSet::new()),
             user_turns: Mutex::new(HashMap::new()),
         });
         me.watch();
@@ -237,18 +234,6 @@ impl HostTools {
             .collect()
     }
 
-    /// Marks `session_id` guarded or not (`session.setAgent{guardTurn}` sets it for the rest
-    /// of the turn and for sessions delegated from it; the person's next prompt clears it).
-    /// While set, every `tool.invoke` of the session carries `guard: "agent-switch"`.
-    pub fn set_guard(&self, session_id: &str, on: bool) {
-        let mut g = self.guarded.lock().unwrap_or_else(|e| e.into_inner());
-        if on {
-            g.insert(session_id.to_owned());
-        } else {
-            g.remove(session_id);
-        }
-    }
-
     /// Remembers the turn `turn_id` the session's person started with `text`.
     pub fn remember_user_turn(&self, session_id: &str, turn_id: &str, text: &str) {
         self.user_turns
@@ -280,15 +265,6 @@ impl HostTools {
             .cloned()?;
         u.current = u.message_id == turn_id;
         Some(u)
-    }
-
-    /// `tool.invoke.guard` of `session_id`: `agent-switch` while guarded.
-    pub fn guard_of(&self, session_id: &str) -> Option<String> {
-        self.guarded
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(session_id)
-            .then(|| "agent-switch".to_owned())
     }
 
     /// Records the scheduled run behind `session_id`'s turns (`tool.invoke.job`).
