@@ -231,22 +231,23 @@ impl Approvals {
     }
 
     /// Only the session's origin connection, or a connection of its `hostToolsFrom` host,
-    /// may escalate for it.
+    /// may escalate for it — for a subagent, those of a session it was delegated from too
+    /// (it runs its parent's host tools, `HostTools::host_session`).
     fn check_asker(&self, ctx: &CallContext, session: &Session) -> Result<()> {
         let Some(conn) = ctx.connection_id.as_deref() else {
             return Ok(()); // In-process callers (tests, internal rpcs).
         };
-        if session.origin().as_deref() == Some(conn) {
-            return Ok(());
-        }
         let info = self.hub.connection(conn);
-        let is_host = session.host_tools_from().is_some_and(|h| {
-            info.as_ref().is_some_and(|c| {
-                c.client_id.as_deref() == Some(h.as_str())
-                    || c.instance_id.as_deref() == Some(h.as_str())
-            })
-        });
-        if is_host {
+        let hosts = |s: &Session| {
+            s.origin().as_deref() == Some(conn)
+                || s.host_tools_from().is_some_and(|h| {
+                    info.as_ref().is_some_and(|c| {
+                        c.client_id.as_deref() == Some(h.as_str())
+                            || c.instance_id.as_deref() == Some(h.as_str())
+                    })
+                })
+        };
+        if hosts(session) || self.lineage(&session.id).iter().any(|s| hosts(s)) {
             Ok(())
         } else {
             Err(Error::Unauthorized(

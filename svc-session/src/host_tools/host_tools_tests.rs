@@ -1078,3 +1078,65 @@ async fn a_guarded_session_asks_with_the_guard_and_keeps_the_answer_once() {
         .await;
     read_until(&mut h, done(&turn)).await;
 }
+
+/// A subagent runs its parent's host tools (`HostTools::host_session`): `tool.invoke` goes
+/// to the parent's host with the child's `sessionId` and `parentSessionId`; when the
+/// parent's origin moves to another connection, the child's tools follow it.
+#[tokio::test]
+async fn a_subagent_uses_its_parents_host_and_says_parent_session_id() {
+    let (mut h, parent) = harness().await;
+    register(&h, vec![tool("page_read", "read")]).unwrap();
+    let mut child = h
+        .app
+        .agents
+        .spawn_child(crate::agents::ChildSpec {
+            parent_session_id: parent.clone(),
+            task: "use page".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let inv = invokes(&seen)[0].clone();
+    assert_eq!(inv.connection_id, "c1", "the parent's host");
+    let p = params(&inv);
+    let child_sid = p["sessionId"].as_str().unwrap().to_owned();
+    assert_ne!(child_sid, parent);
+    assert_eq!(p["parentSessionId"], parent.as_str());
+
+    // The parent is re-hosted by another client (what `session.attach{hostToolsFrom}`
+    // does): the child's host moves with it.
+    let child_session = h.app.sessions.get(&child_sid).unwrap();
+    let parent_session = h.app.sessions.get(&parent).unwrap();
+    assert_eq!(
+        h.app.host_tools.host_session(&child_session).id,
+        parent,
+        "the child's host is its parent's"
+    );
+    h.connect("c2", Some("web")).await;
+    h.app
+        .host_tools
+        .register(
+            &Harness::ctx("c2", Some("web")),
+            pb::ToolRegisterParams {
+                tools: vec![tool("page_read", "read"), tool("page_type", "send")],
+            },
+        )
+        .unwrap();
+    parent_session.update(|r| r.host_tools_from = Some("web".into()));
+    let tools = h.app.host_tools.turn_tools(&child_session);
+    assert_eq!(tools.len(), 2, "the new host's tools: {tools:?}");
+    assert!(tools.iter().all(|t| t.connection_id == "c2"));
+
+    h.reply(
+        &inv.request_id,
+        json!({"ok": true, "output": "the page says hi"}),
+    )
+    .await;
+    let r = child
+        .wait(std::time::Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert!(r.ok, "{r:?}");
+    assert!(r.result.contains("the page says hi"), "{r:?}");
+}

@@ -221,9 +221,11 @@ impl HostTools {
         }
     }
 
-    /// The host tools `session` may call now ([`Hosts::host_of`]), as tools of its turn.
-    pub fn turn_tools(self: &Arc<Self>, session: &Session) -> Vec<Arc<HostTool>> {
-        let Some((conn, host)) = self.hosts.host_of(&self.hub, session) else {
+    /// The host tools `session` may call now, as tools of its turn: those of the host of
+    /// [`HostTools::host_session`] ([`Hosts::host_of`]), filtered by `session`'s own agent.
+    pub fn turn_tools(self: &Arc<Self>, session: &Arc<Session>) -> Vec<Arc<HostTool>> {
+        let from = self.host_session(session);
+        let Some((conn, host)) = self.hosts.host_of(&self.hub, &from) else {
             return vec![];
         };
         let agent = session.row().agent;
@@ -232,6 +234,26 @@ impl HostTools {
             .filter(|d| registry::agent_may_use(d, agent.as_deref()))
             .map(|d| Arc::new(HostTool::new(self.clone(), d.clone(), conn.clone())))
             .collect()
+    }
+
+    /// The session whose host `session`'s turns use: a subagent (a session with
+    /// `parentSessionId`, issue 19) inherits its parent's host — the parent's
+    /// `hostToolsFrom`, else the parent's origin connection as it is now (a parent resumed
+    /// from another connection takes its children along) — up to the root of the
+    /// delegation chain while those sessions are live; any other session is its own host.
+    pub fn host_session(&self, session: &Arc<Session>) -> Arc<Session> {
+        let mut at = session.clone();
+        for _ in 0..64 {
+            let Some(parent) = at
+                .row()
+                .parent_session_id
+                .and_then(|p| self.sessions.get(&p).ok())
+            else {
+                break;
+            };
+            at = parent;
+        }
+        at
     }
 
     /// Remembers the turn `turn_id` the session's person started with `text`.
