@@ -28,7 +28,7 @@ use crate::settings::Settings;
 use crate::setup::Setup;
 use crate::skills::Skills;
 use crate::store::{self, Store};
-use crate::teams::{SessionTaskRunner, Teams};
+use crate::teams::{SubagentTaskRunner, Teams};
 use crate::tools::Tools;
 use crate::turn::{TurnLimits, Turns};
 use crate::usage::Usage;
@@ -303,11 +303,7 @@ impl App {
             sessions.clone(),
             providers.clone(),
             skills.clone(),
-            Arc::new(SessionTaskRunner::new(
-                sessions.clone(),
-                turns.clone(),
-                events.clone(),
-            )),
+            Arc::new(SubagentTaskRunner::new(agents.clone())),
         ));
         commands.set_teams(teams.clone());
         crate::recovery::recover(&store, &events, &registry).await?;

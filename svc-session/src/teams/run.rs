@@ -328,6 +328,7 @@ impl Team {
                 .run(TaskSpec {
                     parent_session_id: self.row.session_id.clone(),
                     team_id: self.row.id.clone(),
+                    title: t.title.clone(),
                     workdir: wt.to_path_buf(),
                     prompt,
                     timeout: self.knobs.task_timeout,

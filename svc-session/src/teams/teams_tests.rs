@@ -392,11 +392,7 @@ async fn measure() {
         // Sequential: the same prompts, one child session and turn each, in a plain folder.
         let plain = h.workdir.parent().unwrap().join("plain");
         std::fs::create_dir_all(&plain).unwrap();
-        let runner = super::SessionTaskRunner::new(
-            h.app.sessions.clone(),
-            h.app.turns.clone(),
-            h.app.events.clone(),
-        );
+        let runner = super::SubagentTaskRunner::new(h.app.agents.clone());
         let started = Instant::now();
         for i in 0..N {
             let r = super::TaskRunner::run(
@@ -404,6 +400,7 @@ async fn measure() {
                 super::TaskSpec {
                     parent_session_id: sid.clone(),
                     team_id: "seq".into(),
+                    title: format!("file-{i:02}-task"),
                     workdir: plain.clone(),
                     prompt: format!("Task: file-{i:02}-task"),
                     timeout: Duration::from_secs(60),
