@@ -8,6 +8,7 @@
 
 pub mod agent;
 pub mod approval;
+pub mod channel_internal;
 pub mod checkpoint;
 pub mod command;
 pub mod file;
