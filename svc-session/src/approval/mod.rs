@@ -295,7 +295,6 @@ impl Approvals {
             // `approval.list` write it exactly as the tool call gave it.
             args: ask.args.to_string(),
             guard: ask.guard.map(str::to_owned),
-            ..Default::default()
         };
         let (answer, mut answered) = oneshot::channel();
         {
