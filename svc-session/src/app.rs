@@ -29,7 +29,7 @@ use crate::settings::Settings;
 use crate::setup::Setup;
 use crate::skills::Skills;
 use crate::store::{self, Store};
-use crate::teams::{SessionTaskRunner, Teams};
+use crate::teams::{SubagentTaskRunner, Teams};
 use crate::tools::Tools;
 use crate::turn::{TurnLimits, Turns};
 use crate::usage::Usage;
@@ -303,6 +303,7 @@ impl App {
             providers.clone(),
         );
         commands.attach_agents(&agents);
+        approvals.attach_agents(&agents);
         let runs = Runs::new(
             sessions.clone(),
             turns.clone(),
@@ -316,11 +317,7 @@ impl App {
             sessions.clone(),
             providers.clone(),
             skills.clone(),
-            Arc::new(SessionTaskRunner::new(
-                sessions.clone(),
-                turns.clone(),
-                events.clone(),
-            )),
+            Arc::new(SubagentTaskRunner::new(agents.clone())),
         ));
         commands.set_teams(teams.clone());
         crate::recovery::recover(&store, &events, &registry).await?;

@@ -55,6 +55,10 @@ async fn run(args: ServiceArgs) -> anyhow::Result<()> {
         .add_service(WebRpc::new(app.clone()).into_server())
         .add_service(TeamRpc::new(app.clone()).into_server())
         .add_service(
+            snowpea_svc_session::rpc::channel_internal::ChannelInternalRpc::new(app.clone())
+                .into_server(),
+        )
+        .add_service(
             snowpea_svc_session::rpc::internal::InternalRpc::new(app.clone()).into_server(),
         )
         .add_service(BusService::new(hub).into_server());

@@ -17,6 +17,8 @@ const TG_TOKEN: &str = "123456:telegram-secret-token";
 
 fn script() -> Value {
     json!({"steps": [
+        // agent.create: the drafted definition of the named agent `helper`.
+        {"match": "define the helper agent", "text": "{\"name\": \"helper\", \"description\": \"Helps on chat\", \"model\": \"inherit\", \"tools\": \"*\", \"prompt\": \"You help.\"}"},
         {"match": "hello", "text": "Hello **there** <friend>", "repeat": true},
         {"match": "go", "repeat": true, "tool_calls": [{"name": "shell", "arguments": {"command": "touch ran.txt"}}]},
                 {"after_tool": "shell", "text": "finished"},
@@ -641,11 +643,9 @@ async fn discord_and_slack_round_trips_with_resume_rate_limits_and_buttons() {
 }
 
 /// `agent.bindChannel` routes a channel to a named agent's session, kept across messages.
-/// Needs issue 19's `agent.*` (branch i19a) and svc-session's
-/// `ChannelInternalService.ResolveChannel`; until both are merged `agent.bindChannel` answers
-/// `not_implemented`.
+/// svc-chat asks svc-session's `ChannelInternalService.ResolveChannel`, which answers the
+/// named agent's own session for a channel bound with `agent.bindChannel`.
 #[tokio::test]
-#[ignore = "needs agent.bindChannel (issue 19, branch i19a) and ChannelInternalService.ResolveChannel in svc-session"]
 async fn a_named_agent_bound_by_agent_bind_channel_keeps_its_session() {
     let fake = FakeTelegram::start(TG_TOKEN).await;
     let suite = Suite::start_with(SuiteOptions {
@@ -658,8 +658,17 @@ async fn a_named_agent_bound_by_agent_bind_channel_keeps_its_session() {
     .await;
     write_credentials(&suite, json!({"telegram": TG_TOKEN}));
     let c = suite.client().await;
-    let wd = suite.workdir.path().display().to_string();
-    ok(&c, "agent.create", json!({"name": "helper", "workdir": wd})).await;
+    // agent.create drafts in the caller's session: one on this connection first.
+    c.create_session(suite.workdir.path(), Some("auto"))
+        .await
+        .unwrap();
+    let created = ok(
+        &c,
+        "agent.create",
+        json!({"description": "define the helper agent", "named": true}),
+    )
+    .await;
+    assert_eq!(created["name"], "helper", "{created}");
     ok(
         &c,
         "agent.bindChannel",
@@ -689,4 +698,18 @@ async fn a_named_agent_bound_by_agent_bind_channel_keeps_its_session() {
         .filter(|s| s["agent"] == "helper")
         .collect();
     assert_eq!(agent_sessions.len(), 1, "{sessions}");
+    // It is the named agent's own session (agent.list), which both messages went to.
+    let listed = ok(&c, "agent.list", json!({})).await;
+    let helper = listed["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["kind"] == "named" && a["name"] == "helper")
+        .unwrap_or_else(|| panic!("{listed}"))
+        .clone();
+    assert_eq!(
+        helper["sessionId"], agent_sessions[0]["sessionId"],
+        "{listed}"
+    );
+    assert_eq!(helper["channels"], json!(["telegram:9"]), "{listed}");
 }

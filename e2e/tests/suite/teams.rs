@@ -155,9 +155,20 @@ async fn teams_merge_retry_conflicts_and_leave_no_worktrees() {
     assert_eq!(s["worktrees"], json!([]), "{s}");
     assert!(git(&abc, &["status", "--porcelain"]).is_empty());
     // team.task.update on every state change, ending merged, on the lead's session.
+    // Each task ran as a subagent of the lead: subagent.spawn → subagent.done on its
+    // session, before the task merged.
     let mut merged = std::collections::BTreeSet::new();
+    let (mut spawned, mut done) = (0, 0);
     while merged.len() < 4 {
         let e = events.next(LONG).await.unwrap();
+        if e.kind == "subagent.spawn" {
+            spawned += 1;
+        }
+        if e.kind == "subagent.done" {
+            assert_eq!(e.payload["ok"], true, "{e:?}");
+            assert!(e.payload["sessionId"].is_string(), "{e:?}");
+            done += 1;
+        }
         if e.kind == "team.task.update" {
             assert_eq!(e.payload["teamId"], team.as_str(), "{e:?}");
             if e.payload["status"] == "merged" {
@@ -168,6 +179,8 @@ async fn teams_merge_retry_conflicts_and_leave_no_worktrees() {
             }
         }
     }
+
+    assert_eq!((spawned, done), (4, 4), "one subagent per task");
 
     // Two tasks change the same line: whichever merges second conflicts, is re-queued to
     // its worker twice, then fails, and the task depending on it fails too.
@@ -251,6 +264,21 @@ async fn teams_merge_retry_conflicts_and_leave_no_worktrees() {
         let s = status(&client, &team).await;
         task(&s, "h")["status"] == "running" && s["worktrees"].as_array().unwrap().len() == 1
     });
+    // agent.list shows the team (row kind `team`) and its task's subagent under the lead.
+    let listed = client.call("agent.list", json!({})).await.unwrap();
+    let rows = listed["agents"].as_array().unwrap();
+    assert!(
+        rows.iter().any(|r| r["kind"] == "team"
+            && r["name"] == team.as_str()
+            && r["sessionId"] == sid.as_str()
+            && r["status"] == "running"),
+        "{listed}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r["kind"] == "subagent" && r["parentSessionId"] == sid.as_str()),
+        "{listed}"
+    );
     client.interrupt(&sid).await.unwrap();
     let s = finished(&client, &team).await;
     assert_eq!(s["state"], "interrupted", "{s}");

@@ -350,6 +350,7 @@ fn answer_request(
 ) {
     let handler = inner.handler(&method);
     let tx = tx.clone();
+    let closing = inner.cancel.clone();
     tasks.spawn(async move {
         let outcome = match handler {
             None => Err(RpcError::method_not_found(&method)),
@@ -367,6 +368,12 @@ fn answer_request(
                 }
             },
         };
+        if closing.is_cancelled() {
+            // `Client::close`: the server sees the connection close instead of an answer the
+            // handler gave only because it was stopped (a host tool then fails "host gone").
+            tracing::debug!(%method, "client closing; request left unanswered");
+            return;
+        }
         let reply = match outcome {
             Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
             Err(error) => json!({ "jsonrpc": "2.0", "id": id, "error": error.to_value() }),

@@ -288,3 +288,67 @@ async fn closing_the_parent_interrupts_its_children() {
         .unwrap();
     assert_eq!(r.status, "interrupted", "{r:?}");
 }
+
+/// `ChannelInternalService.ResolveChannel`: a channel bound with `agent.bindChannel` talks to
+/// the named agent's own session (the same one every time, re-opened when it was closed); an
+/// unbound channel answers empty; bad input names the field.
+#[tokio::test]
+async fn resolve_channel_answers_the_bound_agents_session() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    define(&h, "helper", "description: Helps\n");
+    let def =
+        super::definitions::find(&h.app.skills, Some(&h.workdir), "params.name", "helper").unwrap();
+    let named = h
+        .app
+        .agents
+        .register_named("params.name", &def)
+        .await
+        .unwrap();
+    h.app
+        .agents
+        .bind_channel(pb::AgentBindChannelParams {
+            name: "helper".into(),
+            channel: "telegram:42".into(),
+            credentials_ref: None,
+        })
+        .await
+        .unwrap();
+    let ask = |platform: &str, channel: &str| pb::ResolveChannelRequest {
+        platform: platform.into(),
+        channel: channel.into(),
+        workdir: h.workdir.to_string_lossy().into_owned(),
+        origin_surface: format!("gateway:{platform}:{channel}"),
+    };
+    let r = h
+        .app
+        .agents
+        .resolve_channel(ask("telegram", "42"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.session_id.as_str(), r.agent.as_str()),
+        (named.session_id.as_str(), "helper")
+    );
+    // Closed meanwhile: re-opened under the same id.
+    h.app.sessions.close(&named.session_id).await.unwrap();
+    let again = h
+        .app
+        .agents
+        .resolve_channel(ask("telegram", "42"))
+        .await
+        .unwrap();
+    assert_eq!(again.session_id, named.session_id);
+    assert!(h.app.sessions.get(&named.session_id).is_ok());
+    // Another channel, or the same id on another platform: not bound.
+    for (p, c) in [("telegram", "43"), ("slack", "42")] {
+        let r = h.app.agents.resolve_channel(ask(p, c)).await.unwrap();
+        assert_eq!(r, pb::ResolveChannelReply::default(), "{p}:{c}");
+    }
+    for (p, c, field) in [
+        ("fax", "1", "params.platform"),
+        ("telegram", " ", "params.channel"),
+    ] {
+        let e = h.app.agents.resolve_channel(ask(p, c)).await.unwrap_err();
+        assert_eq!(refused_field(e).0, field);
+    }
+}

@@ -57,9 +57,15 @@ impl Agents {
         depth
     }
 
-    /// Refuses a spawn under `parent` beyond the depth limit, or a duplicate of a
-    /// delegation of the same parent (module doc). Returns the child's depth.
-    pub(crate) fn check_spawn(&self, parent: &Session, name: &str, task: &str) -> Result<usize> {
+    /// Refuses a spawn under `parent` beyond the depth limit, or (when `unique`) a
+    /// duplicate of a delegation of the same parent (module doc). Returns the child's depth.
+    pub(crate) fn check_spawn(
+        &self,
+        parent: &Session,
+        name: &str,
+        task: &str,
+        unique: bool,
+    ) -> Result<usize> {
         let settings = self.settings_of(&parent.workdir());
         let depth = self.depth_of(parent) + 1;
         let max = max_depth(&settings);
@@ -74,6 +80,9 @@ impl Agents {
                     depth - 1
                 ),
             });
+        }
+        if !unique {
+            return Ok(depth);
         }
         let wanted = normalize_task(task);
         let st = self.lock();

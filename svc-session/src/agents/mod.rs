@@ -12,7 +12,9 @@
 //! * [`guards`] — `duplicate_task`, `file_owned_by_sibling`, the delegation depth;
 //! * [`delegate`] — the `delegate_task` tool;
 //! * [`named`] — named agents, their sessions and channel bindings; `agent.list`;
-//! * [`create`] — `agent.create` (one model call writes a definition).
+//! * [`create`] — `agent.create` (one model call writes a definition);
+//! * [`channels`] — `ChannelInternalService.ResolveChannel` for svc-chat (a channel bound
+//!   with `agent.bindChannel` talks to the agent's own session).
 //!
 //! Tables (migration 7): `subagents`, `named_agents`, `agent_bindings`
 //! ([`crate::store::agents`]); `sessions.parent_session_id`.
@@ -33,6 +35,7 @@ use crate::skills::Skills;
 use crate::store::Store;
 use crate::turn::Turns;
 
+pub mod channels;
 pub mod concurrency;
 pub mod create;
 pub mod definitions;

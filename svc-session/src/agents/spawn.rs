@@ -53,6 +53,11 @@ pub struct ChildSpec {
     pub workdir: Option<PathBuf>,
     /// Longest run before the child is interrupted; `None`: `agents.timeoutSec`.
     pub timeout: Option<Duration>,
+    /// The team (issue 19 part B) whose worker runs this child: the team's own worker
+    /// count is its concurrency limit (the parent's `maxConcurrent` slots are not taken)
+    /// and the `duplicate_task` guard does not apply (a team re-runs a task whose merge
+    /// conflicted). `None` for `agent.spawn` and `delegate_task`.
+    pub team_id: Option<String>,
 }
 
 /// How a child ended (`subagent.done`).
@@ -229,13 +234,14 @@ impl Agents {
         if let Some(m) = spec.model.as_deref().filter(|m| !m.trim().is_empty()) {
             self.check_model_ref("params.model", &workdir, m)?;
         }
-        let depth = self.check_spawn(&parent, &name, &spec.task)?;
-        let slots = self.slots(&parent);
-        let permit = slots.clone().try_acquire_owned().ok();
-        let status = if permit.is_some() {
-            "running"
-        } else {
+        let depth = self.check_spawn(&parent, &name, &spec.task, spec.team_id.is_none())?;
+        // A team's worker is its own slot; other children share the parent's slots.
+        let slots = spec.team_id.is_none().then(|| self.slots(&parent));
+        let permit = slots.as_ref().map(|s| s.clone().try_acquire_owned().ok());
+        let status = if matches!(permit, Some(None)) {
             "queued"
+        } else {
+            "running"
         };
         let agent_id = format!("a-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let (done, done_rx) = watch::channel(None);
@@ -279,12 +285,15 @@ impl Agents {
         };
         let me = self.clone();
         tokio::spawn(async move {
-            let permit = match permit {
-                Some(p) => Some(p),
-                None => tokio::select! {
-                    p = slots.acquire_owned() => p.ok(),
+            // `Some(None)`: a team's worker, which takes no slot.
+            let permit = match (permit, slots) {
+                (None, _) => Some(None),
+                (Some(Some(p)), _) => Some(Some(p)),
+                (Some(None), Some(slots)) => tokio::select! {
+                    p = slots.acquire_owned() => p.ok().map(Some),
                     _ = run.cancel.cancelled() => None,
                 },
+                (Some(None), None) => None,
             };
             let result = match permit {
                 None => ChildResult {

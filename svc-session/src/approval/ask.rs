@@ -17,6 +17,10 @@
 //!   local-dev-server navigation), `always` for a page action only for `repl.tabs`,
 //!   `repl.clipboard`, `repl.read` and `repl.attach`; others are kept to `once`. With
 //!   `args.onceOnly` the scope the person picked is returned and never stored.
+//! * While `session.setAgent{guardTurn}` guards the session (or one it was delegated from,
+//!   [`crate::agents::Agents::is_guarded`]) the ask has `forceAsk` semantics (the mode
+//!   may only deny; no stored rule allows), the request says `guard: "agent-switch"`, and
+//!   the answer comes back as `once` and is never stored.
 
 use std::sync::Arc;
 
@@ -158,12 +162,15 @@ impl Approvals {
             summary: p.reason.clone(),
         };
         let mode = session.mode();
+        let guarded = self.is_guarded(&session);
+        let force_ask = p.force_ask || guarded;
         let verdict = match permissions::decide(mode, &plan, session.row().deny_exec) {
             Verdict::Deny => return Ok(answer(false, Scope::Once, "mode")),
-            Verdict::Allow if !p.force_ask => return Ok(answer(true, Scope::Once, "mode")),
+            Verdict::Allow if !force_ask => return Ok(answer(true, Scope::Once, "mode")),
             _ => Verdict::Ask,
         };
         if !e.payment
+            && !guarded
             && self
                 .stored_rule_allows(&session, verdict, &p.tool, &e, &plan)
                 .await
@@ -182,7 +189,9 @@ impl Approvals {
             .clone()
             .filter(|r| !r.trim().is_empty())
             .unwrap_or_else(|| permissions::risk(tag).to_owned());
-        let scope_hint = if e.dev_server.is_some() {
+        let scope_hint = if guarded {
+            "once"
+        } else if e.dev_server.is_some() {
             "project"
         } else if e.site.is_some() {
             "site"
@@ -193,7 +202,7 @@ impl Approvals {
             .request(
                 &session,
                 Ask {
-                    guard: None,
+                    guard: guarded.then_some(crate::agents::set_agent::GUARD_AGENT_SWITCH),
                     turn_id: &turn_id,
                     tool: &p.tool,
                     args: &e.args,
@@ -208,6 +217,10 @@ impl Approvals {
         if !resolution.allow {
             return Ok(answer(false, Scope::Once, resolution.by));
         }
+        if guarded {
+            // A guarded turn's answers are never remembered.
+            return Ok(answer(true, Scope::Once, resolution.by));
+        }
         if e.once_only {
             // The host may keep the person's pick on its side; core stores nothing.
             return Ok(answer(true, resolution.scope, resolution.by));
@@ -218,22 +231,23 @@ impl Approvals {
     }
 
     /// Only the session's origin connection, or a connection of its `hostToolsFrom` host,
-    /// may escalate for it.
+    /// may escalate for it — for a subagent, those of a session it was delegated from too
+    /// (it runs its parent's host tools, `HostTools::host_session`).
     fn check_asker(&self, ctx: &CallContext, session: &Session) -> Result<()> {
         let Some(conn) = ctx.connection_id.as_deref() else {
             return Ok(()); // In-process callers (tests, internal rpcs).
         };
-        if session.origin().as_deref() == Some(conn) {
-            return Ok(());
-        }
         let info = self.hub.connection(conn);
-        let is_host = session.host_tools_from().is_some_and(|h| {
-            info.as_ref().is_some_and(|c| {
-                c.client_id.as_deref() == Some(h.as_str())
-                    || c.instance_id.as_deref() == Some(h.as_str())
-            })
-        });
-        if is_host {
+        let hosts = |s: &Session| {
+            s.origin().as_deref() == Some(conn)
+                || s.host_tools_from().is_some_and(|h| {
+                    info.as_ref().is_some_and(|c| {
+                        c.client_id.as_deref() == Some(h.as_str())
+                            || c.instance_id.as_deref() == Some(h.as_str())
+                    })
+                })
+        };
+        if hosts(session) || self.lineage(&session.id).iter().any(|s| hosts(s)) {
             Ok(())
         } else {
             Err(Error::Unauthorized(

@@ -147,6 +147,9 @@ pub struct Approvals {
     sessions: Registry,
     allowlist: Arc<Allowlist>,
     pending: Mutex<HashMap<String, Pending>>,
+    /// The agents component, the one source of `session.setAgent{guardTurn}` guards
+    /// (attached after both exist, [`Approvals::attach_agents`]).
+    agents: std::sync::OnceLock<std::sync::Weak<crate::agents::Agents>>,
 }
 
 impl std::fmt::Debug for Approvals {
@@ -173,7 +176,22 @@ impl Approvals {
             sessions,
             allowlist,
             pending: Mutex::new(HashMap::new()),
+            agents: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Gives the component the agents component whose guards `approval.ask` honours.
+    pub fn attach_agents(&self, agents: &Arc<crate::agents::Agents>) {
+        let _ = self.agents.set(Arc::downgrade(agents));
+    }
+
+    /// True while `session.setAgent{guardTurn}` guards `session` or one it was delegated
+    /// from ([`crate::agents::Agents::is_guarded`]).
+    pub(crate) fn is_guarded(&self, session: &Session) -> bool {
+        self.agents
+            .get()
+            .and_then(std::sync::Weak::upgrade)
+            .is_some_and(|a| a.is_guarded(session))
     }
 
     /// The allowlist (`permission.allowlist.*`) consulted before asking.
@@ -277,7 +295,6 @@ impl Approvals {
             // `approval.list` write it exactly as the tool call gave it.
             args: ask.args.to_string(),
             guard: ask.guard.map(str::to_owned),
-            ..Default::default()
         };
         let (answer, mut answered) = oneshot::channel();
         {

@@ -259,17 +259,60 @@ async fn invoke_carries_the_context_and_the_answer_reaches_the_model() {
     assert_eq!(r["meta"], json!({"pages": [1]}));
     assert_eq!(r["content"][0]["text"], "more text");
     assert!(answer_text(&seen.events).contains("[tool page_read ok] the page says hi / more text"));
+}
 
-    // While the session is guarded (session.setAgent{guardTurn}), tool.invoke says so.
-    h.app.host_tools.set_guard(&sid, true);
-    let turn = h.prompt(&sid, "use page again").await;
-    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+/// `tool.invoke.guard` comes from the agents component (`Agents::is_guarded`): set by
+/// `session.setAgent{guardTurn}` in the middle of a turn, it covers the rest of that turn
+/// and ends when the person's next prompt starts a turn.
+#[tokio::test]
+async fn a_guarded_turn_says_agent_switch_on_later_invokes_only() {
+    let (mut h, sid) = harness().await;
+    register(
+        &h,
+        vec![
+            tool("never_a", "read"),
+            tool("never_b", "read"),
+            tool("page_read", "read"),
+        ],
+    )
+    .unwrap();
+    let turn = h.prompt(&sid, "two never").await;
+    let seen = read_until(&mut h, |s| invokes(s).len() == 1).await;
+    let first = invokes(&seen)[0].clone();
+    assert_eq!(params(&first)["name"], "never_a");
+    assert!(params(&first)["guard"].is_null(), "not guarded yet");
+    let set = h
+        .app
+        .agents
+        .set_agent(
+            &Harness::ctx("c1", Some("cli")),
+            pb::SessionSetAgentParams {
+                session_id: sid.clone(),
+                agent: None,
+                guard_turn: true,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(set.guarded);
+    h.reply(&first.request_id, json!({"ok": true, "output": "x"}))
+        .await;
+    let seen = read_until(&mut h, |s| invokes(s).len() == 1).await;
+    let second = invokes(&seen)[0].clone();
+    assert_eq!(params(&second)["name"], "never_b");
+    assert_eq!(params(&second)["guard"], "agent-switch");
+    h.reply(&second.request_id, json!({"ok": true, "output": "x"}))
+        .await;
+    read_until(&mut h, done(&turn)).await;
+
+    // The person's own next prompt ends the guard.
+    let turn = h.prompt(&sid, "use page").await;
+    let seen = read_until(&mut h, |s| invokes(s).len() == 1).await;
     let inv = invokes(&seen)[0].clone();
-    assert_eq!(params(&inv)["guard"], "agent-switch");
+    assert!(params(&inv)["guard"].is_null(), "the guard ended");
     h.reply(&inv.request_id, json!({"ok": true, "output": "x"}))
         .await;
     read_until(&mut h, done(&turn)).await;
-    h.app.host_tools.set_guard(&sid, false);
 }
 
 #[tokio::test]
@@ -954,4 +997,146 @@ fn content_keeps_the_newest_results_per_session() {
     );
     store.remove_session("s1");
     assert!(store.get("s1", &last).is_none());
+}
+
+/// `approval.ask` while `session.setAgent{guardTurn}` guards the session: asked of a person
+/// whatever the mode says, `guard: "agent-switch"`, and the answer comes back `once`,
+/// never stored.
+#[tokio::test]
+async fn a_guarded_session_asks_with_the_guard_and_keeps_the_answer_once() {
+    let (mut h, sid) = harness().await;
+    register(&h, vec![tool("page_read", "read")]).unwrap();
+    let ctx = Harness::ctx("c1", Some("cli"));
+    let turn = h.prompt(&sid, "use page").await;
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let inv = invokes(&seen)[0].clone();
+    let set = h
+        .app
+        .agents
+        .set_agent(
+            &ctx,
+            pb::SessionSetAgentParams {
+                session_id: sid.clone(),
+                agent: None,
+                guard_turn: true,
+            },
+        )
+        .await
+        .unwrap();
+    assert!(set.guarded);
+    let app = h.app.clone();
+    let p = pb::ApprovalAskParams {
+        session_id: sid.clone(),
+        tool: "repl.click".into(),
+        permission: "send".into(),
+        reason: "Click Buy".into(),
+        site: Some("https://shop.example".into()),
+        ..Default::default()
+    };
+    let c = ctx.clone();
+    // `auto` mode would allow a `send` at once; the guard makes it ask.
+    let ask = tokio::spawn(async move { app.approvals.ask(&c, p).await });
+    let seen = read_until(&mut h, |s| {
+        s.requests.iter().any(|r| r.method == "approval.request")
+    })
+    .await;
+    let req = seen
+        .requests
+        .iter()
+        .find(|r| r.method == "approval.request")
+        .unwrap()
+        .clone();
+    assert_eq!(params(&req)["guard"], "agent-switch");
+    assert_eq!(params(&req)["scopeHint"], "once");
+    h.reply(
+        &req.request_id,
+        json!({"decision": "allow", "scope": "site"}),
+    )
+    .await;
+    let r = snowpea_testkit::within(crate::testkit::WAIT, "approval.ask", ask)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (r.decision.as_str(), r.scope.as_str(), r.by.as_str()),
+        ("allow", "once", "user")
+    );
+    let listed = h
+        .app
+        .allowlist
+        .list(&ctx, pb::PermissionAllowlistListParams::default())
+        .await
+        .unwrap()
+        .patterns;
+    assert!(
+        !listed
+            .iter()
+            .any(|e| e.origin.as_deref() == Some("https://shop.example")),
+        "a guarded answer is never stored: {listed:?}"
+    );
+    h.reply(&inv.request_id, json!({"ok": true, "output": "x"}))
+        .await;
+    read_until(&mut h, done(&turn)).await;
+}
+
+/// A subagent runs its parent's host tools (`HostTools::host_session`): `tool.invoke` goes
+/// to the parent's host with the child's `sessionId` and `parentSessionId`; when the
+/// parent's origin moves to another connection, the child's tools follow it.
+#[tokio::test]
+async fn a_subagent_uses_its_parents_host_and_says_parent_session_id() {
+    let (mut h, parent) = harness().await;
+    register(&h, vec![tool("page_read", "read")]).unwrap();
+    let mut child = h
+        .app
+        .agents
+        .spawn_child(crate::agents::ChildSpec {
+            parent_session_id: parent.clone(),
+            task: "use page".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let inv = invokes(&seen)[0].clone();
+    assert_eq!(inv.connection_id, "c1", "the parent's host");
+    let p = params(&inv);
+    let child_sid = p["sessionId"].as_str().unwrap().to_owned();
+    assert_ne!(child_sid, parent);
+    assert_eq!(p["parentSessionId"], parent.as_str());
+
+    // The parent is re-hosted by another client (what `session.attach{hostToolsFrom}`
+    // does): the child's host moves with it.
+    let child_session = h.app.sessions.get(&child_sid).unwrap();
+    let parent_session = h.app.sessions.get(&parent).unwrap();
+    assert_eq!(
+        h.app.host_tools.host_session(&child_session).id,
+        parent,
+        "the child's host is its parent's"
+    );
+    h.connect("c2", Some("web")).await;
+    h.app
+        .host_tools
+        .register(
+            &Harness::ctx("c2", Some("web")),
+            pb::ToolRegisterParams {
+                tools: vec![tool("page_read", "read"), tool("page_type", "send")],
+            },
+        )
+        .unwrap();
+    parent_session.update(|r| r.host_tools_from = Some("web".into()));
+    let tools = h.app.host_tools.turn_tools(&child_session);
+    assert_eq!(tools.len(), 2, "the new host's tools: {tools:?}");
+    assert!(tools.iter().all(|t| t.connection_id == "c2"));
+
+    h.reply(
+        &inv.request_id,
+        json!({"ok": true, "output": "the page says hi"}),
+    )
+    .await;
+    let r = child
+        .wait(std::time::Duration::from_secs(20))
+        .await
+        .unwrap();
+    assert!(r.ok, "{r:?}");
+    assert!(r.result.contains("the page says hi"), "{r:?}");
 }

@@ -180,9 +180,8 @@ pub(super) fn params(
             .map(|r| r.workspace_dir.clone())
             .filter(|w| !w.is_empty())
             .unwrap_or_else(|| ctx.workdir.display().to_string()),
-        // The session's parent (subagents): the subagent component's `parent_session_id`
-        // row field goes here when it lands; every session is a root session until then.
-        parent_session_id: None,
+        // The session a subagent was delegated from (issue 19; `None` for a root session).
+        parent_session_id: row.as_ref().and_then(|r| r.parent_session_id.clone()),
         job: if origin.as_deref() == Some("schedule") {
             owner.job_of(&ctx.session_id)
         } else {

@@ -107,8 +107,6 @@ pub struct HostTools {
     registered: tokio::sync::Notify,
     /// The latest turn each session's person started (`tool.invoke.userTurn` of later turns).
     user_turns: Mutex<HashMap<String, pb::tool_invoke_params::UserTurn>>,
-    /// Sessions `session.setAgent{guardTurn}` guards (`tool.invoke.guard`, `toolInvokeGuard`).
-    guarded: Mutex<HashSet<String>>,
 }
 
 impl std::fmt::Debug for HostTools {
@@ -142,7 +140,6 @@ impl HostTools {
             jobs: Mutex::new(HashMap::new()),
             waits: Mutex::new(HashMap::new()),
             registered: tokio::sync::Notify::new(),
-            guarded: Mutex::new(HashSet::new()),
             user_turns: Mutex::new(HashMap::new()),
         });
         me.watch();
@@ -224,9 +221,11 @@ impl HostTools {
         }
     }
 
-    /// The host tools `session` may call now ([`Hosts::host_of`]), as tools of its turn.
-    pub fn turn_tools(self: &Arc<Self>, session: &Session) -> Vec<Arc<HostTool>> {
-        let Some((conn, host)) = self.hosts.host_of(&self.hub, session) else {
+    /// The host tools `session` may call now, as tools of its turn: those of the host of
+    /// [`HostTools::host_session`] ([`Hosts::host_of`]), filtered by `session`'s own agent.
+    pub fn turn_tools(self: &Arc<Self>, session: &Arc<Session>) -> Vec<Arc<HostTool>> {
+        let from = self.host_session(session);
+        let Some((conn, host)) = self.hosts.host_of(&self.hub, &from) else {
             return vec![];
         };
         let agent = session.row().agent;
@@ -237,16 +236,24 @@ impl HostTools {
             .collect()
     }
 
-    /// Marks `session_id` guarded or not (`session.setAgent{guardTurn}` sets it for the rest
-    /// of the turn and for sessions delegated from it; the person's next prompt clears it).
-    /// While set, every `tool.invoke` of the session carries `guard: "agent-switch"`.
-    pub fn set_guard(&self, session_id: &str, on: bool) {
-        let mut g = self.guarded.lock().unwrap_or_else(|e| e.into_inner());
-        if on {
-            g.insert(session_id.to_owned());
-        } else {
-            g.remove(session_id);
+    /// The session whose host `session`'s turns use: a subagent (a session with
+    /// `parentSessionId`, issue 19) inherits its parent's host — the parent's
+    /// `hostToolsFrom`, else the parent's origin connection as it is now (a parent resumed
+    /// from another connection takes its children along) — up to the root of the
+    /// delegation chain while those sessions are live; any other session is its own host.
+    pub fn host_session(&self, session: &Arc<Session>) -> Arc<Session> {
+        let mut at = session.clone();
+        for _ in 0..64 {
+            let Some(parent) = at
+                .row()
+                .parent_session_id
+                .and_then(|p| self.sessions.get(&p).ok())
+            else {
+                break;
+            };
+            at = parent;
         }
+        at
     }
 
     /// Remembers the turn `turn_id` the session's person started with `text`.
@@ -280,15 +287,6 @@ impl HostTools {
             .cloned()?;
         u.current = u.message_id == turn_id;
         Some(u)
-    }
-
-    /// `tool.invoke.guard` of `session_id`: `agent-switch` while guarded.
-    pub fn guard_of(&self, session_id: &str) -> Option<String> {
-        self.guarded
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(session_id)
-            .then(|| "agent-switch".to_owned())
     }
 
     /// Records the scheduled run behind `session_id`'s turns (`tool.invoke.job`).

@@ -237,8 +237,8 @@ impl Hosts {
     /// connection named by the session's `hostToolsFrom` (its clientId, or surface id =
     /// instanceId, or connection id) — the one with tools when several match — else the
     /// session's origin connection. `None` when that connection is not live or has no
-    /// tools. (Subagents inherit their parent's host: hook for the subagent component,
-    /// which gives the child its parent's `hostToolsFrom`.)
+    /// tools. (Subagents inherit their parent's host: callers pass
+    /// [`super::HostTools::host_session`].)
     pub fn host_of(
         &self,
         hub: &snowpea_common::bus::BusHub,

@@ -61,7 +61,11 @@ impl AgentService for AgentRpc {
     }
 
     async fn list(&self, _req: Request<()>) -> Result<Response<pb::AgentListResult>, Status> {
-        Ok(Response::new(self.app.agents.list().await?))
+        // Definitions, named agents and subagents from the agents component; the running
+        // teams from the teams component (row kind `team`).
+        let mut r = self.app.agents.list().await?;
+        r.agents.extend(self.app.teams.agent_rows().await?);
+        Ok(Response::new(r))
     }
 
     async fn spawn(

@@ -9,6 +9,7 @@
 pub mod agent;
 pub mod approval;
 pub mod backend;
+pub mod channel_internal;
 pub mod checkpoint;
 pub mod command;
 pub mod file;

@@ -46,13 +46,14 @@ use crate::store::teams::{self as table, TaskRow, TeamRow};
 use crate::store::Store;
 
 pub mod guides;
+pub mod list;
 pub mod merge;
 pub mod planner;
 mod run;
 pub mod runner;
 pub mod worktrees;
 
-pub use runner::{SessionTaskRunner, TaskResult, TaskRunner, TaskSpec};
+pub use runner::{SubagentTaskRunner, TaskResult, TaskRunner, TaskSpec};
 
 /// Most workers of one team (`n` is clamped to 1–16).
 pub const MAX_WORKERS: i64 = 16;

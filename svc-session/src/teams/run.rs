@@ -52,7 +52,21 @@ pub(super) fn board(team_id: &str, plan: &[Planned]) -> Vec<TaskRow> {
 }
 
 /// The prompt of a task for its worker.
+/// Longest part of the team's goal and of a conflict's file list repeated in a worker's
+/// prompt, characters: a worker's prompt is a subagent task and stays under
+/// [`crate::agents::spawn::MAX_TASK_CHARS`] (title ≤ 200, detail ≤ 4000, hunks ≤ 16000).
+const MAX_CONTEXT_CHARS: usize = 8_000;
+
+/// `s` cut to [`MAX_CONTEXT_CHARS`], marked when cut.
+fn clip(s: &str) -> String {
+    match s.char_indices().nth(MAX_CONTEXT_CHARS) {
+        Some((i, _)) => format!("{}… (cut)", &s[..i]),
+        None => s.to_owned(),
+    }
+}
+
 fn task_prompt(team_task: &str, t: &TaskRow) -> String {
+    let team_task = clip(team_task);
     let mut s = format!(
         "You are one worker of a team, working in your own git worktree (your current \
          directory). Do exactly this task and nothing else, editing files here; the lead \
@@ -77,7 +91,7 @@ fn conflict_prompt(t: &TaskRow, files: &[String], hunks: &str) -> String {
          both changes are kept correctly and no `<<<<<<<`, `=======` or `>>>>>>>` lines are \
          left; do not change anything else.\n\nThe conflicting hunks:\n{}",
         t.title,
-        files.join(", "),
+        clip(&files.join(", ")),
         hunks
     )
 }
@@ -328,6 +342,7 @@ impl Team {
                 .run(TaskSpec {
                     parent_session_id: self.row.session_id.clone(),
                     team_id: self.row.id.clone(),
+                    title: t.title.clone(),
                     workdir: wt.to_path_buf(),
                     prompt,
                     timeout: self.knobs.task_timeout,
@@ -446,5 +461,35 @@ impl Team {
                 self.save(&t);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_workers_prompt_stays_a_valid_subagent_task() {
+        let t = TaskRow {
+            title: "t".repeat(200),
+            detail: "d".repeat(4000),
+            ..Default::default()
+        };
+        let long_goal = "g".repeat(100_000);
+        let p = task_prompt(&long_goal, &t);
+        assert!(
+            p.chars().count() < crate::agents::spawn::MAX_TASK_CHARS,
+            "{}",
+            p.len()
+        );
+        assert!(p.contains("… (cut)"));
+        let files: Vec<String> = (0..5000).map(|i| format!("src/file{i}.rs")).collect();
+        let c = conflict_prompt(&t, &files, &"h".repeat(merge::MAX_HUNKS));
+        assert!(
+            c.chars().count() < crate::agents::spawn::MAX_TASK_CHARS,
+            "{}",
+            c.len()
+        );
+        assert_eq!(task_prompt("short goal", &t).matches("(cut)").count(), 0);
     }
 }

@@ -1,8 +1,9 @@
-//! How a team worker runs one task: the [`TaskRunner`] trait, and [`SessionTaskRunner`],
-//! which runs it as a child session of the team's lead session (kind `subagent`, workdir =
-//! the worker's worktree, mode/provider/model/host inherited from the lead) with one turn
-//! of [`Turns`] run to completion under a timeout. The subagents of `agent.spawn` are
-//! another part of issue 19; this trait is the seam where a team's task is handed to them.
+//! How a team worker runs one task: the [`TaskRunner`] trait, and [`SubagentTaskRunner`],
+//! its adapter over [`Agents::spawn_child`] — every task runs as a real subagent of the
+//! team's lead session (kind `subagent`, `parentSessionId` = the lead, workdir = the
+//! worker's worktree, mode/provider/model/host/origin inherited from the lead, `subagent.*`
+//! events on the lead, its approvals reaching the lead's people, interrupted with the lead).
+//! The team's own worker count is its concurrency limit ([`ChildSpec::team_id`]).
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -10,16 +11,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use snowpea_common::context::CallContext;
-use snowpea_proto::session::v1 as pb;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::EventLog;
-use crate::session::{SessionSetup, Sessions};
-use crate::turn::Turns;
-
-/// Session kind of a child a team worker runs (spec `session.list` `kind`).
-pub const KIND_SUBAGENT: &str = "subagent";
+use crate::agents::{Agents, ChildSpec};
 
 /// One task handed to a runner.
 #[derive(Debug, Clone)]
@@ -28,6 +22,8 @@ pub struct TaskSpec {
     pub parent_session_id: String,
     /// Team the task belongs to.
     pub team_id: String,
+    /// The task's one-line title (`subagent.*` `title`).
+    pub title: String,
     /// Where the child works (the worker's worktree).
     pub workdir: PathBuf,
     /// The child's prompt.
@@ -61,16 +57,14 @@ pub trait TaskRunner: Send + Sync {
     fn run(&self, spec: TaskSpec) -> TaskRun<'_>;
 }
 
-/// The [`TaskRunner`] over this process's sessions and turns.
+/// The [`TaskRunner`] over the agents component's child runner.
 #[derive(Debug)]
-pub struct SessionTaskRunner {
-    sessions: Arc<Sessions>,
-    turns: Arc<Turns>,
-    log: EventLog,
+pub struct SubagentTaskRunner {
+    agents: Arc<Agents>,
 }
 
-/// Longest an interrupted child may take to stop.
-const STOP_GRACE: Duration = Duration::from_secs(10);
+/// How long past its own timeout a child may take to report (its interrupt included).
+const STOP_GRACE: Duration = Duration::from_secs(30);
 
 /// The first line of `text`, at most 200 characters.
 pub fn summary_of(text: &str) -> String {
@@ -94,116 +88,65 @@ fn failed(session_id: Option<String>, why: String) -> TaskResult {
     }
 }
 
-impl SessionTaskRunner {
-    /// The runner over `sessions` and `turns`; outcomes are read from `log`.
-    pub fn new(sessions: Arc<Sessions>, turns: Arc<Turns>, log: EventLog) -> Self {
-        SessionTaskRunner {
-            sessions,
-            turns,
-            log,
-        }
+impl SubagentTaskRunner {
+    /// The runner over `agents`.
+    pub fn new(agents: Arc<Agents>) -> Self {
+        SubagentTaskRunner { agents }
     }
 
     async fn run_one(&self, spec: TaskSpec) -> TaskResult {
-        let parent = match self.sessions.get(&spec.parent_session_id) {
-            Ok(p) => p.row(),
-            Err(e) => return failed(None, format!("the team's session is gone: {e}")),
-        };
-        let ctx = CallContext::default();
-        let created = self
-            .sessions
-            .create_with(
-                &ctx,
-                pb::SessionCreateParams {
-                    workdir: spec.workdir.to_string_lossy().into_owned(),
-                    mode: Some(parent.mode.clone()),
-                    provider: parent.provider.clone(),
-                    model: parent.model.clone(),
-                    host_tools_from: parent.host_tools_from.clone(),
-                    origin_surface: Some(format!("team:{}", spec.team_id)),
-                    ..Default::default()
-                },
-                SessionSetup {
-                    kind: KIND_SUBAGENT,
-                    ..Default::default()
-                },
-            )
+        let child = self
+            .agents
+            .spawn_child(ChildSpec {
+                parent_session_id: spec.parent_session_id.clone(),
+                agent: None,
+                task: spec.prompt.clone(),
+                title: spec.title.clone(),
+                model: None,
+                workdir: Some(spec.workdir.clone()),
+                timeout: Some(spec.timeout),
+                team_id: Some(spec.team_id.clone()),
+            })
             .await;
-        let sid = match created {
-            Ok(c) => c.session_id,
-            Err(e) => return failed(None, format!("could not open the worker's session: {e}")),
+        let mut handle = match child {
+            Ok(h) => h,
+            Err(e) => return failed(None, format!("the worker's subagent did not start: {e}")),
         };
-        let result = self.drive(&sid, &spec).await;
-        if let Err(e) = self.sessions.close(&sid).await {
-            tracing::warn!(session_id = %sid, error = %e, "could not close a team worker's session");
-        }
-        result
-    }
-
-    async fn drive(&self, sid: &str, spec: &TaskSpec) -> TaskResult {
-        let Ok(session) = self.sessions.get(sid) else {
-            return failed(Some(sid.into()), "the worker's session is gone".into());
+        let limit = spec.timeout + STOP_GRACE;
+        let waited = tokio::select! {
+            r = handle.wait(limit) => r,
+            _ = spec.cancel.cancelled() => {
+                handle.cancel();
+                handle.wait(STOP_GRACE).await
+            }
         };
-        let ctx = CallContext::default();
-        let turn_id = match self
-            .turns
-            .prompt(
-                &ctx,
-                pb::SessionPromptParams {
-                    session_id: sid.to_owned(),
-                    text: spec.prompt.clone(),
-                    ..Default::default()
-                },
-            )
-            .await
-        {
-            Ok(t) => t,
-            Err(e) => {
-                return failed(
-                    Some(sid.into()),
-                    format!("the worker's turn did not start: {e}"),
+        match waited {
+            Some(r) if r.ok => TaskResult {
+                ok: true,
+                summary: summary_of(&r.result),
+                result: r.result,
+                session_id: r.session_id,
+            },
+            Some(r) if spec.cancel.is_cancelled() => {
+                failed(r.session_id, "the team was interrupted".into())
+            }
+            Some(r) => failed(r.session_id, r.result),
+            None => {
+                handle.cancel();
+                failed(
+                    None,
+                    format!(
+                        "the worker's subagent {} did not report within {} s",
+                        handle.agent_id,
+                        limit.as_secs()
+                    ),
                 )
             }
-        };
-        let mut idle = session.idle.subscribe();
-        let stopped = tokio::select! {
-            r = tokio::time::timeout(spec.timeout, idle.wait_for(|i| *i)) => match r {
-                Ok(_) => None,
-                Err(_) => Some(format!("the task took longer than {} s and was interrupted", spec.timeout.as_secs())),
-            },
-            _ = spec.cancel.cancelled() => Some("the team was interrupted".to_owned()),
-        };
-        if stopped.is_some() {
-            let _ = self.turns.interrupt(sid);
-            let _ = tokio::time::timeout(STOP_GRACE, idle.wait_for(|i| *i)).await;
-        }
-        let _ = self.log.flush().await;
-        let events: Vec<(String, serde_json::Value)> = self
-            .log
-            .after(sid, 0)
-            .await
-            .unwrap_or_default()
-            .into_iter()
-            .map(|e| (e.kind, e.payload))
-            .collect();
-        let o = crate::runs::outcome(&events, &turn_id);
-        if let Some(why) = stopped {
-            return failed(Some(sid.into()), why);
-        }
-        if o.status == "finished" {
-            TaskResult {
-                ok: true,
-                summary: summary_of(&o.text),
-                result: o.text,
-                session_id: Some(sid.into()),
-            }
-        } else {
-            failed(Some(sid.into()), format!("{}: {}", o.status, o.error))
         }
     }
 }
 
-impl TaskRunner for SessionTaskRunner {
+impl TaskRunner for SubagentTaskRunner {
     fn run(&self, spec: TaskSpec) -> TaskRun<'_> {
         Box::pin(self.run_one(spec))
     }

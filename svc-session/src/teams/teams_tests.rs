@@ -392,11 +392,7 @@ async fn measure() {
         // Sequential: the same prompts, one child session and turn each, in a plain folder.
         let plain = h.workdir.parent().unwrap().join("plain");
         std::fs::create_dir_all(&plain).unwrap();
-        let runner = super::SessionTaskRunner::new(
-            h.app.sessions.clone(),
-            h.app.turns.clone(),
-            h.app.events.clone(),
-        );
+        let runner = super::SubagentTaskRunner::new(h.app.agents.clone());
         let started = Instant::now();
         for i in 0..N {
             let r = super::TaskRunner::run(
@@ -404,6 +400,7 @@ async fn measure() {
                 super::TaskSpec {
                     parent_session_id: sid.clone(),
                     team_id: "seq".into(),
+                    title: format!("file-{i:02}-task"),
                     workdir: plain.clone(),
                     prompt: format!("Task: file-{i:02}-task"),
                     timeout: Duration::from_secs(60),
@@ -512,4 +509,117 @@ async fn the_team_command_starts_and_reports_teams() {
         std::fs::read_to_string(h.workdir.join("README")).unwrap(),
         "tidy\n"
     );
+}
+
+/// A team's tasks run as real subagents of the lead (`subagent.*` on the lead, rows in
+/// `agent.list` next to the team's own row), the team's worker count is its concurrency
+/// (the lead's `maxConcurrent` of 1 does not throttle 4 workers), and interrupting the
+/// team interrupts them.
+#[tokio::test]
+async fn team_tasks_are_subagents_limited_by_the_workers_only() {
+    let plan = json!({"tasks": (0..4).map(|i| json!({"id": format!("h{i}"), "title": format!("hold the line {i}")})).collect::<Vec<_>>()});
+    let h = Harness::new(json!({"steps": [
+        {"match": "the held team job", "text": plan.to_string()},
+        {"match": "hold the line", "delaySec": 60, "text": "late", "repeat": true}
+    ], "default": {"text": "ok"}}))
+    .await;
+    let top = h.workdir.join("held");
+    repo(&top, &[("README", "r\n")]);
+    let ctx = Harness::ctx("c1", Some("cli"));
+    h.connect("c1", Some("cli")).await;
+    let sid = h
+        .app
+        .sessions
+        .create(
+            &ctx,
+            pb::SessionCreateParams {
+                workdir: top.to_string_lossy().into_owned(),
+                mode: Some("auto".into()),
+                max_concurrent: Some(1),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .session_id;
+    let team = h
+        .app
+        .teams
+        .start(
+            &ctx,
+            pb::TeamStartParams {
+                n: 4,
+                session_id: sid.clone(),
+                task: "the held team job".into(),
+            },
+        )
+        .await
+        .unwrap()
+        .team_id;
+    let running = snowpea_testkit::eventually(
+        std::time::Duration::from_secs(30),
+        "four subagents of the lead running at once",
+        || async {
+            let rows: Vec<_> = h
+                .app
+                .agents
+                .list()
+                .await
+                .unwrap()
+                .agents
+                .into_iter()
+                .filter(|r| {
+                    r.kind == "subagent"
+                        && r.parent_session_id.as_deref() == Some(sid.as_str())
+                        && r.status.as_deref() == Some("running")
+                })
+                .collect();
+            (rows.len() == 4).then_some(rows)
+        },
+    )
+    .await;
+    for r in &running {
+        let child = h
+            .app
+            .sessions
+            .get(r.session_id.as_deref().unwrap())
+            .unwrap();
+        assert_eq!(child.row().parent_session_id.as_deref(), Some(sid.as_str()));
+        assert!(child.workdir().starts_with(top.join(".snowpea/worktrees")));
+    }
+    let rows = h.app.teams.agent_rows().await.unwrap();
+    let row = rows
+        .iter()
+        .find(|r| r.name == team)
+        .expect("the team's row");
+    assert_eq!(row.kind, "team");
+    assert_eq!(row.session_id.as_deref(), Some(sid.as_str()));
+    assert_eq!(row.status.as_deref(), Some("running"));
+    assert_eq!(row.stages.len(), 4);
+
+    h.app.teams.interrupt_session(&sid);
+    let s = snowpea_testkit::eventually(
+        std::time::Duration::from_secs(30),
+        "the team interrupted",
+        || async {
+            let s = h
+                .app
+                .teams
+                .status(pb::TeamStatusParams {
+                    team_id: team.clone(),
+                })
+                .await
+                .unwrap();
+            (s.state != "running").then_some(s)
+        },
+    )
+    .await;
+    assert_eq!(s.state, "interrupted");
+    assert!(h
+        .app
+        .agents
+        .running()
+        .iter()
+        .all(|r| r.parent_session_id != sid));
+    assert!(h.app.teams.agent_rows().await.unwrap().is_empty());
 }

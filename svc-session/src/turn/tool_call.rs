@@ -145,12 +145,12 @@ impl Turns {
         Arc::new(crate::tools::TurnFacts {
             origin,
             user_turn,
-            // `agent-switch` while `session.setAgent{guardTurn}` guards the session
-            // (`HostTools::set_guard`).
+            // `agent-switch` while `session.setAgent{guardTurn}` guards the session or a
+            // session it was delegated from (`Agents::is_guarded`, the one source).
             guard: self
-                .host_tools
-                .as_ref()
-                .and_then(|h| h.guard_of(&session.id)),
+                .agents()
+                .is_some_and(|a| a.is_guarded(session))
+                .then(|| crate::agents::set_agent::GUARD_AGENT_SWITCH.to_owned()),
             attachments,
         })
     }

@@ -1,0 +1,60 @@
+//! `ChannelInternalService.ResolveChannel` (issue 22 with issue 19; svc-chat asks it, never
+//! the gateway): the session a chat channel bound to a named agent with `agent.bindChannel`
+//! talks to — the agent's own session ([`Agents::named_session`], re-opened under its id
+//! when it was closed), so every conversation on the channel keeps one session. A channel
+//! no agent is bound to answers an empty `sessionId` (svc-chat then uses its own binding's
+//! session).
+
+use snowpea_proto::session::v1 as pb;
+
+use super::named::PLATFORMS;
+use super::Agents;
+use crate::error::{Error, Result};
+
+impl Agents {
+    /// Resolves `platform`:`channel` (module doc). Errors: an unknown platform or an empty
+    /// channel (`invalid_params` on `params.platform` / `params.channel`); a binding whose
+    /// agent was deleted since answers empty.
+    pub async fn resolve_channel(
+        &self,
+        p: pb::ResolveChannelRequest,
+    ) -> Result<pb::ResolveChannelReply> {
+        let platform = p.platform.trim();
+        if !PLATFORMS.contains(&platform) {
+            return Err(Error::invalid(
+                "params.platform",
+                format!(
+                    "unknown platform {platform:?}; one of {}",
+                    PLATFORMS.join(", ")
+                ),
+            ));
+        }
+        let channel = p.channel.trim();
+        if channel.is_empty() {
+            return Err(Error::invalid("params.channel", "must not be empty"));
+        }
+        let key = format!("{platform}:{channel}");
+        let Some(binding) = self
+            .bindings()
+            .await?
+            .into_iter()
+            .find(|b| b.channel == key)
+        else {
+            return Ok(pb::ResolveChannelReply::default());
+        };
+        match self.named_session(&binding.name).await {
+            Ok(session) => {
+                tracing::info!(channel = %key, agent = %binding.name, session_id = %session.id, "chat channel routed to its named agent");
+                Ok(pb::ResolveChannelReply {
+                    session_id: session.id.clone(),
+                    agent: binding.name,
+                })
+            }
+            Err(Error::NotFound(why)) => {
+                tracing::warn!(channel = %key, agent = %binding.name, %why, "channel bound to an agent that is gone");
+                Ok(pb::ResolveChannelReply::default())
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
