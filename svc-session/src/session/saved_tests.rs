@@ -202,7 +202,6 @@ async fn children_report_the_roots_attachments_and_go_with_it() {
         .session_id;
     let listed = |sid: &str| pb::SessionAttachmentsParams {
         session_id: sid.to_owned(),
-        ..Default::default()
     };
     let of_root = h.app.turns.attachments(listed(&root)).await.unwrap();
     assert_eq!(of_root.attachments.len(), 1);
