@@ -65,6 +65,8 @@ pub const CAPABILITIES: &[&str] = &[
     "batchedFileTools",
     "toolInvokeGuard",
     "lsp",
+    "sessionAttachments",
+    "sessionContinue",
 ];
 
 #[cfg(test)]
