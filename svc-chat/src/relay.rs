@@ -298,7 +298,10 @@ impl Relay {
         });
     }
 
-    async fn approval(&self, chat: &Arc<Chat>, params: Value) -> Result<Value, RpcError> {
+    /// The `requestId` of a server → client request (`approval.request`, `question.request`)
+    /// and the (binding, channel) conversation of its `sessionId`; `not_found` when svc-chat
+    /// holds no conversation for that session.
+    fn request_target(&self, params: &Value) -> Result<(String, String, String), RpcError> {
         let session_id = params
             .get("sessionId")
             .and_then(Value::as_str)
@@ -314,6 +317,11 @@ impl Relay {
                 "svc-chat holds no conversation for this session",
             )
         })?;
+        Ok((request_id, binding_id, channel))
+    }
+
+    async fn approval(&self, chat: &Arc<Chat>, params: Value) -> Result<Value, RpcError> {
+        let (request_id, binding_id, channel) = self.request_target(&params)?;
         let tool = params
             .get("tool")
             .and_then(Value::as_str)
@@ -349,21 +357,7 @@ impl Relay {
     }
 
     async fn question(&self, chat: &Arc<Chat>, params: Value) -> Result<Value, RpcError> {
-        let session_id = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let request_id = params
-            .get("requestId")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let (binding_id, channel) = self.conversation_of(session_id).ok_or_else(|| {
-            RpcError::with_code(
-                "not_found",
-                "svc-chat holds no conversation for this session",
-            )
-        })?;
+        let (request_id, binding_id, channel) = self.request_target(&params)?;
         let questions = params
             .get("questions")
             .and_then(Value::as_array)
