@@ -211,7 +211,15 @@ test("RpcError codes: unauthorized, invalid_params, not_found, method_not_found,
   const notYet = Object.entries(protocol.methods).find(
     ([, m]) => m.direction === "clientToServer" && !m.implemented,
   );
-  assert.ok(notYet, "every method is implemented; no not_implemented probe left");
+  // Since every client → server method of 1.25.0 answers, there may be none left to probe:
+  // then the declaration itself must say so (no method is `not yet` in protocol.json).
+  if (!notYet) {
+    assert.ok(
+      Object.values(protocol.methods).every((m) => m.direction !== "clientToServer" || m.implemented),
+      "no probe although a method is declared not implemented",
+    );
+    return;
+  }
   const { sessionId } = await client.createSession({ workdir: suite.workdir });
   const unimpl = await rpcError(client.request(notYet[0], { sessionId }));
   assert.equal(unimpl.dataCode, "not_implemented", notYet[0]);
