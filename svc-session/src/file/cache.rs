@@ -252,3 +252,51 @@ async fn blocking<T: Send + 'static>(
     .map_err(|_| Error::Unavailable(format!("listing {} took too long", workdir.display())))?
     .map_err(|e| Error::Internal(anyhow::anyhow!("file.complete listing: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn backdate(dir: &Path) {
+        let old = SystemTime::now() - Duration::from_secs(3600);
+        std::fs::File::open(dir).unwrap().set_modified(old).unwrap();
+    }
+
+    /// A quiet tree is not re-listed; a changed one is, but no sooner than the backoff
+    /// allows unless the caller is waiting anyway.
+    #[test]
+    fn checks_re_list_only_changed_trees_and_back_off() {
+        let t = tempfile::tempdir().unwrap();
+        let w = t.path();
+        std::fs::create_dir_all(w.join("d")).unwrap();
+        std::fs::write(w.join("d/f.rs"), "x").unwrap();
+        backdate(&w.join("d"));
+        backdate(w);
+        let timing = Timing {
+            check_every: Duration::from_secs(3600),
+            ..Default::default()
+        };
+        let first = list_now(w);
+        assert!(matches!(check(w, &first, timing, false), Checked::Same));
+        std::fs::write(w.join("d/g.rs"), "x").unwrap();
+        assert!(matches!(
+            check(w, &first, timing, false),
+            Checked::Later(at) if at >= first.listed_at + timing.check_every
+        ));
+        let Checked::New(second) = check(w, &first, timing, true) else {
+            panic!("a changed tree is re-listed when the caller waits");
+        };
+        let paths: Vec<&str> = second.index.iter().map(|c| c.path()).collect();
+        assert_eq!(paths, ["d", "d/f.rs", "d/g.rs"]);
+        // Older than relist_every: re-listed even though nothing changed.
+        let due = Timing {
+            check_every: Duration::ZERO,
+            relist_every: Duration::ZERO,
+            ..timing
+        };
+        backdate(&w.join("d"));
+        let quiet = list_now(w);
+        assert!(matches!(check(w, &quiet, timing, true), Checked::Same));
+        assert!(matches!(check(w, &quiet, due, true), Checked::New(_)));
+    }
+}
