@@ -381,3 +381,46 @@ async fn bench_file_complete_on_a_100k_file_tree() {
         lat.len()
     );
 }
+
+/// The cache answers from its listing and picks up created and removed files in the
+/// background (here checked on every call), without a restart and without waiting on the
+/// request path.
+#[tokio::test]
+async fn created_and_removed_files_show_up_after_a_background_check() {
+    use snowpea_testkit::assert_eventually;
+    let h = Harness::new(json!({})).await;
+    let w = h.workdir.join("live");
+    touch(&w, "src/a.rs", "x");
+    let files = crate::file::Files::with_timing(
+        h.app.sessions.registry().clone(),
+        crate::file::cache::Timing {
+            check_every: std::time::Duration::ZERO,
+            ..Default::default()
+        },
+    );
+    let names = |q: &'static str| {
+        let files = &files;
+        let w = w.clone();
+        async move {
+            files
+                .complete(pb::FileCompleteParams {
+                    query: q.into(),
+                    workdir: Some(w.to_string_lossy().into_owned()),
+                    ..Default::default()
+                })
+                .await
+                .unwrap()
+                .entries
+                .into_iter()
+                .map(|e| e.path)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(names("src/").await, ["src/a.rs"]);
+    touch(&w, "src/b.rs", "x");
+    assert_eventually!(names("src/").await == ["src/a.rs", "src/b.rs"]);
+    std::fs::remove_file(w.join("src/a.rs")).unwrap();
+    touch(&w, "lib/c.rs", "x");
+    assert_eventually!(names("src/").await == ["src/b.rs"]);
+    assert_eventually!(names("c.r").await == ["lib/c.rs", "src/b.rs"]);
+}

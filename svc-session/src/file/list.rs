@@ -9,6 +9,8 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::Duration;
 
+use super::index::Index;
+
 /// Directory names never listed, wherever they are.
 pub const SKIPPED: &[&str] = &[".git", "node_modules", ".venv", "__pycache__"];
 
@@ -19,73 +21,27 @@ pub const MAX_CANDIDATES: usize = 1_000_000;
 /// Longest a listing (git or walk) may take.
 pub const LIST_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// One candidate: a path relative to the workdir, `/`-separated, without a trailing `/`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
-    /// Relative path.
-    pub path: Box<str>,
-    /// Byte offset of the basename in `path`.
-    pub base: u32,
-    /// True for a directory.
-    pub is_dir: bool,
-    /// Lower-case copy of `path` for case-insensitive matching.
-    pub lower: Box<str>,
-    /// Byte offset of the basename in `lower` (lower-casing may change byte lengths, so it
-    /// can differ from `base`).
-    pub lower_base: u32,
-}
-
-impl Candidate {
-    fn new(path: &str, is_dir: bool) -> Candidate {
-        let base = path.rfind('/').map(|i| i + 1).unwrap_or(0) as u32;
-        let lower = path.to_lowercase();
-        let lower_base = lower.rfind('/').map(|i| i + 1).unwrap_or(0) as u32;
-        Candidate {
-            lower: lower.into(),
-            lower_base,
-            path: path.into(),
-            base,
-            is_dir,
-        }
-    }
-
-    /// The last component.
-    pub fn basename(&self) -> &str {
-        &self.path[self.base as usize..]
-    }
-
-    /// A file candidate (tests of the ranking).
-    #[cfg(test)]
-    pub(crate) fn for_test(path: &str) -> Candidate {
-        Candidate::new(path, false)
-    }
-
-    /// The lower-case basename.
-    pub fn lower_basename(&self) -> &str {
-        &self.lower[self.lower_base as usize..]
-    }
-
-    /// The directory part (`""` at the top level).
-    pub fn parent(&self) -> &str {
-        self.path[..self.base as usize].trim_end_matches('/')
-    }
-}
-
 fn skipped(path: &str) -> bool {
     path.split('/').any(|c| SKIPPED.contains(&c))
 }
 
-/// Every candidate under `workdir` (canonical), sorted by path. Blocking: runs `git` or
-/// walks the tree.
-pub fn list(workdir: &Path) -> Vec<Candidate> {
-    let mut out = match git_files(workdir) {
-        Some(files) => with_parents(files),
-        None => walk(workdir),
+/// How a listing was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// `git ls-files` inside a work tree.
+    Git,
+    /// The ignore-aware walk.
+    Walk,
+}
+
+/// Every candidate under `workdir` (canonical) as a prepared [`Index`], and how it was
+/// listed. Blocking: runs `git` or walks the tree.
+pub fn list(workdir: &Path) -> (Index, Source) {
+    let (entries, source) = match git_files(workdir) {
+        Some(files) => (with_parents(files), Source::Git),
+        None => (walk(workdir), Source::Walk),
     };
-    out.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-    out.dedup_by(|a, b| a.path == b.path);
-    out.truncate(MAX_CANDIDATES);
-    out
+    (Index::new(entries, MAX_CANDIDATES), source)
 }
 
 /// `git ls-files` of the workdir, or `None` when it is not inside a work tree (or git is
@@ -140,7 +96,7 @@ fn git_files(workdir: &Path) -> Option<Vec<String>> {
 }
 
 /// Files plus every directory above them.
-fn with_parents(files: Vec<String>) -> Vec<Candidate> {
+fn with_parents(files: Vec<String>) -> Vec<(String, bool)> {
     let mut dirs: HashSet<&str> = HashSet::new();
     for f in &files {
         let mut p = f.as_str();
@@ -151,13 +107,14 @@ fn with_parents(files: Vec<String>) -> Vec<Candidate> {
             }
         }
     }
-    let mut out: Vec<Candidate> = dirs.iter().map(|d| Candidate::new(d, true)).collect();
-    out.extend(files.iter().map(|f| Candidate::new(f, false)));
+    let mut out: Vec<(String, bool)> = dirs.iter().map(|d| (d.to_string(), true)).collect();
+    drop(dirs);
+    out.extend(files.into_iter().map(|f| (f, false)));
     out
 }
 
 /// A walk honouring ignore files, outside a git work tree.
-fn walk(workdir: &Path) -> Vec<Candidate> {
+fn walk(workdir: &Path) -> Vec<(String, bool)> {
     let deadline = std::time::Instant::now() + LIST_TIMEOUT;
     let walker = ignore::WalkBuilder::new(workdir)
         .hidden(false)
@@ -179,7 +136,7 @@ fn walk(workdir: &Path) -> Vec<Candidate> {
         };
         let Some(rel) = rel.to_str() else { continue };
         let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-        out.push(Candidate::new(rel, is_dir));
+        out.push((rel.to_owned(), is_dir));
     }
     out
 }

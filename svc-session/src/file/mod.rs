@@ -2,53 +2,48 @@
 //! and directory paths under a session's workdir (or a given `workdir`).
 //!
 //! The candidates of a workdir ([`list`]: `git ls-files` inside a repository, an
-//! ignore-aware walk outside one) are cached for [`CACHE_TTL`] and then refreshed in the
-//! background while calls keep answering from the previous listing (up to [`MAX_STALE`]), so
-//! typing a path costs one listing and then a scan of the cached list per keystroke
-//! ([`rank`]); see
-//! docs/PERFORMANCE.md "file.complete". Directories are answered with a trailing `/`; files
-//! with their size in bytes.
+//! ignore-aware walk outside one) are kept as a prepared [`index::Index`] in a per-workdir
+//! [`cache`], checked in the background for changes ([`stamp`]) and re-read only when the
+//! tree changed, so typing a path costs one listing and then a scan of the prepared index
+//! per keystroke ([`rank`]); see docs/PERFORMANCE.md "file.complete". Directories are
+//! answered with a trailing `/`; files with their size in bytes.
 
-use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use snowpea_proto::session::v1 as pb;
 
 use crate::error::{Error, Result};
 use crate::session::{check_workdir, Registry};
 
+pub mod cache;
+pub mod index;
 pub mod list;
 pub mod rank;
+pub mod stamp;
 
-/// How long a workdir's listing is reused as it is.
-pub const CACHE_TTL: Duration = Duration::from_secs(5);
-/// After [`CACHE_TTL`] and up to this age a call still answers from the listing at once
-/// while one refresh runs in the background; an older listing is re-read first.
-pub const MAX_STALE: Duration = Duration::from_secs(120);
-/// Most workdirs whose listing is kept at once.
-const CACHE_WORKDIRS: usize = 8;
 /// `limit` when none is given.
 pub const DEFAULT_LIMIT: usize = 30;
 /// Largest `limit`.
 pub const MAX_LIMIT: usize = 200;
 
-type Listing = Arc<Vec<list::Candidate>>;
-
 /// `file.complete` with its per-workdir listing cache.
 #[derive(Debug)]
 pub struct Files {
     registry: Registry,
-    cache: Arc<Mutex<Cache>>,
+    cache: cache::Cache,
 }
 
 impl Files {
     /// The component, resolving sessions through `registry`.
     pub fn new(registry: Registry) -> Self {
+        Self::with_timing(registry, cache::Timing::default())
+    }
+
+    /// The component with its own cache `timing` (tests).
+    pub fn with_timing(registry: Registry, timing: cache::Timing) -> Self {
         Files {
             registry,
-            cache: Arc::default(),
+            cache: cache::Cache::new(timing),
         }
     }
 
@@ -56,7 +51,8 @@ impl Files {
     /// (live or saved), else `workdir` (absolute, existing); `limit` defaults to 30 and is
     /// clamped to 1–200. Errors: `not_found` for an unknown session; `invalid_params` naming
     /// `params.sessionId` (neither given), `params.workdir` (not an absolute directory) or
-    /// `params.query` (a query that climbs out of the workdir, or an absolute one outside it).
+    /// `params.query` (a query that climbs out of the workdir, or an absolute one outside it);
+    /// `unavailable` when listing the tree takes too long.
     pub async fn complete(&self, p: pb::FileCompleteParams) -> Result<pb::FileCompleteResult> {
         let workdir = self.workdir(&p).await?;
         let query = relative_query(&workdir, &p.query)?;
@@ -64,13 +60,14 @@ impl Files {
             .limit
             .map(|l| l.clamp(1, MAX_LIMIT as i64) as usize)
             .unwrap_or(DEFAULT_LIMIT);
-        let listing = self.listing(&workdir).await?;
+        let listing = self.cache.get(&workdir).await?;
         let root = workdir.clone();
         let (entries, truncated) = tokio::task::spawn_blocking(move || {
-            let (picked, more) = rank::rank(&listing, &query, limit);
+            let index = &listing.index;
+            let (picked, more) = rank::rank(index, &query, limit);
             let entries = picked
                 .into_iter()
-                .filter_map(|i| entry(&root, &listing[i]))
+                .filter_map(|i| entry(&root, index.get(i)))
                 .collect::<Vec<_>>();
             (entries, more)
         })
@@ -97,84 +94,6 @@ impl Files {
             )),
         }
     }
-
-    async fn listing(&self, workdir: &Path) -> Result<Listing> {
-        let now = Instant::now();
-        let cached = {
-            let cache = lock(&self.cache);
-            cache.entries.get(workdir).cloned()
-        };
-        if let Some((at, l)) = cached {
-            let age = now.duration_since(at);
-            if age < CACHE_TTL {
-                return Ok(l);
-            }
-            if age < MAX_STALE {
-                // Answer from the stale listing at once; one refresh runs behind it.
-                self.refresh_later(workdir);
-                return Ok(l);
-            }
-        }
-        let listing = list_now(workdir).await?;
-        store(&self.cache, workdir, listing.clone());
-        Ok(listing)
-    }
-
-    fn refresh_later(&self, workdir: &Path) {
-        if !lock(&self.cache).refreshing.insert(workdir.to_path_buf()) {
-            return;
-        }
-        let cache = self.cache.clone();
-        let dir = workdir.to_path_buf();
-        tokio::spawn(async move {
-            match list_now(&dir).await {
-                Ok(l) => store(&cache, &dir, l),
-                Err(e) => {
-                    tracing::warn!(error = %e, workdir = %dir.display(), "file.complete refresh failed")
-                }
-            }
-            lock(&cache).refreshing.remove(&dir);
-        });
-    }
-}
-
-#[derive(Debug, Default)]
-struct Cache {
-    entries: HashMap<PathBuf, (Instant, Listing)>,
-    refreshing: std::collections::HashSet<PathBuf>,
-}
-
-fn lock(m: &Mutex<Cache>) -> std::sync::MutexGuard<'_, Cache> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-async fn list_now(workdir: &Path) -> Result<Listing> {
-    let dir = workdir.to_path_buf();
-    tokio::time::timeout(
-        list::LIST_TIMEOUT + Duration::from_secs(5),
-        tokio::task::spawn_blocking(move || Arc::new(list::list(&dir))),
-    )
-    .await
-    .map_err(|_| Error::Unavailable(format!("listing {} took too long", workdir.display())))?
-    .map_err(|e| Error::Internal(anyhow::anyhow!("file.complete listing: {e}")))
-}
-
-fn store(cache: &Mutex<Cache>, workdir: &Path, listing: Listing) {
-    let now = Instant::now();
-    let mut c = lock(cache);
-    c.entries
-        .retain(|_, (at, _)| now.duration_since(*at) < MAX_STALE);
-    if c.entries.len() >= CACHE_WORKDIRS && !c.entries.contains_key(workdir) {
-        if let Some(oldest) = c
-            .entries
-            .iter()
-            .min_by_key(|(_, (at, _))| *at)
-            .map(|(k, _)| k.clone())
-        {
-            c.entries.remove(&oldest);
-        }
-    }
-    c.entries.insert(workdir.to_path_buf(), (now, listing));
 }
 
 /// The query relative to the workdir, `/`-separated: the directory part with `.` and inner
@@ -240,18 +159,18 @@ fn relative_query(workdir: &Path, query: &str) -> Result<String> {
 }
 
 /// The answer entry of a candidate (`None` for a file that vanished since the listing).
-fn entry(root: &Path, c: &list::Candidate) -> Option<pb::file_complete_result::Entry> {
-    if c.is_dir {
+fn entry(root: &Path, c: index::Candidate<'_>) -> Option<pb::file_complete_result::Entry> {
+    if c.is_dir() {
         return Some(pb::file_complete_result::Entry {
             kind: "dir".into(),
-            path: format!("{}/", c.path),
+            path: format!("{}/", c.path()),
             size: None,
         });
     }
-    let meta = std::fs::symlink_metadata(root.join(&*c.path)).ok()?;
+    let meta = std::fs::symlink_metadata(root.join(c.path())).ok()?;
     Some(pb::file_complete_result::Entry {
         kind: "file".into(),
-        path: c.path.to_string(),
+        path: c.path().to_owned(),
         size: Some(meta.len() as i64),
     })
 }
