@@ -352,3 +352,64 @@ async fn resolve_channel_answers_the_bound_agents_session() {
         assert_eq!(refused_field(e).0, field);
     }
 }
+
+/// `session.create{agent}` loads the definition's persona (the row keeps the name) and
+/// refuses an unknown or malformed one on `params.agent`, creating nothing.
+#[tokio::test]
+async fn session_create_with_an_agent_runs_as_its_definition() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    define(&h, "reviewer", "tools: [read_file]\n");
+    define(&h, "broken", "tools: 7\n");
+    let ctx = Harness::ctx("c1", Some("cli"));
+    let create = |agent: &str| pb::SessionCreateParams {
+        workdir: h.workdir.to_string_lossy().into_owned(),
+        mode: Some("accept".into()),
+        agent: Some(agent.into()),
+        ..Default::default()
+    };
+    let before = h
+        .app
+        .sessions
+        .list(Default::default())
+        .await
+        .unwrap()
+        .sessions
+        .len();
+    for bad in ["nope", "broken", "../x"] {
+        let e = h
+            .app
+            .agents
+            .create_session(&ctx, create(bad))
+            .await
+            .unwrap_err();
+        assert_eq!(refused_field(e).0, "params.agent", "{bad}");
+    }
+    let after = h
+        .app
+        .sessions
+        .list(Default::default())
+        .await
+        .unwrap()
+        .sessions
+        .len();
+    assert_eq!(before, after, "a refused create creates nothing");
+    let sid = h
+        .app
+        .agents
+        .create_session(&ctx, create("reviewer"))
+        .await
+        .unwrap()
+        .session_id;
+    let row = h.app.sessions.get(&sid).unwrap().row();
+    assert_eq!(row.agent.as_deref(), Some("reviewer"));
+    let profile = h
+        .app
+        .agents
+        .turn_profile(&h.app.sessions.get(&sid).unwrap())
+        .await;
+    assert_eq!(
+        profile.definition.map(|d| d.name).as_deref(),
+        Some("reviewer"),
+        "the persona is loaded for its turns"
+    );
+}

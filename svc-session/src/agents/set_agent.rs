@@ -231,3 +231,47 @@ impl Agents {
         }
     }
 }
+
+impl Agents {
+    /// `session.create{agent}` ("named agent whose persona to load"): the definition must be
+    /// visible from the new session's workdir — an unknown or malformed one is
+    /// `invalid_params` on `params.agent` and nothing is created; the session then runs as
+    /// that definition exactly as after `session.setAgent` (the row keeps the name). Without
+    /// `agent` (or with an empty one) this is a plain [`crate::session::Sessions::create`].
+    pub async fn create_session(
+        self: &Arc<Self>,
+        ctx: &CallContext,
+        p: pb::SessionCreateParams,
+    ) -> crate::error::Result<pb::SessionCreateResult> {
+        let Some(name) = p
+            .agent
+            .as_deref()
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_owned)
+        else {
+            return self.sessions.create(ctx, p).await;
+        };
+        let skills = self.skills.clone();
+        let workdir = Some(std::path::PathBuf::from(&p.workdir)).filter(|w| w.is_absolute());
+        let wanted = name.clone();
+        crate::skills::blocking(move || {
+            super::definitions::find(&skills, workdir.as_deref(), "params.agent", &wanted)
+        })
+        .await
+        .map_err(|e| match e {
+            crate::error::Error::NotFound(why) => crate::error::Error::invalid("params.agent", why),
+            other => other,
+        })?;
+        self.sessions
+            .create_with(
+                ctx,
+                p,
+                crate::session::SessionSetup {
+                    agent: Some(name),
+                    ..Default::default()
+                },
+            )
+            .await
+    }
+}

@@ -41,7 +41,10 @@ impl SessionService for SessionRpc {
         let ctx = CallContext::of(&req);
         self.app.settings.reload_if_changed().await;
         Ok(Response::new(
-            self.app.sessions.create(&ctx, req.into_inner()).await?,
+            self.app
+                .agents
+                .create_session(&ctx, req.into_inner())
+                .await?,
         ))
     }
 
