@@ -396,6 +396,12 @@ pub async fn resolve_channel(
         channel: channel.to_owned(),
         workdir: workdir.to_owned(),
         origin_surface: surface(binding, channel),
+        agent: binding
+            .target
+            .get("agent")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
     });
     req.set_timeout(std::time::Duration::from_secs(2));
     match tokio::time::timeout(

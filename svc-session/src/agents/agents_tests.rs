@@ -318,6 +318,7 @@ async fn resolve_channel_answers_the_bound_agents_session() {
         channel: channel.into(),
         workdir: h.workdir.to_string_lossy().into_owned(),
         origin_surface: format!("gateway:{platform}:{channel}"),
+        agent: String::new(),
     };
     let r = h
         .app
@@ -343,6 +344,20 @@ async fn resolve_channel_answers_the_bound_agents_session() {
     for (p, c) in [("telegram", "43"), ("slack", "42")] {
         let r = h.app.agents.resolve_channel(ask(p, c)).await.unwrap();
         assert_eq!(r, pb::ResolveChannelReply::default(), "{p}:{c}");
+    }
+    // A `gateway.bind{target:{agent}}` binding names the agent: a named one answers with its
+    // own session even for a channel `agent.bindChannel` never bound; a plain name, nothing.
+    for (agent, want) in [("helper", named.session_id.as_str()), ("nobody", "")] {
+        let r = h
+            .app
+            .agents
+            .resolve_channel(pb::ResolveChannelRequest {
+                agent: agent.into(),
+                ..ask("slack", "C9")
+            })
+            .await
+            .unwrap();
+        assert_eq!(r.session_id, want, "{agent}");
     }
     for (p, c, field) in [
         ("fax", "1", "params.platform"),

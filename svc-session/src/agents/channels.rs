@@ -3,7 +3,8 @@
 //! talks to — the agent's own session ([`Agents::named_session`], re-opened under its id
 //! when it was closed), so every conversation on the channel keeps one session. A channel
 //! no agent is bound to answers an empty `sessionId` (svc-chat then uses its own binding's
-//! session).
+//! session). A channel with no such binding, resolved for a `gateway.bind{target:{agent}}`
+//! binding (`agent` in the request), goes to that named agent's session the same way.
 
 use snowpea_proto::session::v1 as pb;
 
@@ -34,24 +35,28 @@ impl Agents {
             return Err(Error::invalid("params.channel", "must not be empty"));
         }
         let key = format!("{platform}:{channel}");
-        let Some(binding) = self
+        let bound = self
             .bindings()
             .await?
             .into_iter()
             .find(|b| b.channel == key)
-        else {
+            .map(|b| b.name);
+        // Else the agent a `gateway.bind{target:{agent}}` binding names, when it is a named
+        // agent (a plain definition has no session of its own: svc-chat creates one with it).
+        let asked = Some(p.agent.trim().to_owned()).filter(|a| !a.is_empty());
+        let Some(name) = bound.or(asked) else {
             return Ok(pb::ResolveChannelReply::default());
         };
-        match self.named_session(&binding.name).await {
+        match self.named_session(&name).await {
             Ok(session) => {
-                tracing::info!(channel = %key, agent = %binding.name, session_id = %session.id, "chat channel routed to its named agent");
+                tracing::info!(channel = %key, agent = %name, session_id = %session.id, "chat channel routed to its named agent");
                 Ok(pb::ResolveChannelReply {
                     session_id: session.id.clone(),
-                    agent: binding.name,
+                    agent: name,
                 })
             }
             Err(Error::NotFound(why)) => {
-                tracing::warn!(channel = %key, agent = %binding.name, %why, "channel bound to an agent that is gone");
+                tracing::debug!(channel = %key, agent = %name, %why, "no named agent for the channel");
                 Ok(pb::ResolveChannelReply::default())
             }
             Err(e) => Err(e),
