@@ -71,3 +71,6 @@ pub const CAPABILITIES: &[&str] = &[
 
 #[cfg(test)]
 pub(crate) mod testkit;
+
+#[cfg(test)]
+mod input_bounds_tests;

@@ -36,6 +36,9 @@ use crate::permissions::{self, Verdict};
 use crate::session::Session;
 use crate::tools::ToolPlan;
 
+/// Longest `approval.ask` `tool` name, characters (it becomes an allowlist pattern).
+pub const MAX_TOOL_CHARS: usize = 128;
+
 /// The tool and reason code of a local dev server navigation.
 pub const DEV_SERVER_TOOL: &str = "repl.navigate";
 /// `args.reasonCode` of a local dev server navigation.
@@ -150,6 +153,12 @@ impl Approvals {
         })?;
         if p.tool.trim().is_empty() {
             return Err(Error::invalid("params.tool", "must not be empty"));
+        }
+        if p.tool.chars().count() > MAX_TOOL_CHARS {
+            return Err(Error::invalid(
+                "params.tool",
+                format!("must be at most {MAX_TOOL_CHARS} characters"),
+            ));
         }
         if p.reason.trim().is_empty() {
             return Err(Error::invalid("params.reason", "must not be empty"));

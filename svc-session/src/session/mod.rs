@@ -674,7 +674,7 @@ impl Sessions {
                 agent: row.agent.clone(),
                 job_id: row.job_id.clone(),
                 last_activity_at: row.last_activity_at.clone(),
-                last_prompt: row.last_prompt.clone(),
+                last_prompt: row.last_prompt.as_deref().map(clip_prompt),
                 mode: row.mode.clone(),
                 model: row.model_in_use.clone().or(row.model.clone()),
                 origin_surface: row.origin_surface.clone(),
@@ -866,3 +866,14 @@ impl Sessions {
 #[cfg(test)]
 #[path = "session_tests.rs"]
 mod tests;
+
+/// Most characters of `lastPrompt` a session listing carries (a prompt can be megabytes).
+pub const LAST_PROMPT_CHARS: usize = 500;
+
+/// `text` cut to [`LAST_PROMPT_CHARS`] characters, with `…` when cut.
+pub fn clip_prompt(text: &str) -> String {
+    match text.char_indices().nth(LAST_PROMPT_CHARS) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_owned(),
+    }
+}

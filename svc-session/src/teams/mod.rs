@@ -169,6 +169,15 @@ impl Teams {
         if task.is_empty() {
             return Err(Error::invalid("params.task", "must not be empty"));
         }
+        if task.chars().count() > crate::agents::spawn::MAX_TASK_CHARS {
+            return Err(Error::invalid(
+                "params.task",
+                format!(
+                    "must be at most {} characters",
+                    crate::agents::spawn::MAX_TASK_CHARS
+                ),
+            ));
+        }
         let workers = p.n.clamp(1, MAX_WORKERS);
         let workdir = session.workdir();
         let top = worktrees::repository(&workdir).await.map_err(|why| {

@@ -29,6 +29,9 @@ use crate::session::Session;
 /// The `clientKind` of the headless command plane (`snowpea cmd`).
 pub const HEADLESS_CLIENT_KIND: &str = "cli";
 
+/// Longest `command.run` `name`, characters (longer than any command, skill or plugin name).
+pub const MAX_COMMAND_NAME_CHARS: usize = 128;
+
 impl Turns {
     /// `command.run`: starts the command as a turn of the session (queued behind a running
     /// turn like any prompt) and returns its id. A call from a `cli` client is on the
@@ -44,6 +47,12 @@ impl Turns {
             return Err(Error::invalid(
                 "params.name",
                 "must be a command name without spaces",
+            ));
+        }
+        if name.chars().count() > MAX_COMMAND_NAME_CHARS {
+            return Err(Error::invalid(
+                "params.name",
+                format!("must be at most {MAX_COMMAND_NAME_CHARS} characters"),
             ));
         }
         let headless = ctx.client_kind.as_deref() == Some(HEADLESS_CLIENT_KIND);

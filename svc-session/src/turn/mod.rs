@@ -31,7 +31,7 @@ use crate::tools::Tools;
 
 pub mod agent;
 pub mod busy;
-mod command;
+pub mod command;
 pub mod handback;
 pub mod history;
 mod hooks;
