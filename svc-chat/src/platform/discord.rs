@@ -19,8 +19,8 @@ use tokio_tungstenite::tungstenite::Message;
 
 use super::http::{self, CallError};
 use super::{
-    AdapterConfig, Attachment, Backoff, Button, ButtonAck, ConnKey, Handled, Inbound, InboundKind,
-    Outbound, Running, Sink,
+    AdapterConfig, Backoff, Button, ButtonAck, ConnKey, Handled, Inbound, InboundKind, Outbound,
+    Running, Sink,
 };
 use crate::binding::Credential;
 
@@ -382,41 +382,21 @@ impl Gateway {
             return Handled::Done;
         }
         let text = d.get("content").and_then(Value::as_str).unwrap_or("");
-        let mut attachments = Vec::new();
-        let mut skipped = Vec::new();
-        let cap = self.config.max_attachment_bytes;
-        for a in d
-            .get("attachments")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .take(10)
-        {
-            let name = a
-                .get("filename")
-                .and_then(Value::as_str)
-                .unwrap_or("file")
-                .to_owned();
-            let size = a.get("size").and_then(Value::as_u64).unwrap_or(0);
-            let Some(url) = a.get("url").and_then(Value::as_str) else {
-                continue;
-            };
-            if size > cap {
-                skipped.push(format!("{name}: larger than {cap} bytes"));
-                continue;
-            }
-            match http::download(&self.out.http, url, None, cap).await {
-                Ok(bytes) => attachments.push(Attachment {
-                    name,
-                    mime: a
-                        .get("content_type")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    bytes,
-                }),
-                Err(e) => skipped.push(format!("{name}: {e}")),
-            }
-        }
+        let (attachments, skipped) = http::attachments(
+            &self.out.http,
+            d.get("attachments"),
+            http::FileKeys {
+                name: "filename",
+                url: "url",
+                size: "size",
+                mime: "content_type",
+                untrusted: "",
+            },
+            self.config.max_attachment_bytes,
+            None,
+            |_| true,
+        )
+        .await;
         let handled = self
             .sink
             .inbound(

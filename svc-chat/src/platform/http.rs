@@ -160,3 +160,70 @@ pub async fn download(
     }
     Ok(bytes)
 }
+
+/// The JSON keys of one platform's file objects (Discord `attachments[]`, Slack `files[]`).
+#[derive(Debug, Clone, Copy)]
+pub struct FileKeys {
+    /// The file name (`"file"` when missing).
+    pub name: &'static str,
+    /// The download URL.
+    pub url: &'static str,
+    /// The announced size in bytes, when the platform gives one.
+    pub size: &'static str,
+    /// The MIME type.
+    pub mime: &'static str,
+    /// Why a file whose URL is not trusted is left out.
+    pub untrusted: &'static str,
+}
+
+/// Downloads the first 10 `files` of an inbound message: each at most `cap` bytes, with
+/// `auth` as the Authorization header, only from URLs `trusted` accepts. Answers the
+/// attachments and one `"<name>: <why>"` line per file left out (too large, untrusted URL,
+/// a failed download); a file without a URL is ignored.
+pub async fn attachments(
+    client: &reqwest::Client,
+    files: Option<&serde_json::Value>,
+    keys: FileKeys,
+    cap: u64,
+    auth: Option<&str>,
+    trusted: impl Fn(&str) -> bool,
+) -> (Vec<super::Attachment>, Vec<String>) {
+    use serde_json::Value;
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    for f in files
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .take(10)
+    {
+        let name = f
+            .get(keys.name)
+            .and_then(Value::as_str)
+            .unwrap_or("file")
+            .to_owned();
+        let Some(url) = f.get(keys.url).and_then(Value::as_str) else {
+            continue;
+        };
+        if f.get(keys.size)
+            .and_then(Value::as_u64)
+            .is_some_and(|s| s > cap)
+        {
+            skipped.push(format!("{name}: larger than {cap} bytes"));
+            continue;
+        }
+        if !trusted(url) {
+            skipped.push(format!("{name}: {}", keys.untrusted));
+            continue;
+        }
+        match download(client, url, auth, cap).await {
+            Ok(bytes) => out.push(super::Attachment {
+                name,
+                mime: f.get(keys.mime).and_then(Value::as_str).map(str::to_owned),
+                bytes,
+            }),
+            Err(e) => skipped.push(format!("{name}: {e}")),
+        }
+    }
+    (out, skipped)
+}

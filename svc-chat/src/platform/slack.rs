@@ -319,56 +319,31 @@ impl Socket {
     }
 
     async fn files(&self, event: &Value) -> (Vec<Attachment>, Vec<String>) {
-        let cap = self.config.max_attachment_bytes;
         let auth = format!("Bearer {}", self.out.bot_token);
-        let mut out = Vec::new();
-        let mut skipped = Vec::new();
-        for f in event
-            .get("files")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .take(10)
-        {
-            let name = f
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("file")
-                .to_owned();
-            let Some(url) = f.get("url_private").and_then(Value::as_str) else {
-                continue;
-            };
-            if f.get("size")
-                .and_then(Value::as_u64)
-                .is_some_and(|s| s > cap)
-            {
-                skipped.push(format!("{name}: larger than {cap} bytes"));
-                continue;
-            }
+        let api_host = url::Url::parse(&self.out.base)
+            .ok()
+            .and_then(|b| b.host_str().map(str::to_owned));
+        http::attachments(
+            &self.out.http,
+            event.get("files"),
+            http::FileKeys {
+                name: "name",
+                url: "url_private",
+                size: "size",
+                mime: "mimetype",
+                untrusted: "not a Slack file URL",
+            },
+            self.config.max_attachment_bytes,
+            Some(&auth),
             // The bot token goes only to Slack's file host (or the configured API host).
-            let trusted = url::Url::parse(url).ok().is_some_and(|u| {
-                u.scheme() == "https" && u.host_str() == Some("files.slack.com")
-                    || u.host_str().is_some()
-                        && u.host_str()
-                            == url::Url::parse(&self.out.base)
-                                .ok()
-                                .as_ref()
-                                .and_then(|b| b.host_str())
-            });
-            if !trusted {
-                skipped.push(format!("{name}: not a Slack file URL"));
-                continue;
-            }
-            match http::download(&self.out.http, url, Some(&auth), cap).await {
-                Ok(bytes) => out.push(Attachment {
-                    name,
-                    mime: f.get("mimetype").and_then(Value::as_str).map(str::to_owned),
-                    bytes,
-                }),
-                Err(e) => skipped.push(format!("{name}: {e}")),
-            }
-        }
-        (out, skipped)
+            |url| {
+                url::Url::parse(url).ok().is_some_and(|u| {
+                    u.scheme() == "https" && u.host_str() == Some("files.slack.com")
+                        || u.host_str().is_some() && u.host_str() == api_host.as_deref()
+                })
+            },
+        )
+        .await
     }
 }
 
