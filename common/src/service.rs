@@ -150,23 +150,26 @@ pub async fn with_health_and_reflection(
     services: &[&str],
 ) -> anyhow::Result<Routes> {
     let (reporter, health) = tonic_health::server::health_reporter();
-    let mut v1 = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(snowpea_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
-    let mut v1alpha = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(snowpea_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET);
-    for s in services {
-        v1 = v1.with_service_name(*s);
-        v1alpha = v1alpha.with_service_name(*s);
-    }
-    v1 = v1.with_service_name("grpc.health.v1.Health");
-    v1alpha = v1alpha.with_service_name("grpc.health.v1.Health");
-    let v1 = v1.build_v1().context("build reflection v1")?;
-    let v1alpha = v1alpha
-        .build_v1alpha()
-        .context("build reflection v1alpha")?;
-
+    let mut names: Vec<String> = services.iter().map(|s| (*s).to_owned()).collect();
+    names.push("grpc.health.v1.Health".to_owned());
+    let v1 = {
+        let names = names.clone();
+        reflection::Lazy::new(move || {
+            let mut b = reflection_builder();
+            for n in &names {
+                b = b.with_service_name(n.clone());
+            }
+            b.build_v1().expect("the embedded descriptor sets decode")
+        })
+    };
+    let v1alpha = reflection::Lazy::new(move || {
+        let mut b = reflection_builder();
+        for n in &names {
+            b = b.with_service_name(n.clone());
+        }
+        b.build_v1alpha()
+            .expect("the embedded descriptor sets decode")
+    });
     let routes = routes
         .add_service(health)
         .add_service(v1)
@@ -180,6 +183,78 @@ pub async fn with_health_and_reflection(
         .set_service_status("", ServingStatus::Serving)
         .await;
     Ok(routes)
+}
+
+/// The reflection builder with the protocol's and the health service's descriptors.
+fn reflection_builder() -> tonic_reflection::server::Builder<'static> {
+    tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(snowpea_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+}
+
+/// Server reflection built on its first call.
+///
+/// Building a reflection server decodes the whole descriptor set with its comments (twice:
+/// v1 and v1alpha); done at start, that left ≈ 1–4 MB of heap in every service for a
+/// service only `grpcurl` calls (issue 14 "Memory"). [`Lazy`] builds it when the first
+/// reflection request arrives, then serves every request with it.
+mod reflection {
+    use std::convert::Infallible;
+    use std::sync::{Arc, OnceLock};
+    use std::task::{Context, Poll};
+
+    use tonic::body::Body;
+    use tonic::server::NamedService;
+
+    /// A gRPC service `S` made by `make` on the first request (see the module docs).
+    pub struct Lazy<S> {
+        cell: Arc<OnceLock<S>>,
+        make: Arc<dyn Fn() -> S + Send + Sync>,
+    }
+
+    impl<S> Clone for Lazy<S> {
+        fn clone(&self) -> Self {
+            Lazy {
+                cell: self.cell.clone(),
+                make: self.make.clone(),
+            }
+        }
+    }
+
+    impl<S> Lazy<S> {
+        /// A service that calls `make` once, on its first request.
+        pub fn new(make: impl Fn() -> S + Send + Sync + 'static) -> Self {
+            Lazy {
+                cell: Arc::new(OnceLock::new()),
+                make: Arc::new(make),
+            }
+        }
+    }
+
+    impl<S: NamedService> NamedService for Lazy<S> {
+        const NAME: &'static str = S::NAME;
+    }
+
+    impl<S> tower::Service<http::Request<Body>> for Lazy<S>
+    where
+        S: tower::Service<http::Request<Body>, Error = Infallible> + Clone,
+    {
+        type Response = S::Response;
+        type Error = Infallible;
+        type Future = S::Future;
+
+        // The generated reflection servers are always ready (their `poll_ready` returns
+        // `Ready(Ok)` without looking at anything), so readiness is checked on the clone
+        // that serves the call.
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+            let mut svc = self.cell.get_or_init(|| (self.make)()).clone();
+            svc.call(req)
+        }
+    }
 }
 
 /// Serves `services` on the unix socket with health and reflection until `shutdown`

@@ -20,6 +20,7 @@
 //!   `sdk/src/protocol.ts`) and [`protocol_json`], served at `GET /protocol.json`.
 
 pub mod codec;
+pub mod descriptor;
 pub mod error;
 pub mod gen;
 pub mod implemented;
@@ -49,8 +50,29 @@ pub const WS_PATH: &str = "/ws";
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/snowpea_descriptor.bin"));
 
-/// The decoded descriptor pool of [`FILE_DESCRIPTOR_SET`] (built once).
+/// The decoded descriptor pool of [`FILE_DESCRIPTOR_SET`] (built once), without the proto
+/// source comments: every message, field, enum and custom option, which is all the gateway's
+/// routing and transcoding and the services' call table need.
+///
+/// The comments (`SourceCodeInfo`, one location per declaration) are dropped before the pool
+/// is built: decoded, they took ≈ 11 MB of heap in every process that touched the pool
+/// (issue 14 "Memory"; this pool ≈ 0.2 MB). The documentation generators read them from
+/// [`documented_pool`] instead.
 pub fn descriptor_pool() -> &'static prost_reflect::DescriptorPool {
+    static POOL: std::sync::LazyLock<prost_reflect::DescriptorPool> =
+        std::sync::LazyLock::new(|| {
+            let set = descriptor::without_source_info(FILE_DESCRIPTOR_SET)
+                .expect("embedded descriptor set is well-formed protobuf");
+            prost_reflect::DescriptorPool::decode(set.as_slice())
+                .expect("embedded descriptor set decodes")
+        });
+    &POOL
+}
+
+/// [`FILE_DESCRIPTOR_SET`] decoded whole, with the proto comments (built once, on first
+/// use). Only the documentation side reads it — `gen-protocol` and the descriptions of
+/// [`schema::Schema`] — so a running service or gateway never holds it.
+pub fn documented_pool() -> &'static prost_reflect::DescriptorPool {
     static POOL: std::sync::LazyLock<prost_reflect::DescriptorPool> =
         std::sync::LazyLock::new(|| {
             prost_reflect::DescriptorPool::decode(FILE_DESCRIPTOR_SET)

@@ -3,7 +3,7 @@
 //! `gen-protocol` documents from it, so a method is declared exactly once: in proto.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use prost_reflect::{
     DescriptorPool, EnumValueDescriptor, ExtensionDescriptor, FieldDescriptor, MessageDescriptor,
@@ -49,11 +49,15 @@ pub struct MethodSpec {
     pub grpc_path: String,
     /// The rpc descriptor.
     pub method: MethodDescriptor,
-    /// Leading comment of the rpc: the spec's description.
-    pub description: String,
 }
 
 impl MethodSpec {
+    /// Leading comment of the rpc: the spec's description (read from
+    /// [`crate::documented_pool`] on first use).
+    pub fn description(&self) -> String {
+        schema().comment_of(self.method.parent_file().name(), self.method.path())
+    }
+
     /// Params message.
     pub fn input(&self) -> MessageDescriptor {
         self.method.input()
@@ -71,8 +75,41 @@ pub struct ErrorCodeSpec {
     pub wire: String,
     /// Numeric JSON-RPC `error.code`.
     pub jsonrpc_code: i32,
-    /// Meaning (leading comment).
-    pub description: String,
+    /// The enum value's file and descriptor path (where its comment is).
+    at: (String, Vec<i32>),
+}
+
+impl ErrorCodeSpec {
+    /// Meaning (leading comment of the enum value, read from [`crate::documented_pool`] on
+    /// first use).
+    pub fn description(&self) -> String {
+        schema().comment_of(&self.at.0, &self.at.1)
+    }
+}
+
+/// The proto comments by (file, descriptor path): cleaned ([`clean`]) and as written.
+#[derive(Debug, Default)]
+struct Comments {
+    cleaned: HashMap<(String, Vec<i32>), String>,
+    raw: HashMap<(String, Vec<i32>), String>,
+}
+
+impl Comments {
+    fn load(pool: &DescriptorPool) -> Comments {
+        let mut c = Comments::default();
+        for file in pool.files() {
+            if let Some(info) = &file.file_descriptor_proto().source_code_info {
+                for loc in &info.location {
+                    if let Some(text) = &loc.leading_comments {
+                        let key = (file.name().to_owned(), loc.path.clone());
+                        c.cleaned.insert(key.clone(), clean(text));
+                        c.raw.insert(key, text.clone());
+                    }
+                }
+            }
+        }
+        c
+    }
 }
 
 /// The whole protocol as declared in proto.
@@ -88,10 +125,11 @@ pub struct Schema {
     pub error_codes: Vec<ErrorCodeSpec>,
     /// Capability names declared by `snowpea.system.v1.Capability` (empty if absent).
     pub capabilities: Vec<String>,
-    comments: HashMap<(String, Vec<i32>), String>,
-    /// The same comments as written, before [`clean`] drops the machine notes
-    /// (`spec type:`, `int64:`); read by [`Schema::spec_type_of`].
-    raw_comments: HashMap<(String, Vec<i32>), String>,
+    /// The proto comments, loaded from [`crate::documented_pool`] the first time a
+    /// description is asked for (only the documentation generators do), so a running
+    /// process never holds them. The raw ones keep the machine notes (`spec type:`,
+    /// `int64:`) that [`clean`] drops; [`Schema::spec_type_of`] reads them.
+    comments: OnceLock<Comments>,
 }
 
 /// Names of the custom options (extensions) in `snowpea/rpc/v1/options.proto`.
@@ -270,28 +308,13 @@ impl Schema {
         let wire = ext(pool, opt::WIRE);
         let jsonrpc_code = ext(pool, opt::JSONRPC_CODE);
 
-        let mut comments = HashMap::new();
-        let mut raw_comments = HashMap::new();
-        for file in pool.files() {
-            if let Some(info) = &file.file_descriptor_proto().source_code_info {
-                for loc in &info.location {
-                    if let Some(c) = &loc.leading_comments {
-                        let key = (file.name().to_owned(), loc.path.clone());
-                        comments.insert(key.clone(), clean(c));
-                        raw_comments.insert(key, c.clone());
-                    }
-                }
-            }
-        }
-
         let mut schema = Schema {
             methods: BTreeMap::new(),
             notifications: BTreeMap::new(),
             event_kinds: BTreeMap::new(),
             error_codes: Vec::new(),
             capabilities: Vec::new(),
-            comments,
-            raw_comments,
+            comments: OnceLock::new(),
         };
 
         for service in pool.services() {
@@ -311,7 +334,6 @@ impl Schema {
                     Some(3) => Direction::ClientNotification,
                     _ => Direction::ClientToServer,
                 };
-                let description = schema.comment_of(method.parent_file().name(), method.path());
                 schema.methods.insert(
                     name.clone(),
                     MethodSpec {
@@ -321,7 +343,6 @@ impl Schema {
                         owner: owner.clone(),
                         grpc_path: format!("/{}/{}", service.full_name(), method.name()),
                         method,
-                        description,
                     },
                 );
             }
@@ -345,7 +366,7 @@ impl Schema {
                 schema.error_codes.push(ErrorCodeSpec {
                     wire: w,
                     jsonrpc_code: code,
-                    description: schema.comment_of(value.parent_file().name(), value.path()),
+                    at: (value.parent_file().name().to_owned(), value.path().to_vec()),
                 });
             }
         }
@@ -357,7 +378,8 @@ impl Schema {
 
     /// Leading comment at a descriptor path of a file ("" when none).
     pub fn comment_of(&self, file: &str, path: &[i32]) -> String {
-        self.comments
+        self.comments()
+            .cleaned
             .get(&(file.to_owned(), path.to_vec()))
             .cloned()
             .unwrap_or_default()
@@ -378,12 +400,18 @@ impl Schema {
     /// field carries one. `gen-protocol` prints it instead of deriving a type.
     pub fn spec_type_of(&self, f: &FieldDescriptor) -> Option<String> {
         let raw = self
-            .raw_comments
+            .comments()
+            .raw
             .get(&(f.parent_file().name().to_owned(), f.path().to_vec()))?;
         raw.lines()
             .find_map(|l| l.trim().strip_prefix("spec type:"))
             .map(|t| t.trim().to_owned())
             .filter(|t| !t.is_empty())
+    }
+
+    fn comments(&self) -> &Comments {
+        self.comments
+            .get_or_init(|| Comments::load(crate::documented_pool()))
     }
 
     /// Looks up a method by JSON-RPC name.

@@ -122,6 +122,8 @@ Usage: snowpea-bench [--calls N] [--chunks N] [--memories N]
     --peer-params J   its params as JSON (default {})
     --peer-init J     a request sent first on each connection, {\"method\",\"params\"}
     --suite-env K=V   extra environment of the suite's processes (repeatable)
+    --baseline DIR    also measure the suite built in DIR (e.g. a copy of the previous
+                      release build's binaries) in the same rounds: before/after
   --echo-server PORT  serve the echo floor on 127.0.0.1:PORT (used by --compare)
   -h, --help    print this help
 
@@ -162,6 +164,7 @@ async fn main() {
             peer_method: arg_str("--peer-method").unwrap_or_else(|| "thread/loaded/list".into()),
             peer_params: json_arg("--peer-params").unwrap_or_else(|| json!({})),
             peer_init: json_arg("--peer-init"),
+            baseline: arg_str("--baseline").map(std::path::PathBuf::from),
             suite_env: args_all("--suite-env")
                 .into_iter()
                 .map(|kv| match kv.split_once('=') {

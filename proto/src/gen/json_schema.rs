@@ -24,8 +24,8 @@ pub fn render(schema: &Schema) -> Value {
     for m in schema.methods.values() {
         let mut entry = Map::new();
         entry.insert("direction".into(), json!(direction_name(m.direction)));
-        entry.insert("summary".into(), json!(first_sentence(&m.description)));
-        entry.insert("description".into(), json!(one_line(&m.description)));
+        entry.insert("summary".into(), json!(first_sentence(&m.description())));
+        entry.insert("description".into(), json!(one_line(&m.description())));
         if let Some(since) = &m.since {
             entry.insert("since".into(), json!(since));
         }
@@ -58,7 +58,7 @@ pub fn render(schema: &Schema) -> Value {
         .map(|c| {
             (
                 c.wire.clone(),
-                json!({"jsonrpcCode": c.jsonrpc_code, "meaning": one_line(&c.description)}),
+                json!({"jsonrpcCode": c.jsonrpc_code, "meaning": one_line(&c.description())}),
             )
         })
         .collect();

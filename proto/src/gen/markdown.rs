@@ -116,7 +116,7 @@ fn method_index(out: &mut String, schema: &Schema) {
                 &m.name,
                 m.direction.arrow(),
                 status(&m.name),
-                &one_line(&m.description),
+                &one_line(&m.description()),
             ],
         );
     }
@@ -138,8 +138,8 @@ fn methods(out: &mut String, schema: &Schema) {
     for m in schema.methods.values() {
         let _ = writeln!(out, "### {}\n", m.name);
         let _ = writeln!(out, "Direction: {}\n", m.direction.arrow());
-        if !m.description.is_empty() {
-            let _ = writeln!(out, "{}\n", m.description);
+        if !m.description().is_empty() {
+            let _ = writeln!(out, "{}\n", m.description());
         }
         let _ = writeln!(out, "#### Params\n");
         field_table(out, schema, &m.input(), "No params (send {}).");
@@ -182,7 +182,7 @@ fn error_codes(out: &mut String, schema: &Schema) {
     let mut codes: Vec<_> = schema.error_codes.iter().collect();
     codes.sort_by(|a, b| a.wire.cmp(&b.wire));
     for c in codes {
-        table_row(out, &[&c.wire, &one_line(&c.description)]);
+        table_row(out, &[&c.wire, &one_line(&c.description())]);
     }
     out.push('\n');
 }

@@ -68,7 +68,7 @@ pub fn render(schema: &Schema) -> String {
     for m in schema.methods.values() {
         let base = pascal(&m.name);
         let dir = m.direction.arrow();
-        let doc = format!("Params of `{}` ({dir}). {}", m.name, m.description);
+        let doc = format!("Params of `{}` ({dir}). {}", m.name, m.description());
         interface(
             &mut out,
             schema,
@@ -329,8 +329,8 @@ fn errors_and_capabilities(out: &mut String, schema: &Schema) {
          export const ERROR_CODES = {{"
     );
     for c in &codes {
-        if !c.description.is_empty() {
-            jsdoc(out, "  ", &super::types::one_line(&c.description));
+        if !c.description().is_empty() {
+            jsdoc(out, "  ", &super::types::one_line(&c.description()));
         }
         let _ = writeln!(out, "  {}: {},", c.wire, c.jsonrpc_code);
     }

@@ -8,7 +8,10 @@
 //! * the hop: p50 / p99 / p999 of the target's trivial method and calls/s, one client
 //!   calling sequentially and 8 clients at once (own connections);
 //! * idle memory: RSS, PSS and anonymous memory of every process of the target's tree
-//!   (`/proc/PID/smaps_rollup`), per process and in total.
+//!   (`/proc/PID/smaps_rollup`), per process and in total; for a suite also the tree's
+//!   RSS and PSS after one 5,000-chunk turn in each of six sessions;
+//! * `--baseline DIR`: a second build of the suite (its binaries in DIR) measured in the
+//!   same rounds, for before/after figures of a change.
 //!
 //! The suite is `snowpea supervisor start --foreground` on a fresh temp home (scripted
 //! provider) and its method `session.list` (gateway → svc-session). The peer is any command
@@ -41,6 +44,10 @@ const WAIT: Duration = Duration::from_secs(30);
 const KNOCK_EVERY: Duration = Duration::from_millis(2);
 /// Concurrent clients of the second hop measurement.
 const CLIENTS: usize = 8;
+/// Sessions of the "after turns" memory measurement, one turn each.
+const TURN_SESSIONS: usize = 6;
+/// Content chunks the scripted provider streams in each of those turns.
+const TURN_CHUNKS: usize = 5_000;
 
 /// What `--compare` was asked to do.
 pub struct Opts {
@@ -59,13 +66,22 @@ pub struct Opts {
     /// Extra environment of the suite's processes (`--suite-env K=V`, repeatable), to
     /// compare settings such as `TOKIO_WORKER_THREADS` without a rebuild.
     pub suite_env: Vec<(String, String)>,
+    /// Another build of the suite to measure in the same rounds (`--baseline DIR`: the
+    /// directory holding its `snowpea` and service binaries, e.g. a copy of the previous
+    /// release build), printed as the column `baseline` with the ratio snowpea/baseline.
+    pub baseline: Option<PathBuf>,
 }
 
 /// One daemon to measure.
 #[derive(Clone)]
 enum Target {
-    /// The suite: the supervisor and its children, with this extra environment.
-    Suite(Vec<(String, String)>),
+    /// The suite: the supervisor and its children from the binaries in `bin`, with this
+    /// extra environment; `name` is its column.
+    Suite {
+        name: String,
+        bin: PathBuf,
+        env: Vec<(String, String)>,
+    },
     /// A command with `{port}`; `method`/`params` its trivial call, `init` its handshake.
     Command {
         name: String,
@@ -79,7 +95,7 @@ enum Target {
 impl Target {
     fn name(&self) -> &str {
         match self {
-            Target::Suite(_) => "snowpea",
+            Target::Suite { name, .. } => name,
             Target::Command { name, .. } => name,
         }
     }
@@ -104,7 +120,7 @@ struct Protocol {
 
 fn protocol(target: &Target, token: &str) -> Protocol {
     match target {
-        Target::Suite(_) => Protocol {
+        Target::Suite { .. } => Protocol {
             handshake: Some((
                 "system.hello".into(),
                 json!({"token": token, "clientVersion": "snowpea-bench", "protocolVersion": snowpea_sdk::PROTOCOL_VERSION}),
@@ -189,21 +205,22 @@ fn free_port() -> u16 {
 fn spawn(target: &Target) -> Running {
     let port = free_port();
     match target {
-        Target::Suite(env) => {
+        Target::Suite { bin, env, .. } => {
             let home = tempfile::tempdir().expect("temp home");
             let h = snowpea_common::home::Home::new(home.path());
             h.ensure_dirs().expect("home dirs");
             let token = h.ensure_token().expect("token");
             let script = home.path().join("script.json");
-            std::fs::write(&script, br#"{"steps": [], "default": {"text": "ok"}}"#).unwrap();
-            let bin = snowpea_e2e::bin_dir();
+            let text: String = (0..TURN_CHUNKS).map(|i| format!("w{i} ")).collect();
+            let steps = json!({"steps": [{"match": "stream", "repeat": true, "text": text}], "default": {"text": "ok"}});
+            std::fs::write(&script, steps.to_string()).unwrap();
             let child = Command::new(bin.join("snowpea"))
                 .args(["supervisor", "start", "--foreground", "--port"])
                 .arg(port.to_string())
                 .arg("--home")
                 .arg(home.path())
                 .env("SNOWPEA_PROVIDER", format!("fake:{}", script.display()))
-                .env("SNOWPEA_BIN_DIR", &bin)
+                .env("SNOWPEA_BIN_DIR", bin)
                 .env("SNOWPEA_UPDATE_INDEX_URL", "http://127.0.0.1:9/snowpea")
                 .env("SNOWPEA_STOP_GRACE_MS", "2000")
                 .envs(env.iter().map(|(k, v)| (k, v)))
@@ -476,8 +493,55 @@ async fn round(target: &Target, calls: usize) -> Figures {
     f.values.insert("hop p99, 8 clients (ms)", many.p99);
     f.values.insert("hop p999, 8 clients (ms)", many.p999);
     f.values.insert("calls/s, 8 clients", many.per_sec);
+    if let Target::Suite { .. } = target {
+        let (rss, pss) = after_turns(&r).await;
+        f.values.insert(
+            "memory after 6 × 5,000-chunk turns, RSS (MB)",
+            rss as f64 / 1024.0,
+        );
+        f.values.insert(
+            "memory after 6 × 5,000-chunk turns, PSS (MB)",
+            pss as f64 / 1024.0,
+        );
+    }
     stop(r).await;
     f
+}
+
+/// Memory of the suite's tree (RSS, PSS in kB) after one [`TURN_CHUNKS`]-chunk turn in each
+/// of [`TURN_SESSIONS`] new sessions (one after another, every event durable and streamed to
+/// this client), one second after the last turn ended.
+async fn after_turns(r: &Running) -> (u64, u64) {
+    let opts = snowpea_sdk::ConnectOptions::new(r.port, r.token.clone()).with_call_timeout(WAIT);
+    let client = snowpea_sdk::Client::connect(opts)
+        .await
+        .expect("connect for the turns");
+    let workdir = tempfile::tempdir().expect("workdir");
+    for _ in 0..TURN_SESSIONS {
+        let sid = client
+            .create_session(workdir.path(), Some("plan"))
+            .await
+            .expect("session.create");
+        let out = client
+            .prompt_and_collect(&sid, "stream please", Duration::from_secs(120))
+            .await
+            .expect("a streamed turn");
+        assert!(
+            out.events
+                .iter()
+                .filter(|e| e.kind == "message.delta")
+                .count()
+                > 0,
+            "the turn streamed nothing"
+        );
+    }
+    client.close().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let root = r.child.id().expect("pid") as i32;
+    tree(root)
+        .into_iter()
+        .filter_map(|(pid, _)| smaps(pid))
+        .fold((0, 0), |(r, p), m| (r + m.0, p + m.1))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -491,7 +555,22 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// `--compare`: see the module documentation.
 pub async fn run(opts: Opts) {
     let me = std::env::current_exe().expect("current exe");
-    let mut targets = vec![Target::Suite(opts.suite_env.clone())];
+    let mut targets = vec![Target::Suite {
+        name: "snowpea".into(),
+        bin: snowpea_e2e::bin_dir(),
+        env: opts.suite_env.clone(),
+    }];
+    if let Some(dir) = &opts.baseline {
+        if !dir.join("snowpea").is_file() {
+            eprintln!("--baseline {}: no snowpea binary there", dir.display());
+            std::process::exit(2);
+        }
+        targets.push(Target::Suite {
+            name: "baseline".into(),
+            bin: dir.clone(),
+            env: opts.suite_env.clone(),
+        });
+    }
     if !opts.suite_env.is_empty() {
         println!("suite environment: {:?}", opts.suite_env);
     }
@@ -546,26 +625,40 @@ pub async fn run(opts: Opts) {
 
 fn print_table(targets: &[Target], all: &[Vec<Figures>]) {
     let keys: Vec<&'static str> = all[0][0].values.keys().copied().collect();
-    let mut header = format!("{:<40}", "measure (median of rounds)");
+    let mut header = format!("{:<46}", "measure (median of rounds)");
     for t in targets {
         header.push_str(&format!(" {:>12}", t.name()));
     }
     let peer = targets.iter().position(|t| t.name() == "peer");
+    let baseline = targets.iter().position(|t| t.name() == "baseline");
     if peer.is_some() {
         header.push_str(&format!(" {:>14}", "snowpea/peer"));
+    }
+    if baseline.is_some() {
+        header.push_str(&format!(" {:>16}", "snowpea/baseline"));
     }
     println!("{header}");
     for key in keys {
         let med: Vec<f64> = all
             .iter()
-            .map(|rounds| median(rounds.iter().map(|f| f.values[key]).collect()))
+            .map(|rounds| {
+                median(
+                    rounds
+                        .iter()
+                        .filter_map(|f| f.values.get(key).copied())
+                        .collect(),
+                )
+            })
             .collect();
-        let mut line = format!("{key:<40}");
+        let mut line = format!("{key:<46}");
         for m in &med {
             line.push_str(&format!(" {m:>12.3}"));
         }
         if let Some(p) = peer {
             line.push_str(&format!(" {:>13.2}x", med[0] / med[p]));
+        }
+        if let Some(b) = baseline {
+            line.push_str(&format!(" {:>15.2}x", med[0] / med[b]));
         }
         println!("{line}");
     }
