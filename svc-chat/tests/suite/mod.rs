@@ -1,3 +1,4 @@
 //! svc-chat service tests.
 
 mod service;
+mod targets;

@@ -428,3 +428,39 @@ async fn session_create_with_an_agent_runs_as_its_definition() {
         "the persona is loaded for its turns"
     );
 }
+
+/// `ChannelInternalService.CheckTarget` (QA): a stored session (open or saved) and a named
+/// agent or a definition visible from the workdir exist; deleted ones and unknown names do
+/// not; neither or both is refused on `params.target`.
+#[tokio::test]
+async fn check_target_knows_sessions_and_agents() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    define(&h, "helper", "description: Helps\n");
+    let sid = h.create("accept").await;
+    let wd = h.workdir.to_string_lossy().into_owned();
+    let check = |session: &str, agent: &str| pb::CheckTargetRequest {
+        session_id: session.into(),
+        agent: agent.into(),
+        workdir: wd.clone(),
+    };
+    let found = |r: crate::error::Result<pb::CheckTargetReply>| r.unwrap().found;
+    assert!(found(h.app.agents.check_target(check(&sid, "")).await));
+    assert!(found(h.app.agents.check_target(check("", "helper")).await));
+    assert!(!found(h.app.agents.check_target(check("nope", "")).await));
+    assert!(!found(h.app.agents.check_target(check("", "nobody")).await));
+    // A definition of another project is not visible from a workdir without it.
+    let elsewhere = pb::CheckTargetRequest {
+        workdir: "/".into(),
+        ..check("", "helper")
+    };
+    assert!(!found(h.app.agents.check_target(elsewhere).await));
+    // Saved (closed) still exists; deleted does not.
+    h.app.sessions.close(&sid).await.unwrap();
+    assert!(found(h.app.agents.check_target(check(&sid, "")).await));
+    h.app.sessions.delete_with(&sid, false).await.unwrap();
+    assert!(!found(h.app.agents.check_target(check(&sid, "")).await));
+    for (s, a) in [("", ""), ("x", "y")] {
+        let e = h.app.agents.check_target(check(s, a)).await.unwrap_err();
+        assert_eq!(refused_field(e).0, "params.target");
+    }
+}

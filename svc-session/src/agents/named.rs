@@ -9,7 +9,8 @@
 //!   (`<platform>:<id>`) and stores the binding in `agent_bindings` (replacing an earlier
 //!   binding of the channel), where the chat gateway reads it ([`Agents::bindings`]).
 //! * `agent.delete{name}` unbinds its channels, cancels its scheduled jobs, closes its session
-//!   and deletes the row; an unknown name is `not_found`.
+//!   and deletes the row; an unknown name is `not_found`. svc-chat is told, so
+//!   `gateway.bind{target:{agent}}` bindings naming it are removed.
 //! * `agent.list`: definitions (kind `definition`), named agents (kind `named`, with
 //!   `sessionId`, `namespace`, `channels`, `active`) and running subagents (kind `subagent`,
 //!   with `agentId`, `status`, `parentSessionId`, `task`).
@@ -291,6 +292,10 @@ impl Agents {
         self.log
             .write(move |c| table::delete_named(c, &name))
             .await?;
+        crate::clients::chat::target_removed(
+            &self.home,
+            crate::clients::chat::Removed::Agent(p.name.clone()),
+        );
         tracing::info!(agent = %p.name, "named agent deleted");
         Ok(snowpea_proto::rpc::v1::OkResult { ok: true })
     }
