@@ -55,6 +55,8 @@ pub mod worktrees;
 
 pub use runner::{SubagentTaskRunner, TaskResult, TaskRunner, TaskSpec};
 
+/// `taskId` of the row `team.status` shows for a team that ended before it had a board.
+pub const PLAN_TASK_ID: &str = "plan";
 /// Most workers of one team (`n` is clamped to 1–16).
 pub const MAX_WORKERS: i64 = 16;
 /// `team.workers` when the settings do not say (`/team <task>` without `--workers`).
@@ -224,6 +226,12 @@ impl Teams {
 
     /// `team.status{teamId?}`: the board of the team (the most recent one when `teamId`
     /// is empty); `not_found` when there is none.
+    ///
+    /// Why a `failed` (or `interrupted`) team ended is in its tasks' `note` — the failing
+    /// task's error, `depends on failed task <id>` for its dependants. A team that ended
+    /// before it had a board (no plan, its session gone, interrupted while planning) has no
+    /// task to carry it, so its board is one row [`PLAN_TASK_ID`] `failed` whose `note` is the
+    /// reason (the spec's `team.status` has no top-level reason field; `note` is the closest).
     pub async fn status(&self, p: pb::TeamStatusParams) -> Result<pb::TeamStatusResult> {
         self.log.flush().await?;
         let id = p.team_id.trim().to_owned();
@@ -247,10 +255,24 @@ impl Teams {
             .read("team.status", move |c| table::tasks(c, &tid))
             .await?;
         let wts = worktrees::list(std::path::Path::new(&team.workdir), &team.id).await;
+        let mut board: Vec<_> = tasks.iter().map(task_pb).collect();
+        if board.is_empty() && matches!(team.state.as_str(), "failed" | "interrupted") {
+            board.push(pb::team_status_result::Task {
+                task_id: PLAN_TASK_ID.into(),
+                title: "Plan the team's tasks".into(),
+                status: "failed".into(),
+                note: if team.note.is_empty() {
+                    format!("the team {} before it had a plan", team.state)
+                } else {
+                    team.note.clone()
+                },
+                ..Default::default()
+            });
+        }
         Ok(pb::TeamStatusResult {
             state: team.state,
             task: team.task,
-            tasks: tasks.iter().map(task_pb).collect(),
+            tasks: board,
             team_id: team.id,
             workers: team.workers,
             worktrees: wts,
