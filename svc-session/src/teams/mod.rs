@@ -161,6 +161,13 @@ impl Teams {
 
     /// `team.start{sessionId, n, task}` (see the module doc). `ctx` is unused beyond
     /// logging; the team works for the session, whoever asked.
+    ///
+    /// Limits: `n` (the maximum number of parallel workers) is clamped to 1–[`MAX_WORKERS`]
+    /// (16) without an error — `n ≤ 0` runs one worker, `n > 16` runs sixteen — and
+    /// `team.status.workers` reports the clamped value; no more workers start than the plan
+    /// has tasks (at most [`planner::MAX_TASKS`]). `task` is 1–32,768 characters
+    /// (`invalid_params` on `params.task` otherwise). The setting `team.workers` (the
+    /// default of `/team`) is clamped the same way.
     pub async fn start(
         self: &Arc<Self>,
         _ctx: &CallContext,
