@@ -41,7 +41,9 @@ fn optional_id(field: &str, v: Option<String>) -> Result<Option<String>, ChatErr
 }
 
 impl GatewayApi {
-    /// `gateway.bind`.
+    /// `gateway.bind`: validates every field (errors name it: `params.platform`,
+    /// `params.target…`, `params.credentialsRef`, `params.channelId`, `params.userId`), then
+    /// asks svc-session whether a `session` / `agent` target exists ([`crate::targets`]).
     pub async fn bind(&self, p: GatewayBindParams) -> Result<GatewayBindResult, ChatError> {
         let platform = Platform::parse(&p.platform).ok_or_else(|| {
             ChatError::invalid(
@@ -75,6 +77,7 @@ impl GatewayApi {
             source: "manual".into(),
             created_ms: snowpea_common::time::now_ms(),
         };
+        crate::targets::check_new(&self.chat, &row).await?;
         self.insert(row.clone()).await?;
         Ok(GatewayBindResult {
             binding_id: row.binding_id,

@@ -13,7 +13,7 @@ use snowpea_common::bus::BusHub;
 use snowpea_common::home::Home;
 use snowpea_proto::chat::v1::GatewayEventNotification;
 
-use crate::binding::{self, Platform};
+use crate::binding::{self, Credential, Platform};
 use crate::daemon::Daemon;
 use crate::platform::{self, AdapterConfig, ConnKey, Handled, Inbound, Outbound, Sink};
 use crate::relay::Relay;
@@ -24,6 +24,10 @@ struct Conn {
     outbound: Arc<dyn Outbound>,
     task: tokio::task::JoinHandle<()>,
     up: bool,
+    /// The credential and settings it was started with: a change restarts it.
+    started_with: (Credential, AdapterConfig),
+    /// The current outage was already reported as `gateway.event{error}`.
+    reported: bool,
 }
 
 impl Drop for Conn {
@@ -140,7 +144,8 @@ impl Chat {
     }
 
     /// Starts the connections bindings need (retrying ones whose credential could not be
-    /// read before) and stops the ones none needs.
+    /// read before), restarts those whose credential or `settings.gateway.<platform>`
+    /// (`baseUrl`, timeouts, …) changed since they started, and stops the ones none needs.
     pub fn reconcile_connections(self: &Arc<Self>) {
         let wanted: BTreeMap<ConnKey, BindingRow> = self
             .bindings()
@@ -150,38 +155,57 @@ impl Chat {
         if !wanted.is_empty() {
             self.daemon.ensure_started();
         }
+        let settings =
+            snowpea_common::settings::load_file(&self.home.settings_path()).unwrap_or(Value::Null);
         let mut conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
         conns.retain(|k, _| wanted.contains_key(k));
         for (key, b) in wanted {
-            if conns.contains_key(&key) {
-                continue;
-            }
+            let config = AdapterConfig::from_settings(
+                key.platform,
+                settings
+                    .get("gateway")
+                    .and_then(|g| g.get(key.platform.key())),
+            );
             match binding::resolve_credential(&self.home, key.platform, &key.credentials_ref) {
                 Ok(cred) => {
-                    let settings = snowpea_common::settings::load_file(&self.home.settings_path())
-                        .unwrap_or(Value::Null);
-                    let config = AdapterConfig::from_settings(
-                        key.platform,
-                        settings
-                            .get("gateway")
-                            .and_then(|g| g.get(key.platform.key())),
-                    );
+                    let wanted_with = (cred, config);
+                    if let Some(c) = conns.get(&key) {
+                        if c.started_with == wanted_with {
+                            continue;
+                        }
+                        tracing::info!(
+                            platform = key.platform.key(),
+                            "platform credential or settings changed: reconnecting"
+                        );
+                    }
                     let sink: Arc<dyn Sink> = self.clone();
-                    let running = platform::start(key.clone(), cred, config, sink);
+                    let running = platform::start(
+                        key.clone(),
+                        wanted_with.0.clone(),
+                        wanted_with.1.clone(),
+                        sink,
+                    );
+                    // Replacing the old one drops (aborts) it.
                     conns.insert(
                         key,
                         Conn {
                             outbound: running.outbound,
                             task: running.task,
                             up: false,
+                            started_with: wanted_with,
+                            reported: false,
                         },
                     );
                 }
                 Err(e) => {
-                    // Listed as inactive; the reason goes out as a gateway.event error.
+                    // Listed as inactive (a running connection stops: its credential is
+                    // gone); the reason goes out as a gateway.event error.
+                    conns.remove(&key);
                     let message = e.to_string();
                     tracing::warn!(binding = %b.binding_id, error = %message, "binding cannot start");
-                    self.event(&b.binding_id, "error", json!({ "message": message }));
+                    for x in self.bindings_of(&key) {
+                        self.event(&x.binding_id, "error", json!({ "message": message }));
+                    }
                 }
             }
         }
@@ -230,38 +254,97 @@ impl Sink for Chat {
         crate::inbound::handle(self, conn, item).await
     }
 
+    /// Up: `connected` when it was down. Down after being up: `disconnected` with why.
+    /// A failed attempt while already down: `error` with why, once per outage (the next one
+    /// is reported only after the connection came up again), so a platform that cannot be
+    /// reached for hours is one event, not one per retry.
     fn state(&self, conn: &ConnKey, up: bool, why: &str) {
-        let changed = {
+        enum Report {
+            Nothing,
+            Changed,
+            Outage,
+        }
+        let report = {
             let mut conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
             match conns.get_mut(conn) {
-                Some(c) if c.up != up => {
-                    c.up = up;
-                    true
+                Some(c) if up => {
+                    c.reported = false;
+                    if c.up {
+                        Report::Nothing
+                    } else {
+                        c.up = true;
+                        Report::Changed
+                    }
                 }
-                _ => false,
+                Some(c) => {
+                    if c.up {
+                        c.up = false;
+                        Report::Changed
+                    } else if !c.reported {
+                        c.reported = true;
+                        Report::Outage
+                    } else {
+                        Report::Nothing
+                    }
+                }
+                None => Report::Nothing,
             }
         };
-        if changed {
-            let kind = if up { "connected" } else { "disconnected" };
-            tracing::info!(
-                platform = conn.platform.key(),
-                kind,
-                why,
-                "platform connection"
-            );
-            for b in self.bindings_of(conn) {
-                self.event(
-                    &b.binding_id,
+        match report {
+            Report::Nothing => {}
+            Report::Changed => {
+                let kind = if up { "connected" } else { "disconnected" };
+                tracing::info!(
+                    platform = conn.platform.key(),
                     kind,
-                    json!({ "platform": conn.platform.key(), "reason": why }),
+                    why,
+                    "platform connection"
                 );
+                for b in self.bindings_of(conn) {
+                    self.event(
+                        &b.binding_id,
+                        kind,
+                        json!({ "platform": conn.platform.key(), "reason": why }),
+                    );
+                }
+            }
+            Report::Outage => {
+                tracing::warn!(
+                    platform = conn.platform.key(),
+                    error = why,
+                    "platform unreachable; retrying with backoff"
+                );
+                for b in self.bindings_of(conn) {
+                    self.event(
+                        &b.binding_id,
+                        "error",
+                        json!({ "platform": conn.platform.key(), "message": why }),
+                    );
+                }
             }
         }
     }
 
+    /// While the connection is up every error is told; while it is down only the first of
+    /// the outage (see [`Sink::state`]), so a refused token retried with backoff is one event.
     fn error(&self, conn: &ConnKey, message: &str) {
+        {
+            let mut conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(c) = conns.get_mut(conn) {
+                if !c.up {
+                    if c.reported {
+                        return;
+                    }
+                    c.reported = true;
+                }
+            }
+        }
         for b in self.bindings_of(conn) {
-            self.event(&b.binding_id, "error", json!({ "message": message }));
+            self.event(
+                &b.binding_id,
+                "error",
+                json!({ "platform": conn.platform.key(), "message": message }),
+            );
         }
     }
 

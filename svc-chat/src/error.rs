@@ -16,6 +16,9 @@ pub enum ChatError {
     /// No binding with this id.
     #[error("no binding {0}")]
     NotFound(String),
+    /// A service svc-chat must ask (svc-session) did not answer; nothing was changed.
+    #[error("{0}")]
+    Unavailable(String),
     /// The database failed.
     #[error("chat database: {0:#}")]
     Store(#[from] anyhow::Error),
@@ -44,6 +47,7 @@ impl ChatError {
                 RpcError::not_found(format!("no binding {shown}"))
                     .with_details(serde_json::json!({ "bindingId": shown }))
             }
+            ChatError::Unavailable(message) => RpcError::new(ErrorCode::Unavailable, message),
             ChatError::Store(e) => {
                 tracing::error!(error = %format!("{e:#}"), "chat database error");
                 RpcError::internal(format!("chat database: {e:#}"))

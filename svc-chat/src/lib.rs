@@ -8,6 +8,8 @@
 //! * [`platform`] holds the adapters; [`inbound`] turns chat messages into prompts and
 //!   [`commands`]; [`relay`] sends answers, typing, approvals and questions back;
 //!   [`format`] converts Markdown and splits to each platform's limit.
+//! * [`targets`] checks a binding's session/agent target and removes bindings whose target
+//!   was deleted (svc-session's `ChatInternalService.TargetRemoved`).
 //! * [`daemon`] is svc-chat's protocol-client connection to the gateway.
 
 pub mod api;
@@ -22,6 +24,7 @@ pub mod platform;
 pub mod relay;
 pub mod rpc;
 pub mod store;
+pub mod targets;
 
 use std::sync::Arc;
 
@@ -38,6 +41,7 @@ pub async fn run(args: ServiceArgs) -> anyhow::Result<()> {
     });
     let chat = chat::Chat::new(args.home.clone(), store, bus.clone(), daemon);
     chat.restore().await?;
+    targets::recheck_at_start(&chat);
     let api = api::GatewayApi { chat: chat.clone() };
     // Automatic bindings follow settings.gateway at start and on every change.
     if let Err(e) = api.sync().await {
@@ -69,6 +73,7 @@ pub async fn run(args: ServiceArgs) -> anyhow::Result<()> {
     });
     let services = snowpea_common::service::Services::new()
         .add_service(rpc::GatewayRpc::new(api).into_server())
+        .add_service(rpc::ChatInternalRpc::new(chat.clone()).into_server())
         .add_service(BusService::new(bus).into_server());
     snowpea_common::service::serve("chat", &args.socket, services, std::future::pending()).await
 }

@@ -324,6 +324,29 @@ impl Store {
         Ok(())
     }
 
+    /// Forgets every conversation on `session_id` (it was deleted): the next message of those
+    /// chats starts a new session. Returns the (binding, channel) pairs that used it.
+    pub fn forget_session(&self, session_id: &str) -> anyhow::Result<Vec<(String, String)>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let pairs = {
+            let mut stmt =
+                tx.prepare("SELECT binding_id, channel FROM conversations WHERE session_id = ?1")?;
+            let rows = stmt.query_map([session_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<Result<Vec<_>, _>>()?
+        };
+        tx.execute(
+            "DELETE FROM conversations WHERE session_id = ?1",
+            [session_id],
+        )?;
+        tx.execute(
+            "DELETE FROM conversation_sessions WHERE session_id = ?1",
+            [session_id],
+        )?;
+        tx.commit()?;
+        Ok(pairs)
+    }
+
     /// Records that the events of `session_id` up to `seq` are handled (never moves back).
     pub fn advance(&self, session_id: &str, seq: u64) -> anyhow::Result<()> {
         self.conn().execute(

@@ -57,3 +57,19 @@ fn cursors_seen_keys_and_last_seq() {
     s.delete_conversation("gw-a", "7").unwrap();
     assert_eq!(s.conversation("gw-a", "7").unwrap(), None);
 }
+
+#[test]
+fn a_deleted_session_is_forgotten_by_its_conversations() {
+    let s = Store::open_in_memory().unwrap();
+    s.insert_binding(&binding("gw-a")).unwrap();
+    s.set_conversation("gw-a", "7", "s1", "/tmp", 0).unwrap();
+    s.set_conversation("gw-a", "8", "s2", "/tmp", 0).unwrap();
+    assert_eq!(
+        s.forget_session("s1").unwrap(),
+        vec![("gw-a".to_owned(), "7".to_owned())]
+    );
+    assert!(s.conversation("gw-a", "7").unwrap().is_none());
+    assert!(s.conversation("gw-a", "8").unwrap().is_some());
+    assert!(s.conversation_sessions("gw-a", "7").unwrap().is_empty());
+    assert_eq!(s.bindings().unwrap().len(), 1, "the binding stays");
+}

@@ -712,4 +712,43 @@ async fn a_named_agent_bound_by_agent_bind_channel_keeps_its_session() {
         "{listed}"
     );
     assert_eq!(helper["channels"], json!(["telegram:9"]), "{listed}");
+
+    // QA: bind checks its target, and deleting a session or an agent removes the bindings
+    // targeting it (svc-session tells svc-chat), with gateway.event{removed}.
+    invalid(
+        &c,
+        "gateway.bind",
+        json!({"platform": "telegram", "credentialsRef": "telegram", "target": {"session": "s_gone"}}),
+        "params.target.session",
+    )
+    .await;
+    invalid(
+        &c,
+        "gateway.bind",
+        json!({"platform": "telegram", "credentialsRef": "telegram", "target": {"agent": "nobody"}}),
+        "params.target.agent",
+    )
+    .await;
+    let mut rx = c.subscribe();
+    let kept = c
+        .create_session(suite.workdir.path(), Some("auto"))
+        .await
+        .unwrap();
+    let on_session = ok(
+        &c,
+        "gateway.bind",
+        json!({"platform": "telegram", "credentialsRef": "telegram", "channelId": "77",
+        "target": {"session": kept}}),
+    )
+    .await["bindingId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ok(&c, "session.deleteSaved", json!({"sessionId": kept})).await;
+    let removed = gateway_event(&mut rx, &on_session, "removed").await;
+    assert_eq!(removed["target"], format!("session:{kept}"), "{removed}");
+    ok(&c, "agent.delete", json!({"name": "helper"})).await;
+    gateway_event(&mut rx, &id, "removed").await;
+    let left = ok(&c, "gateway.list", json!({})).await;
+    assert_eq!(left["bindings"], json!([]), "{left}");
 }

@@ -57,13 +57,13 @@ pub async fn call(
         let resp = build()
             .send()
             .await
-            .map_err(|e| CallError::Transient(what, e.without_url().to_string()))?;
+            .map_err(|e| CallError::Transient(what, chain(e)))?;
         let status = resp.status();
         let headers = resp.headers().clone();
         let bytes = resp
             .bytes()
             .await
-            .map_err(|e| CallError::Transient(what, e.without_url().to_string()))?;
+            .map_err(|e| CallError::Transient(what, chain(e)))?;
         let body = parse_lossy(&bytes);
         if status.as_u16() == 429 {
             limited += 1;
@@ -90,6 +90,23 @@ pub async fn call(
         }
         return Ok(body);
     }
+}
+
+/// A reqwest error with its causes ("error sending request: … Connection refused"), without
+/// the URL (it may hold a token).
+fn chain(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut out = e.to_string();
+    let mut source = std::error::Error::source(&e);
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !out.contains(&s_text) {
+            out.push_str(": ");
+            out.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    out.chars().take(300).collect()
 }
 
 /// A JSON body from bytes that may not be UTF-8 (replaced) or not JSON (`Value::Null`).

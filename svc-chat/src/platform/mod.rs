@@ -145,7 +145,7 @@ pub trait Outbound: Send + Sync + 'static {
 }
 
 /// Settings of one platform connection (`settings.gateway.<platform>`).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdapterConfig {
     /// API base URL (`baseUrl`), without a trailing slash.
     pub base_url: String,

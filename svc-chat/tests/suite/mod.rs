@@ -1,3 +1,5 @@
 //! svc-chat service tests.
 
+mod connection;
 mod service;
+mod targets;

@@ -81,7 +81,7 @@ async fn validation_restore_and_an_uncommitted_cursor_while_the_daemon_is_down()
     let id = within(
         T,
         "bind",
-        client.bind(bind_params(json!({"agent": "helper"}), "tg")),
+        client.bind(bind_params(json!({"new_session": {"workdir": "/w"}}), "tg")),
     )
     .await
     .unwrap()
@@ -121,7 +121,7 @@ async fn validation_restore_and_an_uncommitted_cursor_while_the_daemon_is_down()
         .into_inner();
     assert_eq!(list.bindings.len(), 1);
     assert_eq!(list.bindings[0].binding_id, id);
-    assert_eq!(list.bindings[0].target, "agent:helper");
+    assert_eq!(list.bindings[0].target, "new_session:/w");
     assert_eq!(list.bindings[0].channel_id.as_deref(), Some("7"));
     assert!(fake.sent().is_empty(), "nothing was answered");
     assert!(

@@ -428,3 +428,98 @@ async fn session_create_with_an_agent_runs_as_its_definition() {
         "the persona is loaded for its turns"
     );
 }
+
+/// `ChannelInternalService.CheckTarget` (QA): a stored session (open or saved) and a named
+/// agent or a definition visible from the workdir exist; deleted ones and unknown names do
+/// not; neither or both is refused on `params.target`.
+#[tokio::test]
+async fn check_target_knows_sessions_and_agents() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    define(&h, "helper", "description: Helps\n");
+    let sid = h.create("accept").await;
+    let wd = h.workdir.to_string_lossy().into_owned();
+    let check = |session: &str, agent: &str| pb::CheckTargetRequest {
+        session_id: session.into(),
+        agent: agent.into(),
+        workdir: wd.clone(),
+    };
+    let found = |r: crate::error::Result<pb::CheckTargetReply>| r.unwrap().found;
+    assert!(found(h.app.agents.check_target(check(&sid, "")).await));
+    assert!(found(h.app.agents.check_target(check("", "helper")).await));
+    assert!(!found(h.app.agents.check_target(check("nope", "")).await));
+    assert!(!found(h.app.agents.check_target(check("", "nobody")).await));
+    // A definition of another project is not visible from a workdir without it.
+    let elsewhere = pb::CheckTargetRequest {
+        workdir: "/".into(),
+        ..check("", "helper")
+    };
+    assert!(!found(h.app.agents.check_target(elsewhere).await));
+    // Saved (closed) still exists; deleted does not.
+    h.app.sessions.close(&sid).await.unwrap();
+    assert!(found(h.app.agents.check_target(check(&sid, "")).await));
+    h.app.sessions.delete_with(&sid, false).await.unwrap();
+    assert!(!found(h.app.agents.check_target(check(&sid, "")).await));
+    for (s, a) in [("", ""), ("x", "y")] {
+        let e = h.app.agents.check_target(check(s, a)).await.unwrap_err();
+        assert_eq!(refused_field(e).0, "params.target");
+    }
+}
+
+/// `agent.bindChannel{credentialsRef}` (QA): a reference that names no credential is
+/// `invalid_params` on `params.credentialsRef` and nothing is stored; a credentials.json key,
+/// a `gateway.<ref>` key, `settings:gateway.<platform>` with a token, or an omitted one bind.
+#[tokio::test]
+async fn bind_channel_refuses_an_unknown_credentials_ref() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    define(&h, "helper", "description: Helps\n");
+    let def =
+        super::definitions::find(&h.app.skills, Some(&h.workdir), "params.name", "helper").unwrap();
+    h.app
+        .agents
+        .register_named("params.name", &def)
+        .await
+        .unwrap();
+    std::fs::write(
+        h.home.root().join("credentials.json"),
+        json!({"tg_main": "1:secret-token", "gateway": {"tg_nested": {"token": "2:x"}}})
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        h.home.settings_path(),
+        json!({"gateway": {"telegram": {"token": "3:y"}}}).to_string(),
+    )
+    .unwrap();
+    let bind = |channel: &str, credentials_ref: Option<&str>| pb::AgentBindChannelParams {
+        name: "helper".into(),
+        channel: channel.into(),
+        credentials_ref: credentials_ref.map(str::to_owned),
+    };
+    for bad in ["nope", "SNOWPEA_TEST_NO_SUCH_VAR", "settings:gateway.slack"] {
+        let e = h
+            .app
+            .agents
+            .bind_channel(bind("telegram:1", Some(bad)))
+            .await
+            .unwrap_err();
+        let (field, _) = refused_field(e);
+        assert_eq!(field, "params.credentialsRef", "{bad}");
+    }
+    assert!(h.app.agents.bindings().await.unwrap().is_empty());
+    for (i, good) in [
+        Some("tg_main"),
+        Some("tg_nested"),
+        Some("settings:gateway.telegram"),
+        None,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        h.app
+            .agents
+            .bind_channel(bind(&format!("telegram:{i}"), good))
+            .await
+            .unwrap_or_else(|e| panic!("{good:?}: {e:?}"));
+    }
+    assert_eq!(h.app.agents.bindings().await.unwrap().len(), 4);
+}

@@ -63,3 +63,41 @@ impl Agents {
         }
     }
 }
+
+impl Agents {
+    /// `ChannelInternalService.CheckTarget` (module doc). Errors: neither or both of
+    /// `session_id` / `agent` (`invalid_params` on `params.target`); a store failure.
+    pub async fn check_target(&self, p: pb::CheckTargetRequest) -> Result<pb::CheckTargetReply> {
+        let session = p.session_id.trim();
+        let agent = p.agent.trim();
+        let found = match (session.is_empty(), agent.is_empty()) {
+            (false, true) => self.sessions.registry().row(session).await?.is_some(),
+            (true, false) => {
+                if self.named(agent).await?.is_some() {
+                    true
+                } else {
+                    let skills = self.skills.clone();
+                    let workdir = Some(std::path::PathBuf::from(p.workdir.trim()))
+                        .filter(|w| w.is_absolute());
+                    let name = agent.to_owned();
+                    match crate::skills::blocking(move || {
+                        super::definitions::find(&skills, workdir.as_deref(), "agent", &name)
+                    })
+                    .await
+                    {
+                        Ok(_) => true,
+                        Err(Error::NotFound(_) | Error::InvalidParams { .. }) => false,
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            _ => {
+                return Err(Error::invalid(
+                    "params.target",
+                    "give exactly one of sessionId or agent",
+                ))
+            }
+        };
+        Ok(pb::CheckTargetReply { found })
+    }
+}

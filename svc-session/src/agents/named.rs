@@ -6,10 +6,13 @@
 //! start [`Agents::restore_named`] re-opens it under the same id if it was closed).
 //!
 //! * `agent.bindChannel{name, channel, credentialsRef?}` validates the channel
-//!   (`<platform>:<id>`) and stores the binding in `agent_bindings` (replacing an earlier
+//!   (`<platform>:<id>`) and a given `credentialsRef` (it must exist as the chat gateway
+//!   resolves credentials, [`credential_exists`]; omitted, it defaults to the platform name
+//!   unchecked) and stores the binding in `agent_bindings` (replacing an earlier
 //!   binding of the channel), where the chat gateway reads it ([`Agents::bindings`]).
 //! * `agent.delete{name}` unbinds its channels, cancels its scheduled jobs, closes its session
-//!   and deletes the row; an unknown name is `not_found`.
+//!   and deletes the row; an unknown name is `not_found`. svc-chat is told, so
+//!   `gateway.bind{target:{agent}}` bindings naming it are removed.
 //! * `agent.list`: definitions (kind `definition`), named agents (kind `named`, with
 //!   `sessionId`, `namespace`, `channels`, `active`) and running subagents (kind `subagent`,
 //!   with `agentId`, `status`, `parentSessionId`, `task`).
@@ -108,6 +111,42 @@ pub fn check_channel(channel: &str) -> Result<(String, String)> {
         ));
     }
     Ok((platform.to_owned(), id.to_owned()))
+}
+
+/// Whether credential `reference` exists for `platform`, as the chat gateway resolves it
+/// (svc-chat `binding.rs`): a top-level key or a `gateway.<ref>` key of
+/// `$SNOWPEA_HOME/credentials.json`, an environment variable of that name, or
+/// `settings:gateway.<platform>` with a `token` in `settings.gateway.<platform>`. Only
+/// existence is checked; the secret is never read into a message.
+pub fn credential_exists(
+    home: &snowpea_common::home::Home,
+    platform: &str,
+    reference: &str,
+) -> bool {
+    use serde_json::Value;
+    if let Some(p) = reference.strip_prefix("settings:gateway.") {
+        let settings =
+            snowpea_common::settings::load_file(&home.settings_path()).unwrap_or(Value::Null);
+        return p == platform
+            && settings
+                .pointer(&format!("/gateway/{p}/token"))
+                .and_then(Value::as_str)
+                .is_some_and(|t| !t.trim().is_empty());
+    }
+    let in_file = std::fs::read_to_string(home.root().join("credentials.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .is_some_and(|doc| {
+            let entry = doc
+                .get(reference)
+                .or_else(|| doc.get("gateway").and_then(|g| g.get(reference)));
+            entry.is_some_and(|e| !e.is_null())
+        });
+    let env_name = reference.len() <= 128
+        && reference
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    in_file || (env_name && std::env::var_os(reference).is_some_and(|v| !v.is_empty()))
 }
 
 impl Agents {
@@ -243,7 +282,19 @@ impl Agents {
         }
         let credentials_ref = match p.credentials_ref.as_deref().map(str::trim) {
             None | Some("") => platform,
-            Some(r) if r.chars().count() <= 128 && !r.chars().any(char::is_control) => r.to_owned(),
+            Some(r) if r.chars().count() <= 128 && !r.chars().any(char::is_control) => {
+                if !credential_exists(&self.home, &platform, r) {
+                    return Err(Error::invalid(
+                        "params.credentialsRef",
+                        format!(
+                            "no credential {r:?}: add it to credentials.json (a key {r:?} or \
+                             gateway.{r}), set the environment variable {r}, or use \
+                             settings:gateway.{platform} with settings.gateway.{platform}.token"
+                        ),
+                    ));
+                }
+                r.to_owned()
+            }
             Some(_) => {
                 return Err(Error::invalid(
                     "params.credentialsRef",
@@ -291,6 +342,10 @@ impl Agents {
         self.log
             .write(move |c| table::delete_named(c, &name))
             .await?;
+        crate::clients::chat::target_removed(
+            &self.home,
+            crate::clients::chat::Removed::Agent(p.name.clone()),
+        );
         tracing::info!(agent = %p.name, "named agent deleted");
         Ok(snowpea_proto::rpc::v1::OkResult { ok: true })
     }

@@ -516,3 +516,97 @@ async fn bench_backend_overhead() {
         backend.close().await;
     }
 }
+
+/// `backend.set{kind: ssh}` probes the host (QA): a refused port, a host that accepts TCP but
+/// never speaks SSH (bounded by the probe's timeout), an unknown host key and a refused login
+/// are `invalid_params` on `params.config.host` with the reason, and the session keeps its
+/// backend; a reachable host with a known key switches.
+#[tokio::test]
+async fn backend_set_probes_an_ssh_host_and_keeps_the_backend_when_it_fails() {
+    let h = crate::testkit::Harness::new(json!({"default": {"text": "ok"}})).await;
+    let sid = h.create("auto").await;
+    let set = |config: Value| snowpea_proto::session::v1::BackendSetParams {
+        session_id: sid.clone(),
+        kind: "ssh".into(),
+        config: Some(snowpea_proto::wkt::to_struct(&config)),
+    };
+    let refused_on_host = |e: crate::error::Error| match e {
+        crate::error::Error::InvalidParams { field, message } => {
+            assert_eq!(field, "params.config.host", "{message}");
+            message
+        }
+        other => panic!("expected invalid_params, got {other:?}"),
+    };
+    // Nothing listens on the port.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let e = within(
+        LONG,
+        "backend.set",
+        h.app.backends.set(set(
+            json!({"host": "127.0.0.1", "port": closed, "knownHosts": null}),
+        )),
+    )
+    .await
+    .unwrap_err();
+    let why = refused_on_host(e);
+    assert!(why.contains(&format!("127.0.0.1:{closed}")), "{why}");
+    // Accepts TCP, never says a word: the probe gives up on its own.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    let _held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((s, _)) = silent.accept().await {
+            open.push(s);
+        }
+    });
+    let e = within(
+        LONG,
+        "backend.set",
+        h.app.backends.set(set(
+            json!({"host": "127.0.0.1", "port": silent_port, "knownHosts": null}),
+        )),
+    )
+    .await
+    .unwrap_err();
+    refused_on_host(e);
+    let session = h.app.sessions.get(&sid).unwrap();
+    assert_eq!(session.backend().kind(), BackendKind::Local, "unchanged");
+
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap()
+        .name;
+    let cfg = |known: Value| json!({"host": "127.0.0.1", "port": sshd.port, "user": user, "key": sshd.user_key(), "knownHosts": known});
+    let e = within(
+        LONG,
+        "backend.set",
+        h.app
+            .backends
+            .set(set(cfg(json!(sshd.wrong_known_hosts())))),
+    )
+    .await
+    .unwrap_err();
+    assert!(refused_on_host(e).contains("knownHosts"));
+    let mut no_login = cfg(json!(sshd.known_hosts()));
+    no_login["user"] = json!("snowpea-no-such-user");
+    let e = within(LONG, "backend.set", h.app.backends.set(set(no_login)))
+        .await
+        .unwrap_err();
+    refused_on_host(e);
+    assert_eq!(session.backend().kind(), BackendKind::Local, "unchanged");
+    within(
+        LONG,
+        "backend.set",
+        h.app.backends.set(set(cfg(json!(sshd.known_hosts())))),
+    )
+    .await
+    .unwrap();
+    assert_eq!(session.backend().kind(), BackendKind::Ssh);
+    session.backend().close().await;
+}

@@ -34,8 +34,13 @@ impl Backends {
 
     /// `backend.set{sessionId, kind, config}`: `not_found` for an unknown session,
     /// `invalid_params` naming the field for a bad kind or config; puts the new backend in
-    /// place, closes the old one and emits `backend.changed{backend}`. Nothing connects
-    /// yet: an ssh connection or a container is made by the first tool call.
+    /// place, closes the old one and emits `backend.changed{backend}`.
+    ///
+    /// An ssh backend is probed first (connect, host key, login; `ConnectTimeout=5`, at most
+    /// [`ssh::PROBE_TIMEOUT`] in all, `BatchMode=yes` without a password): a host that cannot
+    /// be reached or logged into is `invalid_params` on `params.config.host` with ssh's
+    /// reason, and the session keeps its current backend. The probe's connection is the one
+    /// the tools then use. A container is still made by the first tool call.
     pub async fn set(&self, p: pb::BackendSetParams) -> Result<OkResult> {
         let session = self.sessions.get(&p.session_id)?;
         let cfg = p
@@ -69,10 +74,16 @@ impl Backends {
     ) -> Result<Arc<dyn Backend>> {
         Ok(match cfg {
             BackendConfig::Local { workdir } => Arc::new(local::Local::new(workdir)),
-            BackendConfig::Ssh(c) => Arc::new(
-                ssh::Ssh::new(c, Some(self.mark.clone()))
-                    .map_err(|e| Error::Internal(anyhow::anyhow!("ssh backend: {e}")))?,
-            ),
+            BackendConfig::Ssh(c) => {
+                let ssh = ssh::Ssh::new(c, Some(self.mark.clone()))
+                    .map_err(|e| Error::Internal(anyhow::anyhow!("ssh backend: {e}")))?;
+                if let Err(why) = ssh.probe().await {
+                    ssh.close().await;
+                    tracing::info!(session_id = %session.id, error = %why, "ssh backend refused: the probe failed");
+                    return Err(Error::invalid("params.config.host", why));
+                }
+                Arc::new(ssh)
+            }
             BackendConfig::Docker(c) => super::docker::Docker::create(
                 c,
                 &session.id,

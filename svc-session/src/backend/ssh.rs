@@ -9,7 +9,9 @@
 //! a command line, in a reply, an event or a log. The remote command is
 //! `cd <cwd> && exec timeout -k 2 <secs> sh -c <command>` with the directory and the
 //! tool's one command quoted as single words. When the connection drops mid-command the call
-//! fails with a message saying so and the next call connects again.
+//! fails with a message saying so and the next call connects again. `backend.set` probes the
+//! connection ([`Ssh::probe`]) before it switches, so an unreachable host or a refused login
+//! is its error, not the first tool's.
 
 use std::ffi::OsString;
 use std::io::{self, Read};
@@ -31,8 +33,14 @@ use super::config::{KnownHosts, SshConfig};
 use super::{Backend, BackendKind, DirEntry, ExecRequest, Meta};
 use crate::tools::{ToolContext, ToolOutput};
 
-/// Longest wait for the master connection (TCP, key exchange, authentication).
+/// Longest wait for the master connection (TCP, key exchange, authentication) a tool call
+/// makes.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// ssh's own `ConnectTimeout` (TCP connect and banner exchange), seconds.
+const SSH_CONNECT_TIMEOUT_SECS: u64 = 5;
+/// Longest `backend.set` waits for its probe ([`Ssh::probe`]): reaching the host,
+/// verifying its key and authenticating.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest wait for one SFTP operation.
 const SFTP_TIMEOUT: Duration = Duration::from_secs(30);
 /// Extra time the local side waits past the remote `timeout` before killing ssh itself.
@@ -100,6 +108,15 @@ impl Ssh {
             }),
         })
     }
+
+    /// Connects now, within [`PROBE_TIMEOUT`] (`backend.set` probes before it switches):
+    /// the host is reached, its key verified and the login accepted — the master connection
+    /// then stays up for the tools. The error says why (unreachable, refused key, host key
+    /// not known, timeout); it never carries the password.
+    pub async fn probe(&self) -> Result<(), String> {
+        let mut state = self.inner.state.lock().await;
+        self.inner.connect_within(&mut state, PROBE_TIMEOUT).await
+    }
 }
 
 impl Inner {
@@ -124,7 +141,7 @@ impl Inner {
             "-o".into(),
             format!("ControlMaster={control}").into(),
             "-o".into(),
-            "ConnectTimeout=15".into(),
+            format!("ConnectTimeout={SSH_CONNECT_TIMEOUT_SECS}").into(),
             "-o".into(),
             "ServerAliveInterval=5".into(),
             "-o".into(),
@@ -188,6 +205,11 @@ impl Inner {
 
     /// Starts the master connection unless a live one exists.
     async fn connect(&self, state: &mut State) -> Result<(), String> {
+        self.connect_within(state, CONNECT_TIMEOUT).await
+    }
+
+    /// [`Inner::connect`] waiting at most `limit`.
+    async fn connect_within(&self, state: &mut State, limit: Duration) -> Result<(), String> {
         if let Some(master) = &mut state.master {
             if matches!(master.try_wait(), Ok(None)) && self.control_path().exists() {
                 return Ok(());
@@ -203,7 +225,7 @@ impl Inner {
             .stderr(Stdio::piped())
             .process_group(0);
         let mut master = cmd.spawn().map_err(|e| format!("cannot start ssh: {e}"))?;
-        let deadline = tokio::time::Instant::now() + CONNECT_TIMEOUT;
+        let deadline = tokio::time::Instant::now() + limit;
         loop {
             if self.control_path().exists() {
                 break;
@@ -237,9 +259,9 @@ impl Inner {
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(format!(
-                    "ssh connection to {} did not come up within {} s",
+                    "ssh connection to {} did not come up within {} s (host unreachable, or the login hangs)",
                     self.target(),
-                    CONNECT_TIMEOUT.as_secs()
+                    limit.as_secs()
                 ));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

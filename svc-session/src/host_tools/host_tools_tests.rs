@@ -1140,3 +1140,29 @@ async fn a_subagent_uses_its_parents_host_and_says_parent_session_id() {
     assert!(r.ok, "{r:?}");
     assert!(r.result.contains("the page says hi"), "{r:?}");
 }
+
+/// A host answering `tool.invoke` with a wrong-typed result (QA): the call is a tool error
+/// naming the field (`result.content[0].text: expected a string, got number`), which the
+/// model reads.
+#[tokio::test]
+async fn a_wrong_typed_host_result_names_the_field() {
+    let (mut h, sid) = harness().await;
+    register(&h, vec![tool("page_read", "read")]).unwrap();
+    let turn = h.prompt(&sid, "use page").await;
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let inv = invokes(&seen)[0].clone();
+    h.reply(
+        &inv.request_id,
+        json!({"ok": true, "output": "x", "content": [{"type": "text", "text": 5}]}),
+    )
+    .await;
+    let seen = read_until(&mut h, done(&turn)).await;
+    let r = result_of(&seen.events);
+    assert_eq!(r["ok"], false, "{r}");
+    let text = r.to_string();
+    assert!(
+        text.contains("result.content[0].text: expected a string, got number"),
+        "{r}"
+    );
+    assert!(answer_text(&seen.events).contains("result.content[0].text"));
+}

@@ -363,7 +363,16 @@ impl HostTools {
                         }
                     }
                     return match answer {
-                        Ok(v) => read_answer(self, &ctx, &v),
+                        Ok(v) => match super::answer::check(&v) {
+                            Ok(()) => read_answer(self, &ctx, &v),
+                            Err(why) => {
+                                tracing::info!(tool = %def.name, call_id = %ctx.call_id, %why, "host tool answered a malformed result");
+                                failure(format!(
+                                    "host tool `{}` answered a malformed result: {why}",
+                                    def.name
+                                ))
+                            }
+                        },
                         Err(RequestError::Answered(e)) => failure(format!(
                             "host tool `{}` failed: {}",
                             def.name,

@@ -7,11 +7,13 @@
 //! the tools of its session's host ([`Hosts::host_of`]: `hostToolsFrom`, else the origin
 //! connection) as [`invoke::HostTool`]s, which go through the same permission pipeline as
 //! a built-in tool and then send `tool.invoke` with a silence deadline ([`invoke`]);
+//! [`answer`] checks the shape of a host's result (a wrong type names the field);
 //! [`parallel`] decides which calls of one model step run side by side; [`content`] keeps
 //! the image-bearing results for `session.toolContent`; [`wait_host`] waits for a
 //! scheduled run's host. It owns no table (registrations live as long as their
 //! connection; kept content is on disk).
 
+pub mod answer;
 pub mod content;
 pub mod deferred;
 pub mod invoke;

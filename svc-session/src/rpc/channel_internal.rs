@@ -1,5 +1,6 @@
 //! `snowpea.session.v1.ChannelInternalService` (issues 19 and 22): the channel routing
-//! svc-chat asks for, delegating to [`Agents::resolve_channel`](crate::agents::Agents).
+//! svc-chat asks for, delegating to [`Agents::resolve_channel`](crate::agents::Agents), and
+//! `CheckTarget` (whether a `gateway.bind` target exists) to `Agents::check_target`.
 //! No JSON-RPC name, so the gateway never exposes it.
 
 use std::sync::Arc;
@@ -40,6 +41,15 @@ impl ChannelInternalService for ChannelInternalRpc {
     ) -> Result<Response<pb::ResolveChannelReply>, Status> {
         Ok(Response::new(
             self.app.agents.resolve_channel(req.into_inner()).await?,
+        ))
+    }
+
+    async fn check_target(
+        &self,
+        req: Request<pb::CheckTargetRequest>,
+    ) -> Result<Response<pb::CheckTargetReply>, Status> {
+        Ok(Response::new(
+            self.app.agents.check_target(req.into_inner()).await?,
         ))
     }
 }

@@ -9,7 +9,8 @@
 //! * each goes with its rows (session, events, turns, approvals), its checkpoints and, with
 //!   `deleteWorkspace`, its workspace (`tmp/`, `artifacts/`, `audio/`, attachments);
 //!   `sessions.changed{reason:"deleted"}` for each; the answer counts them;
-//! * a session's subagent children (`parentSessionId`) go with it, and are not counted.
+//! * a session's subagent children (`parentSessionId`) go with it, and are not counted;
+//! * svc-chat is told, so `gateway.bind` bindings targeting a deleted session are removed.
 //!
 //! `session.artifacts`: the files under the workspace's `artifacts/`, recursively, newest
 //! first, at most [`MAX_ARTIFACTS`], with size, mtime and a MIME type guessed from the name.
@@ -158,6 +159,11 @@ impl Sessions {
             browser_provider: None,
         });
         self.log.flush().await?;
+        // Chat bindings targeting it go too.
+        crate::clients::chat::target_removed(
+            &self.home,
+            crate::clients::chat::Removed::Session(id.to_owned()),
+        );
         tracing::info!(session_id = %id, workspace, at = %now_iso(), "session deleted");
         Ok(true)
     }

@@ -55,6 +55,8 @@ pub mod worktrees;
 
 pub use runner::{SubagentTaskRunner, TaskResult, TaskRunner, TaskSpec};
 
+/// `taskId` of the row `team.status` shows for a team that ended before it had a board.
+pub const PLAN_TASK_ID: &str = "plan";
 /// Most workers of one team (`n` is clamped to 1–16).
 pub const MAX_WORKERS: i64 = 16;
 /// `team.workers` when the settings do not say (`/team <task>` without `--workers`).
@@ -159,6 +161,13 @@ impl Teams {
 
     /// `team.start{sessionId, n, task}` (see the module doc). `ctx` is unused beyond
     /// logging; the team works for the session, whoever asked.
+    ///
+    /// Limits: `n` (the maximum number of parallel workers) is clamped to 1–[`MAX_WORKERS`]
+    /// (16) without an error — `n ≤ 0` runs one worker, `n > 16` runs sixteen — and
+    /// `team.status.workers` reports the clamped value; no more workers start than the plan
+    /// has tasks (at most [`planner::MAX_TASKS`]). `task` is 1–32,768 characters
+    /// (`invalid_params` on `params.task` otherwise). The setting `team.workers` (the
+    /// default of `/team`) is clamped the same way.
     pub async fn start(
         self: &Arc<Self>,
         _ctx: &CallContext,
@@ -224,6 +233,12 @@ impl Teams {
 
     /// `team.status{teamId?}`: the board of the team (the most recent one when `teamId`
     /// is empty); `not_found` when there is none.
+    ///
+    /// Why a `failed` (or `interrupted`) team ended is in its tasks' `note` — the failing
+    /// task's error, `depends on failed task <id>` for its dependants. A team that ended
+    /// before it had a board (no plan, its session gone, interrupted while planning) has no
+    /// task to carry it, so its board is one row [`PLAN_TASK_ID`] `failed` whose `note` is the
+    /// reason (the spec's `team.status` has no top-level reason field; `note` is the closest).
     pub async fn status(&self, p: pb::TeamStatusParams) -> Result<pb::TeamStatusResult> {
         self.log.flush().await?;
         let id = p.team_id.trim().to_owned();
@@ -247,10 +262,24 @@ impl Teams {
             .read("team.status", move |c| table::tasks(c, &tid))
             .await?;
         let wts = worktrees::list(std::path::Path::new(&team.workdir), &team.id).await;
+        let mut board: Vec<_> = tasks.iter().map(task_pb).collect();
+        if board.is_empty() && matches!(team.state.as_str(), "failed" | "interrupted") {
+            board.push(pb::team_status_result::Task {
+                task_id: PLAN_TASK_ID.into(),
+                title: "Plan the team's tasks".into(),
+                status: "failed".into(),
+                note: if team.note.is_empty() {
+                    format!("the team {} before it had a plan", team.state)
+                } else {
+                    team.note.clone()
+                },
+                ..Default::default()
+            });
+        }
         Ok(pb::TeamStatusResult {
             state: team.state,
             task: team.task,
-            tasks: tasks.iter().map(task_pb).collect(),
+            tasks: board,
             team_id: team.id,
             workers: team.workers,
             worktrees: wts,

@@ -214,11 +214,26 @@ impl Team {
             })
             .await;
         let (state, note) = match (interrupted, failed) {
-            (true, _) => ("interrupted", "interrupted"),
-            (false, true) => ("failed", "some tasks failed"),
-            (false, false) => ("done", ""),
+            (true, _) => ("interrupted", "interrupted".to_owned()),
+            (false, true) => ("failed", me.failure_reason().await),
+            (false, false) => ("done", String::new()),
         };
-        me.end(state, note).await;
+        me.end(state, &note).await;
+    }
+
+    /// Why the team failed: the first failed task that did not fail only because of a
+    /// dependency, with its error (`task t2 (Title) failed: …`).
+    async fn failure_reason(&self) -> String {
+        let board = self.board().await;
+        let failed: Vec<&TaskRow> = board.iter().filter(|t| t.status == "failed").collect();
+        let root = failed
+            .iter()
+            .find(|t| !t.note.starts_with("depends on failed task"))
+            .or(failed.first());
+        match root {
+            Some(t) => format!("task {} ({}) failed: {}", t.task_id, t.title, t.note),
+            None => "some tasks failed".into(),
+        }
     }
 
     /// Marks every unfinished task `failed` with `note`; true when any task failed.

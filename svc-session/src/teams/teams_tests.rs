@@ -365,7 +365,11 @@ async fn team_start_checks_its_setup() {
     assert_eq!(s.team_id, r.team_id);
     assert_eq!(s.workers, 16);
     assert_eq!(s.state, "failed");
-    assert!(s.tasks.is_empty());
+    // No board: one `plan` row carries the reason.
+    assert_eq!(s.tasks.len(), 1, "{:?}", s.tasks);
+    assert_eq!(s.tasks[0].task_id, super::PLAN_TASK_ID);
+    assert_eq!(s.tasks[0].status, "failed");
+    assert!(s.tasks[0].note.starts_with("no plan: "), "{:?}", s.tasks[0]);
     assert!(worktrees::list(&h.workdir, &r.team_id).await.is_empty());
 }
 
