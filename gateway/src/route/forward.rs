@@ -25,7 +25,7 @@ use crate::wire::limits::Limits;
 /// the first call after a (cold) start should not wait long past the service's bind
 /// (issue 14: was 10 ms doubling to 250 ms, up to ≈ 150 ms late at a 100 ms start).
 const MIN_BACKOFF: Duration = Duration::from_millis(2);
-const MAX_BACKOFF: Duration = Duration::from_millis(25);
+const MAX_BACKOFF: Duration = Duration::from_millis(4);
 
 enum Failure {
     /// The service cannot be reached (not listening, restarting).
