@@ -4,7 +4,9 @@
 //!
 //! * cold start: spawn → first answered call, with one prober (one connection attempt
 //!   retried every millisecond) and with a client knocking (a new connection attempt every
-//!   2 ms, each doing the handshake and the call);
+//!   2 ms, each doing the handshake and the call), each on a fresh home (the first start
+//!   on a machine: every database is created); for a suite also one prober on the home of
+//!   the previous start (a restart of the daemon, the usual case);
 //! * the hop: p50 / p99 / p999 of the target's trivial method and calls/s, one client
 //!   calling sequentially and 8 clients at once (own connections);
 //! * idle memory: RSS, PSS and anonymous memory of every process of the target's tree
@@ -107,7 +109,7 @@ struct Running {
     port: u16,
     /// The suite's token (hello), empty for commands.
     token: String,
-    _home: Option<tempfile::TempDir>,
+    home: Option<tempfile::TempDir>,
 }
 
 /// How a connection to `target` says hello and what it calls.
@@ -203,10 +205,15 @@ fn free_port() -> u16 {
 
 /// Starts `target` on a free port; returns at once (no readiness wait: that is measured).
 fn spawn(target: &Target) -> Running {
+    spawn_in(target, None)
+}
+
+/// [`spawn`] on an existing suite home (a suite target only; `None`: a fresh one).
+fn spawn_in(target: &Target, home: Option<tempfile::TempDir>) -> Running {
     let port = free_port();
     match target {
         Target::Suite { bin, env, .. } => {
-            let home = tempfile::tempdir().expect("temp home");
+            let home = home.unwrap_or_else(|| tempfile::tempdir().expect("temp home"));
             let h = snowpea_common::home::Home::new(home.path());
             h.ensure_dirs().expect("home dirs");
             let token = h.ensure_token().expect("token");
@@ -235,7 +242,7 @@ fn spawn(target: &Target) -> Running {
                 child,
                 port,
                 token,
-                _home: Some(home),
+                home: Some(home),
             }
         }
         Target::Command { argv, .. } => {
@@ -256,14 +263,14 @@ fn spawn(target: &Target) -> Running {
                 child,
                 port,
                 token: String::new(),
-                _home: None,
+                home: None,
             }
         }
     }
 }
 
-/// SIGTERM to the target's process group, SIGKILL after [`WAIT`].
-async fn stop(mut r: Running) {
+/// SIGTERM to the target's process group, SIGKILL after [`WAIT`]; gives back its home.
+async fn stop(mut r: Running) -> Option<tempfile::TempDir> {
     if let Some(pid) = r.child.id() {
         let pg = nix::unistd::Pid::from_raw(pid as i32);
         let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGTERM);
@@ -274,6 +281,7 @@ async fn stop(mut r: Running) {
         // Children of the group that outlive their parent (the supervisor reaps its own).
         let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
     }
+    r.home.take()
 }
 
 /// One probe: connect, handshake, the method; true when it answered.
@@ -286,9 +294,15 @@ async fn probe(port: u16, p: &Protocol) -> bool {
 }
 
 /// Cold start with one prober: retries every millisecond until the first answered call.
-async fn cold_one(target: &Target) -> Duration {
+/// `home`: start on this existing suite home (a restart of the daemon) instead of a fresh
+/// one (the first start on a machine, which also creates every database). Gives back the
+/// home it ran on.
+async fn cold_one(
+    target: &Target,
+    home: Option<tempfile::TempDir>,
+) -> (Duration, Option<tempfile::TempDir>) {
     let t0 = Instant::now();
-    let r = spawn(target);
+    let r = spawn_in(target, home);
     let p = protocol(target, &r.token);
     loop {
         if probe(r.port, &p).await {
@@ -302,8 +316,7 @@ async fn cold_one(target: &Target) -> Duration {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     let el = t0.elapsed();
-    stop(r).await;
-    el
+    (el, stop(r).await)
 }
 
 /// Cold start with a client knocking: a new probe every [`KNOCK_EVERY`], all running at
@@ -450,8 +463,13 @@ struct Figures {
 async fn round(target: &Target, calls: usize) -> Figures {
     let mut f = Figures::default();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    f.values
-        .insert("cold start, one prober (ms)", ms(cold_one(target).await));
+    let (fresh, home) = cold_one(target, None).await;
+    f.values.insert("cold start, one prober (ms)", ms(fresh));
+    if home.is_some() {
+        let (again, _) = cold_one(target, home).await;
+        f.values
+            .insert("cold start, one prober, existing home (ms)", ms(again));
+    }
     f.values.insert(
         "cold start, knocking every 2 ms (ms)",
         ms(cold_knocking(target).await),
