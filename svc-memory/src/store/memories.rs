@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use rusqlite::types::Value as Sql;
 use rusqlite::{params_from_iter, Connection, OptionalExtension, Transaction};
 
-use super::rank;
+use super::{grams, rank};
 use crate::error::Result;
 use crate::namespace::Namespace;
 
@@ -70,6 +70,7 @@ pub struct Memory {
 /// Inserts `m`. Returns false (and stores nothing) when a page with the same
 /// `content_hash` is already in the namespace.
 pub fn insert(tx: &Transaction<'_>, m: &NewMemory) -> Result<bool> {
+    let tags = m.tags.join("\n");
     let n = tx.execute(
         "INSERT OR IGNORE INTO memories
            (id, namespace, text, tags, title, created_ms, created_at, url, origin, content_hash, session_id)
@@ -78,7 +79,7 @@ pub fn insert(tx: &Transaction<'_>, m: &NewMemory) -> Result<bool> {
             m.id,
             m.namespace,
             m.text,
-            m.tags.join("\n"),
+            tags,
             m.title,
             m.created_ms,
             m.created_at,
@@ -88,6 +89,16 @@ pub fn insert(tx: &Transaction<'_>, m: &NewMemory) -> Result<bool> {
             m.session_id
         ],
     )?;
+    if n == 1 {
+        let rid = tx.last_insert_rowid();
+        grams::index(
+            tx,
+            rid,
+            &m.namespace,
+            m.created_ms,
+            [&m.text, &tags, &m.title],
+        )?;
+    }
     Ok(n == 1)
 }
 
@@ -209,32 +220,11 @@ pub fn search(
         hits = rank::top(conn, namespaces, &plan.phrases, limit)?;
     }
     if !plan.like.is_empty() {
-        let mut params: Vec<Sql> = plan
-            .like
-            .iter()
-            .map(|w| Sql::Text(like_pattern(w)))
-            .collect();
-        let matched: Vec<String> = (1..=plan.like.len())
-            .map(|i| format!("(hay LIKE ?{i} ESCAPE '\\')"))
-            .collect();
-        let ns = namespace_filter(namespaces, "namespace", &mut params);
-        params.push(Sql::Integer(limit as i64));
-        let sql = format!(
-            "SELECT id, namespace, text, tags, created_at, CAST(n AS REAL) FROM (
-                SELECT id, namespace, text, tags, created_at, created_ms, rowid,
-                       {} AS n
-                  FROM (SELECT *, text || char(10) || tags || char(10) || title AS hay
-                          FROM memories WHERE {ns}))
-              WHERE n > 0
-              ORDER BY n DESC, created_ms DESC, rowid DESC
-              LIMIT ?{}",
-            matched.join(" + "),
-            params.len()
-        );
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let short: Vec<Memory> = stmt
-            .query_map(params_from_iter(params), row_memory)?
-            .collect::<rusqlite::Result<_>>()?;
+        let short = if plan.like.iter().all(|w| grams::indexed(w)) {
+            short_indexed(conn, namespaces, &plan.like, limit)?
+        } else {
+            short_scan(conn, namespaces, &plan.like, limit)?
+        };
         // Merge: a memory found both ways adds the short-word matches to its bm25 score.
         let mut by_id: HashMap<String, usize> = hits
             .iter()
@@ -255,6 +245,64 @@ pub fn search(
         hits.truncate(limit);
     }
     Ok(hits)
+}
+
+/// The short-query path through the index of two-character words ([`grams::top`]): the
+/// same hits and order as [`short_scan`] without reading the namespace.
+fn short_indexed(
+    conn: &Connection,
+    namespaces: &[Namespace],
+    words: &[String],
+    limit: usize,
+) -> Result<Vec<Memory>> {
+    let hits = grams::top(conn, namespaces, words, limit)?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, namespace, text, tags, created_at, CAST(?2 AS REAL) FROM memories WHERE rowid = ?1",
+    )?;
+    let mut out = Vec::with_capacity(hits.len());
+    for h in hits {
+        // A memory deleted since the index was read is simply not returned.
+        if let Some(m) = stmt
+            .query_row(rusqlite::params![h.rid, h.n as i64], row_memory)
+            .optional()?
+        {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
+/// The short-query path for words the index does not hold (ASCII or one character): a
+/// `LIKE` scan of the namespaces, ranked by how many words match, then newest first.
+fn short_scan(
+    conn: &Connection,
+    namespaces: &[Namespace],
+    words: &[String],
+    limit: usize,
+) -> Result<Vec<Memory>> {
+    let mut params: Vec<Sql> = words.iter().map(|w| Sql::Text(like_pattern(w))).collect();
+    let matched: Vec<String> = (1..=words.len())
+        .map(|i| format!("(hay LIKE ?{i} ESCAPE '\\')"))
+        .collect();
+    let ns = namespace_filter(namespaces, "namespace", &mut params);
+    params.push(Sql::Integer(limit as i64));
+    let sql = format!(
+        "SELECT id, namespace, text, tags, created_at, CAST(n AS REAL) FROM (
+            SELECT id, namespace, text, tags, created_at, created_ms, rowid,
+                   {} AS n
+              FROM (SELECT *, text || char(10) || tags || char(10) || title AS hay
+                      FROM memories WHERE {ns}))
+          WHERE n > 0
+          ORDER BY n DESC, created_ms DESC, rowid DESC
+          LIMIT ?{}",
+        matched.join(" + "),
+        params.len()
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt
+        .query_map(params_from_iter(params), row_memory)?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
 }
 
 /// The newest `limit` memories of `namespaces`.

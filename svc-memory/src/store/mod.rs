@@ -14,6 +14,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::error::{Error, Result};
 
+pub mod grams;
 pub mod memories;
 pub mod rank;
 pub mod sites;
@@ -67,6 +68,8 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX site_entries_by_verified ON site_entries(profile, last_verified_ms);
     "#,
+    // migration 2: the index of two-character non-ASCII words (issue 14 "Recall").
+    grams::MIGRATION,
 ];
 
 /// Reader connections (searches run in parallel with each other and with the writer).
@@ -85,8 +88,15 @@ pub struct Store {
 impl Store {
     /// Opens (creating and migrating) the database at `path`.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
-        let writer = snowpea_common::db::open(path, MIGRATIONS)?;
+        let mut writer = snowpea_common::db::open(path, MIGRATIONS)?;
         check_trigram(&writer)?;
+        let indexed = grams::backfill(&mut writer)?;
+        if indexed > 0 {
+            tracing::info!(
+                memories = indexed,
+                "indexed two-character words of older memories"
+            );
+        }
         let mut readers = Vec::with_capacity(READERS);
         for _ in 0..READERS {
             let c = Connection::open(path)?;
