@@ -48,6 +48,11 @@ pub const MAX_SCORED: usize = 256;
 const DF_CACHE: usize = 8_192;
 /// Memories of the sample a common phrase's frequency is estimated from ([`Sample`]).
 pub const DF_SAMPLE: i64 = 8_192;
+/// Namespaces of at most this many memories are scored whole ([`Limits`]): reading 2,048
+/// rows costs about what fetching [`MAX_SCORED`] rows of a common phrase costs when the
+/// namespace holds a small share of the table (the fetch then skips every row of other
+/// namespaces: all of them when the namespace is empty, as a new project's is).
+pub const SMALL_NAMESPACE: i64 = 2_048;
 
 /// The table's totals at one moment, from FTS5's averages record, plus the newest row
 /// (to tell an append-only change from any other).
@@ -157,6 +162,27 @@ impl Sample {
     pub const EXACT: Sample = Sample {
         rows: i64::MAX,
         common: i64::MAX,
+    };
+}
+
+/// The bounds of one ranking ([`top_scoring`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Most rows fetched through the index and scored (module docs).
+    pub max_scored: usize,
+    /// How cold document frequencies are counted.
+    pub sample: Sample,
+    /// Namespaces holding at most this many memories together are read whole and every
+    /// memory scored, instead of fetched phrase by phrase through the index.
+    pub small_namespace: i64,
+}
+
+impl Limits {
+    /// The service's bounds: [`MAX_SCORED`], [`Sample::DEFAULT`], [`SMALL_NAMESPACE`].
+    pub const DEFAULT: Limits = Limits {
+        max_scored: MAX_SCORED,
+        sample: Sample::DEFAULT,
+        small_namespace: SMALL_NAMESPACE,
     };
 }
 
@@ -302,27 +328,25 @@ pub fn top(
     phrases: &[String],
     limit: usize,
 ) -> Result<Vec<Memory>> {
-    top_scoring(
-        conn,
-        namespaces,
-        phrases,
-        limit,
-        MAX_SCORED,
-        Sample::DEFAULT,
-    )
+    top_scoring(conn, namespaces, phrases, limit, Limits::DEFAULT)
 }
 
-/// [`top`] scoring at most `max_scored` rows, with the document frequencies of common
-/// phrases estimated from `sample` ([`doc_freq`]); `usize::MAX` and [`Sample::EXACT`]:
-/// the exact bm25 order always.
+/// [`top`] within `limits`: at most `limits.max_scored` rows fetched through the index,
+/// the document frequencies of common phrases estimated from `limits.sample`
+/// ([`doc_freq`]), small namespaces scored whole. With `max_scored: usize::MAX` and
+/// [`Sample::EXACT`]: the exact bm25 order always (`small_namespace` changes only the cost).
 pub fn top_scoring(
     conn: &Connection,
     namespaces: &[Namespace],
     phrases: &[String],
     limit: usize,
-    max_scored: usize,
-    sample: Sample,
+    limits: Limits,
 ) -> Result<Vec<Memory>> {
+    let Limits {
+        max_scored,
+        sample,
+        small_namespace,
+    } = limits;
     if phrases.is_empty() || namespaces.is_empty() || limit == 0 {
         return Ok(Vec::new());
     }
@@ -362,19 +386,50 @@ pub fn top_scoring(
             format!("?{}", params.len())
         })
         .collect();
+    let marks = marks.join(", ");
     params.push(Sql::Null);
+    let last = params.len() - 1;
+    let columns = "m.rowid, m.id, m.namespace, m.text, m.tags, m.title, m.created_ms, m.created_at";
+
+    let mut scored: Vec<Scored> = Vec::new();
+    // A small namespace: every memory of it scored (a row matches when a phrase occurs in
+    // it, as the scorer counts occurrences).
+    let mut whole: Vec<Sql> = namespaces.iter().map(|ns| Sql::Text(ns.key())).collect();
+    let whole_marks = (1..=whole.len())
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    whole.push(Sql::Integer(small_namespace.saturating_add(1)));
+    let size: i64 = tx
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM (SELECT 1 FROM memories WHERE namespace IN ({whole_marks}) LIMIT ?{})",
+            whole.len()
+        ))?
+        .query_row(params_from_iter(whole.iter()), |r| r.get(0))?;
+    if size <= small_namespace {
+        let mut stmt = tx.prepare_cached(&format!(
+            "SELECT {columns} FROM memories m WHERE m.namespace IN ({whole_marks})"
+        ))?;
+        let mut rows = stmt.query(params_from_iter(whole[..whole.len() - 1].iter()))?;
+        while let Some(r) = rows.next()? {
+            let row = scored_row(r, phrases, &idf, avgdl)?;
+            if row.score > 0.0 {
+                scored.push(row);
+            }
+        }
+        return Ok(best_first(scored, limit));
+    }
+
     let sql = format!(
-        "SELECT m.rowid, m.id, m.namespace, m.text, m.tags, m.title, m.created_ms, m.created_at
+        "SELECT {columns}
            FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
-          WHERE memories_fts MATCH ?1 AND m.namespace IN ({})
+          WHERE memories_fts MATCH ?1 AND m.namespace IN ({marks})
           ORDER BY memories_fts.rowid DESC
           LIMIT ?{}",
-        marks.join(", "),
         params.len()
     );
     let mut stmt = tx.prepare_cached(&sql)?;
     let mut seen: HashSet<i64> = HashSet::new();
-    let mut scored: Vec<Scored> = Vec::new();
     let mut best: Vec<f64> = Vec::new(); // scores, descending, at most `limit`
     for (k, &i) in order.iter().enumerate() {
         let rest: f64 = order[k..].iter().map(|&j| idf[j] * (K1 + 1.0)).sum();
@@ -386,7 +441,6 @@ pub fn top_scoring(
             break;
         }
         params[0] = Sql::Text(quoted(&phrases[i]));
-        let last = params.len() - 1;
         params[last] = Sql::Integer(if dfs[i] as usize <= budget {
             -1
         } else {
@@ -398,34 +452,50 @@ pub fn top_scoring(
             if !seen.insert(rowid) {
                 continue;
             }
-            let text: String = r.get(3)?;
-            let tags: String = r.get(4)?;
-            let title: String = r.get(5)?;
-            let s = score([&text, &tags, &title], phrases, &idf, avgdl);
-            let pos = best.partition_point(|&b| b >= s);
+            let row = scored_row(r, phrases, &idf, avgdl)?;
+            let pos = best.partition_point(|&b| b >= row.score);
             if pos < limit {
-                best.insert(pos, s);
+                best.insert(pos, row.score);
                 best.truncate(limit);
             }
-            scored.push(Scored {
-                rowid,
-                created_ms: r.get(6)?,
-                score: s,
-                memory: Memory {
-                    id: r.get(1)?,
-                    namespace: Namespace::from_key(&r.get::<_, String>(2)?),
-                    tags: tags
-                        .split('\n')
-                        .filter(|t| !t.is_empty())
-                        .map(str::to_owned)
-                        .collect(),
-                    text,
-                    created_at: r.get(7)?,
-                    score: s,
-                },
-            });
+            scored.push(row);
         }
     }
+    Ok(best_first(scored, limit))
+}
+
+/// A row of `rowid, id, namespace, text, tags, title, created_ms, created_at`, scored.
+fn scored_row(
+    r: &rusqlite::Row<'_>,
+    phrases: &[String],
+    idf: &[f64],
+    avgdl: f64,
+) -> Result<Scored> {
+    let text: String = r.get(3)?;
+    let tags: String = r.get(4)?;
+    let title: String = r.get(5)?;
+    let s = score([&text, &tags, &title], phrases, idf, avgdl);
+    Ok(Scored {
+        rowid: r.get(0)?,
+        created_ms: r.get(6)?,
+        score: s,
+        memory: Memory {
+            id: r.get(1)?,
+            namespace: Namespace::from_key(&r.get::<_, String>(2)?),
+            tags: tags
+                .split('\n')
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            text,
+            created_at: r.get(7)?,
+            score: s,
+        },
+    })
+}
+
+/// The best `limit` of `scored`: bm25 score, then newer, then later rowid.
+fn best_first(mut scored: Vec<Scored>, limit: usize) -> Vec<Memory> {
     scored.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
@@ -433,7 +503,7 @@ pub fn top_scoring(
             .then(b.rowid.cmp(&a.rowid))
     });
     scored.truncate(limit);
-    Ok(scored.into_iter().map(|s| s.memory).collect())
+    scored.into_iter().map(|s| s.memory).collect()
 }
 
 #[cfg(test)]

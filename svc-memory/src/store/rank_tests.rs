@@ -91,20 +91,28 @@ fn compare(s: &Store, rng: &mut Rng, words: &[String], spaces: &[Namespace]) -> 
         let ns = &spaces[q % spaces.len()..=q % spaces.len()];
         let limit = [1, 8, 10, 30][q % 4];
         let want = s.read(|c| Ok(fts5_bm25(c, ns, fts, limit))).unwrap();
-        let got = s
-            .read(|c| top_scoring(c, ns, &plan.phrases, limit, usize::MAX, Sample::DEFAULT))
-            .unwrap();
-        let got: Vec<(String, f64)> = got.into_iter().map(|m| (m.id, m.score)).collect();
-        assert_eq!(
-            got.iter().map(|g| &g.0).collect::<Vec<_>>(),
-            want.iter().map(|w| &w.0).collect::<Vec<_>>(),
-            "query {query:?} limit {limit}"
-        );
-        for (g, w) in got.iter().zip(&want) {
-            assert!(
-                (g.1 - w.1).abs() <= 1e-9 * w.1.abs().max(1.0),
-                "{g:?} {w:?}"
+        // Both ways of reading a namespace: through the index, and scored whole.
+        for small_namespace in [0, i64::MAX] {
+            let limits = Limits {
+                max_scored: usize::MAX,
+                sample: Sample::DEFAULT,
+                small_namespace,
+            };
+            let got = s
+                .read(|c| top_scoring(c, ns, &plan.phrases, limit, limits))
+                .unwrap();
+            let got: Vec<(String, f64)> = got.into_iter().map(|m| (m.id, m.score)).collect();
+            assert_eq!(
+                got.iter().map(|g| &g.0).collect::<Vec<_>>(),
+                want.iter().map(|w| &w.0).collect::<Vec<_>>(),
+                "query {query:?} limit {limit} small_namespace {small_namespace}"
             );
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    (g.1 - w.1).abs() <= 1e-9 * w.1.abs().max(1.0),
+                    "{g:?} {w:?}"
+                );
+            }
         }
         exact += 1;
     }
@@ -232,8 +240,10 @@ fn common_phrase_frequencies_are_estimated_from_the_newest_rows() {
                 &[Namespace::Default],
                 &["alpha".to_owned(), "zulu".to_owned()],
                 3,
-                MAX_SCORED,
-                sample,
+                Limits {
+                    sample,
+                    ..Limits::DEFAULT
+                },
             )
         })
         .unwrap()
