@@ -5,8 +5,10 @@
 //! `cargo bench -p snowpea-svc-memory --bench search` (sizes overridable:
 //! `-- 10000 100000 1000000`; `-- --narrow` for the worst-case 40-word vocabulary;
 //! `-- --server PATH` (repeatable) to compare other builds of `snowpea-svc-memory`, for
-//! example the previous commit's: the memories are written once, then every server answers
-//! the same queries on a copy of the same database, interleaved, `--rounds N` times;
+//! example the previous commit's: the memories are written once (by the first `--server`:
+//! put the oldest build first, a build refuses a database of a newer schema), then every
+//! server answers the same queries on a copy of the same database, interleaved, `--rounds N`
+//! times;
 //! `--queries N` calls per query shape, default 500; `--writes-each` also measures the
 //! write throughput of every `--server`, interleaved, each on a fresh home; `--slowest N` prints the N slowest
 //! queries of each shape).
@@ -150,7 +152,9 @@ async fn write_all(bin: &Path, home: &Path, n: usize, narrow: bool) -> (Child, f
             for _ in 0..n / writers {
                 let text = rng.sentence(12);
                 let p = MemoryWriteParams {
-                    namespace: None,
+                    // One writer of eight fills a project namespace (searched by the
+                    // recall shape next to the global one, as svc-session does).
+                    namespace: (w == 0).then(|| "project:/bench".to_owned()),
                     tags: vec![rng.word().to_owned()],
                     text,
                 };

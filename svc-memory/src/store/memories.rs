@@ -1,13 +1,15 @@
 //! Ranked memories: rows of `memories` and their FTS5 index (trigram tokenizer, so partial
-//! words and non-Latin text match; bm25 ranking, computed top-k by [`super::rank`]). Queries are split into words; words of
-//! three or more characters become FTS5 phrases OR-ed together (bm25 rewards matching
-//! more of them). Words shorter than three characters cannot use a trigram index: a
-//! query made only of them takes the short-query path — a `LIKE` scan within the
-//! namespaces, ranked by how many words match, then by recency. Non-ASCII words longer
-//! than three characters also match by their trigrams (see [`plan_query`]). Two-character words of
-//! non-ASCII scripts (Korean, Chinese, Japanese content words are often two syllables) are
-//! also looked up that way next to the FTS5 match; short ASCII words ("is", "to") are not,
-//! they are almost always stop words.
+//! words and non-Latin text match; bm25 ranking, computed top-k by [`super::rank`]). Queries
+//! are split into words; words of three or more characters become FTS5 phrases OR-ed
+//! together (bm25 rewards matching more of them). Words shorter than three characters
+//! cannot use a trigram index: a query made only of them takes the short-query path —
+//! ranked by how many words match, then by recency — through the index of two-character
+//! non-ASCII words ([`super::grams`]) when every word is one, else a `LIKE` scan within the
+//! namespaces. Non-ASCII words longer than three characters also match by their trigrams
+//! (see [`plan_query`]). Two-character words of non-ASCII scripts (Korean, Chinese,
+//! Japanese content words are often two syllables) are also looked up on the short path
+//! next to the FTS5 match; short ASCII words ("is", "to") are not, they are almost always
+//! stop words.
 
 use std::collections::HashMap;
 

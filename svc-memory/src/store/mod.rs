@@ -3,8 +3,8 @@
 //! readers run next to the writer). Every write runs in one `BEGIN IMMEDIATE` transaction
 //! and returns only after `COMMIT`, so an acknowledged write survives kill -9.
 //!
-//! [`memories`] holds the ranked memories (FTS5, trigram tokenizer, bm25); [`sites`] the
-//! site-memory entries.
+//! [`memories`] holds the ranked memories (FTS5, trigram tokenizer, bm25, ranked top-k by
+//! [`rank`]; two-character non-ASCII words in [`grams`]); [`sites`] the site-memory entries.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
