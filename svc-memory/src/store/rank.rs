@@ -74,6 +74,10 @@ struct Df {
 static DFS: LazyLock<Mutex<HashMap<(String, String), Df>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
+/// Per database: where the frequency sample starts ([`sample_start`]) at one snapshot.
+static STARTS: LazyLock<Mutex<HashMap<String, (Snapshot, Sample, Option<i64>)>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
 /// A SQLite varint (big-endian 7-bit groups, the 9th byte whole), as FTS5 writes them.
 fn varint(b: &[u8]) -> Option<(u64, usize)> {
     let mut v: u64 = 0;
@@ -131,11 +135,20 @@ fn quoted(phrase: &str) -> String {
     format!("\"{}\"", phrase.replace('"', "\"\""))
 }
 
-fn count_matches(conn: &Connection, phrase: &str, after_rowid: i64) -> Result<i64> {
+/// Rows containing `phrase` with a rowid above `after_rowid` and below `before_rowid`.
+fn count_matches(
+    conn: &Connection,
+    phrase: &str,
+    after_rowid: i64,
+    before_rowid: i64,
+) -> Result<i64> {
     let mut stmt = conn.prepare_cached(
-        "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1 AND rowid > ?2",
+        "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1 AND rowid > ?2 AND rowid < ?3",
     )?;
-    Ok(stmt.query_row(rusqlite::params![quoted(phrase), after_rowid], |r| r.get(0))?)
+    Ok(stmt.query_row(
+        rusqlite::params![quoted(phrase), after_rowid, before_rowid],
+        |r| r.get(0),
+    )?)
 }
 
 /// Where a cold document frequency is counted: the whole table, or, when it holds more
@@ -188,14 +201,32 @@ impl Limits {
 
 /// The rowid from which the newest `sample.rows` memories start, or `None` when the table
 /// is no larger than that (then there is nothing to estimate).
-fn sample_start(conn: &Connection, now: &Snapshot, sample: Sample) -> Result<Option<i64>> {
+/// Cached per database until the table changes (finding it walks `sample.rows` rows).
+fn sample_start(
+    conn: &Connection,
+    db: &str,
+    now: &Snapshot,
+    sample: Sample,
+) -> Result<Option<i64>> {
     if now.rows <= sample.rows {
         return Ok(None);
     }
-    Ok(conn
+    if let Some((at, s, start)) = STARTS.lock().ok().and_then(|m| m.get(db).cloned()) {
+        if at == *now && s == sample {
+            return Ok(start);
+        }
+    }
+    let start = conn
         .prepare_cached("SELECT rowid FROM memories ORDER BY rowid DESC LIMIT 1 OFFSET ?1")?
         .query_row([sample.rows - 1], |r| r.get(0))
-        .optional()?)
+        .optional()?;
+    if let Ok(mut m) = STARTS.lock() {
+        if m.len() >= 64 {
+            m.clear();
+        }
+        m.insert(db.to_owned(), (now.clone(), sample, start));
+    }
+    Ok(start)
 }
 
 /// How many rows of the whole table (all namespaces, as FTS5's bm25 counts) contain
@@ -222,26 +253,24 @@ fn doc_freq(
     let n = match cached {
         Some(d) if d.at == *now => return Ok(d.n),
         Some(d) if appended_since(conn, &d.at, now)? => {
-            d.n + count_matches(conn, phrase, d.at.max_rowid)?
+            d.n + count_matches(conn, phrase, d.at.max_rowid, i64::MAX)?
         }
         _ => {
             let from = match start {
                 Some(s) => *s,
-                None => *start.insert(sample_start(conn, now, sample)?),
+                None => *start.insert(sample_start(conn, db, now, sample)?),
             };
-            let estimate = match from {
+            match from {
+                // The sample is the `sample.rows` rows from `from` on (rowids only grow).
                 Some(from) => {
-                    let hits = count_matches(conn, phrase, from - 1)?;
-                    // The sample is the `sample.rows` rows from `from` on (rowids only grow).
-                    (hits >= sample.common).then(|| {
+                    let hits = count_matches(conn, phrase, from - 1, i64::MAX)?;
+                    if hits >= sample.common {
                         ((hits as f64) * (now.rows as f64) / (sample.rows as f64)).round() as i64
-                    })
+                    } else {
+                        hits + count_matches(conn, phrase, i64::MIN, from)?
+                    }
                 }
-                None => None,
-            };
-            match estimate {
-                Some(n) => n,
-                None => count_matches(conn, phrase, i64::MIN)?,
+                None => count_matches(conn, phrase, i64::MIN, i64::MAX)?,
             }
         }
     };
