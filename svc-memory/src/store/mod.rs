@@ -74,6 +74,8 @@ pub const MIGRATIONS: &[&str] = &[
 
 /// Reader connections (searches run in parallel with each other and with the writer).
 const READERS: usize = 2;
+/// Most bytes of the database a reader maps (`PRAGMA mmap_size`): 1 GiB, ≈ 2M memories.
+const READER_MMAP: i64 = 1 << 30;
 
 /// The database: one writer, [`READERS`] readers. Called only from inside
 /// `snowpea_common::db::blocking` (the rpc handlers' `blocking`), never on an async worker
@@ -101,6 +103,12 @@ impl Store {
         for _ in 0..READERS {
             let c = Connection::open(path)?;
             snowpea_common::db::configure(&c)?;
+            // Readers map the database instead of copying each page into their own cache:
+            // a 100k-memory search touches hundreds of pages, and `pread` into the 2 MB
+            // page cache was a sixth of its time (docs/PERFORMANCE.md "Recall"). The
+            // mapping is file-backed and shared with the kernel's page cache: it adds no
+            // anonymous memory, and untouched pages cost nothing.
+            c.pragma_update(None, "mmap_size", READER_MMAP)?;
             readers.push(Mutex::new(c));
         }
         Ok(Store {

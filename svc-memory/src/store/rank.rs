@@ -449,15 +449,18 @@ pub fn top_scoring(
         return Ok(best_first(scored, limit));
     }
 
-    let sql = format!(
+    // Every match of a phrase (FTS5's own ascending order: reading a doclist backwards
+    // costs more), or the newest `budget` ones.
+    let matches = format!(
         "SELECT {columns}
            FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
-          WHERE memories_fts MATCH ?1 AND m.namespace IN ({marks})
-          ORDER BY memories_fts.rowid DESC
-          LIMIT ?{}",
-        params.len()
+          WHERE memories_fts MATCH ?1 AND m.namespace IN ({marks})"
     );
-    let mut stmt = tx.prepare_cached(&sql)?;
+    let mut all = tx.prepare_cached(&matches)?;
+    let mut newest = tx.prepare_cached(&format!(
+        "{matches} ORDER BY memories_fts.rowid DESC LIMIT ?{}",
+        params.len()
+    ))?;
     let mut seen: HashSet<i64> = HashSet::new();
     let mut best: Vec<f64> = Vec::new(); // scores, descending, at most `limit`
     for (k, &i) in order.iter().enumerate() {
@@ -470,12 +473,12 @@ pub fn top_scoring(
             break;
         }
         params[0] = Sql::Text(quoted(&phrases[i]));
-        params[last] = Sql::Integer(if dfs[i] as usize <= budget {
-            -1
+        let mut rows = if dfs[i] as usize <= budget {
+            all.query(params_from_iter(params[..last].iter()))?
         } else {
-            budget as i64
-        });
-        let mut rows = stmt.query(params_from_iter(params.iter()))?;
+            params[last] = Sql::Integer(budget as i64);
+            newest.query(params_from_iter(params.iter()))?
+        };
         while let Some(r) = rows.next()? {
             let rowid: i64 = r.get(0)?;
             if !seen.insert(rowid) {
