@@ -29,6 +29,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{LazyLock, Mutex};
 
+use memchr::memmem::Finder;
 use rusqlite::types::Value as Sql;
 use rusqlite::{params_from_iter, Connection, OptionalExtension};
 
@@ -308,11 +309,13 @@ fn appended_since(conn: &Connection, then: &Snapshot, now: &Snapshot) -> Result<
 
 /// Occurrences of `needle` in `hay`, overlapping ones included (a trigram phrase matches
 /// at every position).
-fn occurrences(hay: &str, needle: &str) -> u32 {
+/// `needle` is searched once per query (a [`Finder`] per phrase), not per row.
+fn occurrences(hay: &str, needle: &Finder<'_>) -> u32 {
     let mut n = 0;
     let mut from = 0;
-    while let Some(i) = hay[from..].find(needle) {
+    while let Some(i) = needle.find(&hay.as_bytes()[from..]) {
         n += 1;
+        // A match of a UTF-8 needle starts on a character boundary.
         let at = from + i;
         from = at + hay[at..].chars().next().map_or(1, char::len_utf8);
     }
@@ -333,7 +336,7 @@ struct Scored {
 }
 
 /// The bm25 score of a row with columns `cols` (FTS5's formula and summation order).
-fn score(cols: [&str; 3], phrases: &[String], idf: &[f64], avgdl: f64) -> f64 {
+fn score(cols: [&str; 3], phrases: &[Finder<'_>], idf: &[f64], avgdl: f64) -> f64 {
     let lower = cols.map(str::to_lowercase);
     let d = cols.iter().map(|c| tokens(c)).sum::<usize>() as f64;
     let mut s = 0.0;
@@ -404,6 +407,7 @@ pub fn top_scoring(
         })
         .collect();
     let avgdl = now.tokens as f64 / n;
+    let finders: Vec<Finder<'_>> = phrases.iter().map(|p| Finder::new(p.as_bytes())).collect();
     let mut order: Vec<usize> = (0..phrases.len()).filter(|&i| dfs[i] > 0).collect();
     order.sort_by_key(|&i| (dfs[i], i));
 
@@ -441,7 +445,7 @@ pub fn top_scoring(
         ))?;
         let mut rows = stmt.query(params_from_iter(whole[..whole.len() - 1].iter()))?;
         while let Some(r) = rows.next()? {
-            let row = scored_row(r, phrases, &idf, avgdl)?;
+            let row = scored_row(r, &finders, &idf, avgdl)?;
             if row.score > 0.0 {
                 scored.push(row);
             }
@@ -484,7 +488,7 @@ pub fn top_scoring(
             if !seen.insert(rowid) {
                 continue;
             }
-            let row = scored_row(r, phrases, &idf, avgdl)?;
+            let row = scored_row(r, &finders, &idf, avgdl)?;
             let pos = best.partition_point(|&b| b >= row.score);
             if pos < limit {
                 best.insert(pos, row.score);
@@ -499,7 +503,7 @@ pub fn top_scoring(
 /// A row of `rowid, id, namespace, text, tags, title, created_ms, created_at`, scored.
 fn scored_row(
     r: &rusqlite::Row<'_>,
-    phrases: &[String],
+    phrases: &[Finder<'_>],
     idf: &[f64],
     avgdl: f64,
 ) -> Result<Scored> {
@@ -551,9 +555,10 @@ mod tests {
         assert_eq!(varint(&[0x05]), Some((5, 1)));
         assert_eq!(varint(&[0x81, 0x00]), Some((128, 2)));
         assert_eq!(varint(&[0x81]), None);
-        assert_eq!(occurrences("aaaaa", "aaaa"), 2);
-        assert_eq!(occurrences("회의 회의실", "회의"), 2);
-        assert_eq!(occurrences("abc", "abcd"), 0);
+        let occ = |hay: &str, needle: &str| occurrences(hay, &Finder::new(needle.as_bytes()));
+        assert_eq!(occ("aaaaa", "aaaa"), 2);
+        assert_eq!(occ("회의 회의실", "회의"), 2);
+        assert_eq!(occ("abc", "abcd"), 0);
         assert_eq!(tokens("ab"), 0);
         assert_eq!(tokens("데이터베이스"), 4);
     }
