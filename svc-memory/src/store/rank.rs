@@ -152,6 +152,32 @@ fn count_matches(
     )?)
 }
 
+/// Rows containing `phrase` with `after_rowid < rowid < before_rowid`: how many, and their
+/// rowids when there are at most `keep` (a rare phrase's rows are then fetched by rowid,
+/// without reading its doclist a second time).
+fn matches(
+    conn: &Connection,
+    phrase: &str,
+    after_rowid: i64,
+    before_rowid: i64,
+    keep: usize,
+) -> Result<(i64, Option<Vec<i64>>)> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 AND rowid > ?2 AND rowid < ?3",
+    )?;
+    let mut rows = stmt.query(rusqlite::params![quoted(phrase), after_rowid, before_rowid])?;
+    let mut n = 0;
+    let mut ids = Some(Vec::new());
+    while let Some(r) = rows.next()? {
+        n += 1;
+        match ids.as_mut() {
+            Some(v) if v.len() < keep => v.push(r.get(0)?),
+            _ => ids = None,
+        }
+    }
+    Ok((n, ids))
+}
+
 /// Where a cold document frequency is counted: the whole table, or, when it holds more
 /// than `rows` memories, first its newest `rows` only ([`doc_freq`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,14 +274,16 @@ fn doc_freq(
     phrase: &str,
     sample: Sample,
     start: &mut Option<Option<i64>>,
-) -> Result<i64> {
+    keep: usize,
+) -> Result<(i64, Option<Vec<i64>>)> {
     let key = (db.to_owned(), phrase.to_owned());
     let cached = DFS.lock().ok().and_then(|m| m.get(&key).cloned());
-    let n = match cached {
-        Some(d) if d.at == *now => return Ok(d.n),
-        Some(d) if appended_since(conn, &d.at, now)? => {
-            d.n + count_matches(conn, phrase, d.at.max_rowid, i64::MAX)?
-        }
+    let (n, ids) = match cached {
+        Some(d) if d.at == *now => return Ok((d.n, None)),
+        Some(d) if appended_since(conn, &d.at, now)? => (
+            d.n + count_matches(conn, phrase, d.at.max_rowid, i64::MAX)?,
+            None,
+        ),
         _ => {
             let from = match start {
                 Some(s) => *s,
@@ -264,14 +292,24 @@ fn doc_freq(
             match from {
                 // The sample is the `sample.rows` rows from `from` on (rowids only grow).
                 Some(from) => {
-                    let hits = count_matches(conn, phrase, from - 1, i64::MAX)?;
+                    let (hits, newer) = matches(conn, phrase, from - 1, i64::MAX, keep)?;
                     if hits >= sample.common {
-                        ((hits as f64) * (now.rows as f64) / (sample.rows as f64)).round() as i64
+                        let n = (hits as f64) * (now.rows as f64) / (sample.rows as f64);
+                        (n.round() as i64, None)
                     } else {
-                        hits + count_matches(conn, phrase, i64::MIN, from)?
+                        let left = keep.saturating_sub(newer.as_ref().map_or(keep, Vec::len));
+                        let (older, ids) = matches(conn, phrase, i64::MIN, from, left)?;
+                        let ids = match (newer, ids) {
+                            (Some(mut a), Some(b)) => {
+                                a.extend(b);
+                                Some(a)
+                            }
+                            _ => None,
+                        };
+                        (hits + older, ids)
                     }
                 }
-                None => count_matches(conn, phrase, i64::MIN, i64::MAX)?,
+                None => matches(conn, phrase, i64::MIN, i64::MAX, keep)?,
             }
         }
     };
@@ -281,7 +319,7 @@ fn doc_freq(
         }
         m.insert(key, Df { n, at: now.clone() });
     }
-    Ok(n)
+    Ok((n, ids))
 }
 
 /// True when every row of `then` is still there: the rows beyond its newest row account
@@ -390,10 +428,13 @@ pub fn top_scoring(
     }
     let db = tx.path().unwrap_or("").to_owned();
     let mut start = None;
-    let dfs = phrases
+    let keep = max_scored.min(MAX_SCORED);
+    let (dfs, known): (Vec<i64>, Vec<Option<Vec<i64>>>) = phrases
         .iter()
-        .map(|p| doc_freq(&tx, &db, &now, p, sample, &mut start))
-        .collect::<Result<Vec<_>>>()?;
+        .map(|p| doc_freq(&tx, &db, &now, p, sample, &mut start, keep))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
     let n = now.rows as f64;
     let idf: Vec<f64> = dfs
         .iter()
@@ -461,6 +502,10 @@ pub fn top_scoring(
           WHERE memories_fts MATCH ?1 AND m.namespace IN ({marks})"
     );
     let mut all = tx.prepare_cached(&matches)?;
+    // One row by rowid (a phrase whose rowids were read while counting it).
+    let mut by_rowid = tx.prepare_cached(&format!(
+        "SELECT {columns} FROM memories m WHERE m.rowid = ?1 AND m.namespace IN ({marks})"
+    ))?;
     let mut newest = tx.prepare_cached(&format!(
         "{matches} ORDER BY memories_fts.rowid DESC LIMIT ?{}",
         params.len()
@@ -475,6 +520,26 @@ pub fn top_scoring(
         let budget = max_scored.saturating_sub(scored.len());
         if budget == 0 {
             break;
+        }
+        if let Some(ids) = known[i].as_ref().filter(|ids| ids.len() <= budget) {
+            for &rowid in ids {
+                if seen.contains(&rowid) {
+                    continue;
+                }
+                params[0] = Sql::Integer(rowid);
+                let mut rows = by_rowid.query(params_from_iter(params[..last].iter()))?;
+                if let Some(r) = rows.next()? {
+                    seen.insert(rowid);
+                    let row = scored_row(r, &finders, &idf, avgdl)?;
+                    let pos = best.partition_point(|&b| b >= row.score);
+                    if pos < limit {
+                        best.insert(pos, row.score);
+                        best.truncate(limit);
+                    }
+                    scored.push(row);
+                }
+            }
+            continue;
         }
         params[0] = Sql::Text(quoted(&phrases[i]));
         let mut rows = if dfs[i] as usize <= budget {

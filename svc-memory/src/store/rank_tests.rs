@@ -212,24 +212,38 @@ fn common_phrase_frequencies_are_estimated_from_the_newest_rows() {
     let df = |phrase: &str| {
         s.read(|c| {
             let now = snapshot(c)?;
-            doc_freq(c, "estimate-test", &now, phrase, sample, &mut None)
+            doc_freq(
+                c,
+                "estimate-test",
+                &now,
+                phrase,
+                sample,
+                &mut None,
+                MAX_SCORED,
+            )
         })
         .unwrap()
     };
     assert_eq!(
-        df("alpha"),
+        df("alpha").0,
         1000,
         "250 of the newest 500: a common phrase, estimated"
     );
-    let delta = df("delta");
+    let delta = df("delta").0;
     let exact_delta = (0..total).filter(|i| i % 7 == 0).count() as i64;
     assert!(
         (delta - exact_delta).abs() * 10 <= exact_delta,
         "estimate {delta} within 10% of {exact_delta}"
     );
-    assert_eq!(df("zulu"), 5, "rare in the sample: counted exactly");
+    let zulu = df("zulu");
+    assert_eq!(zulu.0, 5, "rare in the sample: counted exactly");
     assert_eq!(
-        df("charlie"),
+        zulu.1.map(|ids| ids.len()),
+        Some(5),
+        "and its rows kept for the fetch"
+    );
+    assert_eq!(
+        df("charlie").0,
         334,
         "absent from the newest rows: counted exactly"
     );
