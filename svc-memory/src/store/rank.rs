@@ -75,6 +75,11 @@ struct Df {
 static DFS: LazyLock<Mutex<HashMap<(String, String), Df>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
+/// Held while a document frequency is counted: searches of the same words at the same
+/// time (the recall before a turn searches three namespaces at once) count each phrase
+/// once — the second waits, then finds it cached — instead of each walking its doclist.
+static COUNTING: Mutex<()> = Mutex::new(());
+
 /// Per database: where the frequency sample starts ([`sample_start`]) at one snapshot.
 static STARTS: LazyLock<Mutex<HashMap<String, (Snapshot, Sample, Option<i64>)>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
@@ -277,7 +282,12 @@ fn doc_freq(
     keep: usize,
 ) -> Result<(i64, Option<Vec<i64>>)> {
     let key = (db.to_owned(), phrase.to_owned());
-    let cached = DFS.lock().ok().and_then(|m| m.get(&key).cloned());
+    let lookup = || DFS.lock().ok().and_then(|m| m.get(&key).cloned());
+    if let Some(d) = lookup().filter(|d| d.at == *now) {
+        return Ok((d.n, None));
+    }
+    let _counting = COUNTING.lock();
+    let cached = lookup();
     let (n, ids) = match cached {
         Some(d) if d.at == *now => return Ok((d.n, None)),
         Some(d) if appended_since(conn, &d.at, now)? => (
