@@ -80,8 +80,12 @@ static DFS: LazyLock<Mutex<HashMap<(String, String), Df>>> =
 /// once — the second waits, then finds it cached — instead of each walking its doclist.
 static COUNTING: Mutex<()> = Mutex::new(());
 
+/// Where the sample starts (`None`: the table is no larger than the sample), for the
+/// snapshot and sample it was found at.
+type SampleStart = (Snapshot, Sample, Option<i64>);
+
 /// Per database: where the frequency sample starts ([`sample_start`]) at one snapshot.
-static STARTS: LazyLock<Mutex<HashMap<String, (Snapshot, Sample, Option<i64>)>>> =
+static STARTS: LazyLock<Mutex<HashMap<String, SampleStart>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
 /// A SQLite varint (big-endian 7-bit groups, the 9th byte whole), as FTS5 writes them.
