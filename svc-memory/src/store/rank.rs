@@ -25,6 +25,13 @@
 //! (`ORDER BY -bm25(…) DESC, created_ms DESC, rowid DESC`, see the tests) whenever MaxScore
 //! proves the top `limit` within that many rows; otherwise it is the bm25 order of the
 //! rows that contain the query's rarest words.
+//!
+//! Two more keep the p99 low ([`Limits`]): a cold document frequency of a phrase common
+//! among the newest [`DF_SAMPLE`] memories is estimated from them instead of counted over
+//! its whole doclist (so on a table larger than that, the idf of common phrases is an
+//! estimate; rare phrases, the ones that decide a ranking, are always counted), and
+//! namespaces of at most [`SMALL_NAMESPACE`] memories are scored whole instead of fetched
+//! through the index (which would walk every other namespace's matches).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{LazyLock, Mutex};
