@@ -73,24 +73,27 @@ pub struct Memory {
 /// `content_hash` is already in the namespace.
 pub fn insert(tx: &Transaction<'_>, m: &NewMemory) -> Result<bool> {
     let tags = m.tags.join("\n");
-    let n = tx.execute(
+    // Prepared once per writer connection: compiling it (with its trigger) on every write
+    // cost about what the index of two-character words adds (docs/PERFORMANCE.md "Recall").
+    let mut stmt = tx.prepare_cached(
         "INSERT OR IGNORE INTO memories
            (id, namespace, text, tags, title, created_ms, created_at, url, origin, content_hash, session_id)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        rusqlite::params![
-            m.id,
-            m.namespace,
-            m.text,
-            tags,
-            m.title,
-            m.created_ms,
-            m.created_at,
-            m.url,
-            m.origin,
-            m.content_hash,
-            m.session_id
-        ],
     )?;
+    let n = stmt.execute(rusqlite::params![
+        m.id,
+        m.namespace,
+        m.text,
+        tags,
+        m.title,
+        m.created_ms,
+        m.created_at,
+        m.url,
+        m.origin,
+        m.content_hash,
+        m.session_id
+    ])?;
+    drop(stmt);
     if n == 1 {
         let rid = tx.last_insert_rowid();
         grams::index(
