@@ -5,9 +5,13 @@
 //! `cargo bench -p snowpea-svc-memory --bench search` (sizes overridable:
 //! `-- 10000 100000 1000000`; `-- --narrow` for the worst-case 40-word vocabulary;
 //! `-- --server PATH` (repeatable) to compare other builds of `snowpea-svc-memory`, for
-//! example the previous commit's: the memories are written once, then every server answers
-//! the same queries on a copy of the same database, interleaved, `--rounds N` times;
-//! `--queries N` calls per query shape, default 500).
+//! example the previous commit's: the memories are written once (by the first `--server`:
+//! put the oldest build first, a build refuses a database of a newer schema), then every
+//! server answers the same queries on a copy of the same database, interleaved, `--rounds N`
+//! times;
+//! `--queries N` calls per query shape, default 500; `--writes-each` also measures the
+//! write throughput of every `--server`, interleaved, each on a fresh home; `--slowest N` prints the N slowest
+//! queries of each shape).
 //! Results go to `docs/PERFORMANCE.md` ("svc-memory").
 
 use std::path::{Path, PathBuf};
@@ -134,10 +138,10 @@ fn load() -> String {
         .unwrap_or_default()
 }
 
-async fn run(n: usize, narrow: bool, servers: &[PathBuf], rounds: usize) {
-    let home = tempfile::tempdir().unwrap();
-    let (child, channel) = start_server(&servers[0], home.path()).await;
-    // Writes: 8 concurrent writers, each acknowledged after commit.
+/// Writes `n` memories into a fresh `bin` on `home` (8 concurrent writers, each waiting for
+/// its acknowledgement, which comes after the commit); returns the server and the seconds.
+async fn write_all(bin: &Path, home: &Path, n: usize, narrow: bool) -> (Child, f64) {
+    let (child, channel) = start_server(bin, home).await;
     let writers = 8;
     let start = Instant::now();
     let mut tasks = Vec::new();
@@ -148,7 +152,9 @@ async fn run(n: usize, narrow: bool, servers: &[PathBuf], rounds: usize) {
             for _ in 0..n / writers {
                 let text = rng.sentence(12);
                 let p = MemoryWriteParams {
-                    namespace: None,
+                    // One writer of eight fills a project namespace (searched by the
+                    // recall shape next to the global one, as svc-session does).
+                    namespace: (w == 0).then(|| "project:/bench".to_owned()),
                     tags: vec![rng.word().to_owned()],
                     text,
                 };
@@ -162,17 +168,39 @@ async fn run(n: usize, narrow: bool, servers: &[PathBuf], rounds: usize) {
     for t in tasks {
         t.await.unwrap();
     }
-    let secs = start.elapsed().as_secs_f64();
+    (child, start.elapsed().as_secs_f64())
+}
+
+async fn run(n: usize, narrow: bool, servers: &[PathBuf], rounds: usize, writes_each: bool) {
     let shape = if narrow {
         "40-word vocabulary"
     } else {
         "Zipf vocabulary"
     };
+    if writes_each {
+        // Write throughput of every build, interleaved, each on a fresh home.
+        for round in 1..=rounds {
+            for bin in servers {
+                let scratch = tempfile::tempdir().unwrap();
+                let (child, secs) = write_all(bin, scratch.path(), n, narrow).await;
+                stop(child);
+                println!(
+                    "n={n} round {round}: {}: write {:.0} memories/s ({secs:.1} s; load {})",
+                    bin.display(),
+                    n as f64 / secs,
+                    load()
+                );
+            }
+        }
+    }
+    let home = tempfile::tempdir().unwrap();
+    let (child, secs) = write_all(&servers[0], home.path(), n, narrow).await;
     println!(
-        "n={n} ({shape}): write {:.0} memories/s ({writers} concurrent writers, {:.1} s; load {})",
+        "n={n} ({shape}): write {:.0} memories/s (8 concurrent writers, {:.1} s; load {}; {})",
         n as f64 / secs,
         secs,
-        load()
+        load(),
+        servers[0].display()
     );
     stop(child);
     // The database with its WAL (the server was killed: committed pages may be there).
@@ -190,8 +218,13 @@ async fn run(n: usize, narrow: bool, servers: &[PathBuf], rounds: usize) {
             for (name, bytes) in &state {
                 std::fs::write(copy.path().join("state").join(name), bytes).unwrap();
             }
+            let started = Instant::now();
             let (child, channel) = start_server(bin, copy.path()).await;
-            println!("n={n} round {round}: {}", bin.display());
+            println!(
+                "n={n} round {round}: {} (serving after {:.0} ms)",
+                bin.display(),
+                started.elapsed().as_secs_f64() * 1000.0
+            );
             searches(n, shape, narrow, channel).await;
             stop(child);
         }
@@ -201,52 +234,80 @@ async fn run(n: usize, narrow: bool, servers: &[PathBuf], rounds: usize) {
 /// Calls per query shape (`--queries N`).
 static QUERIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(500);
 
-/// One client, sequential, three query shapes, [`QUERIES`] calls each.
+/// One client, sequential, four query shapes, [`QUERIES`] calls each; the last one is the
+/// recall before a turn as svc-session makes it (`clients::memory::MemoryClient::recall`:
+/// one 12-word user message searched in the project, agent and global namespaces at once,
+/// merged), timed from the first call to the last answer. `--slowest N` also prints the
+/// N slowest queries of each shape (where the p99 tail comes from).
 async fn searches(n: usize, shape: &str, narrow: bool, channel: tonic::transport::Channel) {
-    let mut c = MemoryServiceClient::new(channel);
+    let c = MemoryServiceClient::new(channel);
     let mut rng = Text::new(42, narrow);
-    for (label, short) in [
+    for (label, kind) in [
         ("2-word query", 0),
         ("user-message query (12 words)", 1),
         ("short query (<3 chars)", 2),
+        ("recall before a turn (12 words, 3 namespaces)", 3),
     ] {
         let mut lat = Vec::new();
         for i in 0..QUERIES.load(std::sync::atomic::Ordering::Relaxed) {
-            let query = match short {
+            let query = match kind {
                 0 => {
                     let a = rng.word().to_owned();
                     format!("{a} {}", rng.word())
                 }
-                1 => rng.sentence(11),
+                1 | 3 => rng.sentence(11),
                 _ => ["회의", "일정", "배포", "서버"][i % 4].to_owned(),
             };
-            let p = MemorySearchParams {
-                limit: 8,
-                namespace: None,
-                query,
+            let namespaces: &[Option<&str>] = if kind == 3 {
+                &[Some("project:/bench"), Some("agent:bench"), None]
+            } else {
+                &[None]
             };
             let t = Instant::now();
-            tokio::time::timeout(Duration::from_secs(30), c.search(p))
-                .await
-                .unwrap()
-                .unwrap();
-            lat.push(t.elapsed());
+            let calls = namespaces.iter().map(|ns| {
+                let mut c = c.clone();
+                let p = MemorySearchParams {
+                    limit: 8,
+                    namespace: ns.map(str::to_owned),
+                    query: query.clone(),
+                };
+                async move {
+                    tokio::time::timeout(Duration::from_secs(30), c.search(p))
+                        .await
+                        .unwrap()
+                        .unwrap()
+                }
+            });
+            futures::future::join_all(calls).await;
+            lat.push((t.elapsed(), query));
         }
         lat.sort();
+        let times: Vec<Duration> = lat.iter().map(|l| l.0).collect();
         println!(
             "n={n} ({shape}): search {label}: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (load {})",
-            pct(&lat, 0.5),
-            pct(&lat, 0.99),
-            pct(&lat, 1.0),
+            pct(&times, 0.5),
+            pct(&times, 0.99),
+            pct(&times, 1.0),
             load()
         );
+        for (d, q) in lat
+            .iter()
+            .rev()
+            .take(SLOWEST.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            println!("    {:.2} ms  {q}", d.as_secs_f64() * 1000.0);
+        }
     }
 }
+
+/// Slowest queries printed per shape (`--slowest N`).
+static SLOWEST: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let narrow = args.iter().any(|a| a == "--narrow");
+    let writes_each = args.iter().any(|a| a == "--writes-each");
     let mut servers: Vec<PathBuf> = Vec::new();
     let mut rounds = 1;
     let mut sizes: Vec<usize> = Vec::new();
@@ -255,6 +316,10 @@ async fn main() {
         match a.as_str() {
             "--server" => servers.push(it.next().expect("--server PATH").into()),
             "--rounds" => rounds = it.next().and_then(|r| r.parse().ok()).expect("--rounds N"),
+            "--slowest" => {
+                let q = it.next().and_then(|r| r.parse().ok()).expect("--slowest N");
+                SLOWEST.store(q, std::sync::atomic::Ordering::Relaxed);
+            }
             "--queries" => {
                 let q = it.next().and_then(|r| r.parse().ok()).expect("--queries N");
                 QUERIES.store(q, std::sync::atomic::Ordering::Relaxed);
@@ -271,6 +336,6 @@ async fn main() {
         sizes
     };
     for n in sizes {
-        run(n, narrow, &servers, rounds).await;
+        run(n, narrow, &servers, rounds, writes_each).await;
     }
 }

@@ -1,20 +1,22 @@
 //! Ranked memories: rows of `memories` and their FTS5 index (trigram tokenizer, so partial
-//! words and non-Latin text match; bm25 ranking, computed top-k by [`super::rank`]). Queries are split into words; words of
-//! three or more characters become FTS5 phrases OR-ed together (bm25 rewards matching
-//! more of them). Words shorter than three characters cannot use a trigram index: a
-//! query made only of them takes the short-query path — a `LIKE` scan within the
-//! namespaces, ranked by how many words match, then by recency. Non-ASCII words longer
-//! than three characters also match by their trigrams (see [`plan_query`]). Two-character words of
-//! non-ASCII scripts (Korean, Chinese, Japanese content words are often two syllables) are
-//! also looked up that way next to the FTS5 match; short ASCII words ("is", "to") are not,
-//! they are almost always stop words.
+//! words and non-Latin text match; bm25 ranking, computed top-k by [`super::rank`]). Queries
+//! are split into words; words of three or more characters become FTS5 phrases OR-ed
+//! together (bm25 rewards matching more of them). Words shorter than three characters
+//! cannot use a trigram index: a query made only of them takes the short-query path —
+//! ranked by how many words match, then by recency — through the index of two-character
+//! non-ASCII words ([`super::grams`]) when every word is one, else a `LIKE` scan within the
+//! namespaces. Non-ASCII words longer than three characters also match by their trigrams
+//! (see [`plan_query`]). Two-character words of non-ASCII scripts (Korean, Chinese,
+//! Japanese content words are often two syllables) are also looked up on the short path
+//! next to the FTS5 match; short ASCII words ("is", "to") are not, they are almost always
+//! stop words.
 
 use std::collections::HashMap;
 
 use rusqlite::types::Value as Sql;
 use rusqlite::{params_from_iter, Connection, OptionalExtension, Transaction};
 
-use super::rank;
+use super::{grams, rank};
 use crate::error::Result;
 use crate::namespace::Namespace;
 
@@ -70,24 +72,38 @@ pub struct Memory {
 /// Inserts `m`. Returns false (and stores nothing) when a page with the same
 /// `content_hash` is already in the namespace.
 pub fn insert(tx: &Transaction<'_>, m: &NewMemory) -> Result<bool> {
-    let n = tx.execute(
+    let tags = m.tags.join("\n");
+    // Prepared once per writer connection: compiling it (with its trigger) on every write
+    // cost about what the index of two-character words adds (docs/PERFORMANCE.md "Recall").
+    let mut stmt = tx.prepare_cached(
         "INSERT OR IGNORE INTO memories
            (id, namespace, text, tags, title, created_ms, created_at, url, origin, content_hash, session_id)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-        rusqlite::params![
-            m.id,
-            m.namespace,
-            m.text,
-            m.tags.join("\n"),
-            m.title,
-            m.created_ms,
-            m.created_at,
-            m.url,
-            m.origin,
-            m.content_hash,
-            m.session_id
-        ],
     )?;
+    let n = stmt.execute(rusqlite::params![
+        m.id,
+        m.namespace,
+        m.text,
+        tags,
+        m.title,
+        m.created_ms,
+        m.created_at,
+        m.url,
+        m.origin,
+        m.content_hash,
+        m.session_id
+    ])?;
+    drop(stmt);
+    if n == 1 {
+        let rid = tx.last_insert_rowid();
+        grams::index(
+            tx,
+            rid,
+            &m.namespace,
+            m.created_ms,
+            [&m.text, &tags, &m.title],
+        )?;
+    }
     Ok(n == 1)
 }
 
@@ -209,32 +225,11 @@ pub fn search(
         hits = rank::top(conn, namespaces, &plan.phrases, limit)?;
     }
     if !plan.like.is_empty() {
-        let mut params: Vec<Sql> = plan
-            .like
-            .iter()
-            .map(|w| Sql::Text(like_pattern(w)))
-            .collect();
-        let matched: Vec<String> = (1..=plan.like.len())
-            .map(|i| format!("(hay LIKE ?{i} ESCAPE '\\')"))
-            .collect();
-        let ns = namespace_filter(namespaces, "namespace", &mut params);
-        params.push(Sql::Integer(limit as i64));
-        let sql = format!(
-            "SELECT id, namespace, text, tags, created_at, CAST(n AS REAL) FROM (
-                SELECT id, namespace, text, tags, created_at, created_ms, rowid,
-                       {} AS n
-                  FROM (SELECT *, text || char(10) || tags || char(10) || title AS hay
-                          FROM memories WHERE {ns}))
-              WHERE n > 0
-              ORDER BY n DESC, created_ms DESC, rowid DESC
-              LIMIT ?{}",
-            matched.join(" + "),
-            params.len()
-        );
-        let mut stmt = conn.prepare_cached(&sql)?;
-        let short: Vec<Memory> = stmt
-            .query_map(params_from_iter(params), row_memory)?
-            .collect::<rusqlite::Result<_>>()?;
+        let short = if plan.like.iter().all(|w| grams::indexed(w)) {
+            short_indexed(conn, namespaces, &plan.like, limit)?
+        } else {
+            short_scan(conn, namespaces, &plan.like, limit)?
+        };
         // Merge: a memory found both ways adds the short-word matches to its bm25 score.
         let mut by_id: HashMap<String, usize> = hits
             .iter()
@@ -255,6 +250,64 @@ pub fn search(
         hits.truncate(limit);
     }
     Ok(hits)
+}
+
+/// The short-query path through the index of two-character words ([`grams::top`]): the
+/// same hits and order as [`short_scan`] without reading the namespace.
+fn short_indexed(
+    conn: &Connection,
+    namespaces: &[Namespace],
+    words: &[String],
+    limit: usize,
+) -> Result<Vec<Memory>> {
+    let hits = grams::top(conn, namespaces, words, limit)?;
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, namespace, text, tags, created_at, CAST(?2 AS REAL) FROM memories WHERE rowid = ?1",
+    )?;
+    let mut out = Vec::with_capacity(hits.len());
+    for h in hits {
+        // A memory deleted since the index was read is simply not returned.
+        if let Some(m) = stmt
+            .query_row(rusqlite::params![h.rid, h.n as i64], row_memory)
+            .optional()?
+        {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
+/// The short-query path for words the index does not hold (ASCII or one character): a
+/// `LIKE` scan of the namespaces, ranked by how many words match, then newest first.
+fn short_scan(
+    conn: &Connection,
+    namespaces: &[Namespace],
+    words: &[String],
+    limit: usize,
+) -> Result<Vec<Memory>> {
+    let mut params: Vec<Sql> = words.iter().map(|w| Sql::Text(like_pattern(w))).collect();
+    let matched: Vec<String> = (1..=words.len())
+        .map(|i| format!("(hay LIKE ?{i} ESCAPE '\\')"))
+        .collect();
+    let ns = namespace_filter(namespaces, "namespace", &mut params);
+    params.push(Sql::Integer(limit as i64));
+    let sql = format!(
+        "SELECT id, namespace, text, tags, created_at, CAST(n AS REAL) FROM (
+            SELECT id, namespace, text, tags, created_at, created_ms, rowid,
+                   {} AS n
+              FROM (SELECT *, text || char(10) || tags || char(10) || title AS hay
+                      FROM memories WHERE {ns}))
+          WHERE n > 0
+          ORDER BY n DESC, created_ms DESC, rowid DESC
+          LIMIT ?{}",
+        matched.join(" + "),
+        params.len()
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let rows = stmt
+        .query_map(params_from_iter(params), row_memory)?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok(rows)
 }
 
 /// The newest `limit` memories of `namespaces`.

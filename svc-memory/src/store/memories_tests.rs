@@ -195,3 +195,124 @@ fn query_plans() {
         "short ASCII words dropped next to long ones"
     );
 }
+
+/// The short path through `memory_grams` against the `LIKE` scan it replaces: same hits,
+/// same order, same scores, with several namespaces, equal and out-of-order times, words
+/// inside longer words, upper-case non-ASCII text and deletes.
+#[test]
+fn indexed_short_path_equals_the_like_scan() {
+    let (_t, s) = store();
+    let syllables = [
+        "회", "의", "배", "포", "일", "정", "서", "버", "ά", "δ", "ω",
+    ];
+    let spaces = [
+        Namespace::Default,
+        Namespace::Project("/p".into()),
+        Namespace::Browser,
+    ];
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut rnd = move |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n as u64) as usize
+    };
+    let mut ids_all = Vec::new();
+    for i in 0..600 {
+        let words: Vec<String> = (0..1 + rnd(6))
+            .map(|_| {
+                (0..1 + rnd(4))
+                    .map(|_| syllables[rnd(syllables.len())])
+                    .collect()
+            })
+            .collect();
+        let tag = if rnd(4) == 0 {
+            syllables[rnd(8)].repeat(2)
+        } else {
+            String::new()
+        };
+        let tags: Vec<&str> = if tag.is_empty() { vec![] } else { vec![&tag] };
+        // Times repeat and go backwards (browser pages carry their visit time).
+        let created = (i as i64 / 3) * if rnd(5) == 0 { -1 } else { 1 };
+        ids_all.push(put(&s, &spaces[rnd(3)], &words.join(" "), &tags, created));
+    }
+    let check = |s: &Store, rnd: &mut dyn FnMut(usize) -> usize| {
+        for q in 0..200 {
+            let words: Vec<String> = (0..1 + rnd(3))
+                .map(|_| {
+                    let a = syllables[rnd(syllables.len())];
+                    let b = syllables[rnd(syllables.len())];
+                    format!("{a}{b}").to_lowercase()
+                })
+                .collect();
+            let mut distinct: Vec<String> = Vec::new();
+            for w in words {
+                if !distinct.contains(&w) {
+                    distinct.push(w);
+                }
+            }
+            let ns = if q % 4 == 0 {
+                spaces.to_vec()
+            } else {
+                vec![spaces[q % 3].clone()]
+            };
+            let limit = [1, 3, 8, 50][q % 4];
+            let want = s.read(|c| short_scan(c, &ns, &distinct, limit)).unwrap();
+            let got = s.read(|c| short_indexed(c, &ns, &distinct, limit)).unwrap();
+            assert_eq!(got, want, "words {distinct:?} limit {limit}");
+        }
+    };
+    check(&s, &mut rnd);
+    for id in ids_all.iter().step_by(5) {
+        s.write(|tx| delete_id(tx, id)).unwrap();
+    }
+    check(&s, &mut rnd);
+    let upper = put(&s, &Namespace::Default, "ΔΩ ΣΧΈΔΙΟ", &[], 1_000);
+    assert_eq!(
+        ids(&s, &[Namespace::Default], "δω").first(),
+        Some(&upper),
+        "upper-case Greek found by its lower-case word"
+    );
+}
+
+#[test]
+fn memories_written_before_the_word_index_are_indexed_at_open() {
+    let t = tempfile::tempdir().unwrap();
+    let path = t.path().join("memory.db");
+    {
+        // A database at schema version 1 (before `memory_grams`) with one memory.
+        let mut c = snowpea_common::db::open(&path, &crate::store::MIGRATIONS[..1]).unwrap();
+        c.execute(
+            "INSERT INTO memories (id, namespace, text, created_ms, created_at)
+             VALUES ('mem_old', 'default', '다음주 회의 일정', 1, 't1')",
+            [],
+        )
+        .unwrap();
+        assert_eq!(
+            crate::store::grams::backfill(&mut c).ok(),
+            None,
+            "no index yet"
+        );
+    }
+    let s = Store::open(&path).unwrap();
+    let pending: i64 = s
+        .read(|c| {
+            Ok(
+                c.query_row("SELECT count(*) FROM memory_grams_pending", [], |r| {
+                    r.get(0)
+                })?,
+            )
+        })
+        .unwrap();
+    assert_eq!(pending, 0);
+    assert_eq!(
+        ids(&s, &[Namespace::Default], "회의"),
+        vec!["mem_old".to_string()]
+    );
+    assert_eq!(
+        s.read(|c| short_indexed(c, &[Namespace::Default], &["일정".to_string()], 5))
+            .unwrap()
+            .len(),
+        1
+    );
+}

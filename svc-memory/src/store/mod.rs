@@ -3,8 +3,8 @@
 //! readers run next to the writer). Every write runs in one `BEGIN IMMEDIATE` transaction
 //! and returns only after `COMMIT`, so an acknowledged write survives kill -9.
 //!
-//! [`memories`] holds the ranked memories (FTS5, trigram tokenizer, bm25); [`sites`] the
-//! site-memory entries.
+//! [`memories`] holds the ranked memories (FTS5, trigram tokenizer, bm25, ranked top-k by
+//! [`rank`]; two-character non-ASCII words in [`grams`]); [`sites`] the site-memory entries.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,6 +14,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::error::{Error, Result};
 
+pub mod grams;
 pub mod memories;
 pub mod rank;
 pub mod sites;
@@ -67,10 +68,14 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX site_entries_by_verified ON site_entries(profile, last_verified_ms);
     "#,
+    // migration 2: the index of two-character non-ASCII words (issue 14 "Recall").
+    grams::MIGRATION,
 ];
 
 /// Reader connections (searches run in parallel with each other and with the writer).
 const READERS: usize = 2;
+/// Most bytes of the database a reader maps (`PRAGMA mmap_size`): 1 GiB, ≈ 2M memories.
+const READER_MMAP: i64 = 1 << 30;
 
 /// The database: one writer, [`READERS`] readers. Called only from inside
 /// `snowpea_common::db::blocking` (the rpc handlers' `blocking`), never on an async worker
@@ -85,12 +90,25 @@ pub struct Store {
 impl Store {
     /// Opens (creating and migrating) the database at `path`.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
-        let writer = snowpea_common::db::open(path, MIGRATIONS)?;
+        let mut writer = snowpea_common::db::open(path, MIGRATIONS)?;
         check_trigram(&writer)?;
+        let indexed = grams::backfill(&mut writer)?;
+        if indexed > 0 {
+            tracing::info!(
+                memories = indexed,
+                "indexed two-character words of older memories"
+            );
+        }
         let mut readers = Vec::with_capacity(READERS);
         for _ in 0..READERS {
             let c = Connection::open(path)?;
             snowpea_common::db::configure(&c)?;
+            // Readers map the database instead of copying each page into their own cache:
+            // a 100k-memory search touches hundreds of pages, and `pread` into the 2 MB
+            // page cache was a sixth of its time (docs/PERFORMANCE.md "Recall"). The
+            // mapping is file-backed and shared with the kernel's page cache: it adds no
+            // anonymous memory, and untouched pages cost nothing.
+            c.pragma_update(None, "mmap_size", READER_MMAP)?;
             readers.push(Mutex::new(c));
         }
         Ok(Store {

@@ -25,10 +25,18 @@
 //! (`ORDER BY -bm25(…) DESC, created_ms DESC, rowid DESC`, see the tests) whenever MaxScore
 //! proves the top `limit` within that many rows; otherwise it is the bm25 order of the
 //! rows that contain the query's rarest words.
+//!
+//! Two more keep the p99 low ([`Limits`]): a cold document frequency of a phrase common
+//! among the newest [`DF_SAMPLE`] memories is estimated from them instead of counted over
+//! its whole doclist (so on a table larger than that, the idf of common phrases is an
+//! estimate; rare phrases, the ones that decide a ranking, are always counted), and
+//! namespaces of at most [`SMALL_NAMESPACE`] memories are scored whole instead of fetched
+//! through the index (which would walk every other namespace's matches).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{LazyLock, Mutex};
 
+use memchr::memmem::Finder;
 use rusqlite::types::Value as Sql;
 use rusqlite::{params_from_iter, Connection, OptionalExtension};
 
@@ -46,6 +54,13 @@ const WEIGHTS: [f64; 3] = [1.0, 0.5, 0.8];
 pub const MAX_SCORED: usize = 256;
 /// Most cached document frequencies (all databases of the process together).
 const DF_CACHE: usize = 8_192;
+/// Memories of the sample a common phrase's frequency is estimated from ([`Sample`]).
+pub const DF_SAMPLE: i64 = 8_192;
+/// Namespaces of at most this many memories are scored whole ([`Limits`]): reading 2,048
+/// rows costs about what fetching [`MAX_SCORED`] rows of a common phrase costs when the
+/// namespace holds a small share of the table (the fetch then skips every row of other
+/// namespaces: all of them when the namespace is empty, as a new project's is).
+pub const SMALL_NAMESPACE: i64 = 2_048;
 
 /// The table's totals at one moment, from FTS5's averages record, plus the newest row
 /// (to tell an append-only change from any other).
@@ -65,6 +80,19 @@ struct Df {
 }
 
 static DFS: LazyLock<Mutex<HashMap<(String, String), Df>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Held while a document frequency is counted: searches of the same words at the same
+/// time (the recall before a turn searches three namespaces at once) count each phrase
+/// once — the second waits, then finds it cached — instead of each walking its doclist.
+static COUNTING: Mutex<()> = Mutex::new(());
+
+/// Where the sample starts (`None`: the table is no larger than the sample), for the
+/// snapshot and sample it was found at.
+type SampleStart = (Snapshot, Sample, Option<i64>);
+
+/// Per database: where the frequency sample starts ([`sample_start`]) at one snapshot.
+static STARTS: LazyLock<Mutex<HashMap<String, SampleStart>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
 /// A SQLite varint (big-endian 7-bit groups, the 9th byte whole), as FTS5 writes them.
@@ -124,26 +152,187 @@ fn quoted(phrase: &str) -> String {
     format!("\"{}\"", phrase.replace('"', "\"\""))
 }
 
-fn count_matches(conn: &Connection, phrase: &str, after_rowid: i64) -> Result<i64> {
+/// Rows containing `phrase` with a rowid above `after_rowid` and below `before_rowid`.
+fn count_matches(
+    conn: &Connection,
+    phrase: &str,
+    after_rowid: i64,
+    before_rowid: i64,
+) -> Result<i64> {
     let mut stmt = conn.prepare_cached(
-        "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1 AND rowid > ?2",
+        "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1 AND rowid > ?2 AND rowid < ?3",
     )?;
-    Ok(stmt.query_row(rusqlite::params![quoted(phrase), after_rowid], |r| r.get(0))?)
+    Ok(stmt.query_row(
+        rusqlite::params![quoted(phrase), after_rowid, before_rowid],
+        |r| r.get(0),
+    )?)
+}
+
+/// Rows containing `phrase` with `after_rowid < rowid < before_rowid`: how many, and their
+/// rowids when there are at most `keep` (a rare phrase's rows are then fetched by rowid,
+/// without reading its doclist a second time).
+fn matches(
+    conn: &Connection,
+    phrase: &str,
+    after_rowid: i64,
+    before_rowid: i64,
+    keep: usize,
+) -> Result<(i64, Option<Vec<i64>>)> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 AND rowid > ?2 AND rowid < ?3",
+    )?;
+    let mut rows = stmt.query(rusqlite::params![quoted(phrase), after_rowid, before_rowid])?;
+    let mut n = 0;
+    let mut ids = Some(Vec::new());
+    while let Some(r) = rows.next()? {
+        n += 1;
+        match ids.as_mut() {
+            Some(v) if v.len() < keep => v.push(r.get(0)?),
+            _ => ids = None,
+        }
+    }
+    Ok((n, ids))
+}
+
+/// Where a cold document frequency is counted: the whole table, or, when it holds more
+/// than `rows` memories, first its newest `rows` only ([`doc_freq`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// Memories of the sample.
+    pub rows: i64,
+    /// Matches in the sample from which a phrase is common: its frequency is then
+    /// estimated from the sample instead of counted over its whole doclist.
+    pub common: i64,
+}
+
+impl Sample {
+    /// The service's sample: the newest [`DF_SAMPLE`] memories; a phrase in at least
+    /// 1/64 of them (≈ 1.6 %) is common (its estimate then rests on ≥ 128 matches: a
+    /// relative error of about 1/√128 ≈ 9 %, an idf error of about 0.1 for a phrase in a
+    /// few percent of the memories).
+    pub const DEFAULT: Sample = Sample {
+        rows: DF_SAMPLE,
+        common: DF_SAMPLE / 64,
+    };
+    /// Never estimate: always count (the exact bm25 idf, at any size).
+    pub const EXACT: Sample = Sample {
+        rows: i64::MAX,
+        common: i64::MAX,
+    };
+}
+
+/// The bounds of one ranking ([`top_scoring`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Most rows fetched through the index and scored (module docs).
+    pub max_scored: usize,
+    /// How cold document frequencies are counted.
+    pub sample: Sample,
+    /// Namespaces holding at most this many memories together are read whole and every
+    /// memory scored, instead of fetched phrase by phrase through the index.
+    pub small_namespace: i64,
+}
+
+impl Limits {
+    /// The service's bounds: [`MAX_SCORED`], [`Sample::DEFAULT`], [`SMALL_NAMESPACE`].
+    pub const DEFAULT: Limits = Limits {
+        max_scored: MAX_SCORED,
+        sample: Sample::DEFAULT,
+        small_namespace: SMALL_NAMESPACE,
+    };
+}
+
+/// The rowid from which the newest `sample.rows` memories start, or `None` when the table
+/// is no larger than that (then there is nothing to estimate).
+/// Cached per database until the table changes (finding it walks `sample.rows` rows).
+fn sample_start(
+    conn: &Connection,
+    db: &str,
+    now: &Snapshot,
+    sample: Sample,
+) -> Result<Option<i64>> {
+    if now.rows <= sample.rows {
+        return Ok(None);
+    }
+    if let Some((at, s, start)) = STARTS.lock().ok().and_then(|m| m.get(db).cloned()) {
+        if at == *now && s == sample {
+            return Ok(start);
+        }
+    }
+    let start = conn
+        .prepare_cached("SELECT rowid FROM memories ORDER BY rowid DESC LIMIT 1 OFFSET ?1")?
+        .query_row([sample.rows - 1], |r| r.get(0))
+        .optional()?;
+    if let Ok(mut m) = STARTS.lock() {
+        if m.len() >= 64 {
+            m.clear();
+        }
+        m.insert(db.to_owned(), (now.clone(), sample, start));
+    }
+    Ok(start)
 }
 
 /// How many rows of the whole table (all namespaces, as FTS5's bm25 counts) contain
 /// `phrase`. Cached per database and phrase; a cached count is reused only when the table
 /// is unchanged since, or only grew (then the new rows are counted on top); any delete
 /// recounts.
-fn doc_freq(conn: &Connection, db: &str, now: &Snapshot, phrase: &str) -> Result<i64> {
+///
+/// A cold count of a common word walks its whole doclist (5–13 ms per word at 100k
+/// memories, ten times that at 1M: the p99 tail of recall). So on a table larger than
+/// `sample.rows`, the phrase is first counted among the newest `sample.rows` memories
+/// (`start`: [`sample_start`]); when it has at least `sample.common` matches there, its
+/// frequency is that share of the whole table; only rarer phrases (cheap to count, and
+/// the ones whose idf decides the ranking) are counted exactly.
+fn doc_freq(
+    conn: &Connection,
+    db: &str,
+    now: &Snapshot,
+    phrase: &str,
+    sample: Sample,
+    start: &mut Option<Option<i64>>,
+    keep: usize,
+) -> Result<(i64, Option<Vec<i64>>)> {
     let key = (db.to_owned(), phrase.to_owned());
-    let cached = DFS.lock().ok().and_then(|m| m.get(&key).cloned());
-    let n = match cached {
-        Some(d) if d.at == *now => return Ok(d.n),
-        Some(d) if appended_since(conn, &d.at, now)? => {
-            d.n + count_matches(conn, phrase, d.at.max_rowid)?
+    let lookup = || DFS.lock().ok().and_then(|m| m.get(&key).cloned());
+    if let Some(d) = lookup().filter(|d| d.at == *now) {
+        return Ok((d.n, None));
+    }
+    let _counting = COUNTING.lock();
+    let cached = lookup();
+    let (n, ids) = match cached {
+        Some(d) if d.at == *now => return Ok((d.n, None)),
+        Some(d) if appended_since(conn, &d.at, now)? => (
+            d.n + count_matches(conn, phrase, d.at.max_rowid, i64::MAX)?,
+            None,
+        ),
+        _ => {
+            let from = match start {
+                Some(s) => *s,
+                None => *start.insert(sample_start(conn, db, now, sample)?),
+            };
+            match from {
+                // The sample is the `sample.rows` rows from `from` on (rowids only grow).
+                Some(from) => {
+                    let (hits, newer) = matches(conn, phrase, from - 1, i64::MAX, keep)?;
+                    if hits >= sample.common {
+                        let n = (hits as f64) * (now.rows as f64) / (sample.rows as f64);
+                        (n.round() as i64, None)
+                    } else {
+                        let left = keep.saturating_sub(newer.as_ref().map_or(keep, Vec::len));
+                        let (older, ids) = matches(conn, phrase, i64::MIN, from, left)?;
+                        let ids = match (newer, ids) {
+                            (Some(mut a), Some(b)) => {
+                                a.extend(b);
+                                Some(a)
+                            }
+                            _ => None,
+                        };
+                        (hits + older, ids)
+                    }
+                }
+                None => matches(conn, phrase, i64::MIN, i64::MAX, keep)?,
+            }
         }
-        _ => count_matches(conn, phrase, i64::MIN)?,
     };
     if let Ok(mut m) = DFS.lock() {
         if m.len() >= DF_CACHE {
@@ -151,7 +340,7 @@ fn doc_freq(conn: &Connection, db: &str, now: &Snapshot, phrase: &str) -> Result
         }
         m.insert(key, Df { n, at: now.clone() });
     }
-    Ok(n)
+    Ok((n, ids))
 }
 
 /// True when every row of `then` is still there: the rows beyond its newest row account
@@ -179,11 +368,13 @@ fn appended_since(conn: &Connection, then: &Snapshot, now: &Snapshot) -> Result<
 
 /// Occurrences of `needle` in `hay`, overlapping ones included (a trigram phrase matches
 /// at every position).
-fn occurrences(hay: &str, needle: &str) -> u32 {
+/// `needle` is searched once per query (a [`Finder`] per phrase), not per row.
+fn occurrences(hay: &str, needle: &Finder<'_>) -> u32 {
     let mut n = 0;
     let mut from = 0;
-    while let Some(i) = hay[from..].find(needle) {
+    while let Some(i) = needle.find(&hay.as_bytes()[from..]) {
         n += 1;
+        // A match of a UTF-8 needle starts on a character boundary.
         let at = from + i;
         from = at + hay[at..].chars().next().map_or(1, char::len_utf8);
     }
@@ -204,7 +395,7 @@ struct Scored {
 }
 
 /// The bm25 score of a row with columns `cols` (FTS5's formula and summation order).
-fn score(cols: [&str; 3], phrases: &[String], idf: &[f64], avgdl: f64) -> f64 {
+fn score(cols: [&str; 3], phrases: &[Finder<'_>], idf: &[f64], avgdl: f64) -> f64 {
     let lower = cols.map(str::to_lowercase);
     let d = cols.iter().map(|c| tokens(c)).sum::<usize>() as f64;
     let mut s = 0.0;
@@ -228,17 +419,25 @@ pub fn top(
     phrases: &[String],
     limit: usize,
 ) -> Result<Vec<Memory>> {
-    top_scoring(conn, namespaces, phrases, limit, MAX_SCORED)
+    top_scoring(conn, namespaces, phrases, limit, Limits::DEFAULT)
 }
 
-/// [`top`] scoring at most `max_scored` rows (`usize::MAX`: the exact bm25 order always).
+/// [`top`] within `limits`: at most `limits.max_scored` rows fetched through the index,
+/// the document frequencies of common phrases estimated from `limits.sample`
+/// ([`doc_freq`]), small namespaces scored whole. With `max_scored: usize::MAX` and
+/// [`Sample::EXACT`]: the exact bm25 order always (`small_namespace` changes only the cost).
 pub fn top_scoring(
     conn: &Connection,
     namespaces: &[Namespace],
     phrases: &[String],
     limit: usize,
-    max_scored: usize,
+    limits: Limits,
 ) -> Result<Vec<Memory>> {
+    let Limits {
+        max_scored,
+        sample,
+        small_namespace,
+    } = limits;
     if phrases.is_empty() || namespaces.is_empty() || limit == 0 {
         return Ok(Vec::new());
     }
@@ -249,10 +448,14 @@ pub fn top_scoring(
         return Ok(Vec::new());
     }
     let db = tx.path().unwrap_or("").to_owned();
-    let dfs = phrases
+    let mut start = None;
+    let keep = max_scored.min(MAX_SCORED);
+    let (dfs, known): (Vec<i64>, Vec<Option<Vec<i64>>>) = phrases
         .iter()
-        .map(|p| doc_freq(&tx, &db, &now, p))
-        .collect::<Result<Vec<_>>>()?;
+        .map(|p| doc_freq(&tx, &db, &now, p, sample, &mut start, keep))
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .unzip();
     let n = now.rows as f64;
     let idf: Vec<f64> = dfs
         .iter()
@@ -266,6 +469,7 @@ pub fn top_scoring(
         })
         .collect();
     let avgdl = now.tokens as f64 / n;
+    let finders: Vec<Finder<'_>> = phrases.iter().map(|p| Finder::new(p.as_bytes())).collect();
     let mut order: Vec<usize> = (0..phrases.len()).filter(|&i| dfs[i] > 0).collect();
     order.sort_by_key(|&i| (dfs[i], i));
 
@@ -277,19 +481,57 @@ pub fn top_scoring(
             format!("?{}", params.len())
         })
         .collect();
+    let marks = marks.join(", ");
     params.push(Sql::Null);
-    let sql = format!(
-        "SELECT m.rowid, m.id, m.namespace, m.text, m.tags, m.title, m.created_ms, m.created_at
-           FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
-          WHERE memories_fts MATCH ?1 AND m.namespace IN ({})
-          ORDER BY memories_fts.rowid DESC
-          LIMIT ?{}",
-        marks.join(", "),
-        params.len()
-    );
-    let mut stmt = tx.prepare_cached(&sql)?;
-    let mut seen: HashSet<i64> = HashSet::new();
+    let last = params.len() - 1;
+    let columns = "m.rowid, m.id, m.namespace, m.text, m.tags, m.title, m.created_ms, m.created_at";
+
     let mut scored: Vec<Scored> = Vec::new();
+    // A small namespace: every memory of it scored (a row matches when a phrase occurs in
+    // it, as the scorer counts occurrences).
+    let mut whole: Vec<Sql> = namespaces.iter().map(|ns| Sql::Text(ns.key())).collect();
+    let whole_marks = (1..=whole.len())
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    whole.push(Sql::Integer(small_namespace.saturating_add(1)));
+    let size: i64 = tx
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM (SELECT 1 FROM memories WHERE namespace IN ({whole_marks}) LIMIT ?{})",
+            whole.len()
+        ))?
+        .query_row(params_from_iter(whole.iter()), |r| r.get(0))?;
+    if size <= small_namespace {
+        let mut stmt = tx.prepare_cached(&format!(
+            "SELECT {columns} FROM memories m WHERE m.namespace IN ({whole_marks})"
+        ))?;
+        let mut rows = stmt.query(params_from_iter(whole[..whole.len() - 1].iter()))?;
+        while let Some(r) = rows.next()? {
+            let row = scored_row(r, &finders, &idf, avgdl)?;
+            if row.score > 0.0 {
+                scored.push(row);
+            }
+        }
+        return Ok(best_first(scored, limit));
+    }
+
+    // Every match of a phrase (FTS5's own ascending order: reading a doclist backwards
+    // costs more), or the newest `budget` ones.
+    let matches = format!(
+        "SELECT {columns}
+           FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid
+          WHERE memories_fts MATCH ?1 AND m.namespace IN ({marks})"
+    );
+    let mut all = tx.prepare_cached(&matches)?;
+    // One row by rowid (a phrase whose rowids were read while counting it).
+    let mut by_rowid = tx.prepare_cached(&format!(
+        "SELECT {columns} FROM memories m WHERE m.rowid = ?1 AND m.namespace IN ({marks})"
+    ))?;
+    let mut newest = tx.prepare_cached(&format!(
+        "{matches} ORDER BY memories_fts.rowid DESC LIMIT ?{}",
+        params.len()
+    ))?;
+    let mut seen: HashSet<i64> = HashSet::new();
     let mut best: Vec<f64> = Vec::new(); // scores, descending, at most `limit`
     for (k, &i) in order.iter().enumerate() {
         let rest: f64 = order[k..].iter().map(|&j| idf[j] * (K1 + 1.0)).sum();
@@ -300,47 +542,82 @@ pub fn top_scoring(
         if budget == 0 {
             break;
         }
+        if let Some(ids) = known[i].as_ref().filter(|ids| ids.len() <= budget) {
+            for &rowid in ids {
+                if seen.contains(&rowid) {
+                    continue;
+                }
+                params[0] = Sql::Integer(rowid);
+                let mut rows = by_rowid.query(params_from_iter(params[..last].iter()))?;
+                if let Some(r) = rows.next()? {
+                    seen.insert(rowid);
+                    let row = scored_row(r, &finders, &idf, avgdl)?;
+                    let pos = best.partition_point(|&b| b >= row.score);
+                    if pos < limit {
+                        best.insert(pos, row.score);
+                        best.truncate(limit);
+                    }
+                    scored.push(row);
+                }
+            }
+            continue;
+        }
         params[0] = Sql::Text(quoted(&phrases[i]));
-        let last = params.len() - 1;
-        params[last] = Sql::Integer(if dfs[i] as usize <= budget {
-            -1
+        let mut rows = if dfs[i] as usize <= budget {
+            all.query(params_from_iter(params[..last].iter()))?
         } else {
-            budget as i64
-        });
-        let mut rows = stmt.query(params_from_iter(params.iter()))?;
+            params[last] = Sql::Integer(budget as i64);
+            newest.query(params_from_iter(params.iter()))?
+        };
         while let Some(r) = rows.next()? {
             let rowid: i64 = r.get(0)?;
             if !seen.insert(rowid) {
                 continue;
             }
-            let text: String = r.get(3)?;
-            let tags: String = r.get(4)?;
-            let title: String = r.get(5)?;
-            let s = score([&text, &tags, &title], phrases, &idf, avgdl);
-            let pos = best.partition_point(|&b| b >= s);
+            let row = scored_row(r, &finders, &idf, avgdl)?;
+            let pos = best.partition_point(|&b| b >= row.score);
             if pos < limit {
-                best.insert(pos, s);
+                best.insert(pos, row.score);
                 best.truncate(limit);
             }
-            scored.push(Scored {
-                rowid,
-                created_ms: r.get(6)?,
-                score: s,
-                memory: Memory {
-                    id: r.get(1)?,
-                    namespace: Namespace::from_key(&r.get::<_, String>(2)?),
-                    tags: tags
-                        .split('\n')
-                        .filter(|t| !t.is_empty())
-                        .map(str::to_owned)
-                        .collect(),
-                    text,
-                    created_at: r.get(7)?,
-                    score: s,
-                },
-            });
+            scored.push(row);
         }
     }
+    Ok(best_first(scored, limit))
+}
+
+/// A row of `rowid, id, namespace, text, tags, title, created_ms, created_at`, scored.
+fn scored_row(
+    r: &rusqlite::Row<'_>,
+    phrases: &[Finder<'_>],
+    idf: &[f64],
+    avgdl: f64,
+) -> Result<Scored> {
+    let text: String = r.get(3)?;
+    let tags: String = r.get(4)?;
+    let title: String = r.get(5)?;
+    let s = score([&text, &tags, &title], phrases, idf, avgdl);
+    Ok(Scored {
+        rowid: r.get(0)?,
+        created_ms: r.get(6)?,
+        score: s,
+        memory: Memory {
+            id: r.get(1)?,
+            namespace: Namespace::from_key(&r.get::<_, String>(2)?),
+            tags: tags
+                .split('\n')
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            text,
+            created_at: r.get(7)?,
+            score: s,
+        },
+    })
+}
+
+/// The best `limit` of `scored`: bm25 score, then newer, then later rowid.
+fn best_first(mut scored: Vec<Scored>, limit: usize) -> Vec<Memory> {
     scored.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
@@ -348,7 +625,7 @@ pub fn top_scoring(
             .then(b.rowid.cmp(&a.rowid))
     });
     scored.truncate(limit);
-    Ok(scored.into_iter().map(|s| s.memory).collect())
+    scored.into_iter().map(|s| s.memory).collect()
 }
 
 #[cfg(test)]
@@ -364,9 +641,10 @@ mod tests {
         assert_eq!(varint(&[0x05]), Some((5, 1)));
         assert_eq!(varint(&[0x81, 0x00]), Some((128, 2)));
         assert_eq!(varint(&[0x81]), None);
-        assert_eq!(occurrences("aaaaa", "aaaa"), 2);
-        assert_eq!(occurrences("회의 회의실", "회의"), 2);
-        assert_eq!(occurrences("abc", "abcd"), 0);
+        let occ = |hay: &str, needle: &str| occurrences(hay, &Finder::new(needle.as_bytes()));
+        assert_eq!(occ("aaaaa", "aaaa"), 2);
+        assert_eq!(occ("회의 회의실", "회의"), 2);
+        assert_eq!(occ("abc", "abcd"), 0);
         assert_eq!(tokens("ab"), 0);
         assert_eq!(tokens("데이터베이스"), 4);
     }

@@ -1,5 +1,7 @@
 //! [`super::top`] against FTS5's own `bm25()` (the query svc-memory ran before): same
-//! hits, same order, same scores, also after appends and deletes (the frequency cache).
+//! hits, same order, same scores, also after appends and deletes (the frequency cache) —
+//! exact with the service's frequency sample on any table of up to [`DF_SAMPLE`] memories;
+//! above that, the idf of a common phrase comes from the sample (tested separately).
 
 use rusqlite::types::Value as Sql;
 use rusqlite::{params_from_iter, Connection};
@@ -89,20 +91,28 @@ fn compare(s: &Store, rng: &mut Rng, words: &[String], spaces: &[Namespace]) -> 
         let ns = &spaces[q % spaces.len()..=q % spaces.len()];
         let limit = [1, 8, 10, 30][q % 4];
         let want = s.read(|c| Ok(fts5_bm25(c, ns, fts, limit))).unwrap();
-        let got = s
-            .read(|c| top_scoring(c, ns, &plan.phrases, limit, usize::MAX))
-            .unwrap();
-        let got: Vec<(String, f64)> = got.into_iter().map(|m| (m.id, m.score)).collect();
-        assert_eq!(
-            got.iter().map(|g| &g.0).collect::<Vec<_>>(),
-            want.iter().map(|w| &w.0).collect::<Vec<_>>(),
-            "query {query:?} limit {limit}"
-        );
-        for (g, w) in got.iter().zip(&want) {
-            assert!(
-                (g.1 - w.1).abs() <= 1e-9 * w.1.abs().max(1.0),
-                "{g:?} {w:?}"
+        // Both ways of reading a namespace: through the index, and scored whole.
+        for small_namespace in [0, i64::MAX] {
+            let limits = Limits {
+                max_scored: usize::MAX,
+                sample: Sample::DEFAULT,
+                small_namespace,
+            };
+            let got = s
+                .read(|c| top_scoring(c, ns, &plan.phrases, limit, limits))
+                .unwrap();
+            let got: Vec<(String, f64)> = got.into_iter().map(|m| (m.id, m.score)).collect();
+            assert_eq!(
+                got.iter().map(|g| &g.0).collect::<Vec<_>>(),
+                want.iter().map(|w| &w.0).collect::<Vec<_>>(),
+                "query {query:?} limit {limit} small_namespace {small_namespace}"
             );
+            for (g, w) in got.iter().zip(&want) {
+                assert!(
+                    (g.1 - w.1).abs() <= 1e-9 * w.1.abs().max(1.0),
+                    "{g:?} {w:?}"
+                );
+            }
         }
         exact += 1;
     }
@@ -161,4 +171,104 @@ fn same_hits_order_and_scores_as_fts5_bm25() {
     }
     add(&s, &mut rng, 1600);
     compare(&s, &mut rng, &words, &spaces);
+}
+
+/// Above the sample size, a common phrase's frequency is its share of the newest rows
+/// (within the sampling error), a rare phrase's is counted exactly, and a phrase absent
+/// from the newest rows is counted exactly too; the ranking still puts the rare word first.
+#[test]
+fn common_phrase_frequencies_are_estimated_from_the_newest_rows() {
+    let t = tempfile::tempdir().unwrap();
+    let s = Store::open(&t.path().join("memory.db")).unwrap();
+    let total = 2000usize;
+    for i in 0..total {
+        let mut words = vec!["filler"];
+        if i % 2 == 0 {
+            words.push("alpha");
+        }
+        if i % 7 == 0 {
+            words.push("delta");
+        }
+        if i < 1000 && i % 3 == 0 {
+            words.push("charlie");
+        }
+        if i % 400 == 1 {
+            words.push("zulu");
+        }
+        let m = NewMemory {
+            id: format!("mem_{i:05}"),
+            namespace: Namespace::Default.key(),
+            text: words.join(" "),
+            created_ms: i as i64,
+            created_at: format!("t{i}"),
+            ..Default::default()
+        };
+        s.write(|tx| insert(tx, &m)).unwrap();
+    }
+    let sample = Sample {
+        rows: 500,
+        common: 50,
+    };
+    let df = |phrase: &str| {
+        s.read(|c| {
+            let now = snapshot(c)?;
+            doc_freq(
+                c,
+                "estimate-test",
+                &now,
+                phrase,
+                sample,
+                &mut None,
+                MAX_SCORED,
+            )
+        })
+        .unwrap()
+    };
+    assert_eq!(
+        df("alpha").0,
+        1000,
+        "250 of the newest 500: a common phrase, estimated"
+    );
+    let delta = df("delta").0;
+    let exact_delta = (0..total).filter(|i| i % 7 == 0).count() as i64;
+    assert!(
+        (delta - exact_delta).abs() * 10 <= exact_delta,
+        "estimate {delta} within 10% of {exact_delta}"
+    );
+    let zulu = df("zulu");
+    assert_eq!(zulu.0, 5, "rare in the sample: counted exactly");
+    assert_eq!(
+        zulu.1.map(|ids| ids.len()),
+        Some(5),
+        "and its rows kept for the fetch"
+    );
+    assert_eq!(
+        df("charlie").0,
+        334,
+        "absent from the newest rows: counted exactly"
+    );
+    let q = |sample: Sample| {
+        s.read(|c| {
+            top_scoring(
+                c,
+                &[Namespace::Default],
+                &["alpha".to_owned(), "zulu".to_owned()],
+                3,
+                Limits {
+                    sample,
+                    ..Limits::DEFAULT
+                },
+            )
+        })
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(q(sample), q(Sample::EXACT));
+    assert_eq!(
+        q(sample)[0],
+        "mem_01601",
+        "the rare word decides, newest first"
+    );
 }
