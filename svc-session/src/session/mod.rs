@@ -206,6 +206,10 @@ pub struct SessionSetup {
     pub approval_timeout_sec: Option<i64>,
     /// The session that spawned this one (a subagent's parent, issue 19).
     pub parent_session_id: Option<String>,
+    /// The mode the agent definition the session runs as names (its `permission`): the
+    /// starting mode (`params.mode`, else `permissions.defaultMode`) is narrowed to it,
+    /// never widened ([`crate::permissions::Mode::narrower`]).
+    pub definition_mode: Option<Mode>,
 }
 
 impl Default for SessionSetup {
@@ -216,6 +220,7 @@ impl Default for SessionSetup {
             job_id: None,
             approval_timeout_sec: None,
             parent_session_id: None,
+            definition_mode: None,
         }
     }
 }
@@ -534,6 +539,7 @@ impl Sessions {
                 .and_then(Mode::parse)
                 .unwrap_or(Mode::Accept),
         };
+        let mode = setup.definition_mode.map_or(mode, |m| mode.narrower(m));
         let pin = crate::models::routing::check_create(
             &settings,
             nonempty(p.provider),
