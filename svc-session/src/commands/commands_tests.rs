@@ -702,3 +702,77 @@ async fn measure() {
         pct(&mut turns, 0.99)
     );
 }
+
+#[tokio::test]
+async fn mode_save_keeps_the_mode_as_the_default_of_new_sessions() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    let sid = h.create("plan").await;
+    let s = h.app.sessions.get(&sid).unwrap();
+    let c = &h.app.commands;
+    let d = data_of(c.execute(&s, "mode", "save", "", false).await.unwrap());
+    assert_eq!(
+        (
+            d["defaultMode"].as_str(),
+            d["scope"].as_str(),
+            d["source"].as_str()
+        ),
+        (Some("plan"), Some("global"), Some("global"))
+    );
+    let global: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(h.home.settings_path()).unwrap()).unwrap();
+    assert_eq!(global["permissions"]["defaultMode"], "plan");
+    // session.create without a mode starts in the saved one; an explicit mode still wins.
+    let create = |mode: Option<&str>| pb::SessionCreateParams {
+        workdir: h.workdir.to_string_lossy().into_owned(),
+        mode: mode.map(str::to_owned),
+        ..Default::default()
+    };
+    let ctx = Harness::ctx("c1", Some("cli"));
+    let fresh = h.app.sessions.create(&ctx, create(None)).await.unwrap();
+    assert_eq!(
+        h.app.sessions.get(&fresh.session_id).unwrap().row().mode,
+        "plan"
+    );
+    let asked = h
+        .app
+        .sessions
+        .create(&ctx, create(Some("auto")))
+        .await
+        .unwrap();
+    assert_eq!(
+        h.app.sessions.get(&asked.session_id).unwrap().row().mode,
+        "auto"
+    );
+    // A project save wins for this workdir; a later global save then says so.
+    let a = h.app.sessions.get(&asked.session_id).unwrap();
+    let d = data_of(
+        c.execute(&a, "mode", "save --scope=project", "", false)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        (d["effective"].as_str(), d["source"].as_str()),
+        (Some("auto"), Some("project"))
+    );
+    let fresh = h.app.sessions.create(&ctx, create(None)).await.unwrap();
+    assert_eq!(
+        h.app.sessions.get(&fresh.session_id).unwrap().row().mode,
+        "auto"
+    );
+    match c.execute(&s, "mode", "save", "", false).await.unwrap() {
+        Reply::Done { text, .. } => assert!(text.contains("still start in auto"), "{text}"),
+        other => panic!("{other:?}"),
+    }
+    // Bad forms name the problem and change nothing.
+    let before = std::fs::read(h.home.settings_path()).unwrap();
+    for (args, needle) in [
+        ("save --scope=nowhere", "--scope"),
+        ("plan --scope=project", "--scope"),
+        ("save plan", "one word"),
+    ] {
+        let f = c.execute(&s, "mode", args, "", false).await.unwrap_err();
+        assert_eq!(f.stable, codes::INVALID_ARGS, "{args}");
+        assert!(f.message.contains(needle), "{args}: {f:?}");
+    }
+    assert_eq!(std::fs::read(h.home.settings_path()).unwrap(), before);
+}
