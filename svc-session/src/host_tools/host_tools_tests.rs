@@ -1140,3 +1140,54 @@ async fn a_subagent_uses_its_parents_host_and_says_parent_session_id() {
     assert!(r.ok, "{r:?}");
     assert!(r.result.contains("the page says hi"), "{r:?}");
 }
+
+#[tokio::test]
+async fn user_turn_lists_the_prompts_steered_into_the_running_turn() {
+    let (mut h, sid) = harness().await;
+    register(&h, vec![tool("page_read", "read")]).unwrap();
+    let turn = h.prompt(&sid, "use page one").await;
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let first = invokes(&seen)[0].clone();
+    let p = params(&first);
+    assert_eq!(p["userTurn"]["steers"], json!([]), "nothing steered yet");
+    // The person types twice while the host holds the call: both fold into this turn.
+    for text in ["use page two as well", "and use page three"] {
+        h.app
+            .turns
+            .steer(
+                &Harness::ctx("c1", Some("cli")),
+                pb::SessionSteerParams {
+                    session_id: sid.clone(),
+                    text: text.into(),
+                },
+            )
+            .await
+            .unwrap();
+    }
+    h.reply(&first.request_id, json!({"ok": true, "output": "page one"}))
+        .await;
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let second = invokes(&seen)[0].clone();
+    let p = params(&second);
+    assert_eq!(p["turnId"], turn.as_str());
+    assert_eq!(p["userTurn"]["text"], "use page one");
+    assert_eq!(p["userTurn"]["current"], true);
+    assert_eq!(
+        p["userTurn"]["steers"],
+        json!(["use page two as well", "and use page three"])
+    );
+    h.reply(&second.request_id, json!({"ok": true, "output": "pages"}))
+        .await;
+    read_until(&mut h, done(&turn)).await;
+    // The person's next prompt starts afresh.
+    let next = h.prompt(&sid, "use page four").await;
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let third = invokes(&seen)[0].clone();
+    let p = params(&third);
+    assert_eq!(p["turnId"], next.as_str());
+    assert_eq!(p["userTurn"]["text"], "use page four");
+    assert_eq!(p["userTurn"]["steers"], json!([]));
+    h.reply(&third.request_id, json!({"ok": true, "output": "four"}))
+        .await;
+    read_until(&mut h, done(&next)).await;
+}

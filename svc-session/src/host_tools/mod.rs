@@ -109,6 +109,9 @@ pub struct HostTools {
     user_turns: Mutex<HashMap<String, pb::tool_invoke_params::UserTurn>>,
 }
 
+/// Most steered prompts one `tool.invoke.userTurn.steers` keeps (the latest).
+pub const MAX_STEERS: usize = 32;
+
 impl std::fmt::Debug for HostTools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HostTools").finish_non_exhaustive()
@@ -270,6 +273,40 @@ impl HostTools {
                     text: text.to_owned(),
                 },
             );
+    }
+
+    /// A prompt the session's person typed while turn `running_turn_id` ran (`steer_turn_id`
+    /// its own id) was folded into that turn: when the person started the running turn it
+    /// joins that `userTurn`'s `steers` (in order; the oldest dropped beyond
+    /// [`MAX_STEERS`]); otherwise (a turn the agent, a schedule or the system started) it
+    /// becomes the person's latest message, not `current`.
+    pub fn remember_steer(
+        &self,
+        session_id: &str,
+        running_turn_id: &str,
+        steer_turn_id: &str,
+        text: &str,
+    ) {
+        let mut turns = self.user_turns.lock().unwrap_or_else(|e| e.into_inner());
+        match turns.get_mut(session_id) {
+            Some(u) if u.message_id == running_turn_id => {
+                if u.steers.len() == MAX_STEERS {
+                    u.steers.remove(0);
+                }
+                u.steers.push(text.to_owned());
+            }
+            _ => {
+                turns.insert(
+                    session_id.to_owned(),
+                    pb::tool_invoke_params::UserTurn {
+                        current: false,
+                        message_id: steer_turn_id.to_owned(),
+                        steers: vec![],
+                        text: text.to_owned(),
+                    },
+                );
+            }
+        }
     }
 
     /// `tool.invoke.userTurn` for a call in turn `turn_id`: the latest turn the session's
