@@ -1191,3 +1191,56 @@ async fn user_turn_lists_the_prompts_steered_into_the_running_turn() {
         .await;
     read_until(&mut h, done(&next)).await;
 }
+
+#[tokio::test]
+async fn progress_arriving_after_the_answer_reaches_the_turn_until_its_result_is_out() {
+    let (mut h, sid) = harness().await;
+    register(&h, vec![tool("page_read", "read")]).unwrap();
+    let def = h.app.host_tools.hosts().of("c1").unwrap().tools["page_read"].clone();
+    let (sink, mut chunks) = tokio::sync::mpsc::unbounded_channel();
+    let ctx = crate::tools::ToolContext {
+        workdir: h.workdir.clone(),
+        progress: sink,
+        cancel: Default::default(),
+        output_cap: 64 * 1024,
+        session_id: sid.clone(),
+        mode: "auto".into(),
+        turn_id: "t-late".into(),
+        call_id: "call-late".into(),
+        named_agent: None,
+        turn: None,
+        backend: crate::backend::local(),
+    };
+    let owner = h.app.host_tools.clone();
+    let call = tokio::spawn(async move { owner.invoke(&def, "c1", json!({}), ctx).await });
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let inv = invokes(&seen)[0].clone();
+    h.reply(&inv.request_id, json!({"ok": true, "output": "done"}))
+        .await;
+    let out = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("the call ends")
+        .unwrap();
+    assert!(out.ok, "{}", out.content);
+    let progress = |conn: &str, message: &str| {
+        h.app.host_tools.progress(
+            &Harness::ctx(conn, Some("cli")),
+            pb::ToolProgressParams {
+                call_id: "call-late".into(),
+                message: message.into(),
+            },
+        )
+    };
+    // The host's last progress, overtaken by its answer, still reaches the turn (which
+    // reports it before the result); another connection's is ignored.
+    progress("c1", "almost there");
+    progress("c2", "spoofed");
+    assert_eq!(chunks.try_recv().ok().as_deref(), Some("almost there"));
+    assert!(chunks.try_recv().is_err());
+    // Once the turn has reported the result (its sink closed), later progress is accepted
+    // and dropped, and the call is forgotten.
+    drop(chunks);
+    progress("c1", "too late");
+    let answered = h.app.host_tools.answered.lock().unwrap();
+    assert!(!answered.calls.iter().any(|(c, _, _)| c == "call-late"));
+}

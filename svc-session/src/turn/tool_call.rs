@@ -566,6 +566,12 @@ impl Turns {
             );
         }
         let mut meta = out.meta;
+        // Host progress that arrived after the host's answer (it travels apart from the
+        // answer) is reported before the result; the closed sink drops anything later.
+        while let Ok(chunk) = chunks.try_recv() {
+            emit_chunk(chunk);
+        }
+        drop(chunks);
         if let Some(host) = crate::host_tools::take_result(&mut meta) {
             return self.host_tool_result(session, t, call, out.ok, out.content, host);
         }
