@@ -776,3 +776,110 @@ async fn mode_save_keeps_the_mode_as_the_default_of_new_sessions() {
     }
     assert_eq!(std::fs::read(h.home.settings_path()).unwrap(), before);
 }
+
+#[tokio::test]
+async fn team_on_and_off_switch_delegation_mode() {
+    let mut h =
+        Harness::new(json!({"default": {"text": "ok", "echoSystem": true, "repeat": true}})).await;
+    let sid = h.create("accept").await;
+    let s = h.app.sessions.get(&sid).unwrap();
+    let c = h.app.commands.clone();
+    let answer = |events: &[serde_json::Value]| {
+        of_kind(events, "message.done")
+            .last()
+            .map(|e| e["payload"]["text"].as_str().unwrap_or_default().to_owned())
+            .unwrap_or_default()
+    };
+    // Off by default: the lead does the work itself.
+    let d = data_of(c.execute(&s, "team", "", "", true).await.unwrap());
+    assert_eq!(d["delegation"], false);
+    let turn = h.prompt(&sid, "do it").await;
+    let events = h.until_done(&turn, |_| None).await;
+    assert!(
+        !answer(&events).contains("Delegation mode"),
+        "{}",
+        answer(&events)
+    );
+
+    let d = data_of(c.execute(&s, "team", "on", "", false).await.unwrap());
+    assert_eq!(d["delegation"], true);
+    assert_eq!(
+        h.app.sessions.get(&sid).unwrap().row().delegation,
+        Some(true)
+    );
+    let changed = h.app.events.after(&sid, 0).await.unwrap();
+    let changed: Vec<_> = changed
+        .iter()
+        .filter(|e| e.kind == "mode.changed")
+        .collect();
+    assert_eq!(changed.len(), 1);
+    assert_eq!(changed[0].payload["delegation"], true);
+    assert_eq!(
+        changed[0].payload["mode"], "accept",
+        "the permission mode stays"
+    );
+    let turn = h.prompt(&sid, "do it again").await;
+    let events = h.until_done(&turn, |_| None).await;
+    assert!(
+        answer(&events).contains("Delegation mode"),
+        "{}",
+        answer(&events)
+    );
+    let r = h
+        .app
+        .sessions
+        .resume(pb::SessionResumeParams {
+            session_id: sid.clone(),
+            after_seq: Some(i64::MAX - 1),
+            locale: None,
+        })
+        .await
+        .unwrap();
+    assert!(r.delegation, "session.resume reports the pin");
+    let d = data_of(c.execute(&s, "team", "status", "", true).await.unwrap());
+    assert_eq!(d["delegation"], true);
+
+    let d = data_of(c.execute(&s, "team", "off", "", false).await.unwrap());
+    assert_eq!(d["delegation"], false);
+    assert!(!h.app.sessions.delegation(&s));
+    // No team is started for "on" with words after it.
+    let f = c
+        .execute(&s, "team", "on now", "", false)
+        .await
+        .unwrap_err();
+    assert_eq!(f.stable, codes::INVALID_ARGS);
+}
+
+#[tokio::test]
+async fn agents_delegate_by_default_starts_sessions_in_delegation_mode() {
+    let h = Harness::with_settings(
+        json!({"default": {"text": "ok"}}),
+        json!({"agents": {"delegateByDefault": true}}),
+    )
+    .await;
+    let r = h
+        .app
+        .sessions
+        .create(
+            &Harness::ctx("c1", Some("cli")),
+            pb::SessionCreateParams {
+                workdir: h.workdir.to_string_lossy().into_owned(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(r.delegation);
+    let s = h.app.sessions.get(&r.session_id).unwrap();
+    assert!(h.app.sessions.delegation(&s));
+    // A pin wins over the setting.
+    let d = data_of(
+        h.app
+            .commands
+            .execute(&s, "team", "off", "", false)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(d["delegation"], false);
+    assert!(!h.app.sessions.delegation(&s));
+}

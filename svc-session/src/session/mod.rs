@@ -34,6 +34,7 @@ pub const MAX_TITLE_CHARS: usize = 500;
 
 pub(crate) mod ask_origin;
 pub mod callers;
+pub mod delegation;
 pub mod origin;
 pub mod prefs;
 pub mod saved;
@@ -611,7 +612,10 @@ impl Sessions {
         self.announce_opened(&id, workdir.clone(), ctx, "session.create");
         tracing::info!(session_id = %id, workdir = %workdir.display(), mode = mode.as_str(), kind = setup.kind, "session created");
         Ok(pb::SessionCreateResult {
-            delegation: false,
+            delegation: session
+                .row()
+                .delegation
+                .unwrap_or_else(|| delegation::by_default(&settings)),
             session_id: id,
             workspace_dir: Some(workspace.to_string_lossy().into_owned()),
         })
@@ -850,8 +854,17 @@ impl Sessions {
             .into_iter()
             .map(|e| e.to_proto())
             .collect();
+        let delegation = row.delegation.unwrap_or_else(|| {
+            delegation::by_default(
+                &snowpea_common::settings::load_effective(
+                    &self.home,
+                    Some(Path::new(&row.workdir)),
+                )
+                .unwrap_or_default(),
+            )
+        });
         Ok(pb::SessionResumeResult {
-            delegation: false,
+            delegation,
             effort: row.effort.clone(),
             events,
             mode: Some(row.mode.clone()),
