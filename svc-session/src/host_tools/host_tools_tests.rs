@@ -1244,3 +1244,61 @@ async fn progress_arriving_after_the_answer_reaches_the_turn_until_its_result_is
     let answered = h.app.host_tools.answered.lock().unwrap();
     assert!(!answered.calls.iter().any(|(c, _, _)| c == "call-late"));
 }
+
+#[tokio::test]
+async fn a_delegated_childs_user_turn_is_its_roots_never_the_task() {
+    let (mut h, root) = harness().await;
+    register(&h, vec![tool("page_read", "read")]).unwrap();
+    // No person has typed in the root yet: the child's calls carry no userTurn (the
+    // delegating agent's task is not the person's words).
+    let mut child = h
+        .app
+        .agents
+        .spawn_child(crate::agents::ChildSpec {
+            parent_session_id: root.clone(),
+            task: "use page for the agent".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let inv = invokes(&seen)[0].clone();
+    let p = params(&inv);
+    assert_ne!(p["sessionId"], root.as_str());
+    assert!(
+        p.get("userTurn").is_none_or(Value::is_null),
+        "the task is not a user turn: {p}"
+    );
+    h.reply(&inv.request_id, json!({"ok": true, "output": "x"}))
+        .await;
+    assert!(child.wait(Duration::from_secs(20)).await.unwrap().ok);
+
+    // The person prompts the root; while its call is held, a child it delegates reports
+    // the root's userTurn, current (the root's running turn is the person's).
+    let turn = h.prompt(&root, "use page one").await;
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let root_call = invokes(&seen)[0].clone();
+    let mut child = h
+        .app
+        .agents
+        .spawn_child(crate::agents::ChildSpec {
+            parent_session_id: root.clone(),
+            task: "use page two for the lead".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let inv = invokes(&seen)[0].clone();
+    let p = params(&inv);
+    assert_eq!(p["parentSessionId"], root.as_str());
+    assert_eq!(p["userTurn"]["text"], "use page one");
+    assert_eq!(p["userTurn"]["messageId"], turn.as_str());
+    assert_eq!(p["userTurn"]["current"], true);
+    h.reply(&inv.request_id, json!({"ok": true, "output": "two"}))
+        .await;
+    assert!(child.wait(Duration::from_secs(20)).await.unwrap().ok);
+    h.reply(&root_call.request_id, json!({"ok": true, "output": "one"}))
+        .await;
+    read_until(&mut h, done(&turn)).await;
+}

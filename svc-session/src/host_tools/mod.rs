@@ -403,6 +403,31 @@ impl HostTools {
         Some(u)
     }
 
+    /// `tool.invoke.userTurn` for a call of `session`'s turn `turn_id`: for a root session
+    /// [`HostTools::user_turn`]; for a delegated child its root's (the root's running turn
+    /// decides `current`), never the delegating agent's task text; `None` until the root's
+    /// person has typed a prompt.
+    pub fn user_turn_of(
+        &self,
+        session: &Session,
+        turn_id: &str,
+    ) -> Option<pb::tool_invoke_params::UserTurn> {
+        let Some(mut parent) = session.row().parent_session_id else {
+            return self.user_turn(&session.id, turn_id);
+        };
+        for _ in 0..64 {
+            let at = self.sessions.get(&parent).ok()?;
+            match at.row().parent_session_id {
+                Some(p) => parent = p,
+                None => {
+                    let running = at.turns().running.as_ref().map(|r| r.turn_id.clone());
+                    return self.user_turn(&at.id, running.as_deref().unwrap_or_default());
+                }
+            }
+        }
+        None
+    }
+
     /// Records the scheduled run behind `session_id`'s turns (`tool.invoke.job`).
     pub fn set_job(&self, session_id: &str, job: pb::tool_invoke_params::Job) {
         self.jobs

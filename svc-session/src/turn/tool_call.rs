@@ -132,10 +132,11 @@ impl Turns {
             "human"
         };
         // The person's latest typed prompt (remembered when their turn started), `current`
-        // when it started this turn; a schedule's run has none.
+        // when it started this turn (a delegated child's is its root's); a schedule's run
+        // has none.
         let user_turn = match (origin, self.host_tools.as_ref()) {
             ("schedule", _) | (_, None) => None,
-            (_, Some(h)) => h.user_turn(&session.id, &t.turn_id),
+            (_, Some(h)) => h.user_turn_of(session, &t.turn_id),
         };
         let attachments = self
             .attachments
