@@ -5,11 +5,12 @@
 //!   its prompt as the persona layer of the system prompt, its tool allowlist (a tool outside
 //!   it is not offered and a call to it fails `tool_inactive`), its model assignment (the
 //!   `agent` input of [`crate::models::routing::route`]) and its round budget (`max_turns`).
-//!   Its `permission` narrows the session's mode (never widens it: a definition asking
-//!   for `auto` in an `accept` session leaves `accept`); a narrowed mode is set like
-//!   `session.setMode` (`mode.changed`) and stays when the agent is cleared.
 //!   `agent: null` clears all of that. The session row keeps the name (`session.list`
 //!   `agent`); `agent.changed` is emitted.
+//! * The definition's `permission` narrows the session's mode (never widens it: a
+//!   definition asking for `auto` in an `accept` session leaves `accept`); a narrowed mode
+//!   is set like `session.setMode` (`mode.changed`) and stays when the agent is cleared
+//!   (the person widens it again with `session.setMode`).
 //! * Callers: [`crate::session::callers::may_drive`] (the session's origin, a browser
 //!   session's host, a non-browser surface); others get `unauthorized`.
 //! * `guardTurn: true` while a turn runs guards it: from then on every call that is not a
