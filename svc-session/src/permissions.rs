@@ -49,6 +49,25 @@ impl Mode {
             _ => None,
         }
     }
+
+    /// How much the mode lets run without asking: `plan` 0 < `accept` 1 < `auto` 2.
+    pub fn rank(self) -> u8 {
+        match self {
+            Mode::Plan => 0,
+            Mode::Accept => 1,
+            Mode::Auto => 2,
+        }
+    }
+
+    /// The less permissive of `self` and `other` (an agent definition's `permission` may
+    /// narrow the mode it runs in, never widen it).
+    pub fn narrower(self, other: Mode) -> Mode {
+        if other.rank() < self.rank() {
+            other
+        } else {
+            self
+        }
+    }
 }
 
 /// What the matrix says about one call.

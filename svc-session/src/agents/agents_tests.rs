@@ -523,3 +523,98 @@ async fn bind_channel_refuses_an_unknown_credentials_ref() {
     }
     assert_eq!(h.app.agents.bindings().await.unwrap().len(), 4);
 }
+
+/// The mode a child of `parent` running definition `agent` gets (the child holds its turn).
+async fn child_mode(h: &Harness, parent: &str, agent: &str) -> String {
+    let child = h
+        .app
+        .agents
+        .spawn_child(ChildSpec {
+            parent_session_id: parent.to_owned(),
+            agent: Some(agent.into()),
+            task: format!("hold as {agent}"),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let id = child.agent_id.clone();
+    let sid = snowpea_testkit::eventually(
+        std::time::Duration::from_secs(20),
+        "child session",
+        || async {
+            h.app
+                .agents
+                .running()
+                .into_iter()
+                .find(|r| r.agent_id == id)
+                .and_then(|r| r.session_id())
+        },
+    )
+    .await;
+    let mode = h.app.sessions.get(&sid).unwrap().row().mode;
+    child.cancel();
+    mode
+}
+
+#[tokio::test]
+async fn a_definitions_permission_narrows_the_mode_but_never_widens_it() {
+    let h = Harness::new(
+        json!({"steps": [{"match": "hold", "delaySec": 30, "text": "late", "repeat": true}], "default": {"text": "ok"}}),
+    )
+    .await;
+    define(&h, "planner", "permission: plan\n");
+    define(&h, "wide", "permission: auto\n");
+    define(&h, "plain", "permission: default\n");
+    let root = h.create("accept").await;
+    // Delegated children: the definition's mode, capped by the parent's.
+    assert_eq!(child_mode(&h, &root, "planner").await, "plan");
+    assert_eq!(child_mode(&h, &root, "wide").await, "accept");
+    assert_eq!(child_mode(&h, &root, "plain").await, "accept");
+    let auto_root = h.create("auto").await;
+    assert_eq!(child_mode(&h, &auto_root, "wide").await, "auto");
+
+    // session.setAgent: widening is ignored, narrowing is applied like session.setMode.
+    let origin = Harness::ctx("c1", Some("cli"));
+    let set = |agent: &str| pb::SessionSetAgentParams {
+        session_id: root.clone(),
+        agent: Some(agent.into()),
+        guard_turn: false,
+    };
+    h.app.agents.set_agent(&origin, set("wide")).await.unwrap();
+    assert_eq!(h.app.sessions.get(&root).unwrap().row().mode, "accept");
+    h.app
+        .agents
+        .set_agent(&origin, set("planner"))
+        .await
+        .unwrap();
+    assert_eq!(h.app.sessions.get(&root).unwrap().row().mode, "plan");
+    let events = h.app.events.after(&root, 0).await.unwrap();
+    let changes: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == "mode.changed")
+        .map(|e| e.payload["mode"].clone())
+        .collect();
+    assert_eq!(changes, vec![json!("plan")]);
+
+    // session.create{agent}: the asked-for mode, narrowed by the definition.
+    let create = |agent: &str, mode: &str| pb::SessionCreateParams {
+        workdir: h.workdir.to_string_lossy().into_owned(),
+        mode: Some(mode.into()),
+        agent: Some(agent.into()),
+        ..Default::default()
+    };
+    for (agent, asked, expect) in [("planner", "auto", "plan"), ("wide", "accept", "accept")] {
+        let sid = h
+            .app
+            .agents
+            .create_session(&origin, create(agent, asked))
+            .await
+            .unwrap()
+            .session_id;
+        assert_eq!(
+            h.app.sessions.get(&sid).unwrap().row().mode,
+            expect,
+            "{agent} asked {asked}"
+        );
+    }
+}

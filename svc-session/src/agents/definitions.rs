@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::permissions::Mode;
 use crate::skills::{Kind, Skills};
 
 /// Longest agent name, characters.
@@ -31,7 +32,8 @@ pub struct Definition {
     pub model: Option<String>,
     /// The tool allowlist; `None` for `*` (every tool).
     pub tools: Option<Vec<String>>,
-    /// `permission` (a mode the agent prefers: `plan`, `accept`, `auto`), informative.
+    /// `permission`: the mode the agent runs in (`plan`, `accept`, `auto`; `default` or
+    /// absent keeps the mode it is given). Applied by [`Definition::mode_under`].
     pub permission: Option<String>,
     /// The tool-round budget (`max_turns`); `None` uses the session's.
     pub max_turns: Option<usize>,
@@ -41,6 +43,22 @@ pub struct Definition {
     pub path: PathBuf,
     /// `global`, `project` or `plugin:<name>`.
     pub source: String,
+}
+
+impl Definition {
+    /// The mode the definition names (`None` for `default` or no `permission`).
+    pub fn mode(&self) -> Option<Mode> {
+        self.permission.as_deref().and_then(Mode::parse)
+    }
+
+    /// The mode a session runs in as this definition when it would otherwise run in
+    /// `given` (a delegated child: its parent's mode; `session.setAgent` /
+    /// `session.create{agent}`: the session's mode): the definition's own mode, but never
+    /// more permissive than `given` — a definition (possibly a project file from a cloned
+    /// repository) can narrow what the person chose, never widen it.
+    pub fn mode_under(&self, given: Mode) -> Mode {
+        self.mode().map_or(given, |m| given.narrower(m))
+    }
 }
 
 /// True when `name` is a valid agent name (`^[a-z0-9][a-z0-9._-]*$`, at most

@@ -201,6 +201,15 @@ impl Agents {
                 return Ok(id.to_owned());
             }
         }
+        // The definition's `permission` narrows the session's starting mode.
+        let skills = self.skills.clone();
+        let (n, wd) = (name.to_owned(), workdir.to_path_buf());
+        let definition_mode = crate::skills::blocking(move || {
+            super::definitions::find(&skills, Some(&wd), "params.name", &n)
+        })
+        .await
+        .ok()
+        .and_then(|d| d.mode());
         let created = self
             .sessions
             .create_with(
@@ -213,6 +222,7 @@ impl Agents {
                 SessionSetup {
                     kind: KIND_AGENT,
                     agent: Some(name.to_owned()),
+                    definition_mode,
                     ..Default::default()
                 },
             )

@@ -7,6 +7,10 @@
 //!   `agent` input of [`crate::models::routing::route`]) and its round budget (`max_turns`).
 //!   `agent: null` clears all of that. The session row keeps the name (`session.list`
 //!   `agent`); `agent.changed` is emitted.
+//! * The definition's `permission` narrows the session's mode (never widens it: a
+//!   definition asking for `auto` in an `accept` session leaves `accept`); a narrowed mode
+//!   is set like `session.setMode` (`mode.changed`) and stays when the agent is cleared
+//!   (the person widens it again with `session.setMode`).
 //! * Callers: [`crate::session::callers::may_drive`] (the session's origin, a browser
 //!   session's host, a non-browser surface); others get `unauthorized`.
 //! * `guardTurn: true` while a turn runs guards it: from then on every call that is not a
@@ -132,6 +136,7 @@ impl Agents {
             .agent
             .map(|a| a.trim().to_owned())
             .filter(|a| !a.is_empty() && a != "null");
+        let mut narrowed = None;
         if let Some(name) = &agent {
             definitions::check_name("params.agent", name)?;
             let skills = self.skills.clone();
@@ -154,6 +159,8 @@ impl Agents {
                         )
                     })?;
             }
+            let (now, then) = (session.mode(), d.mode_under(session.mode()));
+            narrowed = (then != now).then_some(then);
         }
         session.update(|r| r.agent = agent.clone());
         self.sessions.save(&session);
@@ -167,6 +174,10 @@ impl Agents {
             )
             .await?;
         self.sessions.changed(&session, "agent");
+        if let Some(m) = narrowed {
+            // `mode.changed` + `sessions.changed`, exactly as `session.setMode`.
+            self.sessions.set_mode(&session.id, m.as_str()).await?;
+        }
         let guarded = p.guard_turn && session.turns().running.is_some();
         if guarded {
             self.lock()
@@ -255,7 +266,7 @@ impl Agents {
         let skills = self.skills.clone();
         let workdir = Some(std::path::PathBuf::from(&p.workdir)).filter(|w| w.is_absolute());
         let wanted = name.clone();
-        crate::skills::blocking(move || {
+        let d = crate::skills::blocking(move || {
             super::definitions::find(&skills, workdir.as_deref(), "params.agent", &wanted)
         })
         .await
@@ -269,6 +280,7 @@ impl Agents {
                 p,
                 crate::session::SessionSetup {
                     agent: Some(name),
+                    definition_mode: d.mode(),
                     ..Default::default()
                 },
             )

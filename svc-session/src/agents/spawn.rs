@@ -1,6 +1,7 @@
 //! The child-session runner (issue 19 "Subagents"): [`Agents::spawn_child`] starts a child
 //! in its own session — kind `subagent`, `parentSessionId` set, inheriting the parent's
-//! workdir (or [`ChildSpec::workdir`]), mode, provider/model pin, `denyExec`, host
+//! workdir (or [`ChildSpec::workdir`]), mode (narrowed, never widened, by the definition's
+//! `permission`: [`super::definitions::Definition::mode_under`]), provider/model pin, `denyExec`, host
 //! (`hostToolsFrom`) and origin connection (so the child's approvals reach the parent's
 //! people) — and returns a [`ChildHandle`] at once. Teams (issue 19 part B) call it too.
 //!
@@ -222,14 +223,18 @@ impl Agents {
         }
         let workdir = spec.workdir.clone().unwrap_or_else(|| parent.workdir());
         let name = spec.agent.clone().unwrap_or_default();
+        // The child's mode: the parent's, narrowed (never widened) by the definition's
+        // `permission`.
+        let mut mode = parent.mode();
         if !name.is_empty() {
             super::definitions::check_name("params.name", &name)?;
             let skills = self.skills.clone();
             let (n, wd) = (name.clone(), workdir.clone());
-            crate::skills::blocking(move || {
+            let d = crate::skills::blocking(move || {
                 super::definitions::find(&skills, Some(&wd), "params.name", &n)
             })
             .await?;
+            mode = d.mode_under(mode);
         }
         if let Some(m) = spec.model.as_deref().filter(|m| !m.trim().is_empty()) {
             self.check_model_ref("params.model", &workdir, m)?;
@@ -302,7 +307,7 @@ impl Agents {
                     result: "interrupted before it started".into(),
                     ..Default::default()
                 },
-                Some(_permit) => me.run_child(&parent, &run, &spec, workdir).await,
+                Some(_permit) => me.run_child(&parent, &run, &spec, workdir, mode).await,
             };
             me.finish(&parent, &run, result).await;
         });
@@ -331,6 +336,7 @@ impl Agents {
         run: &Arc<ChildRun>,
         spec: &ChildSpec,
         workdir: PathBuf,
+        mode: crate::permissions::Mode,
     ) -> ChildResult {
         let failed = |why: String| ChildResult {
             status: "error".into(),
@@ -352,7 +358,7 @@ impl Agents {
                 &ctx,
                 pb::SessionCreateParams {
                     workdir: workdir.to_string_lossy().into_owned(),
-                    mode: Some(prow.mode.clone()),
+                    mode: Some(mode.as_str().to_owned()),
                     provider: prow.provider.clone(),
                     model: prow.model.clone(),
                     host_tools_from: prow.host_tools_from.clone(),

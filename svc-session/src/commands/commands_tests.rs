@@ -702,3 +702,184 @@ async fn measure() {
         pct(&mut turns, 0.99)
     );
 }
+
+#[tokio::test]
+async fn mode_save_keeps_the_mode_as_the_default_of_new_sessions() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    let sid = h.create("plan").await;
+    let s = h.app.sessions.get(&sid).unwrap();
+    let c = &h.app.commands;
+    let d = data_of(c.execute(&s, "mode", "save", "", false).await.unwrap());
+    assert_eq!(
+        (
+            d["defaultMode"].as_str(),
+            d["scope"].as_str(),
+            d["source"].as_str()
+        ),
+        (Some("plan"), Some("global"), Some("global"))
+    );
+    let global: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(h.home.settings_path()).unwrap()).unwrap();
+    assert_eq!(global["permissions"]["defaultMode"], "plan");
+    // session.create without a mode starts in the saved one; an explicit mode still wins.
+    let create = |mode: Option<&str>| pb::SessionCreateParams {
+        workdir: h.workdir.to_string_lossy().into_owned(),
+        mode: mode.map(str::to_owned),
+        ..Default::default()
+    };
+    let ctx = Harness::ctx("c1", Some("cli"));
+    let fresh = h.app.sessions.create(&ctx, create(None)).await.unwrap();
+    assert_eq!(
+        h.app.sessions.get(&fresh.session_id).unwrap().row().mode,
+        "plan"
+    );
+    let asked = h
+        .app
+        .sessions
+        .create(&ctx, create(Some("auto")))
+        .await
+        .unwrap();
+    assert_eq!(
+        h.app.sessions.get(&asked.session_id).unwrap().row().mode,
+        "auto"
+    );
+    // A project save wins for this workdir; a later global save then says so.
+    let a = h.app.sessions.get(&asked.session_id).unwrap();
+    let d = data_of(
+        c.execute(&a, "mode", "save --scope=project", "", false)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        (d["effective"].as_str(), d["source"].as_str()),
+        (Some("auto"), Some("project"))
+    );
+    let fresh = h.app.sessions.create(&ctx, create(None)).await.unwrap();
+    assert_eq!(
+        h.app.sessions.get(&fresh.session_id).unwrap().row().mode,
+        "auto"
+    );
+    match c.execute(&s, "mode", "save", "", false).await.unwrap() {
+        Reply::Done { text, .. } => assert!(text.contains("still start in auto"), "{text}"),
+        other => panic!("{other:?}"),
+    }
+    // Bad forms name the problem and change nothing.
+    let before = std::fs::read(h.home.settings_path()).unwrap();
+    for (args, needle) in [
+        ("save --scope=nowhere", "--scope"),
+        ("plan --scope=project", "--scope"),
+        ("save plan", "one word"),
+    ] {
+        let f = c.execute(&s, "mode", args, "", false).await.unwrap_err();
+        assert_eq!(f.stable, codes::INVALID_ARGS, "{args}");
+        assert!(f.message.contains(needle), "{args}: {f:?}");
+    }
+    assert_eq!(std::fs::read(h.home.settings_path()).unwrap(), before);
+}
+
+#[tokio::test]
+async fn team_on_and_off_switch_delegation_mode() {
+    let mut h =
+        Harness::new(json!({"default": {"text": "ok", "echoSystem": true, "repeat": true}})).await;
+    let sid = h.create("accept").await;
+    let s = h.app.sessions.get(&sid).unwrap();
+    let c = h.app.commands.clone();
+    let answer = |events: &[serde_json::Value]| {
+        of_kind(events, "message.done")
+            .last()
+            .map(|e| e["payload"]["text"].as_str().unwrap_or_default().to_owned())
+            .unwrap_or_default()
+    };
+    // Off by default: the lead does the work itself.
+    let d = data_of(c.execute(&s, "team", "", "", true).await.unwrap());
+    assert_eq!(d["delegation"], false);
+    let turn = h.prompt(&sid, "do it").await;
+    let events = h.until_done(&turn, |_| None).await;
+    assert!(
+        !answer(&events).contains("Delegation mode"),
+        "{}",
+        answer(&events)
+    );
+
+    let d = data_of(c.execute(&s, "team", "on", "", false).await.unwrap());
+    assert_eq!(d["delegation"], true);
+    assert_eq!(
+        h.app.sessions.get(&sid).unwrap().row().delegation,
+        Some(true)
+    );
+    let changed = h.app.events.after(&sid, 0).await.unwrap();
+    let changed: Vec<_> = changed
+        .iter()
+        .filter(|e| e.kind == "mode.changed")
+        .collect();
+    assert_eq!(changed.len(), 1);
+    assert_eq!(changed[0].payload["delegation"], true);
+    assert_eq!(
+        changed[0].payload["mode"], "accept",
+        "the permission mode stays"
+    );
+    let turn = h.prompt(&sid, "do it again").await;
+    let events = h.until_done(&turn, |_| None).await;
+    assert!(
+        answer(&events).contains("Delegation mode"),
+        "{}",
+        answer(&events)
+    );
+    let r = h
+        .app
+        .sessions
+        .resume(pb::SessionResumeParams {
+            session_id: sid.clone(),
+            after_seq: Some(i64::MAX - 1),
+            locale: None,
+        })
+        .await
+        .unwrap();
+    assert!(r.delegation, "session.resume reports the pin");
+    let d = data_of(c.execute(&s, "team", "status", "", true).await.unwrap());
+    assert_eq!(d["delegation"], true);
+
+    let d = data_of(c.execute(&s, "team", "off", "", false).await.unwrap());
+    assert_eq!(d["delegation"], false);
+    assert!(!h.app.sessions.delegation(&s));
+    // No team is started for "on" with words after it.
+    let f = c
+        .execute(&s, "team", "on now", "", false)
+        .await
+        .unwrap_err();
+    assert_eq!(f.stable, codes::INVALID_ARGS);
+}
+
+#[tokio::test]
+async fn agents_delegate_by_default_starts_sessions_in_delegation_mode() {
+    let h = Harness::with_settings(
+        json!({"default": {"text": "ok"}}),
+        json!({"agents": {"delegateByDefault": true}}),
+    )
+    .await;
+    let r = h
+        .app
+        .sessions
+        .create(
+            &Harness::ctx("c1", Some("cli")),
+            pb::SessionCreateParams {
+                workdir: h.workdir.to_string_lossy().into_owned(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(r.delegation);
+    let s = h.app.sessions.get(&r.session_id).unwrap();
+    assert!(h.app.sessions.delegation(&s));
+    // A pin wins over the setting.
+    let d = data_of(
+        h.app
+            .commands
+            .execute(&s, "team", "off", "", false)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(d["delegation"], false);
+    assert!(!h.app.sessions.delegation(&s));
+}

@@ -1,9 +1,17 @@
-//! `/mode [plan|accept|auto|status|save]`: bare or `status` reports the mode (read); a
-//! mode name switches to it (medium_write). `save` (keeping the mode as the default of new
-//! sessions) answers `not_implemented`: `permissions.defaultMode` can be written, but
-//! `session.create` does not apply it yet, so saving it would change nothing.
+//! `/mode [plan|accept|auto|status|save [--scope=global|project]]`: bare or `status`
+//! reports the mode (read); a mode name switches to it (medium_write). `save` keeps the
+//! session's current mode as the default of new sessions: it writes
+//! `permissions.defaultMode` through the settings component exactly as
+//! `settings.set{scope, patch:{permissions:{defaultMode}}}` does (validated, atomic, 0600),
+//! into the global settings (default) or this session's project settings with
+//! `--scope=project`; `session.create` without `mode` starts in it (the project file wins
+//! over the global one). When the project file overrides a global save, the reply says so.
 
-use super::{Builtin, Call, Commands, Failure, Risk, Run};
+use serde_json::{json, Value};
+
+use super::{Builtin, Call, Commands, Failure, Outcome, Reply, Risk, Run};
+use crate::session::DEFAULT_MODE_SETTING;
+use crate::settings::Scope;
 
 /// `/mode`.
 pub struct ModeCmd;
@@ -16,7 +24,7 @@ impl Builtin for ModeCmd {
         "Show or switch the session's permission mode (plan, accept, auto)"
     }
     fn usage(&self) -> &'static str {
-        "/mode [plan|accept|auto|status|save]"
+        "/mode [plan|accept|auto|status|save [--scope=global|project]]"
     }
     fn subcommands(&self) -> &'static [&'static str] {
         &["status", "plan", "accept", "auto", "save"]
@@ -26,17 +34,83 @@ impl Builtin for ModeCmd {
     }
     fn run<'a>(&'a self, cx: &'a Commands, call: &'a Call) -> Run<'a> {
         Box::pin(async move {
-            call.args.only_options(&[]).map_err(Failure::args)?;
-            match call.args.sub() {
+            let sub = call.args.sub();
+            let options: &[&str] = if sub == Some("save") { &["scope"] } else { &[] };
+            call.args.only_options(options).map_err(Failure::args)?;
+            if call.args.words.len() > 1 {
+                return Err(Failure::args(format!(
+                    "/mode takes one word, got {:?}; usage: {}",
+                    call.args.words.join(" "),
+                    self.usage()
+                )));
+            }
+            match sub {
                 None | Some("status") => super::modes::status(call),
                 Some(m @ ("plan" | "accept" | "auto")) => super::modes::switch(cx, call, m).await,
-                Some("save") => Err(Failure::not_implemented(
-                    "/mode save: session.create does not apply permissions.defaultMode in this build, so a saved default would change nothing",
-                )),
+                Some("save") => save(cx, call).await,
                 Some(other) => Err(Failure::args(format!(
                     "unknown mode {other:?}: use plan, accept, auto, status or save"
                 ))),
             }
         })
     }
+}
+
+/// The `permissions.defaultMode` new sessions of `call`'s workdir start in, and where it
+/// comes from (`project`, `global` or `default`: `accept`).
+fn effective_default(cx: &Commands, call: &Call) -> (String, &'static str) {
+    let project = snowpea_common::settings::load_file(&crate::settings::project_path(
+        &call.session.workdir(),
+    ))
+    .unwrap_or_default();
+    let of = |doc: &Value| {
+        snowpea_common::settings::get(doc, DEFAULT_MODE_SETTING)
+            .and_then(Value::as_str)
+            .filter(|v| crate::permissions::Mode::parse(v).is_some())
+            .map(str::to_owned)
+    };
+    if let Some(v) = of(&project) {
+        return (v, "project");
+    }
+    match of(&cx.peers.settings.global()) {
+        Some(v) => (v, "global"),
+        None => ("accept".into(), "default"),
+    }
+}
+
+/// `/mode save [--scope=global|project]` (module doc).
+async fn save(cx: &Commands, call: &Call) -> Outcome {
+    let scope = match call.args.options.get("scope").map(String::as_str) {
+        None | Some("global") => Scope::Global,
+        Some("project") => Scope::Project(call.session.workdir()),
+        Some(other) => {
+            return Err(Failure::args(format!(
+                "--scope must be global or project, not {other:?}"
+            )))
+        }
+    };
+    let mode = call.session.mode().as_str();
+    cx.peers
+        .settings
+        .patch(&scope, &json!({"permissions": {"defaultMode": mode}}))
+        .await
+        .map_err(Failure::from_error)?;
+    let written = if scope == Scope::Global {
+        "global"
+    } else {
+        "project"
+    };
+    let (now, source) = effective_default(cx, call);
+    let mut text = format!(
+        "permissions.defaultMode = {mode} ({written} settings): new sessions start in {mode}"
+    );
+    if now != mode {
+        text = format!(
+            "permissions.defaultMode = {mode} ({written} settings); new sessions here still start in {now} (the {source} setting) — use --scope=project to change it"
+        );
+    }
+    Ok(Reply::done(
+        text,
+        json!({"defaultMode": mode, "scope": written, "effective": now, "source": source}),
+    ))
 }

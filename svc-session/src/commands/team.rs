@@ -2,8 +2,9 @@
 //! same calls as `team.status` / `team.start` / `session.interrupt` ([`crate::teams`]).
 //! Bare and `status` are read; `stop` and starting a team are medium_write. `--workers`
 //! defaults to the setting `team.workers` (3) and is clamped to 1–16 like `team.start{n}`.
-//! `on`/`off` (delegation mode) answer `not_implemented` until the agents part lands, rather
-//! than starting a team whose task is "on".
+//! `on`/`off` switch the session's delegation mode ([`crate::session::delegation`]: the lead
+//! hands the work to subagents; `mode.changed{mode, delegation}`), never starting a team
+//! whose task is "on"; bare and `status` also say whether it is in force.
 
 use serde_json::json;
 use snowpea_common::context::CallContext;
@@ -39,10 +40,10 @@ impl Builtin for Team {
         "Run a team of agents"
     }
     fn usage(&self) -> &'static str {
-        "/team [status [<teamId>]|stop|<task> [--workers=N]]"
+        "/team [status [<teamId>]|on|off|stop|<task> [--workers=N]]"
     }
     fn subcommands(&self) -> &'static [&'static str] {
-        &["status", "stop"]
+        &["status", "on", "off", "stop"]
     }
     fn risk(&self) -> Risk {
         Risk::MediumWrite
@@ -64,22 +65,61 @@ impl Builtin for Team {
                 None | Some("status") => {
                     a.only_options(&[]).map_err(Failure::args)?;
                     let id = a.words.get(1).cloned().unwrap_or_default();
-                    let s = teams
-                        .status(pb::TeamStatusParams { team_id: id })
+                    let delegation = cx.sessions.delegation(&call.session);
+                    let mode_line = format!(
+                        "Delegation mode: {}.",
+                        if delegation { "on" } else { "off" }
+                    );
+                    let s = match teams
+                        .status(pb::TeamStatusParams {
+                            team_id: id.clone(),
+                        })
                         .await
-                        .map_err(Failure::from_error)?;
+                    {
+                        Ok(s) => s,
+                        // No team yet: still say whether delegation mode is on.
+                        Err(crate::error::Error::NotFound(_)) if id.is_empty() => {
+                            return Ok(Reply::done(
+                                format!("No team has run yet. {mode_line}"),
+                                json!({"delegation": delegation}),
+                            ))
+                        }
+                        Err(e) => return Err(Failure::from_error(e)),
+                    };
                     let data = json!({
                         "teamId": s.team_id, "state": s.state, "workers": s.workers,
+                        "delegation": delegation,
                         "tasks": s.tasks.iter().map(|t| json!({
                             "taskId": t.task_id, "title": t.title, "status": t.status,
                             "retries": t.retries, "note": t.note,
                         })).collect::<Vec<_>>(),
                     });
-                    Ok(Reply::done(status_text(&s), data))
+                    Ok(Reply::done(
+                        format!("{}\n{mode_line}", status_text(&s)),
+                        data,
+                    ))
                 }
-                Some("on" | "off") => Err(Failure::not_implemented(
-                    "/team on|off switches delegation mode, which arrives with the agents part of issue 19; start a team with /team <task>",
-                )),
+                Some(sw @ ("on" | "off")) => {
+                    a.only_options(&[]).map_err(Failure::args)?;
+                    if a.words.len() > 1 {
+                        return Err(Failure::args(format!(
+                            "/team {sw} takes no task; start a team with /team <task>"
+                        )));
+                    }
+                    let on = cx
+                        .sessions
+                        .set_delegation(&call.session.id, sw == "on")
+                        .await
+                        .map_err(Failure::from_error)?;
+                    Ok(Reply::done(
+                        if on {
+                            "Delegation mode on: this session hands its work to subagents."
+                        } else {
+                            "Delegation mode off: this session does the work itself."
+                        },
+                        json!({"delegation": on}),
+                    ))
+                }
                 Some("stop") => {
                     a.only_options(&[]).map_err(Failure::args)?;
                     teams.interrupt_session(&call.session.id);

@@ -1166,3 +1166,165 @@ async fn a_wrong_typed_host_result_names_the_field() {
     );
     assert!(answer_text(&seen.events).contains("result.content[0].text"));
 }
+
+#[tokio::test]
+async fn user_turn_lists_the_prompts_steered_into_the_running_turn() {
+    let (mut h, sid) = harness().await;
+    register(&h, vec![tool("page_read", "read")]).unwrap();
+    let turn = h.prompt(&sid, "use page one").await;
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let first = invokes(&seen)[0].clone();
+    let p = params(&first);
+    assert_eq!(p["userTurn"]["steers"], json!([]), "nothing steered yet");
+    // The person types twice while the host holds the call: both fold into this turn.
+    for text in ["use page two as well", "and use page three"] {
+        h.app
+            .turns
+            .steer(
+                &Harness::ctx("c1", Some("cli")),
+                pb::SessionSteerParams {
+                    session_id: sid.clone(),
+                    text: text.into(),
+                },
+            )
+            .await
+            .unwrap();
+    }
+    h.reply(&first.request_id, json!({"ok": true, "output": "page one"}))
+        .await;
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let second = invokes(&seen)[0].clone();
+    let p = params(&second);
+    assert_eq!(p["turnId"], turn.as_str());
+    assert_eq!(p["userTurn"]["text"], "use page one");
+    assert_eq!(p["userTurn"]["current"], true);
+    assert_eq!(
+        p["userTurn"]["steers"],
+        json!(["use page two as well", "and use page three"])
+    );
+    h.reply(&second.request_id, json!({"ok": true, "output": "pages"}))
+        .await;
+    read_until(&mut h, done(&turn)).await;
+    // The person's next prompt starts afresh.
+    let next = h.prompt(&sid, "use page four").await;
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let third = invokes(&seen)[0].clone();
+    let p = params(&third);
+    assert_eq!(p["turnId"], next.as_str());
+    assert_eq!(p["userTurn"]["text"], "use page four");
+    assert_eq!(p["userTurn"]["steers"], json!([]));
+    h.reply(&third.request_id, json!({"ok": true, "output": "four"}))
+        .await;
+    read_until(&mut h, done(&next)).await;
+}
+
+#[tokio::test]
+async fn progress_arriving_after_the_answer_reaches_the_turn_until_its_result_is_out() {
+    let (mut h, sid) = harness().await;
+    register(&h, vec![tool("page_read", "read")]).unwrap();
+    let def = h.app.host_tools.hosts().of("c1").unwrap().tools["page_read"].clone();
+    let (sink, mut chunks) = tokio::sync::mpsc::unbounded_channel();
+    let ctx = crate::tools::ToolContext {
+        workdir: h.workdir.clone(),
+        progress: sink,
+        cancel: Default::default(),
+        output_cap: 64 * 1024,
+        session_id: sid.clone(),
+        mode: "auto".into(),
+        turn_id: "t-late".into(),
+        call_id: "call-late".into(),
+        named_agent: None,
+        turn: None,
+        backend: crate::backend::local(),
+    };
+    let owner = h.app.host_tools.clone();
+    let call = tokio::spawn(async move { owner.invoke(&def, "c1", json!({}), ctx).await });
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let inv = invokes(&seen)[0].clone();
+    h.reply(&inv.request_id, json!({"ok": true, "output": "done"}))
+        .await;
+    let out = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("the call ends")
+        .unwrap();
+    assert!(out.ok, "{}", out.content);
+    let progress = |conn: &str, message: &str| {
+        h.app.host_tools.progress(
+            &Harness::ctx(conn, Some("cli")),
+            pb::ToolProgressParams {
+                call_id: "call-late".into(),
+                message: message.into(),
+            },
+        )
+    };
+    // The host's last progress, overtaken by its answer, still reaches the turn (which
+    // reports it before the result); another connection's is ignored.
+    progress("c1", "almost there");
+    progress("c2", "spoofed");
+    assert_eq!(chunks.try_recv().ok().as_deref(), Some("almost there"));
+    assert!(chunks.try_recv().is_err());
+    // Once the turn has reported the result (its sink closed), later progress is accepted
+    // and dropped, and the call is forgotten.
+    drop(chunks);
+    progress("c1", "too late");
+    let answered = h.app.host_tools.answered.lock().unwrap();
+    assert!(!answered.calls.iter().any(|(c, _, _)| c == "call-late"));
+}
+
+#[tokio::test]
+async fn a_delegated_childs_user_turn_is_its_roots_never_the_task() {
+    let (mut h, root) = harness().await;
+    register(&h, vec![tool("page_read", "read")]).unwrap();
+    // No person has typed in the root yet: the child's calls carry no userTurn (the
+    // delegating agent's task is not the person's words).
+    let mut child = h
+        .app
+        .agents
+        .spawn_child(crate::agents::ChildSpec {
+            parent_session_id: root.clone(),
+            task: "use page for the agent".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let inv = invokes(&seen)[0].clone();
+    let p = params(&inv);
+    assert_ne!(p["sessionId"], root.as_str());
+    assert!(
+        p.get("userTurn").is_none_or(Value::is_null),
+        "the task is not a user turn: {p}"
+    );
+    h.reply(&inv.request_id, json!({"ok": true, "output": "x"}))
+        .await;
+    assert!(child.wait(Duration::from_secs(20)).await.unwrap().ok);
+
+    // The person prompts the root; while its call is held, a child it delegates reports
+    // the root's userTurn, current (the root's running turn is the person's).
+    let turn = h.prompt(&root, "use page one").await;
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let root_call = invokes(&seen)[0].clone();
+    let mut child = h
+        .app
+        .agents
+        .spawn_child(crate::agents::ChildSpec {
+            parent_session_id: root.clone(),
+            task: "use page two for the lead".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let seen = read_until(&mut h, |s| !invokes(s).is_empty()).await;
+    let inv = invokes(&seen)[0].clone();
+    let p = params(&inv);
+    assert_eq!(p["parentSessionId"], root.as_str());
+    assert_eq!(p["userTurn"]["text"], "use page one");
+    assert_eq!(p["userTurn"]["messageId"], turn.as_str());
+    assert_eq!(p["userTurn"]["current"], true);
+    h.reply(&inv.request_id, json!({"ok": true, "output": "two"}))
+        .await;
+    assert!(child.wait(Duration::from_secs(20)).await.unwrap().ok);
+    h.reply(&root_call.request_id, json!({"ok": true, "output": "one"}))
+        .await;
+    read_until(&mut h, done(&turn)).await;
+}

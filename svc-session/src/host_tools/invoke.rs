@@ -13,7 +13,10 @@
 //! model's other call asked). On a timeout — and whenever the call is abandoned before the
 //! host answered (`session.interrupt`, the turn dropped) — the host gets the notification
 //! `tool.cancel{sessionId, callId}`. When the host's connection closes the call fails at
-//! once as "host gone" (never a hang).
+//! once as "host gone" (never a hang). Progress the host sent just before its answer but
+//! that reaches svc-session after it is still reported before the call's `tool.result`
+//! when it comes in time, and is otherwise dropped, never emitted after the result
+//! ([`HostTools::progress`]).
 
 use std::path::Path;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -356,6 +359,10 @@ impl HostTools {
                 }
                 answer = &mut request => {
                     guard.answered = true;
+                    if answer.is_ok() {
+                        // Progress the host sent just before answering may arrive after it.
+                        self.answered(&ctx.call_id, conn, ctx.progress.clone());
+                    }
                     // Progress sent before the answer is reported first.
                     while let Ok(message) = progress_rx.try_recv() {
                         if !message.is_empty() {

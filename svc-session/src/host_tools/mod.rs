@@ -109,7 +109,43 @@ pub struct HostTools {
     registered: tokio::sync::Notify,
     /// The latest turn each session's person started (`tool.invoke.userTurn` of later turns).
     user_turns: Mutex<HashMap<String, pb::tool_invoke_params::UserTurn>>,
+    /// Calls the host has answered whose `tool.result` may not be out yet ([`Answered`]).
+    answered: Mutex<Answered>,
 }
+
+/// Most answered calls [`Answered`] remembers.
+pub const ANSWERED_KEEP: usize = 256;
+
+/// Calls whose answer arrived, by call id (oldest first), with their host connection and
+/// the turn's progress sink. The gateway forwards a host's `tool.progress` notification and
+/// its `tool.invoke` answer on separate paths, so progress the host sent just before
+/// answering can reach svc-session just after the answer: it is still handed to the turn,
+/// which reports it before the call's `tool.result`; once the turn has reported the result
+/// (the sink is closed) it is accepted and dropped quietly, never emitted after the result.
+#[derive(Default)]
+struct Answered {
+    calls: std::collections::VecDeque<(String, String, tokio::sync::mpsc::UnboundedSender<String>)>,
+}
+
+impl Answered {
+    /// Remembers `call_id` of `connection_id`, forgetting calls whose result is out and
+    /// the oldest beyond [`ANSWERED_KEEP`].
+    fn insert(
+        &mut self,
+        call_id: String,
+        connection_id: String,
+        sink: tokio::sync::mpsc::UnboundedSender<String>,
+    ) {
+        self.calls.retain(|(_, _, s)| !s.is_closed());
+        while self.calls.len() >= ANSWERED_KEEP {
+            self.calls.pop_front();
+        }
+        self.calls.push_back((call_id, connection_id, sink));
+    }
+}
+
+/// Most steered prompts one `tool.invoke.userTurn.steers` keeps (the latest).
+pub const MAX_STEERS: usize = 32;
 
 impl std::fmt::Debug for HostTools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -143,6 +179,7 @@ impl HostTools {
             waits: Mutex::new(HashMap::new()),
             registered: tokio::sync::Notify::new(),
             user_turns: Mutex::new(HashMap::new()),
+            answered: Mutex::new(Answered::default()),
         });
         me.watch();
         me
@@ -208,19 +245,62 @@ impl HostTools {
     }
 
     /// `tool.progress` from the host: re-emitted as the `tool.progress` event and restarts
-    /// the call's silence deadline. Progress for a call that is not in flight, or from a
-    /// connection that is not the call's host, is ignored (it is a notification).
+    /// the call's silence deadline. Progress that arrives after the call's answer (see
+    /// [`Answered`]) is still reported before the call's `tool.result` when the turn has not
+    /// reported it yet, and otherwise accepted and dropped (never emitted after the result).
+    /// Progress for no known call, or from a connection that is not the call's host, is
+    /// ignored (it is a notification).
     pub fn progress(&self, ctx: &CallContext, p: pb::ToolProgressParams) {
-        let calls = self.calls();
-        match calls.get(&p.call_id) {
-            Some(c) if ctx.connection_id.as_deref() == Some(c.connection_id.as_str()) => {
-                let _ = c.progress.send(p.message);
+        let conn = ctx.connection_id.as_deref();
+        {
+            let calls = self.calls();
+            match calls.get(&p.call_id) {
+                Some(c) if conn == Some(c.connection_id.as_str()) => {
+                    let _ = c.progress.send(p.message);
+                    return;
+                }
+                Some(_) => {
+                    tracing::warn!(call_id = %p.call_id, "tool.progress from a connection that is not the call's host; ignored");
+                    return;
+                }
+                None => {}
             }
-            Some(_) => {
-                tracing::warn!(call_id = %p.call_id, "tool.progress from a connection that is not the call's host; ignored")
-            }
-            None => tracing::debug!(call_id = %p.call_id, "tool.progress for no call in flight"),
         }
+        let mut answered = self.answered.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(i) = answered.calls.iter().position(|(c, _, _)| *c == p.call_id) else {
+            tracing::debug!(call_id = %p.call_id, "tool.progress for no call in flight");
+            return;
+        };
+        let (_, host, sink) = &answered.calls[i];
+        if conn != Some(host.as_str()) {
+            tracing::warn!(call_id = %p.call_id, "tool.progress from a connection that is not the call's host; ignored");
+            return;
+        }
+        if p.message.is_empty() {
+            return;
+        }
+        if sink.send(p.message).is_err() {
+            // The turn has reported the call's result: nothing may follow it.
+            answered.calls.remove(i);
+            tracing::debug!(call_id = %p.call_id, "tool.progress after the call's tool.result; accepted, not emitted");
+        } else {
+            tracing::debug!(call_id = %p.call_id, "tool.progress after the host's answer; reported before the result");
+        }
+    }
+
+    /// The host answered `call_id` (on `connection_id`): later progress goes to `sink`
+    /// ([`Answered`]). Called before the call leaves the in-flight table, so no progress
+    /// finds neither.
+    pub(crate) fn answered(
+        &self,
+        call_id: &str,
+        connection_id: &str,
+        sink: tokio::sync::mpsc::UnboundedSender<String>,
+    ) {
+        self.answered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(call_id.to_owned(), connection_id.to_owned(), sink);
     }
 
     /// The host tools `session` may call now, as tools of its turn: those of the host of
@@ -274,6 +354,40 @@ impl HostTools {
             );
     }
 
+    /// A prompt the session's person typed while turn `running_turn_id` ran (`steer_turn_id`
+    /// its own id) was folded into that turn: when the person started the running turn it
+    /// joins that `userTurn`'s `steers` (in order; the oldest dropped beyond
+    /// [`MAX_STEERS`]); otherwise (a turn the agent, a schedule or the system started) it
+    /// becomes the person's latest message, not `current`.
+    pub fn remember_steer(
+        &self,
+        session_id: &str,
+        running_turn_id: &str,
+        steer_turn_id: &str,
+        text: &str,
+    ) {
+        let mut turns = self.user_turns.lock().unwrap_or_else(|e| e.into_inner());
+        match turns.get_mut(session_id) {
+            Some(u) if u.message_id == running_turn_id => {
+                if u.steers.len() == MAX_STEERS {
+                    u.steers.remove(0);
+                }
+                u.steers.push(text.to_owned());
+            }
+            _ => {
+                turns.insert(
+                    session_id.to_owned(),
+                    pb::tool_invoke_params::UserTurn {
+                        current: false,
+                        message_id: steer_turn_id.to_owned(),
+                        steers: vec![],
+                        text: text.to_owned(),
+                    },
+                );
+            }
+        }
+    }
+
     /// `tool.invoke.userTurn` for a call in turn `turn_id`: the latest turn the session's
     /// person started (since this process started), `current` when it is this one.
     pub fn user_turn(
@@ -289,6 +403,31 @@ impl HostTools {
             .cloned()?;
         u.current = u.message_id == turn_id;
         Some(u)
+    }
+
+    /// `tool.invoke.userTurn` for a call of `session`'s turn `turn_id`: for a root session
+    /// [`HostTools::user_turn`]; for a delegated child its root's (the root's running turn
+    /// decides `current`), never the delegating agent's task text; `None` until the root's
+    /// person has typed a prompt.
+    pub fn user_turn_of(
+        &self,
+        session: &Session,
+        turn_id: &str,
+    ) -> Option<pb::tool_invoke_params::UserTurn> {
+        let Some(mut parent) = session.row().parent_session_id else {
+            return self.user_turn(&session.id, turn_id);
+        };
+        for _ in 0..64 {
+            let at = self.sessions.get(&parent).ok()?;
+            match at.row().parent_session_id {
+                Some(p) => parent = p,
+                None => {
+                    let running = at.turns().running.as_ref().map(|r| r.turn_id.clone());
+                    return self.user_turn(&at.id, running.as_deref().unwrap_or_default());
+                }
+            }
+        }
+        None
     }
 
     /// Records the scheduled run behind `session_id`'s turns (`tool.invoke.job`).

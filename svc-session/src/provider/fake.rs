@@ -52,6 +52,8 @@
 //! `echoToolResults: true` appends one `[tool <name> ok|error] <content>` line per trailing
 //! tool result (lines joined with ` / `) and `echoTools: true` one `[tools] <names>` line of
 //! the tools offered (issue 21: host tool results and deferred tools reaching the model);
+//! `echoSystem: true` one `[system] <headings>` line of the system prompt's `# ` headings
+//! (joined with ` | `: the persona, delegation mode and other layers reaching the model);
 //! and [`FakeProvider::received`] returns the last [`RECEIVED_KEEP`] requests.
 
 use std::collections::VecDeque;
@@ -144,6 +146,9 @@ pub struct ScriptStep {
     /// Append the names of the tools offered (module doc).
     #[serde(default, rename = "echoTools", alias = "echo_tools")]
     pub echo_tools: bool,
+    /// Append the `# ` headings of the system prompt (module doc).
+    #[serde(default, rename = "echoSystem", alias = "echo_system")]
+    pub echo_system: bool,
 }
 
 /// A whole script.
@@ -439,6 +444,18 @@ impl Provider for FakeProvider {
                         .map(|t| t.name.as_str())
                         .collect::<Vec<_>>()
                         .join(", ")
+                ),
+            ),
+            (
+                step.echo_system,
+                format!(
+                    "[system] {}",
+                    request
+                        .system
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("# "))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
                 ),
             ),
         ] {

@@ -302,6 +302,7 @@ impl Runs {
                     job_id: Some(p.job_id.clone()).filter(|j| !j.is_empty()),
                     approval_timeout_sec: Some(p.approval_timeout_sec).filter(|s| *s > 0),
                     parent_session_id: None,
+                    definition_mode: None,
                 },
             )
             .await?;

@@ -34,6 +34,7 @@ pub const MAX_TITLE_CHARS: usize = 500;
 
 pub(crate) mod ask_origin;
 pub mod callers;
+pub mod delegation;
 pub mod origin;
 pub mod prefs;
 pub mod saved;
@@ -206,6 +207,10 @@ pub struct SessionSetup {
     pub approval_timeout_sec: Option<i64>,
     /// The session that spawned this one (a subagent's parent, issue 19).
     pub parent_session_id: Option<String>,
+    /// The mode the agent definition the session runs as names (its `permission`): the
+    /// starting mode (`params.mode`, else `permissions.defaultMode`) is narrowed to it,
+    /// never widened ([`crate::permissions::Mode::narrower`]).
+    pub definition_mode: Option<Mode>,
 }
 
 impl Default for SessionSetup {
@@ -216,6 +221,7 @@ impl Default for SessionSetup {
             job_id: None,
             approval_timeout_sec: None,
             parent_session_id: None,
+            definition_mode: None,
         }
     }
 }
@@ -534,6 +540,7 @@ impl Sessions {
                 .and_then(Mode::parse)
                 .unwrap_or(Mode::Accept),
         };
+        let mode = setup.definition_mode.map_or(mode, |m| mode.narrower(m));
         let pin = crate::models::routing::check_create(
             &settings,
             nonempty(p.provider),
@@ -605,7 +612,10 @@ impl Sessions {
         self.announce_opened(&id, workdir.clone(), ctx, "session.create");
         tracing::info!(session_id = %id, workdir = %workdir.display(), mode = mode.as_str(), kind = setup.kind, "session created");
         Ok(pb::SessionCreateResult {
-            delegation: false,
+            delegation: session
+                .row()
+                .delegation
+                .unwrap_or_else(|| delegation::by_default(&settings)),
             session_id: id,
             workspace_dir: Some(workspace.to_string_lossy().into_owned()),
         })
@@ -844,8 +854,17 @@ impl Sessions {
             .into_iter()
             .map(|e| e.to_proto())
             .collect();
+        let delegation = row.delegation.unwrap_or_else(|| {
+            delegation::by_default(
+                &snowpea_common::settings::load_effective(
+                    &self.home,
+                    Some(Path::new(&row.workdir)),
+                )
+                .unwrap_or_default(),
+            )
+        });
         Ok(pb::SessionResumeResult {
-            delegation: false,
+            delegation,
             effort: row.effort.clone(),
             events,
             mode: Some(row.mode.clone()),

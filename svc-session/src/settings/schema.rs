@@ -61,7 +61,10 @@ section!(
         /// How deep delegation may nest (a child of a root session is depth 1).
         @"maxDepth" max_depth: u32 = 2,
         /// Seconds a delegated child may run before it is interrupted.
-        @"timeoutSec" timeout_sec: u64 = 1800 });
+        @"timeoutSec" timeout_sec: u64 = 1800,
+        /// Whether sessions start in delegation mode (the lead hands the work to its team)
+        /// unless `/team on|off` pinned it.
+        @"delegateByDefault" delegate_by_default: bool = false });
 section!(
     /// `team`: teams of workers in git worktrees (`team.start`, `/team`).
     Team {

@@ -325,6 +325,11 @@ CREATE TABLE team_tasks (
     PRIMARY KEY (team_id, task_id)
 );
 "#,
+    // migration 9: delegation mode (gaps, `/team on|off`): a session's pin, NULL = follow
+    // `agents.delegateByDefault`.
+    r#"
+ALTER TABLE sessions ADD COLUMN delegation INTEGER;
+"#,
 ];
 
 /// Opens (creating and migrating) the database at `path`.

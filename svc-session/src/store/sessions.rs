@@ -73,6 +73,8 @@ pub struct SessionRow {
     pub active_at: Option<String>,
     /// The session that spawned this one (a subagent's parent, issue 19); `None` for a root.
     pub parent_session_id: Option<String>,
+    /// Delegation mode pinned by `/team on|off`; `None` follows `agents.delegateByDefault`.
+    pub delegation: Option<bool>,
 }
 
 /// Kind of a session a person drives (spec `session.list` `kind`).
@@ -100,7 +102,7 @@ const COLUMNS: &str =
      title, deny_exec, host_tools_from, origin_surface, origin_client_id, origin_connection_id, \
      created_at, last_activity_at, last_prompt, closed_at, context_used, context_window, \
      kind, agent, job_id, approval_timeout_sec, effort, browser_provider, origin_client_kind, \
-     max_concurrent, locale, browser_memory, active_at, parent_session_id";
+     max_concurrent, locale, browser_memory, active_at, parent_session_id, delegation";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
@@ -136,6 +138,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<SessionRow> {
         browser_memory: r.get(29)?,
         active_at: r.get(30)?,
         parent_session_id: r.get(31)?,
+        delegation: r.get(32)?,
     })
 }
 
@@ -144,7 +147,7 @@ pub fn save(conn: &Connection, s: &SessionRow) -> rusqlite::Result<()> {
     conn.prepare_cached(&format!(
         "INSERT OR REPLACE INTO sessions ({COLUMNS}) VALUES \
          (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,\
-         ?25,?26,?27,?28,?29,?30,?31,?32)"
+         ?25,?26,?27,?28,?29,?30,?31,?32,?33)"
     ))?
     .execute(params![
         s.id,
@@ -179,6 +182,7 @@ pub fn save(conn: &Connection, s: &SessionRow) -> rusqlite::Result<()> {
         s.browser_memory,
         s.active_at,
         s.parent_session_id,
+        s.delegation,
     ])?;
     Ok(())
 }

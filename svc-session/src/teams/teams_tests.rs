@@ -469,10 +469,26 @@ async fn the_team_command_starts_and_reports_teams() {
     let sid = h.create("auto").await;
     let s = h.app.sessions.get(&sid).unwrap();
     let c = &h.app.commands;
-    let e = c.execute(&s, "team", "", "", false).await.unwrap_err();
+    // No team yet: the status says so, with the delegation mode.
+    match c.execute(&s, "team", "", "", false).await.unwrap() {
+        Reply::Done { text, data } => {
+            assert!(text.contains("No team has run yet"), "{text}");
+            assert_eq!(data["delegation"], false);
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = c
+        .execute(&s, "team", "status t-nope", "", false)
+        .await
+        .unwrap_err();
     assert_eq!(e.code, "not_found", "{e:?}");
-    let e = c.execute(&s, "team", "on", "", false).await.unwrap_err();
-    assert_eq!(e.code, "not_implemented", "{e:?}");
+    // on/off switch delegation mode; they never start a team whose task is "on".
+    for (sw, on) in [("on", true), ("off", false)] {
+        match c.execute(&s, "team", sw, "", false).await.unwrap() {
+            Reply::Done { data, .. } => assert_eq!(data["delegation"], on),
+            other => panic!("{other:?}"),
+        }
+    }
     let e = c
         .execute(&s, "team", "x --workers=many", "", false)
         .await

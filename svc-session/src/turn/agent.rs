@@ -496,6 +496,11 @@ impl Turns {
             )
             .await;
         let recall = crate::clients::memory::recall_block(&recalled);
+        // Delegation mode (`/team on`, `agents.delegateByDefault`): the lead hands the work
+        // to subagents, when it may delegate at all.
+        let delegating = row
+            .delegation
+            .unwrap_or_else(|| crate::session::delegation::by_default(&settings));
         // The tools offered and the system prompt, from the agent definition in force; rebuilt
         // when session.setAgent changes it during the turn (it applies from the next call).
         let offer = |acc: &mut TurnAccount, profile: &crate::agents::TurnProfile| {
@@ -526,6 +531,13 @@ impl Turns {
             system.push_str(&host.prompt);
             if let Some(persona) = profile.persona() {
                 system.push_str(&persona);
+            }
+            if delegating
+                && turn_tools
+                    .iter()
+                    .any(|tool| tool.name() == crate::agents::delegate::NAME)
+            {
+                system.push_str(crate::session::delegation::delegation_prompt());
             }
             if let Some(block) = &recall {
                 system.push_str(block);

@@ -9,7 +9,8 @@
 //!   the turn it joined (same reason), so every turn id still ends exactly once. A model
 //!   answer without tool calls while steers wait does not end the turn: they are folded and
 //!   the model is called again. One that arrives after the turn's last check runs as the
-//!   next queued turn.
+//!   next queued turn. Once folded it is also one of the person's `steers` in later
+//!   `tool.invoke.userTurn`s ([`crate::host_tools::HostTools::remember_steer`]).
 //! * **queue**: it runs after the running turn, with `turn.dequeued{reason:"started"}` and
 //!   `turn.started{queued: true}`.
 //! * `session.interrupt` drops every waiting prompt (`turn.dequeued{reason:"dropped"}` +
@@ -155,6 +156,7 @@ impl Turns {
         t: &TurnStart,
         messages: &mut Vec<ChatMessage>,
     ) -> bool {
+        let unattended = session.is_unattended();
         let mut st = session.turns();
         let notices = std::mem::take(&mut st.notices);
         if !notices.is_empty() {
@@ -173,6 +175,10 @@ impl Turns {
                     ..Default::default()
                 },
             );
+            if let (Some(h), false) = (self.host_tools.as_ref(), unattended) {
+                // The person's words typed during the turn: `tool.invoke.userTurn.steers`.
+                h.remember_steer(&session.id, &t.turn_id, &q.turn_id, &q.text);
+            }
             if let Some(r) = st.running.as_mut() {
                 r.steered.push(q.turn_id);
             }

@@ -53,8 +53,12 @@ impl Turns {
         let Some(hosts) = self.host_tools.as_ref() else {
             return turn;
         };
-        if t.system_reason.is_none() && !session.is_unattended() {
-            // The person's own prompt: later turns' tool.invoke name it as `userTurn`.
+        if t.system_reason.is_none()
+            && !session.is_unattended()
+            && session.row().parent_session_id.is_none()
+        {
+            // The person's own prompt: later turns' tool.invoke name it as `userTurn` (a
+            // delegated child's task is the agent's words: its calls report the root's).
             hosts.remember_user_turn(&session.id, &t.turn_id, &t.text);
         }
         if let Some(note) = hosts.wait_for_host(session, &t.cancel).await {

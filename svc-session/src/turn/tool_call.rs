@@ -132,10 +132,11 @@ impl Turns {
             "human"
         };
         // The person's latest typed prompt (remembered when their turn started), `current`
-        // when it started this turn; a schedule's run has none.
+        // when it started this turn (a delegated child's is its root's); a schedule's run
+        // has none.
         let user_turn = match (origin, self.host_tools.as_ref()) {
             ("schedule", _) | (_, None) => None,
-            (_, Some(h)) => h.user_turn(&session.id, &t.turn_id),
+            (_, Some(h)) => h.user_turn_of(session, &t.turn_id),
         };
         let attachments = self
             .attachments
@@ -566,6 +567,12 @@ impl Turns {
             );
         }
         let mut meta = out.meta;
+        // Host progress that arrived after the host's answer (it travels apart from the
+        // answer) is reported before the result; the closed sink drops anything later.
+        while let Ok(chunk) = chunks.try_recv() {
+            emit_chunk(chunk);
+        }
+        drop(chunks);
         if let Some(host) = crate::host_tools::take_result(&mut meta) {
             return self.host_tool_result(session, t, call, out.ok, out.content, host);
         }
