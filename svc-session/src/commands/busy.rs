@@ -11,7 +11,6 @@
 use serde_json::{json, Value};
 
 use super::{Builtin, Call, Commands, Failure, Reply, Risk, Run};
-use crate::settings::Scope;
 use crate::turn::busy::BUSY_SETTING;
 
 /// `/busy`.
@@ -85,25 +84,10 @@ impl Builtin for Busy {
                     ))
                 }
                 Some(choice @ ("queue" | "steer")) => {
-                    let scope = match a.options.get("scope").map(String::as_str) {
-                        None | Some("global") => Scope::Global,
-                        Some("project") => Scope::Project(call.session.workdir()),
-                        Some(other) => {
-                            return Err(Failure::args(format!(
-                                "--scope must be global or project, not {other:?}"
-                            )))
-                        }
-                    };
-                    cx.peers
-                        .settings
-                        .patch(&scope, &json!({"agent": {"busy": choice}}))
-                        .await
-                        .map_err(Failure::from_error)?;
-                    let written = if scope == Scope::Global {
-                        "global"
-                    } else {
-                        "project"
-                    };
+                    let scope = super::scope::parse(call)?;
+                    let written =
+                        super::scope::write(cx, &scope, &json!({"agent": {"busy": choice}}))
+                            .await?;
                     let (now, source) = effective(cx, call);
                     let mut text = format!("agent.busy = {choice} ({written} settings)");
                     if now != choice {

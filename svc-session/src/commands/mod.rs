@@ -61,6 +61,7 @@ mod plan;
 mod ralph;
 mod review;
 mod schedule;
+mod scope;
 mod session_command;
 mod skill;
 mod team;

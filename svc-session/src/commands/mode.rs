@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 
 use super::{Builtin, Call, Commands, Failure, Outcome, Reply, Risk, Run};
 use crate::session::DEFAULT_MODE_SETTING;
-use crate::settings::Scope;
 
 /// `/mode`.
 pub struct ModeCmd;
@@ -80,26 +79,10 @@ fn effective_default(cx: &Commands, call: &Call) -> (String, &'static str) {
 
 /// `/mode save [--scope=global|project]` (module doc).
 async fn save(cx: &Commands, call: &Call) -> Outcome {
-    let scope = match call.args.options.get("scope").map(String::as_str) {
-        None | Some("global") => Scope::Global,
-        Some("project") => Scope::Project(call.session.workdir()),
-        Some(other) => {
-            return Err(Failure::args(format!(
-                "--scope must be global or project, not {other:?}"
-            )))
-        }
-    };
+    let scope = super::scope::parse(call)?;
     let mode = call.session.mode().as_str();
-    cx.peers
-        .settings
-        .patch(&scope, &json!({"permissions": {"defaultMode": mode}}))
-        .await
-        .map_err(Failure::from_error)?;
-    let written = if scope == Scope::Global {
-        "global"
-    } else {
-        "project"
-    };
+    let written =
+        super::scope::write(cx, &scope, &json!({"permissions": {"defaultMode": mode}})).await?;
     let (now, source) = effective_default(cx, call);
     let mut text = format!(
         "permissions.defaultMode = {mode} ({written} settings): new sessions start in {mode}"

@@ -1,0 +1,40 @@
+//! `--scope=global|project`: the settings file `/busy queue|steer` and `/mode save` write
+//! (`settings.set`'s `scope`, spec "Settings"): the global file by default, or the
+//! session's project file.
+
+use serde_json::Value;
+
+use super::{Call, Commands, Failure};
+use crate::settings::Scope;
+
+/// The file `call`'s `--scope` option names; anything but `global`/`project` is an
+/// invalid-arguments failure naming the value.
+pub(super) fn parse(call: &Call) -> Result<Scope, Failure> {
+    match call.args.options.get("scope").map(String::as_str) {
+        None | Some("global") => Ok(Scope::Global),
+        Some("project") => Ok(Scope::Project(call.session.workdir())),
+        Some(other) => Err(Failure::args(format!(
+            "--scope must be global or project, not {other:?}"
+        ))),
+    }
+}
+
+/// Merges `patch` into the settings file of `scope` (through the settings component, so
+/// `settings.changed` goes out as for `settings.set`); returns the file's name for the
+/// reply (`global` or `project`).
+pub(super) async fn write(
+    cx: &Commands,
+    scope: &Scope,
+    patch: &Value,
+) -> Result<&'static str, Failure> {
+    cx.peers
+        .settings
+        .patch(scope, patch)
+        .await
+        .map_err(Failure::from_error)?;
+    Ok(if *scope == Scope::Global {
+        "global"
+    } else {
+        "project"
+    })
+}
