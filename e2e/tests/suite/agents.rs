@@ -459,6 +459,23 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
         (code.as_str(), &details["field"]),
         ("invalid_params", &json!("params.channel"))
     );
+    // Without credentialsRef the channel uses the platform's own credential, which must exist.
+    let (code, details) = refused(
+        &c,
+        "agent.bindChannel",
+        json!({"name": "researcher", "channel": "telegram:123"}),
+    )
+    .await;
+    assert_eq!(
+        (code.as_str(), &details["field"]),
+        ("invalid_params", &json!("params.credentialsRef"))
+    );
+    let credentials = suite.home().join("credentials.json");
+    std::fs::write(&credentials, json!({"telegram": "123:fake"}).to_string()).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     ok(
         &c,
         "agent.bindChannel",

@@ -304,6 +304,11 @@ async fn resolve_channel_answers_the_bound_agents_session() {
         .register_named("params.name", &def)
         .await
         .unwrap();
+    std::fs::write(
+        h.home.root().join("credentials.json"),
+        json!({"telegram": "1:token"}).to_string(),
+    )
+    .unwrap();
     h.app
         .agents
         .bind_channel(pb::AgentBindChannelParams {
@@ -506,6 +511,29 @@ async fn bind_channel_refuses_an_unknown_credentials_ref() {
         assert_eq!(field, "params.credentialsRef", "{bad}");
     }
     assert!(h.app.agents.bindings().await.unwrap().is_empty());
+    // Omitted, it is the platform's own credential ("telegram", as svc-chat resolves it):
+    // settings.gateway.telegram.token does not count, and the message says how to add one.
+    let e = h
+        .app
+        .agents
+        .bind_channel(bind("telegram:1", None))
+        .await
+        .unwrap_err();
+    let Error::InvalidParams { field, message } = e else {
+        panic!("expected invalid_params, got {e:?}")
+    };
+    assert_eq!(field, "params.credentialsRef");
+    assert!(
+        message.contains("credentials.json") && message.contains("\"telegram\""),
+        "{message}"
+    );
+    assert!(h.app.agents.bindings().await.unwrap().is_empty());
+    std::fs::write(
+        h.home.root().join("credentials.json"),
+        json!({"tg_main": "1:secret-token", "gateway": {"tg_nested": {"token": "2:x"}, "telegram": "4:z"}})
+            .to_string(),
+    )
+    .unwrap();
     for (i, good) in [
         Some("tg_main"),
         Some("tg_nested"),

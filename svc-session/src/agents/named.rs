@@ -7,9 +7,10 @@
 //!
 //! * `agent.bindChannel{name, channel, credentialsRef?}` validates the channel
 //!   (`<platform>:<id>`) and a given `credentialsRef` (it must exist as the chat gateway
-//!   resolves credentials, [`credential_exists`]; omitted, it defaults to the platform name
-//!   unchecked) and stores the binding in `agent_bindings` (replacing an earlier
-//!   binding of the channel), where the chat gateway reads it ([`Agents::bindings`]).
+//!   resolves credentials, [`credential_exists`]; omitted, it defaults to the platform name,
+//!   which must then exist the same way) and stores the binding in `agent_bindings`
+//!   (replacing an earlier binding of the channel), where the chat gateway reads it
+//!   ([`Agents::bindings`]).
 //! * `agent.delete{name}` unbinds its channels, cancels its scheduled jobs, closes its session
 //!   and deletes the row; an unknown name is `not_found`. svc-chat is told, so
 //!   `gateway.bind{target:{agent}}` bindings naming it are removed.
@@ -291,7 +292,23 @@ impl Agents {
             ));
         }
         let credentials_ref = match p.credentials_ref.as_deref().map(str::trim) {
-            None | Some("") => platform,
+            // The default is the platform's own credential, resolved by svc-chat like any
+            // other reference named after the platform (credentials.json or the environment).
+            None | Some("") => {
+                if !credential_exists(&self.home, &platform, &platform) {
+                    return Err(Error::invalid(
+                        "params.credentialsRef",
+                        format!(
+                            "no {platform} credential: without credentialsRef the channel uses \
+                             the credential named {platform:?}; add a {platform:?} key (or \
+                             gateway.{platform}) to credentials.json or set the environment \
+                             variable {platform}, or pass credentialsRef (e.g. \
+                             settings:gateway.{platform} for settings.gateway.{platform}.token)"
+                        ),
+                    ));
+                }
+                platform
+            }
             Some(r) if r.chars().count() <= 128 && !r.chars().any(char::is_control) => {
                 if !credential_exists(&self.home, &platform, r) {
                     return Err(Error::invalid(
