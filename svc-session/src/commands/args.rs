@@ -37,10 +37,20 @@ impl Args {
             } else if p == "--yes" || p == "--confirm" || p == "-y" {
                 a.confirmed = true;
             } else if let Some(opt) = p.strip_prefix("--").filter(|o| !o.is_empty()) {
-                match opt.split_once('=') {
-                    Some((k, v)) => a.options.insert(k.to_owned(), v.to_owned()),
-                    None => a.options.insert(opt.to_owned(), "true".to_owned()),
-                };
+                let (k, v) = opt.split_once('=').unwrap_or((opt, "true"));
+                match a.options.get(k) {
+                    Some(first) if first != v => {
+                        return Err(format!(
+                            "--{} given twice with different values ({:?} and {:?})",
+                            clip(k),
+                            clip(first),
+                            clip(v)
+                        ))
+                    }
+                    _ => {
+                        a.options.insert(k.to_owned(), v.to_owned());
+                    }
+                }
             } else {
                 a.words.push(p);
             }
@@ -82,11 +92,25 @@ impl Args {
     pub fn only_options(&self, known: &[&str]) -> Result<(), String> {
         for k in self.options.keys() {
             if !known.contains(&k.as_str()) {
-                return Err(format!("unknown option --{k}"));
+                return Err(format!("unknown option --{}", clip(k)));
             }
         }
         Ok(())
     }
+}
+
+/// Longest part of a caller's argument an error message echoes, in characters.
+pub const ECHO_CHARS: usize = 64;
+
+/// `s` as an error message may echo it: at most [`ECHO_CHARS`] characters, with `…` when
+/// cut (a huge argument is never sent back whole).
+pub fn clip(s: &str) -> String {
+    if s.chars().count() <= ECHO_CHARS {
+        return s.to_owned();
+    }
+    let mut out: String = s.chars().take(ECHO_CHARS).collect();
+    out.push('…');
+    out
 }
 
 #[cfg(test)]
@@ -104,5 +128,24 @@ mod tests {
         assert_eq!(Args::parse("x -- --yes").unwrap().words, vec!["x", "--yes"]);
         assert!(a.only_options(&["other"]).is_err());
         assert_eq!(Args::parse("a  b --yes").unwrap().text(), "a b");
+    }
+
+    #[test]
+    fn an_option_given_twice_must_agree_and_errors_clip_what_they_echo() {
+        let a = Args::parse("save --scope=project --scope=project").unwrap();
+        assert_eq!(a.options.get("scope").map(String::as_str), Some("project"));
+        let e = Args::parse("save --scope=global --scope=project").unwrap_err();
+        assert!(e.contains("--scope given twice"), "{e}");
+        assert!(e.contains("\"global\"") && e.contains("\"project\""), "{e}");
+        let huge = "x".repeat(10_000);
+        let e = Args::parse(&format!("save --scope=global --scope={huge}")).unwrap_err();
+        assert!(e.len() < 200 && e.contains('…'), "{e}");
+        let e = Args::parse(&format!("--{huge}"))
+            .unwrap()
+            .only_options(&[])
+            .unwrap_err();
+        assert!(e.len() < 200 && e.contains('…'), "{e}");
+        assert_eq!(clip("short"), "short");
+        assert_eq!(clip(&"é".repeat(65)).chars().count(), ECHO_CHARS + 1);
     }
 }

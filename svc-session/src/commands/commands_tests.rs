@@ -769,11 +769,22 @@ async fn mode_save_keeps_the_mode_as_the_default_of_new_sessions() {
         ("save --scope=nowhere", "--scope"),
         ("plan --scope=project", "--scope"),
         ("save plan", "one word"),
+        ("save --scope=global --scope=project", "given twice"),
+        ("save --scope=project --scope=global", "given twice"),
     ] {
         let f = c.execute(&s, "mode", args, "", false).await.unwrap_err();
         assert_eq!(f.stable, codes::INVALID_ARGS, "{args}");
         assert!(f.message.contains(needle), "{args}: {f:?}");
     }
+    // A huge value is not echoed back whole.
+    let huge = format!("save --scope={}", "z".repeat(100_000));
+    let f = c.execute(&s, "mode", &huge, "", false).await.unwrap_err();
+    assert_eq!(f.stable, codes::INVALID_ARGS);
+    assert!(
+        f.message.len() < 300 && f.message.contains('…'),
+        "{} bytes",
+        f.message.len()
+    );
     assert_eq!(std::fs::read(h.home.settings_path()).unwrap(), before);
 }
 

@@ -8,13 +8,16 @@ use super::{Call, Commands, Failure};
 use crate::settings::Scope;
 
 /// The file `call`'s `--scope` option names; anything but `global`/`project` is an
-/// invalid-arguments failure naming the value.
+/// invalid-arguments failure naming the value (clipped to [`super::args::ECHO_CHARS`]
+/// characters; `--scope` given twice with different values is refused by
+/// [`super::args::Args::parse`]).
 pub(super) fn parse(call: &Call) -> Result<Scope, Failure> {
     match call.args.options.get("scope").map(String::as_str) {
         None | Some("global") => Ok(Scope::Global),
         Some("project") => Ok(Scope::Project(call.session.workdir())),
         Some(other) => Err(Failure::args(format!(
-            "--scope must be global or project, not {other:?}"
+            "--scope must be global or project, not {:?}",
+            super::args::clip(other)
         ))),
     }
 }
