@@ -66,7 +66,8 @@ impl GatewayApi {
                 "settings: credentials belong to gateway.sync's automatic bindings",
             ));
         }
-        binding::resolve_credential(&self.chat.home, platform, &p.credentials_ref)?;
+        let credential =
+            binding::resolve_credential(&self.chat.home, platform, &p.credentials_ref)?;
         let row = BindingRow {
             binding_id: snowpea_common::ids::new_id("gw-"),
             platform: platform.key().to_owned(),
@@ -77,11 +78,92 @@ impl GatewayApi {
             source: "manual".into(),
             created_ms: snowpea_common::time::now_ms(),
         };
+        let _serialised = self.chat.bind_lock.lock().await;
+        if let Some(existing) = self.same_binding(platform, &credential, &row)? {
+            return Ok(GatewayBindResult {
+                binding_id: existing,
+            });
+        }
         crate::targets::check_new(&self.chat, &row).await?;
         self.insert(row.clone()).await?;
         Ok(GatewayBindResult {
             binding_id: row.binding_id,
         })
+    }
+
+    /// `gateway.bind`'s duplicate check against the existing bindings of `platform`:
+    /// * the same `credentialsRef` and `channelId` with the same target and `userId` is the
+    ///   same binding: its id is answered (idempotent, nothing added);
+    /// * the same `credentialsRef` and `channelId` with another target or `userId` is
+    ///   `invalid_params` on `channelId` (an inbound message can go to one binding only);
+    /// * another `credentialsRef` holding the same bot token is `invalid_params` on
+    ///   `credentialsRef`: one bot token has one platform connection (two Telegram pollers
+    ///   on one token take each other's updates), so it must be bound under the same name.
+    fn same_binding(
+        &self,
+        platform: Platform,
+        credential: &binding::Credential,
+        new: &BindingRow,
+    ) -> Result<Option<String>, ChatError> {
+        let existing = self.chat.bindings();
+        for b in existing.iter().filter(|b| b.platform == new.platform) {
+            if b.credentials_ref == new.credentials_ref {
+                if b.channel_id != new.channel_id {
+                    continue;
+                }
+                if b.target == new.target && b.user_id == new.user_id {
+                    return Ok(Some(b.binding_id.clone()));
+                }
+                let chat = match &new.channel_id {
+                    Some(c) => format!("channel {:?}", binding::clip(c)),
+                    None => "every chat (no channelId)".to_owned(),
+                };
+                return Err(ChatError::invalid(
+                    "channelId",
+                    format!(
+                        "{chat} of credential {:?} is already bound by {} to {} (userId {}); \
+                         gateway.unbind it first or bind another channelId",
+                        binding::clip(&new.credentials_ref),
+                        b.binding_id,
+                        binding::target_label(&b.target),
+                        b.user_id
+                            .as_deref()
+                            .map(binding::clip)
+                            .unwrap_or_else(|| "none".into()),
+                    ),
+                ));
+            }
+            let same_token =
+                binding::resolve_credential(&self.chat.home, platform, &b.credentials_ref)
+                    .is_ok_and(|c| c.token == credential.token);
+            if same_token {
+                let hint = if b.credentials_ref.starts_with(SETTINGS_REF_PREFIX) {
+                    format!(
+                        "it is settings.gateway.{}'s token, used by the automatic binding {}",
+                        platform.key(),
+                        b.binding_id
+                    )
+                } else {
+                    format!(
+                        "binding {} already uses this bot token as {:?}: bind with \
+                         credentialsRef {:?}",
+                        b.binding_id,
+                        binding::clip(&b.credentials_ref),
+                        binding::clip(&b.credentials_ref)
+                    )
+                };
+                return Err(ChatError::invalid(
+                    "credentialsRef",
+                    format!(
+                        "{:?} is the same {} bot as another binding's credential and one bot \
+                         token has one connection; {hint}",
+                        binding::clip(&new.credentials_ref),
+                        platform.key()
+                    ),
+                ));
+            }
+        }
+        Ok(None)
     }
 
     async fn insert(&self, row: BindingRow) -> Result<(), ChatError> {
@@ -131,6 +213,7 @@ impl GatewayApi {
     /// `settings.gateway.<platform>` is `enabled` with a usable token; hand-made bindings are
     /// never touched (only a connection that could not start is tried again).
     pub async fn sync(&self) -> Result<GatewaySyncResult, ChatError> {
+        let _serialised = self.chat.bind_lock.lock().await;
         let settings = snowpea_common::settings::load_file(&self.chat.home.settings_path())
             .unwrap_or(Value::Null);
         let mut result = GatewaySyncResult::default();

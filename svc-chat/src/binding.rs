@@ -186,11 +186,18 @@ pub fn resolve_credential(
         let settings =
             snowpea_common::settings::load_file(&home.settings_path()).unwrap_or(Value::Null);
         let entry = settings.get("gateway").and_then(|g| g.get(p));
-        return entry
-            .and_then(|e| credential_of(platform, e))
-            .ok_or_else(|| {
-                ChatError::invalid(field, format!("settings.gateway.{p} has no usable token"))
-            });
+        let Some(entry) = entry else {
+            return Err(ChatError::invalid(
+                field,
+                format!("settings.gateway.{} has no usable token", clip(p)),
+            ));
+        };
+        return credential_of(platform, entry).map_err(|why| {
+            ChatError::invalid(
+                field,
+                format!("settings.gateway.{} has no usable token: {why}", clip(p)),
+            )
+        });
     }
     let path = home.root().join("credentials.json");
     if let Ok(text) = std::fs::read_to_string(&path) {
@@ -199,11 +206,11 @@ pub fn resolve_credential(
                 .get(credentials_ref)
                 .or_else(|| doc.get("gateway").and_then(|g| g.get(credentials_ref)));
             if let Some(entry) = entry {
-                return credential_of(platform, entry).ok_or_else(|| {
+                return credential_of(platform, entry).map_err(|why| {
                     ChatError::invalid(
                         field,
                         format!(
-                            "credentials.json entry {:?} has no usable {} token",
+                            "credentials.json entry {:?} has no usable {} token: {why}",
                             clip(credentials_ref),
                             platform.key()
                         ),
@@ -214,8 +221,17 @@ pub fn resolve_credential(
     }
     if is_env_name(credentials_ref) {
         if let Ok(v) = std::env::var(credentials_ref) {
-            if let Some(c) = credential_of(platform, &Value::String(v)) {
-                return Ok(c);
+            if !v.trim().is_empty() {
+                return credential_of(platform, &Value::String(v)).map_err(|why| {
+                    ChatError::invalid(
+                        field,
+                        format!(
+                            "environment variable {} has no usable {} token: {why}",
+                            clip(credentials_ref),
+                            platform.key()
+                        ),
+                    )
+                });
             }
         }
     }
@@ -232,13 +248,21 @@ fn is_env_name(s: &str) -> bool {
     !s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-/// A credential from a token string or object; `None` when unusable for the platform.
-fn credential_of(platform: Platform, entry: &Value) -> Option<Credential> {
+/// A credential from a token string or object; `Err(why)` when unusable for the platform
+/// (never containing the secret). A Slack-shaped credential (an `{appToken, botToken}`
+/// object or a `"<appToken> <botToken>"` string) is refused for Telegram and Discord, whose
+/// credential is one token (a string or `{token}`).
+fn credential_of(platform: Platform, entry: &Value) -> Result<Credential, String> {
     let nonempty = |v: Option<&Value>| {
         v.and_then(Value::as_str)
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
+    };
+    let slack_shaped = match entry {
+        Value::String(s) => s.split_whitespace().count() > 1,
+        Value::Object(o) => o.contains_key("appToken") || o.contains_key("botToken"),
+        _ => false,
     };
     let (token, bot) = match entry {
         Value::String(s) => {
@@ -254,16 +278,33 @@ fn credential_of(platform: Platform, entry: &Value) -> Option<Credential> {
         ),
         _ => (None, None),
     };
-    let token = token?;
     match platform {
-        Platform::Slack => Some(Credential {
-            token,
-            bot_token: Some(bot?),
-        }),
-        Platform::Telegram | Platform::Discord => Some(Credential {
-            token,
-            bot_token: None,
-        }),
+        Platform::Slack => match (token, bot) {
+            (Some(token), Some(bot)) => Ok(Credential {
+                token,
+                bot_token: Some(bot),
+            }),
+            _ => Err(
+                "slack needs an app token and a bot token: {\"appToken\": \"xapp-…\", \
+                 \"botToken\": \"xoxb-…\"} or \"<appToken> <botToken>\""
+                    .into(),
+            ),
+        },
+        Platform::Telegram | Platform::Discord if slack_shaped => Err(format!(
+            "is a Slack credential (appToken + botToken); {} needs one bot token: a string \
+             or {{\"token\": …}}",
+            platform.key()
+        )),
+        Platform::Telegram | Platform::Discord => match token {
+            Some(token) => Ok(Credential {
+                token,
+                bot_token: None,
+            }),
+            None => Err(format!(
+                "{} needs one bot token: a string or {{\"token\": …}}",
+                platform.key()
+            )),
+        },
     }
 }
 

@@ -77,3 +77,40 @@ fn credentials_come_from_the_file_the_env_or_settings_and_never_print() {
     let d = resolve_credential(&home, Platform::Discord, "settings:gateway.discord").unwrap();
     assert_eq!(d.token, "d-tok");
 }
+
+/// QA: a credential shaped for another platform is refused naming `credentialsRef`: Slack's
+/// `{appToken, botToken}` (or `"<appToken> <botToken>"`) for Telegram / Discord, one token
+/// for Slack; the message says why and never shows the secret.
+#[test]
+fn a_credential_of_another_platforms_shape_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = snowpea_common::home::Home::new(dir.path());
+    std::fs::write(
+        dir.path().join("credentials.json"),
+        json!({
+            "sl": {"appToken": "xapp-secret1", "botToken": "xoxb-secret2"},
+            "sl_line": "xapp-secret1 xoxb-secret2",
+            "tg": {"token": "1:secret3"},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    for platform in [Platform::Telegram, Platform::Discord] {
+        for r in ["sl", "sl_line"] {
+            let e = resolve_credential(&home, platform, r).unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains("Slack credential"), "{text}");
+            assert!(!text.contains("secret"), "{text}");
+            assert_eq!(field_of(e), "credentialsRef");
+        }
+    }
+    let e = resolve_credential(&home, Platform::Slack, "tg").unwrap_err();
+    assert!(!e.to_string().contains("secret"), "{e}");
+    assert_eq!(field_of(e), "credentialsRef");
+    assert_eq!(
+        resolve_credential(&home, Platform::Discord, "tg")
+            .unwrap()
+            .token,
+        "1:secret3"
+    );
+}

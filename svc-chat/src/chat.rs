@@ -48,6 +48,9 @@ pub struct Chat {
     pub daemon: Daemon,
     /// Sessions, approvals and questions of the conversations.
     pub relay: Relay,
+    /// Held while a binding is checked and added (`gateway.bind`, `gateway.sync`), so two
+    /// concurrent identical binds cannot both pass the duplicate check.
+    pub bind_lock: tokio::sync::Mutex<()>,
     bindings: RwLock<Vec<BindingRow>>,
     conns: Mutex<BTreeMap<ConnKey, Conn>>,
     me: std::sync::Weak<Chat>,
@@ -68,6 +71,7 @@ impl Chat {
             store,
             bus,
             daemon,
+            bind_lock: tokio::sync::Mutex::new(()),
             bindings: RwLock::new(Vec::new()),
             conns: Mutex::new(BTreeMap::new()),
             me: me.clone(),
@@ -159,7 +163,12 @@ impl Chat {
             snowpea_common::settings::load_file(&self.home.settings_path()).unwrap_or(Value::Null);
         let mut conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
         conns.retain(|k, _| wanted.contains_key(k));
-        for (key, b) in wanted {
+        // One connection per bot token: running connections keep their token, so they go
+        // first; a later key holding the same token is not connected (see below).
+        let mut order: Vec<(ConnKey, BindingRow)> = wanted.into_iter().collect();
+        order.sort_by_key(|(k, _)| !conns.contains_key(k));
+        let mut tokens: BTreeMap<(Platform, String), ConnKey> = BTreeMap::new();
+        for (key, b) in order {
             let config = AdapterConfig::from_settings(
                 key.platform,
                 settings
@@ -168,6 +177,27 @@ impl Chat {
             );
             match binding::resolve_credential(&self.home, key.platform, &key.credentials_ref) {
                 Ok(cred) => {
+                    let token = (key.platform, cred.token.clone());
+                    if let Some(owner) = tokens.get(&token) {
+                        // Two pollers on one Telegram token take each other's updates (and
+                        // two Discord/Slack sessions get every event twice): only the first
+                        // credentialsRef holding the token is connected.
+                        conns.remove(&key);
+                        let message = format!(
+                            "not connected: credential {:?} is the same {} bot token as {:?}, \
+                             which already has the connection; bind with credentialsRef {:?}",
+                            binding::clip(&key.credentials_ref),
+                            key.platform.key(),
+                            binding::clip(&owner.credentials_ref),
+                            binding::clip(&owner.credentials_ref)
+                        );
+                        tracing::warn!(binding = %b.binding_id, error = %message, "binding cannot start");
+                        for x in self.bindings_of(&key) {
+                            self.event(&x.binding_id, "error", json!({ "message": message }));
+                        }
+                        continue;
+                    }
+                    tokens.insert(token, key.clone());
                     let wanted_with = (cred, config);
                     if let Some(c) = conns.get(&key) {
                         if c.started_with == wanted_with {

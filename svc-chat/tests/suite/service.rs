@@ -129,3 +129,138 @@ async fn validation_restore_and_an_uncommitted_cursor_while_the_daemon_is_down()
         "token in the log"
     );
 }
+
+/// QA: binding the same credential and channel again answers the existing binding (nothing
+/// added); the same channel with another target is `invalid_params` on `params.channelId`;
+/// another `credentialsRef` holding the same bot token is `invalid_params` on
+/// `params.credentialsRef`, and one that comes to hold it later (credentials.json edited) is
+/// not connected: `gateway.event{error}` says why. One bot token, one poller.
+#[tokio::test]
+async fn one_binding_per_credential_and_channel_and_one_connection_per_bot_token() {
+    use snowpea_proto::rpc::v1::outbound::Item;
+    use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
+    use snowpea_proto::rpc::v1::SubscribeRequest;
+
+    let fake = FakeTelegram::start(TOKEN).await;
+    let home = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("settings.json"),
+        json!({"gateway": {"telegram": {"baseUrl": fake.base_url(), "pollTimeoutSec": 1}}})
+            .to_string(),
+    )
+    .unwrap();
+    let credentials = |doc: serde_json::Value| {
+        std::fs::write(home.path().join("credentials.json"), doc.to_string()).unwrap()
+    };
+    credentials(
+        json!({"tg": TOKEN, "tg_same": TOKEN, "tg_other": "43:other-token",
+        "sl": {"appToken": "xapp-1", "botToken": "xoxb-2"}}),
+    );
+    let svc = ServiceProcess::new("chat", env!("CARGO_BIN_EXE_snowpea-svc-chat"), home.path())
+        .start()
+        .await;
+    let mut bus = ServiceBusClient::new(svc.channel());
+    let mut stream = within(
+        T,
+        "subscribe",
+        bus.subscribe(SubscribeRequest {
+            gateway_id: "test".into(),
+        }),
+    )
+    .await
+    .unwrap()
+    .into_inner();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<serde_json::Value>();
+    tokio::spawn(async move {
+        while let Ok(Some(out)) = stream.message().await {
+            if let Some(Item::Notification(n)) = out.item {
+                if n.method == "gateway.event" {
+                    let _ = tx.send(serde_json::from_str(&n.params_json).unwrap());
+                }
+            }
+        }
+    });
+    let mut client = GatewayServiceClient::new(svc.channel());
+    let target = json!({"new_session": {"workdir": "/w"}});
+    let id = within(T, "bind", client.bind(bind_params(target.clone(), "tg")))
+        .await
+        .unwrap()
+        .into_inner()
+        .binding_id;
+    let again = within(T, "bind", client.bind(bind_params(target.clone(), "tg")))
+        .await
+        .unwrap()
+        .into_inner()
+        .binding_id;
+    assert_eq!(again, id, "the same binding answers its id");
+    for (params, field) in [
+        (
+            bind_params(json!({"new_session": {"workdir": "/other"}}), "tg"),
+            "params.channelId",
+        ),
+        (
+            bind_params(target.clone(), "tg_same"),
+            "params.credentialsRef",
+        ),
+        (bind_params(target.clone(), "sl"), "params.credentialsRef"),
+    ] {
+        let status = within(T, "bind", client.bind(params)).await.unwrap_err();
+        let e = RpcError::from_status(&status);
+        assert_eq!(e.code.wire(), "invalid_params", "{e:?}");
+        assert!(e.message.contains(field), "{} names {field}", e.message);
+        assert!(!e.message.contains("service-test-token"), "{}", e.message);
+    }
+    let list = within(T, "list", client.list(()))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(list.bindings.len(), 1, "{:?}", list.bindings);
+
+    // Another token binds; when its entry is edited to the first one's token, it is not
+    // connected (the first keeps the only poller) and an error event says why.
+    let other = within(
+        T,
+        "bind",
+        client.bind(bind_params(target.clone(), "tg_other")),
+    )
+    .await
+    .unwrap()
+    .into_inner()
+    .binding_id;
+    credentials(json!({"tg": TOKEN, "tg_other": TOKEN}));
+    within(T, "sync", client.sync(())).await.unwrap();
+    within(T, "error event", async {
+        loop {
+            let e = rx.recv().await.expect("bus");
+            if e["bindingId"] == other.as_str() && e["kind"] == "error" {
+                let m = e["payload"]["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                if m.contains("same telegram bot token") {
+                    assert!(!m.contains("service-test-token"), "{m}");
+                    return;
+                }
+            }
+        }
+    })
+    .await;
+    let list = within(T, "list", client.list(()))
+        .await
+        .unwrap()
+        .into_inner();
+    let state = |b: &str| {
+        list.bindings
+            .iter()
+            .find(|x| x.binding_id == b)
+            .map(|x| x.state.clone())
+    };
+    assert_eq!(state(&other).as_deref(), Some("inactive"));
+    assert_eventually!(within(T, "list", client.list(()))
+        .await
+        .unwrap()
+        .into_inner()
+        .bindings
+        .iter()
+        .any(|x| x.binding_id == id && x.state == "active"));
+}

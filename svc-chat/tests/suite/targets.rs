@@ -125,18 +125,31 @@ async fn bind_checks_the_target_and_a_deleted_target_removes_its_bindings() {
     }
     assert!(targets(&mut client).await.is_empty(), "nothing stored");
 
-    let on_session = within(T, "bind", client.bind(bind(json!({"session": "s-live"}))))
-        .await
-        .unwrap()
-        .into_inner()
-        .binding_id;
-    within(T, "bind", client.bind(bind(json!({"agent": "helper"}))))
-        .await
-        .unwrap();
+    // One binding per chat of a credential: each target gets its own channelId.
+    let in_chat = |target: serde_json::Value, chat: &str| GatewayBindParams {
+        channel_id: Some(chat.into()),
+        ..bind(target)
+    };
+    let on_session = within(
+        T,
+        "bind",
+        client.bind(in_chat(json!({"session": "s-live"}), "1")),
+    )
+    .await
+    .unwrap()
+    .into_inner()
+    .binding_id;
     within(
         T,
         "bind",
-        client.bind(bind(json!({"new_session": {"workdir": "/w"}}))),
+        client.bind(in_chat(json!({"agent": "helper"}), "2")),
+    )
+    .await
+    .unwrap();
+    within(
+        T,
+        "bind",
+        client.bind(in_chat(json!({"new_session": {"workdir": "/w"}}), "3")),
     )
     .await
     .unwrap();
