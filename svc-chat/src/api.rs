@@ -44,6 +44,10 @@ impl GatewayApi {
     /// `gateway.bind`: validates every field (errors name it: `params.platform`,
     /// `params.target…`, `params.credentialsRef`, `params.channelId`, `params.userId`), then
     /// asks svc-session whether a `session` / `agent` target exists ([`crate::targets`]).
+    /// Binding the same credential, channel, target and `userId` again answers the existing
+    /// `bindingId` (nothing added); the same credential and channel with another target, or
+    /// another `credentialsRef` holding an already bound bot token, is `invalid_params`
+    /// (`params.channelId` / `params.credentialsRef`): one bot token, one connection.
     pub async fn bind(&self, p: GatewayBindParams) -> Result<GatewayBindResult, ChatError> {
         let platform = Platform::parse(&p.platform).ok_or_else(|| {
             ChatError::invalid(
@@ -78,13 +82,14 @@ impl GatewayApi {
             source: "manual".into(),
             created_ms: snowpea_common::time::now_ms(),
         };
+        // A target that does not exist is the first thing to say (then the duplicates).
+        crate::targets::check_new(&self.chat, &row).await?;
         let _serialised = self.chat.bind_lock.lock().await;
         if let Some(existing) = self.same_binding(platform, &credential, &row)? {
             return Ok(GatewayBindResult {
                 binding_id: existing,
             });
         }
-        crate::targets::check_new(&self.chat, &row).await?;
         self.insert(row.clone()).await?;
         Ok(GatewayBindResult {
             binding_id: row.binding_id,

@@ -1,5 +1,7 @@
 //! [`Chat`]: the hub of svc-chat. It holds the bindings (cached from the store), one running
-//! platform connection per credential (bindings sharing a bot share its connection; an
+//! platform connection per credential and never two per bot token (a second
+//! `credentialsRef` holding a token already connected stays unconnected, with a
+//! `gateway.event{error}`; bindings sharing a bot share its connection; an
 //! inbound message goes to the binding whose `channelId` is that chat, else to the one
 //! without a `channelId`), the per-binding state (`active` while its connection is up) and
 //! `gateway.event` publishing. It is the [`Sink`] of every adapter; inbound handling is in
