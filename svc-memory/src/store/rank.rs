@@ -83,12 +83,15 @@ struct Df {
 static DFS: LazyLock<Mutex<HashMap<(String, String), Df>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
+/// Keys (database, phrase) being counted, and the signal that one was released.
+type Counting = (Mutex<HashSet<(String, String)>>, Condvar);
+
 /// The phrases (per database) whose document frequency is being counted now: searches of
 /// the same words at the same time (the recall before a turn searches three namespaces
 /// at once) count each phrase once, and count different phrases in parallel — a search
 /// that meets a phrase another is counting counts its next phrase first, and waits for
 /// that one (then finds it cached) only at the end ([`doc_freqs`]).
-static COUNTING: LazyLock<(Mutex<HashSet<(String, String)>>, Condvar)> =
+static COUNTING: LazyLock<Counting> =
     LazyLock::new(|| (Mutex::new(HashSet::new()), Condvar::new()));
 
 /// Longest wait for another search's count of a phrase; then the phrase is counted again.
@@ -254,14 +257,20 @@ pub struct Limits {
     /// Namespaces holding at most this many memories together are read whole and every
     /// memory scored, instead of fetched phrase by phrase through the index.
     pub small_namespace: i64,
+    /// Namespaces holding at most 1/`members_share` of the table walk a phrase's matches
+    /// with a filter of their rowids instead of a join with `memories` (0: never). Changes
+    /// only the cost.
+    pub members_share: i64,
 }
 
 impl Limits {
-    /// The service's bounds: [`MAX_SCORED`], [`Sample::DEFAULT`], [`SMALL_NAMESPACE`].
+    /// The service's bounds: [`MAX_SCORED`], [`Sample::DEFAULT`], [`SMALL_NAMESPACE`],
+    /// [`MEMBERS_SHARE`].
     pub const DEFAULT: Limits = Limits {
         max_scored: MAX_SCORED,
         sample: Sample::DEFAULT,
         small_namespace: SMALL_NAMESPACE,
+        members_share: MEMBERS_SHARE,
     };
 }
 
@@ -449,11 +458,12 @@ type MemberSet = (Snapshot, Option<Arc<Vec<i64>>>);
 static MEMBERS: LazyLock<Mutex<HashMap<(String, String), MemberSet>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
-/// A namespace holding at most 1/`MEMBERS_SHARE` of the table gets a rowid filter.
-const MEMBERS_SHARE: i64 = 4;
+/// Namespaces holding at most 1/`MEMBERS_SHARE` of the table get a rowid filter
+/// ([`Limits::members_share`]).
+pub const MEMBERS_SHARE: i64 = 4;
 
-/// The rowids (sorted) of the memories of `namespaces` when they hold at most
-/// 1/[`MEMBERS_SHARE`] of the table, else `None`.
+/// The rowids (sorted) of the memories of `namespaces` when they hold at most 1/`share` of
+/// the table, else `None` (`share` 0: always `None`).
 ///
 /// A mid-size namespace (a project's, next to a larger global one) would otherwise join
 /// every match of a phrase with `memories` to drop the other namespaces' rows; with the
@@ -465,9 +475,13 @@ fn members(
     db: &str,
     now: &Snapshot,
     namespaces: &[Namespace],
+    share: i64,
 ) -> Result<Option<Arc<Vec<i64>>>> {
+    if share <= 0 {
+        return Ok(None);
+    }
     let keys: Vec<String> = namespaces.iter().map(Namespace::key).collect();
-    let key = (db.to_owned(), keys.join("\n"));
+    let key = (db.to_owned(), format!("{share}\n{}", keys.join("\n")));
     let cached = MEMBERS.lock().ok().and_then(|m| m.get(&key).cloned());
     let marks = (2..=keys.len() + 1)
         .map(|i| format!("?{i}"))
@@ -486,7 +500,7 @@ fn members(
             .collect::<rusqlite::Result<Vec<i64>>>()?;
         Ok(ids)
     };
-    let most = now.rows / MEMBERS_SHARE;
+    let most = now.rows / share;
     let set = match cached {
         Some((at, set)) if at == *now => return Ok(set),
         Some((at, Some(set))) if appended_since(conn, &at, now)? => {
@@ -584,6 +598,7 @@ pub fn top_scoring(
         max_scored,
         sample,
         small_namespace,
+        members_share,
     } = limits;
     if phrases.is_empty() || namespaces.is_empty() || limit == 0 {
         return Ok(Vec::new());
@@ -684,7 +699,7 @@ pub fn top_scoring(
     ))?;
     // A mid-size namespace: matches walked without the join, other namespaces' rowids
     // dropped by the filter, its own rows read by rowid.
-    let filter = members(&tx, &db, &now, namespaces)?;
+    let filter = members(&tx, &db, &now, namespaces, members_share)?;
     let mut rowids_all =
         tx.prepare_cached("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1")?;
     let mut rowids_newest = tx.prepare_cached(
