@@ -469,7 +469,8 @@ pub const MEMBERS_SHARE: i64 = 4;
 /// every match of a phrase with `memories` to drop the other namespaces' rows; with the
 /// filter they are dropped by a binary search, and only its own rows are read. Cached per
 /// database and namespace list like [`doc_freq`]: reused while the table is unchanged,
-/// extended when it only grew, rebuilt after any delete.
+/// extended when it only grew (a namespace found too large stays so), rebuilt after any
+/// delete (reading up to a quarter of the table's rowids from the namespace index, once).
 fn members(
     conn: &Connection,
     db: &str,
@@ -503,6 +504,10 @@ fn members(
     let most = now.rows / share;
     let set = match cached {
         Some((at, set)) if at == *now => return Ok(set),
+        // Too large, and only grown since: stays unfiltered without reading its rowids
+        // again (that is a quarter of the table: the global namespace's first search after
+        // every write would pay it).
+        Some((at, None)) if appended_since(conn, &at, now)? => None,
         Some((at, Some(set))) if appended_since(conn, &at, now)? => {
             let newer = read(at.max_rowid, most + 1)?;
             let mut all = Vec::with_capacity(set.len() + newer.len());
