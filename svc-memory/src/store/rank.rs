@@ -32,6 +32,12 @@
 //! estimate; rare phrases, the ones that decide a ranking, are always counted), and
 //! namespaces of at most [`SMALL_NAMESPACE`] memories are scored whole instead of fetched
 //! through the index (which would walk every other namespace's matches).
+//!
+//! And three keep the recall before a turn (three namespaces searched at once) short: an
+//! empty namespace answers before any frequency is counted; a namespace holding at most
+//! 1/[`MEMBERS_SHARE`] of the table walks a phrase's matches through a cached filter of
+//! its rowids ([`members`]) instead of joining every match with `memories`; and concurrent
+//! searches count different cold phrases in parallel, each phrase once ([`doc_freqs`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, LazyLock, Mutex};
@@ -452,7 +458,7 @@ fn appended_since(conn: &Connection, then: &Snapshot, now: &Snapshot) -> Result<
 }
 
 /// Per database and namespace list: the sorted rowids of its memories at one snapshot, or
-/// `None` when they are more than [`MEMBERS_SHARE`] of the table ([`members`]).
+/// `None` when they are more than 1/[`MEMBERS_SHARE`] of the table ([`members`]).
 type MemberSet = (Snapshot, Option<Arc<Vec<i64>>>);
 
 static MEMBERS: LazyLock<Mutex<HashMap<(String, String), MemberSet>>> =
@@ -614,7 +620,7 @@ pub fn top_scoring(
     if now.rows == 0 {
         return Ok(Vec::new());
     }
-    // How many memories the namespaces hold (counted up to `small_namespace` + 1). None:
+    // How many memories the namespaces hold (counted up to `small_namespace` + 1). Zero:
     // nothing to rank, and no document frequency to count (the recall before a turn
     // searches the agent namespace, often empty, next to the others: it must not wait for
     // their counts while it holds a reader).
