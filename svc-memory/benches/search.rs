@@ -249,6 +249,8 @@ async fn searches(n: usize, shape: &str, narrow: bool, channel: tonic::transport
         ("recall before a turn (12 words, 3 namespaces)", 3),
     ] {
         let mut lat = Vec::new();
+        // Recall shape: when each namespace's answer came (from the first call).
+        let mut each: [Vec<Duration>; 3] = Default::default();
         for i in 0..QUERIES.load(std::sync::atomic::Ordering::Relaxed) {
             let query = match kind {
                 0 => {
@@ -275,10 +277,17 @@ async fn searches(n: usize, shape: &str, narrow: bool, channel: tonic::transport
                     tokio::time::timeout(Duration::from_secs(30), c.search(p))
                         .await
                         .unwrap()
-                        .unwrap()
+                        .unwrap();
+                    t.elapsed()
                 }
             });
-            futures::future::join_all(calls).await;
+            for (k, d) in futures::future::join_all(calls)
+                .await
+                .into_iter()
+                .enumerate()
+            {
+                each[k].push(d);
+            }
             lat.push((t.elapsed(), query));
         }
         lat.sort();
@@ -290,6 +299,14 @@ async fn searches(n: usize, shape: &str, narrow: bool, channel: tonic::transport
             pct(&times, 1.0),
             load()
         );
+        if kind == 3 {
+            let mut line = String::from("    answered by namespace, p50 / p99:");
+            for (name, e) in ["project", "agent", "global"].iter().zip(each.iter_mut()) {
+                e.sort();
+                line += &format!(" {name} {:.2} / {:.2} ms;", pct(e, 0.5), pct(e, 0.99));
+            }
+            println!("{line}");
+        }
         for (d, q) in lat
             .iter()
             .rev()

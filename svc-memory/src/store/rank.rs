@@ -32,16 +32,23 @@
 //! estimate; rare phrases, the ones that decide a ranking, are always counted), and
 //! namespaces of at most [`SMALL_NAMESPACE`] memories are scored whole instead of fetched
 //! through the index (which would walk every other namespace's matches).
+//!
+//! And three keep the recall before a turn (three namespaces searched at once) short: an
+//! empty namespace answers before any frequency is counted; a namespace holding at most
+//! 1/[`MEMBERS_SHARE`] of the table walks a phrase's matches through a cached filter of
+//! its rowids ([`members`]) instead of joining every match with `memories`; and concurrent
+//! searches count different cold phrases in parallel, each phrase once ([`doc_freqs`]).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, Condvar, LazyLock, Mutex};
+use std::time::{Duration, Instant};
 
 use memchr::memmem::Finder;
 use rusqlite::types::Value as Sql;
 use rusqlite::{params_from_iter, Connection, OptionalExtension};
 
 use super::memories::Memory;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::namespace::Namespace;
 
 /// bm25 `k1`, as in FTS5.
@@ -82,10 +89,35 @@ struct Df {
 static DFS: LazyLock<Mutex<HashMap<(String, String), Df>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
-/// Held while a document frequency is counted: searches of the same words at the same
-/// time (the recall before a turn searches three namespaces at once) count each phrase
-/// once — the second waits, then finds it cached — instead of each walking its doclist.
-static COUNTING: Mutex<()> = Mutex::new(());
+/// Keys (database, phrase) being counted, and the signal that one was released.
+type Counting = (Mutex<HashSet<(String, String)>>, Condvar);
+
+/// The phrases (per database) whose document frequency is being counted now: searches of
+/// the same words at the same time (the recall before a turn searches three namespaces
+/// at once) count each phrase once, and count different phrases in parallel — a search
+/// that meets a phrase another is counting counts its next phrase first, and waits for
+/// that one (then finds it cached) only at the end ([`doc_freqs`]).
+static COUNTING: LazyLock<Counting> =
+    LazyLock::new(|| (Mutex::new(HashSet::new()), Condvar::new()));
+
+/// Longest wait for another search's count of a phrase; then the phrase is counted again.
+const COUNT_WAIT: Duration = Duration::from_secs(5);
+
+/// A claim on counting one phrase ([`COUNTING`]), released (and waiters woken) on drop,
+/// error paths included.
+struct Claim(Option<(String, String)>);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if let Some(key) = self.0.take() {
+            let (set, cv) = &*COUNTING;
+            if let Ok(mut s) = set.lock() {
+                s.remove(&key);
+            }
+            cv.notify_all();
+        }
+    }
+}
 
 /// Where the sample starts (`None`: the table is no larger than the sample), for the
 /// snapshot and sample it was found at.
@@ -231,14 +263,20 @@ pub struct Limits {
     /// Namespaces holding at most this many memories together are read whole and every
     /// memory scored, instead of fetched phrase by phrase through the index.
     pub small_namespace: i64,
+    /// Namespaces holding at most 1/`members_share` of the table walk a phrase's matches
+    /// with a filter of their rowids instead of a join with `memories` (0: never). Changes
+    /// only the cost.
+    pub members_share: i64,
 }
 
 impl Limits {
-    /// The service's bounds: [`MAX_SCORED`], [`Sample::DEFAULT`], [`SMALL_NAMESPACE`].
+    /// The service's bounds: [`MAX_SCORED`], [`Sample::DEFAULT`], [`SMALL_NAMESPACE`],
+    /// [`MEMBERS_SHARE`].
     pub const DEFAULT: Limits = Limits {
         max_scored: MAX_SCORED,
         sample: Sample::DEFAULT,
         small_namespace: SMALL_NAMESPACE,
+        members_share: MEMBERS_SHARE,
     };
 }
 
@@ -283,6 +321,11 @@ fn sample_start(
 /// (`start`: [`sample_start`]); when it has at least `sample.common` matches there, its
 /// frequency is that share of the whole table; only rarer phrases (cheap to count, and
 /// the ones whose idf decides the ranking) are counted exactly.
+///
+/// `wait: false`: `None` when another search is counting the phrase right now (count
+/// something else, then ask again with `wait: true`, which waits for it up to
+/// [`COUNT_WAIT`]).
+#[allow(clippy::too_many_arguments)]
 fn doc_freq(
     conn: &Connection,
     db: &str,
@@ -291,16 +334,38 @@ fn doc_freq(
     sample: Sample,
     start: &mut Option<Option<i64>>,
     keep: usize,
-) -> Result<(i64, Option<Vec<i64>>)> {
+    wait: bool,
+) -> Result<Option<(i64, Option<Vec<i64>>)>> {
     let key = (db.to_owned(), phrase.to_owned());
     let lookup = || DFS.lock().ok().and_then(|m| m.get(&key).cloned());
     if let Some(d) = lookup().filter(|d| d.at == *now) {
-        return Ok((d.n, None));
+        return Ok(Some((d.n, None)));
     }
-    let _counting = COUNTING.lock();
+    let claim = {
+        let (set, cv) = &*COUNTING;
+        let mut s = set
+            .lock()
+            .map_err(|_| Error::Internal("counting lock poisoned".into()))?;
+        let deadline = Instant::now() + COUNT_WAIT;
+        while s.contains(&key) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !wait {
+                return Ok(None);
+            }
+            if left.is_zero() {
+                break;
+            }
+            s = cv
+                .wait_timeout(s, left)
+                .map_err(|_| Error::Internal("counting lock poisoned".into()))?
+                .0;
+        }
+        // After a timed-out wait the other count still holds the claim: count unclaimed.
+        Claim(s.insert(key.clone()).then(|| key.clone()))
+    };
     let cached = lookup();
     let (n, ids) = match cached {
-        Some(d) if d.at == *now => return Ok((d.n, None)),
+        Some(d) if d.at == *now => return Ok(Some((d.n, None))),
         Some(d) if appended_since(conn, &d.at, now)? => (
             d.n + count_matches(conn, phrase, d.at.max_rowid, i64::MAX)?,
             None,
@@ -340,7 +405,33 @@ fn doc_freq(
         }
         m.insert(key, Df { n, at: now.clone() });
     }
-    Ok((n, ids))
+    drop(claim);
+    Ok(Some((n, ids)))
+}
+
+/// The document frequency of every phrase ([`doc_freq`]), and the rowids of the rare ones
+/// this search counted: phrases another search is counting are left to the end.
+fn doc_freqs(
+    conn: &Connection,
+    db: &str,
+    now: &Snapshot,
+    phrases: &[String],
+    sample: Sample,
+    keep: usize,
+) -> Result<Vec<(i64, Option<Vec<i64>>)>> {
+    let mut start = None;
+    let mut got: Vec<Option<(i64, Option<Vec<i64>>)>> = vec![None; phrases.len()];
+    let mut later = Vec::new();
+    for (i, p) in phrases.iter().enumerate() {
+        match doc_freq(conn, db, now, p, sample, &mut start, keep, false)? {
+            Some(v) => got[i] = Some(v),
+            None => later.push(i),
+        }
+    }
+    for i in later {
+        got[i] = doc_freq(conn, db, now, &phrases[i], sample, &mut start, keep, true)?;
+    }
+    Ok(got.into_iter().map(|g| g.unwrap_or((0, None))).collect())
 }
 
 /// True when every row of `then` is still there: the rows beyond its newest row account
@@ -364,6 +455,87 @@ fn appended_since(conn: &Connection, then: &Snapshot, now: &Snapshot) -> Result<
         .query_row([then.max_rowid], |r| r.get(0))
         .optional()?;
     Ok(id.as_deref() == Some(then.max_id.as_str()))
+}
+
+/// Per database and namespace list: the sorted rowids of its memories at one snapshot, or
+/// `None` when they are more than 1/[`MEMBERS_SHARE`] of the table ([`members`]).
+type MemberSet = (Snapshot, Option<Arc<Vec<i64>>>);
+
+static MEMBERS: LazyLock<Mutex<HashMap<(String, String), MemberSet>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Namespaces holding at most 1/`MEMBERS_SHARE` of the table get a rowid filter
+/// ([`Limits::members_share`]).
+pub const MEMBERS_SHARE: i64 = 4;
+
+/// The rowids (sorted) of the memories of `namespaces` when they hold at most 1/`share` of
+/// the table, else `None` (`share` 0: always `None`).
+///
+/// A mid-size namespace (a project's, next to a larger global one) would otherwise join
+/// every match of a phrase with `memories` to drop the other namespaces' rows; with the
+/// filter they are dropped by a binary search, and only its own rows are read. Cached per
+/// database and namespace list like [`doc_freq`]: reused while the table is unchanged,
+/// extended when it only grew (a namespace found too large stays so), rebuilt after any
+/// delete (reading up to a quarter of the table's rowids from the namespace index, once).
+fn members(
+    conn: &Connection,
+    db: &str,
+    now: &Snapshot,
+    namespaces: &[Namespace],
+    share: i64,
+) -> Result<Option<Arc<Vec<i64>>>> {
+    if share <= 0 {
+        return Ok(None);
+    }
+    let keys: Vec<String> = namespaces.iter().map(Namespace::key).collect();
+    let key = (db.to_owned(), format!("{share}\n{}", keys.join("\n")));
+    let cached = MEMBERS.lock().ok().and_then(|m| m.get(&key).cloned());
+    let marks = (2..=keys.len() + 1)
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let read = |after: i64, limit: i64| -> Result<Vec<i64>> {
+        let mut params = vec![Sql::Integer(after)];
+        params.extend(keys.iter().map(|k| Sql::Text(k.clone())));
+        params.push(Sql::Integer(limit));
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT rowid FROM memories WHERE rowid > ?1 AND namespace IN ({marks}) LIMIT ?{}",
+            params.len()
+        ))?;
+        let ids = stmt
+            .query_map(params_from_iter(params.iter()), |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<i64>>>()?;
+        Ok(ids)
+    };
+    let most = now.rows / share;
+    let set = match cached {
+        Some((at, set)) if at == *now => return Ok(set),
+        // Too large, and only grown since: stays unfiltered without reading its rowids
+        // again (that is a quarter of the table: the global namespace's first search after
+        // every write would pay it).
+        Some((at, None)) if appended_since(conn, &at, now)? => None,
+        Some((at, Some(set))) if appended_since(conn, &at, now)? => {
+            let newer = read(at.max_rowid, most + 1)?;
+            let mut all = Vec::with_capacity(set.len() + newer.len());
+            all.extend_from_slice(&set);
+            all.extend(newer);
+            all.sort_unstable();
+            (all.len() as i64 <= most).then(|| Arc::new(all))
+        }
+        _ => {
+            let mut all = read(i64::MIN, most + 1)?;
+            all.sort_unstable();
+            (all.len() as i64 <= most).then(|| Arc::new(all))
+        }
+    };
+    if let Ok(mut m) = MEMBERS.lock() {
+        // A few namespace lists (each set ≤ a quarter of the table's rowids).
+        if m.len() >= 8 {
+            m.clear();
+        }
+        m.insert(key, (now.clone(), set.clone()));
+    }
+    Ok(set)
 }
 
 /// Occurrences of `needle` in `hay`, overlapping ones included (a trigram phrase matches
@@ -437,6 +609,7 @@ pub fn top_scoring(
         max_scored,
         sample,
         small_namespace,
+        members_share,
     } = limits;
     if phrases.is_empty() || namespaces.is_empty() || limit == 0 {
         return Ok(Vec::new());
@@ -447,15 +620,31 @@ pub fn top_scoring(
     if now.rows == 0 {
         return Ok(Vec::new());
     }
+    // How many memories the namespaces hold (counted up to `small_namespace` + 1). Zero:
+    // nothing to rank, and no document frequency to count (the recall before a turn
+    // searches the agent namespace, often empty, next to the others: it must not wait for
+    // their counts while it holds a reader).
+    let mut whole: Vec<Sql> = namespaces.iter().map(|ns| Sql::Text(ns.key())).collect();
+    let whole_marks = (1..=whole.len())
+        .map(|i| format!("?{i}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    whole.push(Sql::Integer(small_namespace.saturating_add(1)));
+    let size: i64 = tx
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM (SELECT 1 FROM memories WHERE namespace IN ({whole_marks}) LIMIT ?{})",
+            whole.len()
+        ))?
+        .query_row(params_from_iter(whole.iter()), |r| r.get(0))?;
+    if size == 0 {
+        return Ok(Vec::new());
+    }
     let db = tx.path().unwrap_or("").to_owned();
-    let mut start = None;
     let keep = max_scored.min(MAX_SCORED);
-    let (dfs, known): (Vec<i64>, Vec<Option<Vec<i64>>>) = phrases
-        .iter()
-        .map(|p| doc_freq(&tx, &db, &now, p, sample, &mut start, keep))
-        .collect::<Result<Vec<_>>>()?
-        .into_iter()
-        .unzip();
+    let (dfs, known): (Vec<i64>, Vec<Option<Vec<i64>>>) =
+        doc_freqs(&tx, &db, &now, phrases, sample, keep)?
+            .into_iter()
+            .unzip();
     let n = now.rows as f64;
     let idf: Vec<f64> = dfs
         .iter()
@@ -489,18 +678,6 @@ pub fn top_scoring(
     let mut scored: Vec<Scored> = Vec::new();
     // A small namespace: every memory of it scored (a row matches when a phrase occurs in
     // it, as the scorer counts occurrences).
-    let mut whole: Vec<Sql> = namespaces.iter().map(|ns| Sql::Text(ns.key())).collect();
-    let whole_marks = (1..=whole.len())
-        .map(|i| format!("?{i}"))
-        .collect::<Vec<_>>()
-        .join(", ");
-    whole.push(Sql::Integer(small_namespace.saturating_add(1)));
-    let size: i64 = tx
-        .prepare_cached(&format!(
-            "SELECT count(*) FROM (SELECT 1 FROM memories WHERE namespace IN ({whole_marks}) LIMIT ?{})",
-            whole.len()
-        ))?
-        .query_row(params_from_iter(whole.iter()), |r| r.get(0))?;
     if size <= small_namespace {
         let mut stmt = tx.prepare_cached(&format!(
             "SELECT {columns} FROM memories m WHERE m.namespace IN ({whole_marks})"
@@ -531,6 +708,14 @@ pub fn top_scoring(
         "{matches} ORDER BY memories_fts.rowid DESC LIMIT ?{}",
         params.len()
     ))?;
+    // A mid-size namespace: matches walked without the join, other namespaces' rowids
+    // dropped by the filter, its own rows read by rowid.
+    let filter = members(&tx, &db, &now, namespaces, members_share)?;
+    let mut rowids_all =
+        tx.prepare_cached("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1")?;
+    let mut rowids_newest = tx.prepare_cached(
+        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rowid DESC",
+    )?;
     let mut seen: HashSet<i64> = HashSet::new();
     let mut best: Vec<f64> = Vec::new(); // scores, descending, at most `limit`
     for (k, &i) in order.iter().enumerate() {
@@ -544,7 +729,11 @@ pub fn top_scoring(
         }
         if let Some(ids) = known[i].as_ref().filter(|ids| ids.len() <= budget) {
             for &rowid in ids {
-                if seen.contains(&rowid) {
+                if seen.contains(&rowid)
+                    || filter
+                        .as_ref()
+                        .is_some_and(|f| f.binary_search(&rowid).is_err())
+                {
                     continue;
                 }
                 params[0] = Sql::Integer(rowid);
@@ -558,6 +747,42 @@ pub fn top_scoring(
                         best.truncate(limit);
                     }
                     scored.push(row);
+                }
+            }
+            continue;
+        }
+        if let Some(f) = filter.as_deref() {
+            // As the SQL below: every match in the namespaces, or the newest `budget` of
+            // them (rows already scored count towards it, as in its `LIMIT`).
+            let uncapped = dfs[i] as usize <= budget;
+            let stmt = if uncapped {
+                &mut rowids_all
+            } else {
+                &mut rowids_newest
+            };
+            let mut ids = stmt.query([quoted(&phrases[i])])?;
+            let mut taken = 0;
+            while let Some(r) = ids.next()? {
+                let rowid: i64 = r.get(0)?;
+                if f.binary_search(&rowid).is_err() {
+                    continue;
+                }
+                taken += 1;
+                if seen.insert(rowid) {
+                    params[0] = Sql::Integer(rowid);
+                    let mut rows = by_rowid.query(params_from_iter(params[..last].iter()))?;
+                    if let Some(r) = rows.next()? {
+                        let row = scored_row(r, &finders, &idf, avgdl)?;
+                        let pos = best.partition_point(|&b| b >= row.score);
+                        if pos < limit {
+                            best.insert(pos, row.score);
+                            best.truncate(limit);
+                        }
+                        scored.push(row);
+                    }
+                }
+                if !uncapped && taken >= budget {
+                    break;
                 }
             }
             continue;

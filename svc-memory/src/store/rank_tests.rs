@@ -91,12 +91,14 @@ fn compare(s: &Store, rng: &mut Rng, words: &[String], spaces: &[Namespace]) -> 
         let ns = &spaces[q % spaces.len()..=q % spaces.len()];
         let limit = [1, 8, 10, 30][q % 4];
         let want = s.read(|c| Ok(fts5_bm25(c, ns, fts, limit))).unwrap();
-        // Both ways of reading a namespace: through the index, and scored whole.
-        for small_namespace in [0, i64::MAX] {
+        // Every way of reading a namespace: through the index (joined, or with the rowid
+        // filter of a namespace holding at most a quarter of the table), and scored whole.
+        for (small_namespace, members_share) in [(0, 0), (0, MEMBERS_SHARE), (i64::MAX, 0)] {
             let limits = Limits {
                 max_scored: usize::MAX,
                 sample: Sample::DEFAULT,
                 small_namespace,
+                members_share,
             };
             let got = s
                 .read(|c| top_scoring(c, ns, &plan.phrases, limit, limits))
@@ -105,7 +107,7 @@ fn compare(s: &Store, rng: &mut Rng, words: &[String], spaces: &[Namespace]) -> 
             assert_eq!(
                 got.iter().map(|g| &g.0).collect::<Vec<_>>(),
                 want.iter().map(|w| &w.0).collect::<Vec<_>>(),
-                "query {query:?} limit {limit} small_namespace {small_namespace}"
+                "query {query:?} limit {limit} small_namespace {small_namespace} members_share {members_share}"
             );
             for (g, w) in got.iter().zip(&want) {
                 assert!(
@@ -144,7 +146,9 @@ fn same_hits_order_and_scores_as_fts5_bm25() {
         };
         let m = NewMemory {
             id: snowpea_common::ids::new_id("mem"),
-            namespace: spaces[(rng.next() % 3) as usize].key(),
+            // 70% default, 15% each of the others: the rowid filter's share.
+            namespace: spaces[[0, 0, 0, 0, 0, 0, 0, 1, 1, 2][(rng.next() % 10) as usize] as usize]
+                .key(),
             text: text.join(if i % 5 == 0 { ", " } else { " " }),
             tags,
             title,
@@ -220,7 +224,9 @@ fn common_phrase_frequencies_are_estimated_from_the_newest_rows() {
                 sample,
                 &mut None,
                 MAX_SCORED,
+                true,
             )
+            .map(|d| d.expect("a waiting count always answers"))
         })
         .unwrap()
     };
@@ -271,4 +277,94 @@ fn common_phrase_frequencies_are_estimated_from_the_newest_rows() {
         "mem_01601",
         "the rare word decides, newest first"
     );
+}
+
+/// The rowid filter of a mid-size namespace changes only the cost: with the row budget
+/// capped (a common phrase then contributes its newest matches only), the same hits,
+/// order and scores as the join, also after appends (the cached filter is extended) and
+/// deletes (it is rebuilt).
+#[test]
+fn rowid_filter_changes_only_the_cost() {
+    let t = tempfile::tempdir().unwrap();
+    let s = Store::open(&t.path().join("memory.db")).unwrap();
+    let mut rng = Rng(11);
+    let words = vocab(&mut rng);
+    let project = Namespace::Project("/p".into());
+    let mut ids = Vec::new();
+    let add = |s: &Store, rng: &mut Rng, i: i64| {
+        let n = 3 + (rng.next() % 10) as usize;
+        let text: Vec<&str> = (0..n).map(|_| rng.word(&words)).collect();
+        let m = NewMemory {
+            id: snowpea_common::ids::new_id("mem"),
+            // One in eight in the project, as the bench's recall.
+            namespace: if rng.next().is_multiple_of(8) {
+                project.key()
+            } else {
+                Namespace::Default.key()
+            },
+            text: text.join(" "),
+            created_ms: i / 2,
+            created_at: format!("t{i}"),
+            ..Default::default()
+        };
+        s.write(|tx| insert(tx, &m)).unwrap();
+        m.id
+    };
+    let compare = |s: &Store, rng: &mut Rng| {
+        let mut filtered = 0;
+        for q in 0..100usize {
+            let n = 1 + (rng.next() % 12) as usize;
+            let query: Vec<&str> = (0..n).map(|_| rng.word(&words)).collect();
+            let plan = plan_query(&query.join(" "));
+            if plan.fts.is_none() {
+                continue;
+            }
+            let ns = std::slice::from_ref(&project);
+            let limit = [1, 8, 10][q % 3];
+            let run = |members_share| {
+                let limits = Limits {
+                    max_scored: 12,
+                    sample: Sample::DEFAULT,
+                    small_namespace: 0,
+                    members_share,
+                };
+                s.read(|c| top_scoring(c, ns, &plan.phrases, limit, limits))
+                    .unwrap()
+                    .into_iter()
+                    .map(|m| (m.id, m.score))
+                    .collect::<Vec<_>>()
+            };
+            let (joined, with_filter) = (run(0), run(MEMBERS_SHARE));
+            assert_eq!(joined, with_filter, "query {query:?} limit {limit}");
+            filtered += usize::from(!joined.is_empty());
+        }
+        filtered
+    };
+    for i in 0..1200 {
+        ids.push(add(&s, &mut rng, i));
+    }
+    assert!(compare(&s, &mut rng) > 50);
+    for i in 1200..1300 {
+        ids.push(add(&s, &mut rng, i));
+    }
+    compare(&s, &mut rng);
+    for id in ids.iter().step_by(5).chain(ids.last()) {
+        s.write(|tx| delete_id(tx, id)).unwrap();
+    }
+    add(&s, &mut rng, 1300);
+    compare(&s, &mut rng);
+    // The filter is in use: the project holds at most a quarter of the table.
+    let set = s
+        .read(|c| {
+            let now = snapshot(c)?;
+            members(
+                c,
+                "filter-test",
+                &now,
+                std::slice::from_ref(&project),
+                MEMBERS_SHARE,
+            )
+        })
+        .unwrap();
+    assert!(set.is_some_and(|f| !f.is_empty()));
 }
