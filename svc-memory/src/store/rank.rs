@@ -741,12 +741,7 @@ pub fn top_scoring(
                 if let Some(r) = rows.next()? {
                     seen.insert(rowid);
                     let row = scored_row(r, &finders, &idf, avgdl)?;
-                    let pos = best.partition_point(|&b| b >= row.score);
-                    if pos < limit {
-                        best.insert(pos, row.score);
-                        best.truncate(limit);
-                    }
-                    scored.push(row);
+                    keep_top(row, &mut best, limit, &mut scored);
                 }
             }
             continue;
@@ -773,12 +768,7 @@ pub fn top_scoring(
                     let mut rows = by_rowid.query(params_from_iter(params[..last].iter()))?;
                     if let Some(r) = rows.next()? {
                         let row = scored_row(r, &finders, &idf, avgdl)?;
-                        let pos = best.partition_point(|&b| b >= row.score);
-                        if pos < limit {
-                            best.insert(pos, row.score);
-                            best.truncate(limit);
-                        }
-                        scored.push(row);
+                        keep_top(row, &mut best, limit, &mut scored);
                     }
                 }
                 if !uncapped && taken >= budget {
@@ -800,15 +790,21 @@ pub fn top_scoring(
                 continue;
             }
             let row = scored_row(r, &finders, &idf, avgdl)?;
-            let pos = best.partition_point(|&b| b >= row.score);
-            if pos < limit {
-                best.insert(pos, row.score);
-                best.truncate(limit);
-            }
-            scored.push(row);
+            keep_top(row, &mut best, limit, &mut scored);
         }
     }
     Ok(best_first(scored, limit))
+}
+
+/// Adds `row` to `scored` and its score to `best`: the `limit` highest scores so far,
+/// highest first (what MaxScore compares the unfetched phrases' bound with).
+fn keep_top(row: Scored, best: &mut Vec<f64>, limit: usize, scored: &mut Vec<Scored>) {
+    let pos = best.partition_point(|&b| b >= row.score);
+    if pos < limit {
+        best.insert(pos, row.score);
+        best.truncate(limit);
+    }
+    scored.push(row);
 }
 
 /// A row of `rowid, id, namespace, text, tags, title, created_ms, created_at`, scored.
