@@ -63,6 +63,17 @@ impl Args {
         self.words.first().map(String::as_str)
     }
 
+    /// Spells the subcommand as `known` declares it when the first word matches one of them
+    /// case-insensitively (`/team ON` is `/team on`), so a command's `match` on its
+    /// subcommands sees one spelling and a shouted subcommand is never taken for free text.
+    pub fn normalize_sub(&mut self, known: &[&str]) {
+        if let Some(first) = self.words.first_mut() {
+            if let Some(k) = known.iter().find(|k| k.eq_ignore_ascii_case(first)) {
+                *first = (*k).to_owned();
+            }
+        }
+    }
+
     /// The words after the subcommand, joined by spaces.
     pub fn rest(&self) -> String {
         self.words
@@ -116,6 +127,16 @@ pub fn clip(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_subcommand_is_matched_whatever_its_case() {
+        let mut a = Args::parse("ON").unwrap();
+        a.normalize_sub(&["status", "on", "off"]);
+        assert_eq!(a.sub(), Some("on"));
+        let mut a = Args::parse("Onboard the new hire").unwrap();
+        a.normalize_sub(&["status", "on", "off"]);
+        assert_eq!(a.sub(), Some("Onboard"), "only whole subcommand words");
+    }
 
     #[test]
     fn splits_words_options_and_confirm() {

@@ -850,8 +850,11 @@ async fn team_on_and_off_switch_delegation_mode() {
     let d = data_of(c.execute(&s, "team", "status", "", true).await.unwrap());
     assert_eq!(d["delegation"], true);
 
-    let d = data_of(c.execute(&s, "team", "off", "", false).await.unwrap());
-    assert_eq!(d["delegation"], false);
+    let d = data_of(c.execute(&s, "team", "OFF", "", false).await.unwrap());
+    assert_eq!(
+        d["delegation"], false,
+        "a subcommand in capitals is the subcommand"
+    );
     assert!(!h.app.sessions.delegation(&s));
     // No team is started for "on" with words after it.
     let f = c

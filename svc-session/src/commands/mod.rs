@@ -619,7 +619,10 @@ impl Commands {
                 "unknown command /{name}; /help lists the commands"
             )));
         };
-        let args = Args::parse(raw_args).map_err(Failure::args)?;
+        let mut args = Args::parse(raw_args).map_err(Failure::args)?;
+        if let Target::Builtin(i) = &cmd.target {
+            args.normalize_sub(static_builtins()[*i].subcommands());
+        }
         let tier = self.tier_of(&cmd, &args);
         if headless && tier.needs_confirm() && !args.confirmed {
             return Err(Failure {
