@@ -13,7 +13,7 @@ use snowpea_proto::rpc::v1::outbound::Item;
 use snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient;
 use snowpea_proto::rpc::v1::{SettingsChange, SubscribeRequest};
 use snowpea_testkit::fake_chat::FakeTelegram;
-use snowpea_testkit::{assert_eventually, within, ServiceProcess};
+use snowpea_testkit::{assert_eventually, within};
 use tokio::sync::mpsc;
 
 const TOKEN: &str = "42:connection-test-token";
@@ -77,9 +77,7 @@ async fn an_unreachable_platform_is_reported_once_and_a_new_base_url_reconnects(
         json!({"tg": TOKEN}).to_string(),
     )
     .unwrap();
-    let svc = ServiceProcess::new("chat", env!("CARGO_BIN_EXE_snowpea-svc-chat"), home.path())
-        .start()
-        .await;
+    let svc = super::start(home.path()).await;
     let mut bus = ServiceBusClient::new(svc.channel());
     let mut stream = within(
         T,

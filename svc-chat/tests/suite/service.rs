@@ -8,7 +8,7 @@ use snowpea_proto::chat::v1::gateway_service_client::GatewayServiceClient;
 use snowpea_proto::chat::v1::{GatewayBindParams, GatewayUnbindParams};
 use snowpea_proto::error::RpcError;
 use snowpea_testkit::fake_chat::FakeTelegram;
-use snowpea_testkit::{assert_eventually, within, ServiceProcess};
+use snowpea_testkit::{assert_eventually, within};
 
 const TOKEN: &str = "42:service-test-token";
 const T: Duration = Duration::from_secs(15);
@@ -26,21 +26,8 @@ fn bind_params(target: serde_json::Value, credentials_ref: &str) -> GatewayBindP
 #[tokio::test]
 async fn validation_restore_and_an_uncommitted_cursor_while_the_daemon_is_down() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let home = tempfile::tempdir().unwrap();
-    std::fs::write(
-        home.path().join("settings.json"),
-        json!({"gateway": {"telegram": {"baseUrl": fake.base_url(), "pollTimeoutSec": 1}}})
-            .to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        home.path().join("credentials.json"),
-        json!({"tg": TOKEN}).to_string(),
-    )
-    .unwrap();
-    let mut svc = ServiceProcess::new("chat", env!("CARGO_BIN_EXE_snowpea-svc-chat"), home.path())
-        .start()
-        .await;
+    let home = super::home(&fake.base_url(), &json!({"tg": TOKEN}));
+    let mut svc = super::start(home.path()).await;
     let mut client = GatewayServiceClient::new(svc.channel());
 
     // Validation names the field; nothing is stored.
@@ -142,23 +129,15 @@ async fn one_binding_per_credential_and_channel_and_one_connection_per_bot_token
     use snowpea_proto::rpc::v1::SubscribeRequest;
 
     let fake = FakeTelegram::start(TOKEN).await;
-    let home = tempfile::tempdir().unwrap();
-    std::fs::write(
-        home.path().join("settings.json"),
-        json!({"gateway": {"telegram": {"baseUrl": fake.base_url(), "pollTimeoutSec": 1}}})
-            .to_string(),
-    )
-    .unwrap();
+    let home = super::home(
+        &fake.base_url(),
+        &json!({"tg": TOKEN, "tg_same": TOKEN, "tg_other": "43:other-token",
+        "sl": {"appToken": "xapp-1", "botToken": "xoxb-2"}}),
+    );
     let credentials = |doc: serde_json::Value| {
         std::fs::write(home.path().join("credentials.json"), doc.to_string()).unwrap()
     };
-    credentials(
-        json!({"tg": TOKEN, "tg_same": TOKEN, "tg_other": "43:other-token",
-        "sl": {"appToken": "xapp-1", "botToken": "xoxb-2"}}),
-    );
-    let svc = ServiceProcess::new("chat", env!("CARGO_BIN_EXE_snowpea-svc-chat"), home.path())
-        .start()
-        .await;
+    let svc = super::start(home.path()).await;
     let mut bus = ServiceBusClient::new(svc.channel());
     let mut stream = within(
         T,

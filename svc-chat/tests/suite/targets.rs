@@ -17,7 +17,7 @@ use snowpea_proto::session::v1::channel_internal_service_server::{
 };
 use snowpea_proto::session::v1::{CheckTargetReply, CheckTargetRequest};
 use snowpea_testkit::fake_chat::FakeTelegram;
-use snowpea_testkit::{assert_eventually, within, ServiceProcess};
+use snowpea_testkit::{assert_eventually, within};
 use tonic::{Request, Response, Status};
 
 const TOKEN: &str = "42:targets-test-token";
@@ -70,21 +70,8 @@ async fn targets(client: &mut GatewayServiceClient<tonic::transport::Channel>) -
 #[tokio::test]
 async fn bind_checks_the_target_and_a_deleted_target_removes_its_bindings() {
     let fake = FakeTelegram::start(TOKEN).await;
-    let home = tempfile::tempdir().unwrap();
-    std::fs::write(
-        home.path().join("settings.json"),
-        json!({"gateway": {"telegram": {"baseUrl": fake.base_url(), "pollTimeoutSec": 1}}})
-            .to_string(),
-    )
-    .unwrap();
-    std::fs::write(
-        home.path().join("credentials.json"),
-        json!({"tg": TOKEN}).to_string(),
-    )
-    .unwrap();
-    let mut svc = ServiceProcess::new("chat", env!("CARGO_BIN_EXE_snowpea-svc-chat"), home.path())
-        .start()
-        .await;
+    let home = super::home(&fake.base_url(), &json!({"tg": TOKEN}));
+    let mut svc = super::start(home.path()).await;
     let mut client = GatewayServiceClient::new(svc.channel());
 
     // svc-session down: the target cannot be checked, nothing is stored.
