@@ -155,19 +155,14 @@ pub async fn with_health_and_reflection(
     let v1 = {
         let names = names.clone();
         reflection::Lazy::new(move || {
-            let mut b = reflection_builder();
-            for n in &names {
-                b = b.with_service_name(n.clone());
-            }
-            b.build_v1().expect("the embedded descriptor sets decode")
+            reflection_builder(&names)
+                .build_v1()
+                .expect("the embedded descriptor sets decode")
         })
     };
     let v1alpha = reflection::Lazy::new(move || {
-        let mut b = reflection_builder();
-        for n in &names {
-            b = b.with_service_name(n.clone());
-        }
-        b.build_v1alpha()
+        reflection_builder(&names)
+            .build_v1alpha()
             .expect("the embedded descriptor sets decode")
     });
     let routes = routes
@@ -185,11 +180,15 @@ pub async fn with_health_and_reflection(
     Ok(routes)
 }
 
-/// The reflection builder with the protocol's and the health service's descriptors.
-fn reflection_builder() -> tonic_reflection::server::Builder<'static> {
-    tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(snowpea_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+/// The reflection builder with the protocol's and the health service's descriptors,
+/// listing the services `names`.
+fn reflection_builder(names: &[String]) -> tonic_reflection::server::Builder<'static> {
+    names.iter().fold(
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(snowpea_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET),
+        |b, n| b.with_service_name(n.clone()),
+    )
 }
 
 /// Server reflection built on its first call.
