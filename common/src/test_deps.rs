@@ -36,9 +36,9 @@ pub const DOCKER_UNAVAILABLE_ENV: &str = "SNOWPEA_TEST_DOCKER_UNAVAILABLE";
 /// [`DOCKER_UNAVAILABLE_ENV`] says the engine cannot run on this machine, else as [`missing`].
 pub fn missing_docker(how: &str) {
     match std::env::var(DOCKER_UNAVAILABLE_ENV) {
-        Ok(why) if !why.is_empty() => {
-            skip(&format!("a Docker Engine cannot run on this machine ({why})"))
-        }
+        Ok(why) if !why.is_empty() => skip(&format!(
+            "a Docker Engine cannot run on this machine ({why})"
+        )),
         _ => missing("a Docker Engine with the test image", how),
     }
 }
