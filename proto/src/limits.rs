@@ -29,3 +29,32 @@ pub const GRPC_REQUEST: usize = 64 << 20;
 /// up to it, the gateway and service → service clients decode up to it — a long
 /// `session.resume`, an `audio.speak` result, a `site.get` with many entries.
 pub const GRPC_RESPONSE: usize = 64 << 20;
+
+// ---------------------------------------------------------------------------------------
+// Work per call: what one request may make a service compute or hold, whatever its size
+// (within the message limits above). Each bound is applied where the work happens and is
+// tested with the input that used to exceed it.
+// ---------------------------------------------------------------------------------------
+
+/// Most distinct words of a `memory.search` query (and of the recall before a turn) that
+/// are looked up; later words are ignored. A recall query is a whole user message.
+pub const SEARCH_WORDS: usize = 32;
+
+/// Longest word of a `memory.search` query used whole, in characters: a longer word (a
+/// hash, a base64 blob, a run of one character) is searched by its first this many
+/// characters. An FTS5 trigram phrase of `n` characters is `n − 2` tokens, and matching it
+/// holds one position list per token for every row it meets: a 10,000-character run of one
+/// letter against a stored run of the same letter held 287 MB, a 100,000-character one
+/// about 2.4 GB. At 32 characters a phrase holds at most 30 position lists of one row.
+pub const SEARCH_WORD_CHARS: usize = 32;
+
+/// Most FTS5 phrases of one `memory.search` query (its words plus the trigrams of its
+/// non-ASCII words).
+pub const SEARCH_PHRASES: usize = 64;
+
+/// Most occurrences of one phrase counted in one column of one memory when it is scored
+/// (bm25's term frequency): past this the count stops, so scoring a row costs at most
+/// (column length + this × phrase length) per phrase, even for a periodic phrase in a
+/// periodic text ("zzz" occurs at every position of a run of z). Ordinary text stays far
+/// below it: a 64 KiB memory holds about 11,000 words.
+pub const SEARCH_OCCURRENCES: u32 = 4_096;

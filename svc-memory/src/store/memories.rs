@@ -15,15 +15,11 @@ use std::collections::HashMap;
 
 use rusqlite::types::Value as Sql;
 use rusqlite::{params_from_iter, Connection, OptionalExtension, Transaction};
+use snowpea_proto::limits::{SEARCH_PHRASES, SEARCH_WORDS, SEARCH_WORD_CHARS};
 
 use super::{grams, rank};
 use crate::error::Result;
 use crate::namespace::Namespace;
-
-/// Most words of a query that are used (a recall query is a whole user message).
-const MAX_TERMS: usize = 32;
-/// Most FTS5 phrases of one query (words plus the trigrams of non-ASCII words).
-const MAX_PHRASES: usize = 64;
 
 /// A memory to store.
 #[derive(Debug, Clone, Default)]
@@ -118,16 +114,21 @@ pub struct QueryPlan {
     pub like: Vec<String>,
 }
 
-/// Splits `query` into words (runs of letters and digits, lowercased, de-duplicated) and
-/// decides how each is looked up (module docs).
+/// Splits `query` into words (runs of letters and digits, lowercased, de-duplicated, at
+/// most [`SEARCH_WORDS`] of them, each cut to its first [`SEARCH_WORD_CHARS`] characters)
+/// and decides how each is looked up (module docs).
 pub fn plan_query(query: &str) -> QueryPlan {
     let mut words: Vec<String> = Vec::new();
     for w in query.split(|c: char| !c.is_alphanumeric()) {
-        let w = w.to_lowercase();
+        let w = first_chars(
+            &first_chars(w, SEARCH_WORD_CHARS).to_lowercase(),
+            SEARCH_WORD_CHARS,
+        )
+        .to_owned();
         if !w.is_empty() && !words.contains(&w) {
             words.push(w);
         }
-        if words.len() == MAX_TERMS {
+        if words.len() == SEARCH_WORDS {
             break;
         }
     }
@@ -143,7 +144,7 @@ pub fn plan_query(query: &str) -> QueryPlan {
         if !w.is_ascii() && chars.len() > 3 {
             for t in chars.windows(3) {
                 let t: String = t.iter().collect();
-                if !phrases.contains(&t) && phrases.len() < MAX_PHRASES {
+                if !phrases.contains(&t) && phrases.len() < SEARCH_PHRASES {
                     phrases.push(t);
                 }
             }
@@ -165,6 +166,11 @@ pub fn plan_query(query: &str) -> QueryPlan {
             .collect()
     };
     QueryPlan { fts, phrases, like }
+}
+
+/// The first `n` characters of `s` (all of it when shorter).
+fn first_chars(s: &str, n: usize) -> &str {
+    s.char_indices().nth(n).map_or(s, |(at, _)| &s[..at])
 }
 
 fn namespace_filter(namespaces: &[Namespace], col: &str, params: &mut Vec<Sql>) -> String {
@@ -192,6 +198,25 @@ fn row_memory(r: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
         created_at: r.get(4)?,
         score: r.get(5)?,
     })
+}
+
+/// The case forms of a short word (lowercase) that `LIKE` does not fold: every mix of the
+/// lower- and uppercase form of each non-ASCII character (an ASCII word: itself only).
+fn case_forms(word: &str) -> Vec<String> {
+    let mut forms = vec![String::new()];
+    for c in word.chars() {
+        let lower: String = c.to_lowercase().collect();
+        let upper: String = c.to_uppercase().collect();
+        let mut next = Vec::with_capacity(forms.len() * 2);
+        for f in &forms {
+            next.push(format!("{f}{lower}"));
+            if !c.is_ascii() && upper != lower {
+                next.push(format!("{f}{upper}"));
+            }
+        }
+        forms = next;
+    }
+    forms
 }
 
 /// Escapes `%`, `_` and `\` for `LIKE … ESCAPE '\'`.
@@ -285,9 +310,22 @@ fn short_scan(
     words: &[String],
     limit: usize,
 ) -> Result<Vec<Memory>> {
-    let mut params: Vec<Sql> = words.iter().map(|w| Sql::Text(like_pattern(w))).collect();
-    let matched: Vec<String> = (1..=words.len())
-        .map(|i| format!("(hay LIKE ?{i} ESCAPE '\\')"))
+    // SQLite's LIKE folds the case of ASCII letters only: a word with other letters is
+    // matched in each of its case forms (a short-path word has at most two characters, so
+    // at most four forms).
+    let mut params: Vec<Sql> = Vec::new();
+    let matched: Vec<String> = words
+        .iter()
+        .map(|w| {
+            let forms: Vec<String> = case_forms(w)
+                .iter()
+                .map(|f| {
+                    params.push(Sql::Text(like_pattern(f)));
+                    format!("hay LIKE ?{} ESCAPE '\\'", params.len())
+                })
+                .collect();
+            format!("({})", forms.join(" OR "))
+        })
         .collect();
     let ns = namespace_filter(namespaces, "namespace", &mut params);
     params.push(Sql::Integer(limit as i64));

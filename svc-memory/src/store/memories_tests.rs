@@ -316,3 +316,32 @@ fn memories_written_before_the_word_index_are_indexed_at_open() {
         1
     );
 }
+
+#[test]
+fn a_query_is_cut_to_its_first_words_and_characters() {
+    use snowpea_proto::limits::{SEARCH_WORDS, SEARCH_WORD_CHARS};
+    let plan = plan_query(&"Z".repeat(100_000));
+    assert_eq!(plan.phrases, vec!["z".repeat(SEARCH_WORD_CHARS)]);
+    let many: Vec<String> = (0..100).map(|i| format!("word{i}")).collect();
+    let plan = plan_query(&many.join(" "));
+    assert_eq!(plan.phrases.len(), SEARCH_WORDS);
+    assert_eq!(plan.phrases[0], "word0");
+    // Cut by characters, not bytes: a long Korean word keeps whole syllables.
+    let plan = plan_query(&"회의".repeat(100));
+    assert_eq!(plan.phrases[0].chars().count(), SEARCH_WORD_CHARS);
+}
+
+#[test]
+fn a_one_letter_non_ascii_query_finds_its_other_case() {
+    let (_t, s) = store();
+    let d = Namespace::Default;
+    let upper = put(&s, &d, "ÉCOLE NORMALE", &[], 1);
+    let lower = put(&s, &d, "une école", &[], 2);
+    let _other = put(&s, &d, "ecole sans accent", &[], 3);
+    let found = ids(&s, std::slice::from_ref(&d), "é");
+    assert_eq!(found, vec![lower.clone(), upper.clone()], "newest first");
+    let found = ids(&s, std::slice::from_ref(&d), "É");
+    assert_eq!(found, vec![lower, upper]);
+    assert_eq!(case_forms("éc"), vec!["éc", "Éc"]);
+    assert_eq!(case_forms("go"), vec!["go"]);
+}

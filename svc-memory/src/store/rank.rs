@@ -46,6 +46,7 @@ use std::time::{Duration, Instant};
 use memchr::memmem::Finder;
 use rusqlite::types::Value as Sql;
 use rusqlite::{params_from_iter, Connection, OptionalExtension};
+use snowpea_proto::limits::SEARCH_OCCURRENCES;
 
 use super::memories::Memory;
 use crate::error::{Error, Result};
@@ -541,10 +542,15 @@ fn members(
 /// Occurrences of `needle` in `hay`, overlapping ones included (a trigram phrase matches
 /// at every position).
 /// `needle` is searched once per query (a [`Finder`] per phrase), not per row.
+/// Counting stops at [`SEARCH_OCCURRENCES`]: past it a periodic phrase in a periodic text
+/// would cost a phrase-length comparison per character.
 fn occurrences(hay: &str, needle: &Finder<'_>) -> u32 {
     let mut n = 0;
     let mut from = 0;
-    while let Some(i) = needle.find(&hay.as_bytes()[from..]) {
+    while n < SEARCH_OCCURRENCES {
+        let Some(i) = needle.find(&hay.as_bytes()[from..]) else {
+            break;
+        };
         n += 1;
         // A match of a UTF-8 needle starts on a character boundary.
         let at = from + i;
@@ -564,6 +570,55 @@ struct Scored {
     created_ms: i64,
     score: f64,
     memory: Memory,
+}
+
+impl Scored {
+    /// True when `self` ranks before `other`: bm25 score, then newer, then later rowid.
+    fn before(&self, other: &Scored) -> bool {
+        self.score
+            .total_cmp(&other.score)
+            .then(self.created_ms.cmp(&other.created_ms))
+            .then(self.rowid.cmp(&other.rowid))
+            .is_gt()
+    }
+}
+
+/// The best `limit` rows scored so far, best first, and how many were scored: a search
+/// holds at most `limit` rows whatever it reads (a small namespace is scored whole).
+struct TopRows {
+    limit: usize,
+    rows: Vec<Scored>,
+    scored: usize,
+}
+
+impl TopRows {
+    fn new(limit: usize) -> Self {
+        TopRows {
+            limit,
+            rows: Vec::with_capacity(limit.min(MAX_SCORED)),
+            scored: 0,
+        }
+    }
+
+    /// Counts `row` as scored and keeps it if it ranks among the best `limit`.
+    fn offer(&mut self, row: Scored) {
+        self.scored += 1;
+        let pos = self.rows.partition_point(|r| r.before(&row));
+        if pos < self.limit {
+            self.rows.insert(pos, row);
+            self.rows.truncate(self.limit);
+        }
+    }
+
+    /// The `limit`-th best score, once `limit` rows are held (what MaxScore compares the
+    /// unfetched phrases' bound with).
+    fn threshold(&self) -> Option<f64> {
+        (self.rows.len() >= self.limit).then(|| self.rows[self.limit - 1].score)
+    }
+
+    fn into_memories(self) -> Vec<Memory> {
+        self.rows.into_iter().map(|s| s.memory).collect()
+    }
 }
 
 /// The bm25 score of a row with columns `cols` (FTS5's formula and summation order).
@@ -675,7 +730,7 @@ pub fn top_scoring(
     let last = params.len() - 1;
     let columns = "m.rowid, m.id, m.namespace, m.text, m.tags, m.title, m.created_ms, m.created_at";
 
-    let mut scored: Vec<Scored> = Vec::new();
+    let mut top = TopRows::new(limit);
     // A small namespace: every memory of it scored (a row matches when a phrase occurs in
     // it, as the scorer counts occurrences).
     if size <= small_namespace {
@@ -686,10 +741,10 @@ pub fn top_scoring(
         while let Some(r) = rows.next()? {
             let row = scored_row(r, &finders, &idf, avgdl)?;
             if row.score > 0.0 {
-                scored.push(row);
+                top.offer(row);
             }
         }
-        return Ok(best_first(scored, limit));
+        return Ok(top.into_memories());
     }
 
     // Every match of a phrase (FTS5's own ascending order: reading a doclist backwards
@@ -717,13 +772,12 @@ pub fn top_scoring(
         "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rowid DESC",
     )?;
     let mut seen: HashSet<i64> = HashSet::new();
-    let mut best: Vec<f64> = Vec::new(); // scores, descending, at most `limit`
     for (k, &i) in order.iter().enumerate() {
         let rest: f64 = order[k..].iter().map(|&j| idf[j] * (K1 + 1.0)).sum();
-        if best.len() >= limit && best[limit - 1] > rest {
+        if top.threshold().is_some_and(|t| t > rest) {
             break;
         }
-        let budget = max_scored.saturating_sub(scored.len());
+        let budget = max_scored.saturating_sub(top.scored);
         if budget == 0 {
             break;
         }
@@ -741,7 +795,7 @@ pub fn top_scoring(
                 if let Some(r) = rows.next()? {
                     seen.insert(rowid);
                     let row = scored_row(r, &finders, &idf, avgdl)?;
-                    keep_top(row, &mut best, limit, &mut scored);
+                    top.offer(row);
                 }
             }
             continue;
@@ -768,7 +822,7 @@ pub fn top_scoring(
                     let mut rows = by_rowid.query(params_from_iter(params[..last].iter()))?;
                     if let Some(r) = rows.next()? {
                         let row = scored_row(r, &finders, &idf, avgdl)?;
-                        keep_top(row, &mut best, limit, &mut scored);
+                        top.offer(row);
                     }
                 }
                 if !uncapped && taken >= budget {
@@ -790,21 +844,10 @@ pub fn top_scoring(
                 continue;
             }
             let row = scored_row(r, &finders, &idf, avgdl)?;
-            keep_top(row, &mut best, limit, &mut scored);
+            top.offer(row);
         }
     }
-    Ok(best_first(scored, limit))
-}
-
-/// Adds `row` to `scored` and its score to `best`: the `limit` highest scores so far,
-/// highest first (what MaxScore compares the unfetched phrases' bound with).
-fn keep_top(row: Scored, best: &mut Vec<f64>, limit: usize, scored: &mut Vec<Scored>) {
-    let pos = best.partition_point(|&b| b >= row.score);
-    if pos < limit {
-        best.insert(pos, row.score);
-        best.truncate(limit);
-    }
-    scored.push(row);
+    Ok(top.into_memories())
 }
 
 /// A row of `rowid, id, namespace, text, tags, title, created_ms, created_at`, scored.
@@ -837,18 +880,6 @@ fn scored_row(
     })
 }
 
-/// The best `limit` of `scored`: bm25 score, then newer, then later rowid.
-fn best_first(mut scored: Vec<Scored>, limit: usize) -> Vec<Memory> {
-    scored.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(b.created_ms.cmp(&a.created_ms))
-            .then(b.rowid.cmp(&a.rowid))
-    });
-    scored.truncate(limit);
-    scored.into_iter().map(|s| s.memory).collect()
-}
-
 #[cfg(test)]
 #[path = "rank_tests.rs"]
 mod oracle;
@@ -866,6 +897,9 @@ mod tests {
         assert_eq!(occ("aaaaa", "aaaa"), 2);
         assert_eq!(occ("회의 회의실", "회의"), 2);
         assert_eq!(occ("abc", "abcd"), 0);
+        // A periodic phrase in a periodic text: counted up to the bound, no further.
+        assert_eq!(occ(&"z".repeat(100_000), "zzz"), SEARCH_OCCURRENCES);
+        assert_eq!(occ(&"z".repeat(1_000), "zzz"), 998);
         assert_eq!(tokens("ab"), 0);
         assert_eq!(tokens("데이터베이스"), 4);
     }
