@@ -8,7 +8,8 @@
 //! * `agent.bindChannel{name, channel, credentialsRef?}` validates the channel
 //!   (`<platform>:<id>`) and a given `credentialsRef` (it must exist as the chat gateway
 //!   resolves credentials, [`credential_exists`]; omitted, it defaults to the platform name,
-//!   which must then exist the same way) and stores the binding in `agent_bindings`
+//!   which must then exist the same way; an unknown agent is `not_found`, as for
+//!   `agent.spawn` and `agent.delete`) and stores the binding in `agent_bindings`
 //!   (replacing an earlier binding of the channel), where the chat gateway reads it
 //!   ([`Agents::bindings`]).
 //! * `agent.delete{name}` unbinds its channels, cancels its scheduled jobs, closes its session
@@ -282,14 +283,13 @@ impl Agents {
     ) -> Result<snowpea_proto::rpc::v1::OkResult> {
         definitions::check_name("params.name", &p.name)?;
         let (platform, _) = check_channel(&p.channel)?;
+        // An unknown agent is `not_found`, as for `agent.spawn` and `agent.delete` (the
+        // error table: "No such session, request, job, agent or content"; issue 32 item 6).
         if self.named(&p.name).await?.is_none() {
-            return Err(Error::invalid(
-                "params.name",
-                format!(
-                    "no named agent {:?} (agent.create with named: true registers one)",
-                    p.name
-                ),
-            ));
+            return Err(Error::NotFound(format!(
+                "no named agent {:?} (agent.create with named: true registers one)",
+                p.name
+            )));
         }
         let credentials_ref = match p.credentials_ref.as_deref().map(str::trim) {
             // The default is the platform's own credential, resolved by svc-chat like any

@@ -5,11 +5,12 @@
 //! it, broadcasts `approval.pending`, and sends `approval.request` to the session's origin
 //! connection. The first of these resolves it:
 //! * the answer to that request (`{decision, scope?, reason?}`);
-//! * `approval.respond` from the origin connection (anyone else gets `unauthorized`; a
-//!   delegated child's approvals are answered from the origin of a session it was delegated
-//!   from, and `approval.list{sessionId}` of that session lists them, issue 19) — for a
-//!   scheduled run, which has no origin, from any client (only its host browser when the
-//!   job has `hostToolsFrom`);
+//! * `approval.respond` by the rule it shares with `question.respond`
+//!   ([`crate::session::callers::may_answer`], issue 32 item 10): the origin connection of
+//!   the session or of one it was delegated from (`approval.list{sessionId}` of that session
+//!   lists a delegated child's approvals, issue 19); for a browser-owned session only its
+//!   host besides; otherwise any connected surface (the spec's "shared queue"), a browser
+//!   profile only for its own cards and those without a host; `unauthorized` for the others;
 //! * the timeout `approvals.timeoutSec` (default 300) → denied, `approval_timeout`;
 //! * the turn being interrupted or the session closed → denied by `interrupted`.
 //!
@@ -205,16 +206,7 @@ impl Approvals {
 
     /// The live session `id` and the sessions it was delegated from, nearest first.
     fn lineage(&self, id: &str) -> Vec<Arc<Session>> {
-        let mut out = Vec::new();
-        let mut next = Some(id.to_owned());
-        while let Some(sid) = next.take() {
-            let Ok(s) = self.sessions.get(&sid) else {
-                break;
-            };
-            next = s.row().parent_session_id.filter(|_| out.len() < 64);
-            out.push(s);
-        }
-        out
+        crate::session::callers::lineage(&self.sessions, id)
     }
 
     /// How many requests are pending (for one session, or all).
@@ -393,29 +385,12 @@ impl Approvals {
                 p.request_id
             )));
         };
-        let session = self.sessions.get(&entry.session_id).ok();
-        let caller = ctx.connection_id.as_deref();
-        // A delegated child's approvals belong to the people of the session it was delegated
-        // from (issue 19): the origin of the session or of one of its ancestors answers.
-        let is_origin = caller.is_some()
-            && self
-                .lineage(&entry.session_id)
-                .iter()
-                .any(|s| s.origin().as_deref() == caller);
-        // A scheduled run has no person at an origin connection: its approvals are answered
-        // from the shared queue — by any client, or only by its host browser when the job
-        // has one (`hostToolsFrom`).
-        let from_queue = caller.is_some()
-            && session.as_ref().is_some_and(|s| {
-                s.is_unattended()
-                    && s.host_tools_from()
-                        .is_none_or(|h| ctx.client_id.as_deref() == Some(h.as_str()))
-            });
-        if !is_origin && !from_queue {
-            return Err(Error::Unauthorized(
-                "only the session's origin connection may answer its approvals (session.attach makes a connection the origin); a scheduled run's approvals may be answered by any client, or by its host browser when it has one".into(),
-            ));
-        }
+        crate::session::callers::may_answer(
+            ctx,
+            &self.sessions,
+            &entry.session_id,
+            "approval.respond",
+        )?;
         let entry = pending.remove(&p.request_id).expect("checked above");
         let reason = Some(p.reason).filter(|r| !r.is_empty());
         let _ = entry

@@ -514,7 +514,10 @@ async fn bad_ids_and_paths_are_invalid_params_and_symlinks_never_lead_a_restore_
     assert_eq!(invalid_field(e), "params.id");
     let e = cp.restore(params("s/../x", &t1)).await.unwrap_err();
     assert_eq!(invalid_field(e), "params.sessionId");
-    for bad in ["../../etc/passwd", "/etc/passwd", ""] {
+    // An absolute path is refused even inside the workdir: `paths` are documented as
+    // relative (issue 32 item 10).
+    let inside = wd.join("sub/a.txt").to_string_lossy().into_owned();
+    for bad in ["../../etc/passwd", "/etc/passwd", "", inside.as_str()] {
         let mut p = params(&sid, &t1);
         p.paths = vec!["sub/a.txt".into(), bad.into()];
         let e = cp.restore(p).await.unwrap_err();
@@ -538,6 +541,16 @@ async fn bad_ids_and_paths_are_invalid_params_and_symlinks_never_lead_a_restore_
         .await
         .unwrap_err();
     assert_eq!(invalid_field(e), "params.id");
+    // An unknown id is `not_found` (issue 32 item 10), and nothing is deleted.
+    let e = cp
+        .delete(pb::CheckpointDeleteParams {
+            session_id: sid.clone(),
+            id: Some("t_unknown".into()),
+        })
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::NotFound(_)), "{e:?}");
+    assert_eq!(list(&h, &sid).await.len(), 1);
     let e = cp.restore(params(&sid, "t_unknown")).await.unwrap_err();
     assert!(matches!(e, Error::NotFound(_)), "{e:?}");
 
@@ -596,14 +609,11 @@ async fn delete_removes_one_or_all_and_deleting_the_session_removes_its_store() 
     assert!(h.app.checkpoints.delete(del(Some(&t1))).await.unwrap().ok);
     let ids: Vec<_> = list(&h, &sid).await.into_iter().map(|c| c.id).collect();
     assert_eq!(ids, [t2]);
-    assert!(
-        h.app
-            .checkpoints
-            .delete(del(Some("t_never")))
-            .await
-            .unwrap()
-            .ok
-    );
+    // An unknown id is `not_found` (issue 32 item 10).
+    assert!(matches!(
+        h.app.checkpoints.delete(del(Some("t_never"))).await,
+        Err(Error::NotFound(_))
+    ));
     assert!(h.app.checkpoints.delete(del(None)).await.unwrap().ok);
     assert!(list(&h, &sid).await.is_empty());
     assert!(!store.exists());

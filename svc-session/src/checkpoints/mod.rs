@@ -597,12 +597,29 @@ impl Checkpoints {
         Ok(result)
     }
 
-    /// `checkpoint.delete`: one checkpoint (`id`) or all of the session's; always `ok`.
+    /// `checkpoint.delete`: one checkpoint (`id`; an unknown one is `not_found`) or all of
+    /// the session's (`ok` also when it has none).
     pub async fn delete(&self, p: pb::CheckpointDeleteParams) -> Result<OkResult> {
         paths::check_id("params.sessionId", &p.session_id)?;
         match p.id.as_deref() {
             Some(id) => {
                 paths::check_id("params.id", id)?;
+                // The running turn's manifest may still be queued in the event writer.
+                let current = lock(&self.current)
+                    .get(&p.session_id)
+                    .is_some_and(|m| m.id == id);
+                let (sid, cid) = (p.session_id.clone(), id.to_owned());
+                let known = current
+                    || self
+                        .store
+                        .read("checkpoints.exists", move |c| sql::exists(c, &sid, &cid))
+                        .await?;
+                if !known {
+                    return Err(Error::NotFound(format!(
+                        "no checkpoint {id:?} in session {:?}",
+                        p.session_id
+                    )));
+                }
                 {
                     let mut cur = lock(&self.current);
                     if cur.get(&p.session_id).is_some_and(|m| m.id == id) {

@@ -58,7 +58,8 @@ pub fn relative(workdir: &Path, abs: &Path) -> Option<String> {
 }
 
 /// Normalises the client's `paths` filter (`field` is e.g. `params.paths`): each entry must
-/// be a path inside the workdir (relative, or absolute under it); `..` that leaves it, a
+/// be a path relative to the workdir that stays inside it; an absolute path, `..` that
+/// leaves it, a
 /// directory on the way that is a symlink pointing out (see [`target`]), NUL bytes and empty
 /// strings are `invalid_params` naming `params.paths[i]`.
 pub fn filter(field: &str, workdir: &Path, paths: &[String]) -> Result<Option<Vec<String>>> {
@@ -74,14 +75,15 @@ pub fn filter(field: &str, workdir: &Path, paths: &[String]) -> Result<Option<Ve
         if p.contains('\0') {
             return Err(Error::invalid(&name, "must not contain NUL bytes"));
         }
-        let raw = Path::new(p);
-        let rel = if raw.is_absolute() {
-            raw.strip_prefix(workdir)
-                .map_err(|_| Error::invalid(&name, "is outside the session's workdir"))?
-                .to_path_buf()
-        } else {
-            raw.to_path_buf()
-        };
+        let rel = Path::new(p);
+        // The spec documents `paths` as "relative paths": an absolute one, even inside the
+        // workdir, is refused rather than guessed at (issue 32 item 10).
+        if rel.is_absolute() {
+            return Err(Error::invalid(
+                &name,
+                "must be relative to the session's workdir (e.g. src/main.rs), not absolute",
+            ));
+        }
         let mut parts: Vec<String> = Vec::new();
         for c in rel.components() {
             match c {

@@ -217,6 +217,25 @@ async fn registration_is_all_or_nothing_and_names_the_bad_field() {
     snowpea_testkit::assert_eventually!(h.app.host_tools.hosts().of("c1").is_none());
 }
 
+/// Regression (issue 32 item 10): an invalid tool name was echoed whole in the error; it is
+/// clipped to 64 characters, as slash commands clip their arguments.
+#[tokio::test]
+async fn an_invalid_tool_name_is_clipped_in_the_error() {
+    let (h, _sid) = harness().await;
+    let long = format!("9{}", "x".repeat(10_000));
+    for name in [long.clone(), format!("mcp__{long}")] {
+        match register(&h, vec![tool(&name, "read")]).unwrap_err() {
+            Error::InvalidParams { field, message } => {
+                assert_eq!(field, "params.tools[0].name");
+                let expected = format!("{:?}", crate::commands::args::clip(&name));
+                assert!(message.starts_with(&expected), "{message}");
+                assert!(message.chars().count() < 200, "{message}");
+            }
+            other => panic!("expected invalid_params, got {other:?}"),
+        }
+    }
+}
+
 #[tokio::test]
 async fn invoke_carries_the_context_and_the_answer_reaches_the_model() {
     let (mut h, sid) = harness().await;

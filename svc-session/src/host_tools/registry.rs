@@ -98,7 +98,8 @@ pub fn shadowable(name: &str) -> bool {
 }
 
 /// Validates a whole `tool.register` call: every entry, or `invalid_params` naming the
-/// first bad field (`params.tools[3].name`). `daemon` are the daemon's own tool names.
+/// first bad field (`params.tools[3].name`; a name is quoted at most
+/// [`crate::commands::args::ECHO_CHARS`] characters long). `daemon` are the daemon's own tool names.
 pub fn validate(
     tools: &[pb::tool_register_params::Tool],
     daemon: &HashSet<String>,
@@ -113,31 +114,30 @@ pub fn validate(
     let mut out = Vec::with_capacity(tools.len());
     for (i, t) in tools.iter().enumerate() {
         let field = |f: &str| format!("params.tools[{i}].{f}");
+        // A bad name is echoed clipped, as slash commands do (issue 32 item 10).
+        let echo = crate::commands::args::clip(&t.name);
         if !valid_name(&t.name) {
             return Err(Error::invalid(
                 &field("name"),
-                format!("{:?} must match ^[A-Za-z][A-Za-z0-9_-]{{0,63}}$", t.name),
+                format!("{echo:?} must match ^[A-Za-z][A-Za-z0-9_-]{{0,63}}$"),
             ));
         }
         if !seen.insert(t.name.clone()) {
             return Err(Error::invalid(
                 &field("name"),
-                format!("{:?} appears twice in this call", t.name),
+                format!("{echo:?} appears twice in this call"),
             ));
         }
         if t.name.starts_with(crate::clients::mcp::PREFIX) {
             return Err(Error::invalid(
                 &field("name"),
-                format!("{:?}: the mcp__ prefix is reserved for MCP tools", t.name),
+                format!("{echo:?}: the mcp__ prefix is reserved for MCP tools"),
             ));
         }
         if daemon.contains(&t.name) && !shadowable(&t.name) {
             return Err(Error::invalid(
                 &field("name"),
-                format!(
-                    "{:?} is a daemon tool; a host may only shadow browser_* tools",
-                    t.name
-                ),
+                format!("{echo:?} is a daemon tool; a host may only shadow browser_* tools"),
             ));
         }
         if t.description.trim().is_empty() {

@@ -8,15 +8,18 @@
 //! server→client request `question.request` (with a 2 s grace added to its timeout) as soon
 //! as it is live. The first of these resolves it:
 //! * the origin's answer to `question.request` (`{answers}`) → `by: "user"`;
-//! * `question.respond{requestId, answers}` from any client → `by: "user"` (an empty list
-//!   declines the batch);
+//! * `question.respond{requestId, answers}` → `by: "user"` (an empty list declines the
+//!   batch), by the rule `approval.respond` follows too
+//!   ([`crate::session::callers::may_answer`], issue 32 item 10): the origin of the session
+//!   or of one it was delegated from, only its host besides for a browser-owned session,
+//!   else any connected surface (a browser profile: its own cards and those without a host);
 //! * the origin answering `question.request` with an error, or its connection closing before
 //!   it answered → declined, `by: "origin-unreachable"`;
 //! * `questions.timeoutSec` (default 600) → timed out, `by: "timeout"`;
 //! * `session.interrupt` / `session.close` → declined, `by: "interrupted"`.
 //!
 //! `question.resolved{requestId, by}` follows every resolution. While no origin is live the
-//! batch stays pending (listed, answerable by anyone); a connection that attaches, or the
+//! batch stays pending (listed, answerable as above); a connection that attaches, or the
 //! origin re-announced, gets `question.request` again. A batch pending when svc-session
 //! died is restored at start ([`Questions::restore`]) with what is left of its timeout:
 //! still listed, re-sent and answerable; its answers reach the model as a new turn of the
@@ -403,7 +406,11 @@ impl Questions {
     /// `question.respond`: any client may answer; an unknown id is `not_found`, an
     /// already-resolved batch `ok` with no effect, answers of the wrong count or shape
     /// `invalid_params` naming the field.
-    pub async fn respond(&self, p: pb::QuestionRespondParams) -> Result<()> {
+    pub async fn respond(
+        &self,
+        ctx: &snowpea_common::context::CallContext,
+        p: pb::QuestionRespondParams,
+    ) -> Result<()> {
         let answers: Vec<Answer> = p
             .answers
             .into_iter()
@@ -415,6 +422,12 @@ impl Questions {
         {
             let mut pending = self.lock();
             if let Some(entry) = pending.get(&p.request_id) {
+                crate::session::callers::may_answer(
+                    ctx,
+                    &self.sessions,
+                    &entry.session_id,
+                    "question.respond",
+                )?;
                 let answers = shape::validate_answers(&entry.questions, answers, "params.answers")
                     .map_err(|(field, why)| Error::invalid(&field, why))?;
                 let mut entry = pending.remove(&p.request_id).expect("checked above");

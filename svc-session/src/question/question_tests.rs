@@ -115,7 +115,7 @@ async fn the_origin_answers_and_the_model_gets_the_secret_that_events_mask() {
 }
 
 #[tokio::test]
-async fn respond_from_any_client_with_edges_and_the_awaiting_question_status() {
+async fn respond_from_any_client_but_a_foreign_host_with_edges_and_the_awaiting_question_status() {
     let mut h = Harness::new(script()).await;
     h.connect("c1", Some("cli")).await;
     h.connect("c2", Some("phone")).await;
@@ -146,10 +146,12 @@ async fn respond_from_any_client_with_edges_and_the_awaiting_question_status() {
         selected: sel.iter().map(|s| s.to_string()).collect(),
         text: text.map(str::to_owned),
     };
+    // Any surface answers (the shared queue): the edges below come from a second client.
+    let phone = Harness::ctx("c2", Some("phone"));
     match h
         .app
         .questions
-        .respond(respond(vec![ans(&["pg"], None)], &rid))
+        .respond(&phone, respond(vec![ans(&["pg"], None)], &rid))
         .await
     {
         Err(Error::InvalidParams { field, .. }) => assert_eq!(field, "params.answers"),
@@ -158,10 +160,10 @@ async fn respond_from_any_client_with_edges_and_the_awaiting_question_status() {
     match h
         .app
         .questions
-        .respond(respond(
-            vec![ans(&["mysql"], None), ans(&[], Some("t"))],
-            &rid,
-        ))
+        .respond(
+            &phone,
+            respond(vec![ans(&["mysql"], None), ans(&[], Some("t"))], &rid),
+        )
         .await
     {
         Err(Error::InvalidParams { field, .. }) => {
@@ -172,14 +174,14 @@ async fn respond_from_any_client_with_edges_and_the_awaiting_question_status() {
     assert!(matches!(
         h.app
             .questions
-            .respond(respond(vec![], "qu-000000000000"))
+            .respond(&phone, respond(vec![], "qu-000000000000"))
             .await,
         Err(Error::NotFound(_))
     ));
     // An empty list declines the batch.
     h.app
         .questions
-        .respond(respond(vec![], &rid))
+        .respond(&phone, respond(vec![], &rid))
         .await
         .unwrap();
     let (ev, _, notes) = run(&mut h, &tid, |_| None).await;
@@ -192,7 +194,10 @@ async fn respond_from_any_client_with_edges_and_the_awaiting_question_status() {
     // Answering a resolved batch: ok, no effect.
     h.app
         .questions
-        .respond(respond(vec![ans(&["pg"], None), ans(&[], None)], &rid))
+        .respond(
+            &phone,
+            respond(vec![ans(&["pg"], None), ans(&[], None)], &rid),
+        )
         .await
         .unwrap();
     assert!(h
@@ -365,6 +370,111 @@ async fn a_client_that_attaches_gets_the_pending_request_again() {
     );
 }
 
+/// Regression (issue 32 item 10): `question.respond` was accepted from any connection while
+/// `approval.respond` kept a browser session's requests to its host; one rule now
+/// (`callers::may_answer`): a browser session is answered by its origin or its host.
+#[tokio::test]
+async fn a_browser_sessions_question_is_answered_only_by_its_origin_or_host() {
+    let mut h = Harness::new(script()).await;
+    h.connect("c2", Some("phone")).await;
+    for conn in ["c7", "c8"] {
+        h.bus
+            .sync_connections(Request::new(snowpea_proto::rpc::v1::ConnectionSet {
+                full: false,
+                connections: vec![snowpea_proto::rpc::v1::ConnectionInfo {
+                    connection_id: conn.into(),
+                    client_id: Some("browser-1".into()),
+                    client_kind: Some("browser".into()),
+                    client_version: "test".into(),
+                    ..Default::default()
+                }],
+                closed: vec![],
+            }))
+            .await
+            .unwrap();
+    }
+    let browser = |conn: &str| snowpea_common::context::CallContext {
+        connection_id: Some(conn.into()),
+        client_id: Some("browser-1".into()),
+        client_kind: Some("browser".into()),
+        ..Default::default()
+    };
+    let sid = h
+        .app
+        .sessions
+        .create(
+            &browser("c8"),
+            pb::SessionCreateParams {
+                workdir: h.workdir.to_string_lossy().into_owned(),
+                mode: Some("accept".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .session_id;
+    let tid = h
+        .app
+        .turns
+        .prompt(
+            &browser("c8"),
+            pb::SessionPromptParams {
+                session_id: sid.clone(),
+                text: "ask me".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let rid = loop {
+        if let Item::Note(m, p) = h.next().await {
+            if m == "question.pending" {
+                break p["request"]["requestId"].as_str().unwrap().to_owned();
+            }
+        }
+    };
+    let answers = || pb::QuestionRespondParams {
+        answers: vec![
+            pb::QuestionAnswer {
+                selected: vec!["pg".into()],
+                text: None,
+            },
+            Default::default(),
+        ],
+        request_id: rid.clone(),
+    };
+    match h
+        .app
+        .questions
+        .respond(&Harness::ctx("c2", Some("phone")), answers())
+        .await
+    {
+        Err(Error::Unauthorized(_)) => {}
+        other => panic!("expected unauthorized, got {other:?}"),
+    }
+    assert_eq!(
+        h.app
+            .questions
+            .list(Some(&sid))
+            .await
+            .unwrap()
+            .requests
+            .len(),
+        1
+    );
+    h.app
+        .questions
+        .respond(&browser("c7"), answers())
+        .await
+        .unwrap();
+    let (ev, _, _) = run(&mut h, &tid, |_| None).await;
+    let output = of_kind(&ev, "tool.result")[0]["payload"]["output"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(output.contains("\"pg\""), "{output}");
+}
+
 #[tokio::test]
 async fn a_bad_answer_from_the_origin_keeps_the_batch_pending_for_question_respond() {
     let mut h = Harness::new(script()).await;
@@ -397,16 +507,19 @@ async fn a_bad_answer_from_the_origin_keeps_the_batch_pending_for_question_respo
     .await;
     h.app
         .questions
-        .respond(pb::QuestionRespondParams {
-            answers: vec![
-                pb::QuestionAnswer {
-                    selected: vec!["pg".into()],
-                    text: None,
-                },
-                Default::default(),
-            ],
-            request_id: rid.clone(),
-        })
+        .respond(
+            &Harness::ctx("c1", Some("cli")),
+            pb::QuestionRespondParams {
+                answers: vec![
+                    pb::QuestionAnswer {
+                        selected: vec!["pg".into()],
+                        text: None,
+                    },
+                    Default::default(),
+                ],
+                request_id: rid.clone(),
+            },
+        )
         .await
         .unwrap();
     let (ev, requests, _) = run(&mut h, &tid, |_| None).await;

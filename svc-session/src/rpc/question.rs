@@ -47,7 +47,8 @@ impl QuestionService for QuestionRpc {
         &self,
         req: Request<pb::QuestionRespondParams>,
     ) -> Result<Response<snowpea_proto::rpc::v1::OkResult>, Status> {
-        self.app.questions.respond(req.into_inner()).await?;
+        let ctx = snowpea_common::context::CallContext::of(&req);
+        self.app.questions.respond(&ctx, req.into_inner()).await?;
         Ok(Response::new(snowpea_proto::rpc::v1::OkResult { ok: true }))
     }
 }

@@ -5,7 +5,12 @@
 //! * one session by id: a live session that is idle is closed first; a running one (a turn
 //!   running or prompts waiting) is `session_busy` and nothing is deleted; an unknown id is
 //!   `not_found`;
-//! * by workdir or all: the saved (closed) sessions only — live ones are skipped;
+//! * by workdir or all: every session rooted there (or everywhere), open ones included —
+//!   an idle open session is closed and deleted as by id, so its chat bindings go too
+//!   (issue 32 item 10: skipping them left their `gateway.bind` bindings behind); skipped
+//!   are a running session (as by id, where it is `session_busy`), the sessions it was
+//!   delegated from (they would take it along), and named agents' sessions (kind `agent`,
+//!   deleted by `agent.delete`);
 //! * each goes with its rows (session, events, turns, approvals), its checkpoints and, with
 //!   `deleteWorkspace`, its workspace (`tmp/`, `artifacts/`, `audio/`, attachments);
 //!   `sessions.changed{reason:"deleted"}` for each; the answer counts them;
@@ -84,11 +89,7 @@ impl Sessions {
                 .store
                 .read("session.deleteSaved", |c| store::sessions::list(c, true))
                 .await?;
-            rows.into_iter()
-                .filter(|r| wd.as_ref().is_none_or(|w| *w == r.workdir))
-                .filter(|r| self.get(&r.id).is_err())
-                .map(|r| r.id)
-                .collect()
+            self.bulk_deletable(rows, wd.as_deref())
         };
         let mut deleted = 0;
         for sid in ids {
@@ -97,6 +98,49 @@ impl Sessions {
             }
         }
         Ok(pb::SessionDeleteSavedResult { deleted })
+    }
+
+    /// The sessions a bulk `session.deleteSaved` (`workdir`, or `all` when `workdir` is
+    /// `None`) deletes: every one rooted there, open ones included (closed first, so their
+    /// chat bindings go too), except a running one (a turn running or prompts waiting), the
+    /// sessions it was delegated from (deleting them would take it along), and named agents'
+    /// sessions (`agent.delete` owns those).
+    fn bulk_deletable(
+        &self,
+        rows: Vec<store::sessions::SessionRow>,
+        workdir: Option<&str>,
+    ) -> Vec<String> {
+        let parents: std::collections::HashMap<&str, Option<&str>> = rows
+            .iter()
+            .map(|r| (r.id.as_str(), r.parent_session_id.as_deref()))
+            .collect();
+        let mut kept = std::collections::HashSet::new();
+        for r in &rows {
+            let running = self.get(&r.id).is_ok_and(|live| {
+                let st = live.turns();
+                st.running.is_some() || st.waiting() > 0
+            });
+            if !running {
+                continue;
+            }
+            // The running session and every ancestor (bounded: rows may form no cycle, but
+            // a broken one must not spin).
+            let mut at = Some(r.id.as_str());
+            let mut hops = 0;
+            while let Some(id) = at {
+                if !kept.insert(id.to_owned()) || hops > crate::turn::MAX_DELEGATION_CHAIN {
+                    break;
+                }
+                hops += 1;
+                at = parents.get(id).copied().flatten();
+            }
+        }
+        rows.iter()
+            .filter(|r| workdir.is_none_or(|w| w == r.workdir))
+            .filter(|r| r.kind() != store::sessions::KIND_AGENT)
+            .filter(|r| !kept.contains(&r.id))
+            .map(|r| r.id.clone())
+            .collect()
     }
 
     /// Closes (when live) and deletes session `id` with its rows and checkpoints, and with

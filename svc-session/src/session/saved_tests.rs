@@ -22,6 +22,15 @@ fn files_under(dir: &std::path::Path, id: &str) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// True while the `sessions` table holds a row for `id`.
+fn stored(h: &Harness, id: &str) -> bool {
+    crate::testkit::read(&h.home, |c| {
+        c.query_row("SELECT count(*) FROM sessions WHERE id = ?1", [id], |r| {
+            r.get::<_, i64>(0)
+        })
+    }) > 0
+}
+
 #[tokio::test]
 async fn delete_saved_closes_an_idle_session_and_leaves_nothing_behind() {
     let mut h = Harness::new(json!({
@@ -102,9 +111,12 @@ async fn delete_saved_closes_an_idle_session_and_leaves_nothing_behind() {
         .await
         .unwrap_err();
     assert!(matches!(missing, crate::error::Error::NotFound(_)));
-    // By workdir: live sessions are skipped, closed ones go.
+    // By workdir: closed sessions and idle open ones go (an open one is closed first, so
+    // its chat bindings go too; issue 32 item 10); a running one is left alone.
     h.app.sessions.close(&other).await.unwrap();
     let live = h.create("accept").await;
+    let running = h.create("accept").await;
+    let slow = h.prompt(&running, "slow").await;
     let r = h
         .app
         .sessions
@@ -114,8 +126,27 @@ async fn delete_saved_closes_an_idle_session_and_leaves_nothing_behind() {
         })
         .await
         .unwrap();
+    assert_eq!(r.deleted, 2, "the closed and the idle open session");
+    assert!(h.app.sessions.get(&live).is_err());
+    assert!(!stored(&h, &live));
+    assert!(
+        h.app.sessions.get(&running).is_ok(),
+        "a running session stays"
+    );
+    h.app.turns.interrupt(&running).unwrap();
+    h.until_done(&slow, |_| None).await;
+    // `all` takes it once it is idle.
+    let r = h
+        .app
+        .sessions
+        .delete_saved(pb::SessionDeleteSavedParams {
+            all: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     assert_eq!(r.deleted, 1);
-    assert!(h.app.sessions.get(&live).is_ok());
+    assert!(!stored(&h, &running));
 }
 
 #[tokio::test]
