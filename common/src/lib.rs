@@ -9,6 +9,7 @@ pub mod client;
 pub mod context;
 pub mod db;
 pub mod fairness;
+pub mod heap;
 pub mod home;
 pub mod ids;
 pub mod logging;

@@ -279,6 +279,8 @@ pub async fn serve(
 
     // Before anything can reach the socket, so an early SIGTERM still drains.
     let signal = termination_signal();
+    // Memory a spike took goes back to the system (issue 40 §2).
+    let _trimmer = crate::heap::spawn_trimmer();
     let routes = services.into_routes().await?;
     tracing::info!(service = name, socket = %socket.display(), version = crate::VERSION, "serving");
 

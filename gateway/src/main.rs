@@ -67,6 +67,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         ..Limits::from_env()
     };
     let gw = Gateway::start(home, token, addr.port(), &args.services, limits);
+    // Memory a burst of large frames took goes back to the system (issue 40 §2).
+    let _trimmer = snowpea_common::heap::spawn_trimmer();
     tracing::info!(
         %addr,
         ws = %format!("ws://{addr}{}", snowpea_proto::WS_PATH),
