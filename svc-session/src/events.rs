@@ -21,6 +21,13 @@
 //! compile error; the `session.event` envelope is a `pb::SessionEventNotification`. Only
 //! fields the schema declares free-form (a tool call's `args`, a result's `meta`) are
 //! handed over as JSON ([`FreeForm`]).
+//!
+//! **Model-only fields** (issue 32 item 3): what only the model may see — a prompt as the
+//! model was given it, with resolved `@` references, attached files and the rendered page —
+//! is stored beside its event (column `events.model_only`, a JSON object; migration 10) with
+//! [`EventLog::event_to_with_model_only`]. It is never published and never returned by
+//! `session.resume` ([`EventLog::after`]); only the service's own reads ([`EventLog::of_kinds`],
+//! which rebuilds the model's history) see it, merged into the payload.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -102,6 +109,8 @@ enum Op {
         session_id: String,
         kind: &'static str,
         payload: Value,
+        /// Model-only fields (module doc): stored, never published.
+        model_only: Option<Value>,
         host_tools_from: Option<String>,
         done: Option<oneshot::Sender<Result<SessionEvent, String>>>,
     },
@@ -170,7 +179,8 @@ impl EventLog {
     }
 
     /// `(kind, payload)` of the committed events of `kinds`, in seq order (an unreadable
-    /// payload becomes `null`).
+    /// payload becomes `null`), each payload with its model-only fields merged in (module
+    /// doc): for the service's own reads, never for a client.
     pub async fn of_kinds(
         &self,
         session_id: &str,
@@ -185,7 +195,14 @@ impl EventLog {
             .await?;
         Ok(rows
             .into_iter()
-            .map(|(k, p)| (k, serde_json::from_str(&p).unwrap_or(Value::Null)))
+            .map(|(k, p, model_only)| {
+                let mut payload = serde_json::from_str(&p).unwrap_or(Value::Null);
+                let extra = model_only.and_then(|m| serde_json::from_str::<Value>(&m).ok());
+                if let (Some(to), Some(Value::Object(from))) = (payload.as_object_mut(), extra) {
+                    to.extend(from);
+                }
+                (k, payload)
+            })
             .collect())
     }
 
@@ -205,6 +222,24 @@ impl EventLog {
         free: FreeForm<'_>,
     ) {
         self.event(&session.id, session.host_tools_from(), payload, free);
+    }
+
+    /// [`EventLog::event_to`] with model-only fields (module doc): `model_only` (a JSON
+    /// object, e.g. `{"input": …}`) is stored beside the event and never published.
+    pub fn event_to_with_model_only<E: SessionEventPayload>(
+        &self,
+        session: &Session,
+        payload: &E,
+        model_only: Value,
+    ) {
+        self.send(Op::Event {
+            session_id: session.id.clone(),
+            kind: E::KIND,
+            payload: payload.to_payload(),
+            model_only: Some(model_only),
+            host_tools_from: session.host_tools_from(),
+            done: None,
+        });
     }
 
     /// [`EventLog::event_to`], waiting until the event is committed (and published).
@@ -237,6 +272,7 @@ impl EventLog {
             session_id: session_id.to_owned(),
             kind: E::KIND,
             payload: payload.to_payload_with(free),
+            model_only: None,
             host_tools_from,
             done: None,
         });
@@ -255,6 +291,7 @@ impl EventLog {
             session_id: session_id.to_owned(),
             kind: E::KIND,
             payload: payload.to_payload(),
+            model_only: None,
             host_tools_from,
             done: Some(done),
         });
@@ -366,9 +403,10 @@ fn write_batch(
                 session_id,
                 kind,
                 payload,
+                model_only,
                 host_tools_from,
                 done,
-            } => match insert_event(&tx, seqs, &session_id, kind, payload) {
+            } => match insert_event(&tx, seqs, &session_id, kind, payload, model_only) {
                 Ok(event) => outcomes.push(Outcome::Event(event, host_tools_from, done)),
                 Err(e) => {
                     tracing::error!(error = %e, session_id, kind, "event not written");
@@ -443,6 +481,7 @@ fn insert_event(
     session_id: &str,
     kind: &str,
     payload: Value,
+    model_only: Option<Value>,
 ) -> rusqlite::Result<SessionEvent> {
     let last = match seqs.get(session_id) {
         Some(s) => *s,
@@ -463,6 +502,9 @@ fn insert_event(
             ts: ts.clone(),
         },
     )?;
+    if let Some(m) = model_only {
+        store::events::set_model_only(conn, session_id, seq, &m.to_string())?;
+    }
     seqs.insert(session_id.to_owned(), seq);
     Ok(SessionEvent {
         session_id: session_id.to_owned(),

@@ -5,11 +5,13 @@
 //! (`hostToolsFrom`) and origin connection (so the child's approvals reach the parent's
 //! people) — and returns a [`ChildHandle`] at once. Teams (issue 19 part B) call it too.
 //!
-//! On the parent session: `subagent.spawn{status}` (`queued` when the parent's slots are
-//! taken, see [`super::concurrency`]) → `subagent.update` (when it starts, then each child
-//! model answer and tool call, with cumulative usage) → `subagent.done{ok, result, summary,
-//! usage, reason, status}`. The child ends `done` (its turn completed), `error` (failed,
-//! budget, denied, timed out, or svc-session restarted: see [`Agents::restore`]) or
+//! On the parent session: `subagent.spawn{status: "queued"}` (every child starts queued, as
+//! the reference implementation's clients expect: it waits there while the parent's slots
+//! are taken, see [`super::concurrency`]; issue 32 item 7) → `subagent.update{status:
+//! "running"}` when it starts, then one on each child model answer and tool call, with
+//! cumulative usage → `subagent.done{ok, result, summary, usage, reason, status}`. The child
+//! ends `done` (its turn completed), `error` (failed, budget, stalled, empty answers, denied,
+//! timed out, or svc-session restarted: see [`Agents::restore`]) or
 //! `interrupted` (the handle's cancel, the parent's interrupt). The child session is closed
 //! when it ends (its events stay readable with `session.resume`).
 
@@ -243,11 +245,9 @@ impl Agents {
         // A team's worker is its own slot; other children share the parent's slots.
         let slots = spec.team_id.is_none().then(|| self.slots(&parent));
         let permit = slots.as_ref().map(|s| s.clone().try_acquire_owned().ok());
-        let status = if matches!(permit, Some(None)) {
-            "queued"
-        } else {
-            "running"
-        };
+        // Every child is announced `queued`; `subagent.update{status:"running"}` follows
+        // when it starts, at once when a slot is free (issue 32 item 7).
+        let status = "queued";
         let agent_id = format!("a-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let (done, done_rx) = watch::channel(None);
         let run = Arc::new(ChildRun {
@@ -464,6 +464,9 @@ impl Agents {
             ("interrupted", "interrupted".to_owned())
         } else if outcome.status == "finished" {
             ("done", "complete".to_owned())
+        } else if matches!(reason.as_str(), "stalled" | "empty_response") {
+            // Not among `subagent.done.reason`'s values: an error, its cause in `result`.
+            ("error", "error".to_owned())
         } else {
             ("error", reason)
         };
@@ -608,7 +611,9 @@ impl Agents {
     }
 
     /// `agent.spawn{sessionId, name, task, model}`: a child running definition `name` under
-    /// `sessionId`; `{agentId}` at once.
+    /// `sessionId`, or a general-purpose child (no definition: the parent's tools and
+    /// prompt) when `name` is `""`, as the reference implementation's clients spawn one
+    /// (issue 32 item 7); `{agentId}` at once.
     pub async fn spawn(self: &Arc<Self>, p: pb::AgentSpawnParams) -> Result<pb::AgentSpawnResult> {
         let Some(parent) = p.session_id.filter(|s| !s.trim().is_empty()) else {
             return Err(Error::invalid(
@@ -616,11 +621,16 @@ impl Agents {
                 "is required: the session the subagent reports to",
             ));
         };
-        super::definitions::check_name("params.name", &p.name)?;
+        let agent = if p.name.is_empty() {
+            None
+        } else {
+            super::definitions::check_name("params.name", &p.name)?;
+            Some(p.name)
+        };
         let h = self
             .spawn_child(ChildSpec {
                 parent_session_id: parent,
-                agent: Some(p.name),
+                agent,
                 task: p.task,
                 model: p.model,
                 ..Default::default()
@@ -644,3 +654,7 @@ impl Agents {
         v
     }
 }
+
+#[cfg(test)]
+#[path = "spawn_tests.rs"]
+mod tests;

@@ -53,6 +53,7 @@ pub fn run(e: &Entry, args: &Args) -> Reply {
     }
     Reply::Prompt(PromptTurn {
         text,
+        skill: e.kind == Kind::Skill,
         allowed_tools: e.front.allowed_tools.clone(),
         after: None,
     })

@@ -214,8 +214,11 @@ impl Reply {
 /// A model turn a command continues with.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PromptTurn {
-    /// The user message of the turn.
+    /// What the model is given for the command: `message.user.expansion.text` (the event's
+    /// `text` stays the command as typed; issue 32 item 4).
     pub text: String,
+    /// The body is a skill's (`message.user.expansion.kind` `skill`); else `command`.
+    pub skill: bool,
     /// When set, only these tools may be called (frontmatter `allowed-tools`; entries
     /// `Name` or `Name(…)`, matched on the name, case-insensitively, `*` suffix allowed).
     pub allowed_tools: Option<Vec<String>>,

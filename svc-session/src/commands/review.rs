@@ -93,6 +93,7 @@ impl Builtin for Review {
             }
             Ok(Reply::Prompt(PromptTurn {
                 text,
+                skill: false,
                 allowed_tools: Some(REVIEW_TOOLS.iter().map(|s| s.to_string()).collect()),
                 after: None,
             }))

@@ -137,6 +137,7 @@ impl Builtin for SkillCmd {
                     }
                     Ok(Reply::Prompt(PromptTurn {
                         text: draft_prompt(&name, &description),
+                        skill: false,
                         allowed_tools: Some(Vec::new()),
                         after: Some(AfterTurn::SaveSkill { name, path }),
                     }))

@@ -101,10 +101,20 @@ async fn ralph_plans_retries_a_failed_story_and_completes() {
             (3, s(&["S1:pass", "S2:pass"]), Some("complete".into())),
         ]
     );
-    // The retry carries the failure note to the model.
-    let users: Vec<&str> = of_kind(&ev, "message.user")
+    // The retry carries the failure note to the model; each step's message.user keeps the
+    // command as typed, its prompt in `expansion` (issue 32 item 4).
+    let steps = of_kind(&ev, "message.user");
+    assert!(
+        steps
+            .iter()
+            .all(|e| e["payload"]["text"] == "/ralph add a and b"
+                && e["payload"]["expansion"]["kind"] == "command"
+                && e["payload"]["expansion"]["name"] == "ralph"),
+        "{steps:?}"
+    );
+    let users: Vec<&str> = steps
         .iter()
-        .map(|e| e["payload"]["text"].as_str().unwrap())
+        .map(|e| e["payload"]["expansion"]["text"].as_str().unwrap())
         .collect();
     assert_eq!(users.len(), 4);
     assert!(
@@ -200,7 +210,7 @@ async fn ralph_interrupted_mid_story_reports_stopped() {
             if m == "session.event" {
                 events.push(p.clone());
                 if p["kind"] == "message.user"
-                    && p["payload"]["text"]
+                    && p["payload"]["expansion"]["text"]
                         .as_str()
                         .unwrap()
                         .contains("[ralph story")
@@ -278,7 +288,12 @@ async fn deepinit_writes_agents_md_deepest_first_and_keeps_existing_ones() {
     );
     let users: Vec<String> = of_kind(&ev, "message.user")
         .iter()
-        .map(|e| e["payload"]["text"].as_str().unwrap().to_owned())
+        .map(|e| {
+            e["payload"]["expansion"]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     assert!(users[0].starts_with("[deepinit src]"));
     assert!(

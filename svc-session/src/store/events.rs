@@ -26,6 +26,19 @@ pub fn insert(conn: &Connection, e: &EventRow) -> rusqlite::Result<()> {
     Ok(())
 }
 
+/// Stores the model-only fields of event `(session_id, seq)` (a JSON object as text; see
+/// [`crate::events`]): never published, read back only by [`of_kinds`].
+pub fn set_model_only(
+    conn: &Connection,
+    session_id: &str,
+    seq: i64,
+    model_only: &str,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached("UPDATE events SET model_only = ?3 WHERE session_id = ?1 AND seq = ?2")?
+        .execute(params![session_id, seq, model_only])?;
+    Ok(())
+}
+
 /// Highest seq of a session (0 when it has no events).
 pub fn last_seq(conn: &Connection, session_id: &str) -> rusqlite::Result<i64> {
     conn.prepare_cached("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?1")?
@@ -53,21 +66,22 @@ pub fn after(
     rows.collect()
 }
 
-/// `(kind, payload)` of the events of `kinds`, in seq order (for rebuilding history).
+/// `(kind, payload, model-only fields)` of the events of `kinds`, in seq order (for
+/// rebuilding history).
 pub fn of_kinds(
     conn: &Connection,
     session_id: &str,
     kinds: &[&str],
-) -> rusqlite::Result<Vec<(String, String)>> {
+) -> rusqlite::Result<Vec<(String, String, Option<String>)>> {
     let placeholders = vec!["?"; kinds.len()].join(",");
     let sql = format!(
-        "SELECT kind, payload FROM events WHERE session_id = ? AND kind IN ({placeholders}) ORDER BY seq"
+        "SELECT kind, payload, model_only FROM events WHERE session_id = ? AND kind IN ({placeholders}) ORDER BY seq"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut values: Vec<&dyn rusqlite::ToSql> = vec![&session_id];
     for k in kinds {
         values.push(k);
     }
-    let rows = stmt.query_map(values.as_slice(), |r| Ok((r.get(0)?, r.get(1)?)))?;
+    let rows = stmt.query_map(values.as_slice(), |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
     rows.collect()
 }

@@ -330,6 +330,16 @@ CREATE TABLE team_tasks (
     r#"
 ALTER TABLE sessions ADD COLUMN delegation INTEGER;
 "#,
+    // migration 10: model-only fields of an event (issue 32 item 3, `crate::events`): what
+    // only the model sees of a prompt, kept off the wire; earlier `message.user.input`s move
+    // there.
+    r#"
+ALTER TABLE events ADD COLUMN model_only TEXT;
+UPDATE events
+    SET model_only = json_object('input', json_extract(payload, '$.input')),
+        payload = json_remove(payload, '$.input')
+    WHERE kind = 'message.user' AND json_type(payload, '$.input') = 'text';
+"#,
 ];
 
 /// Opens (creating and migrating) the database at `path`.

@@ -6,6 +6,13 @@
 //! answers without tool calls; then `message.done` → `context` → `turn.done{reason}` (the last
 //! one emitted by the driver, see [`super::Turns`]).
 //!
+//! Safety nets: an answer with no text and no tool call gets one `[system]` nudge
+//! ([`EMPTY_NUDGE`]); empty again, the turn ends `empty_response` after an `error{code:
+//! "empty_response"}` event (spec `turn.done`, 1.23.0). Tool rounds that repeat earlier
+//! calls without progress get `loop.suspected` and a nudge, then end `stalled`
+//! ([`super::loop_guard`] has the thresholds). Otherwise the tool-round budget ends it
+//! (`budget`).
+//!
 //! The history sent to the model is rebuilt from the stored events ([`super::history`]),
 //! so it survives restarts. Dropping the provider stream cancels a model call; the turn's
 //! cancellation token reaches running tools (a shell is killed).
@@ -114,6 +121,11 @@ enum Call {
 /// tool-round budget. A person's deny ends the turn at once ([`TurnAccount::person_denied`]).
 pub const MAX_DENIALS: u32 = 3;
 
+/// The `[system]` note a model gets after an answer with no text and no tool call; the next
+/// empty answer ends the turn `empty_response`.
+pub const EMPTY_NUDGE: &str = "Your last answer was empty: no text and no tool call. \
+     Answer the user's request now, or call a tool to make progress.";
+
 /// The protocol error code of a provider failure.
 pub fn provider_error_code(e: &ProviderError) -> &'static str {
     match e {
@@ -166,20 +178,25 @@ impl Turns {
         if let Some((name, args)) = crate::commands::parse_slash(&t.text) {
             return self.command_turn(session, t, &name, &args).await;
         }
-        self.model_turn(session, t, &t.text, None, false).await
+        self.model_turn(session, t, None, None).await
     }
 
-    /// The model turn of `text` (the prompt, or a command's expanded prompt: then
-    /// `command_turn`, and `turn.started` was already emitted), its tools limited to
-    /// `allowed_tools` when set.
+    /// The model turn of `t.text` (the prompt as typed), or — in a command turn, whose
+    /// `turn.started` was already emitted — of the command's `expansion` (a skill's or
+    /// markdown command's body, a workflow step's prompt: `message.user{text: t.text,
+    /// expansion}`, the model given `expansion.text`), its tools limited to `allowed_tools`
+    /// when set.
     pub(crate) async fn model_turn(
         &self,
         session: &Arc<Session>,
         t: &TurnStart,
-        text: &str,
+        expansion: Option<pb::message_user_event::Expansion>,
         allowed_tools: Option<Vec<String>>,
-        command_turn: bool,
     ) -> TurnOutcome {
+        let command_turn = expansion.is_some();
+        let text = expansion
+            .as_ref()
+            .map_or(t.text.as_str(), |e| e.text.as_str());
         // Earlier turns must be committed before the history is read back.
         if let Err(e) = self.log.flush().await {
             tracing::error!(error = %format!("{e:#}"), "flush before turn failed");
@@ -236,7 +253,14 @@ impl Turns {
             }
         }
         let input = if t.system_reason.is_none() {
-            self.user_message(session, &t.turn_id, text, false, &t.attachments)
+            self.user_message(
+                session,
+                &t.turn_id,
+                &t.text,
+                expansion.as_ref(),
+                false,
+                &t.attachments,
+            )
         } else {
             ChatMessage::user(text.to_owned())
         };
@@ -295,45 +319,57 @@ impl Turns {
         }
     }
 
-    /// Emits `message.user` for `text` with its resolved `@` references ([`refs`]) and
-    /// attachments, and returns what the model gets: the text plus the reference and
-    /// attachment blocks, with the attached images.
+    /// Emits `message.user` for `text` as the user typed it (with a command's `expansion`,
+    /// whose body the model gets instead), its resolved `@` references ([`refs`]) and its
+    /// attachments as listed, and returns what the model gets: the text (or the expansion)
+    /// plus the reference and attachment blocks, with the attached images.
+    ///
+    /// Only the model sees those blocks (spec `session.prompt`: "only the model sees the
+    /// rendered page"; issue 32 item 3): they are stored as the event's model-only `input`
+    /// ([`crate::events`]) for the history of later turns, never published.
     pub(crate) fn user_message(
         &self,
         session: &Session,
         turn_id: &str,
         text: &str,
+        expansion: Option<&pb::message_user_event::Expansion>,
         steered: bool,
         attachments: &crate::attachments::Prepared,
     ) -> ChatMessage {
-        let resolved = if slash::parse(text).is_some() {
+        let given = expansion.map_or(text, |e| e.text.as_str());
+        let resolved = if slash::parse(given).is_some() {
             refs::Resolved::default()
         } else {
-            refs::resolve(&session.workdir(), text)
+            refs::resolve(&session.workdir(), given)
         };
         let mut context = resolved.context;
         context.push_str(&attachments.context);
         for a in attachments.listed.iter().filter(|a| a.kind == "image") {
             context.push_str(&format!("\n\n[image {} attached]", a.name));
         }
-        let input = (!context.is_empty()).then(|| format!("{text}{context}"));
-        self.event(
-            session,
-            &pb::MessageUserEvent {
-                turn_id: turn_id.to_owned(),
-                text: text.to_owned(),
-                steered,
-                refs: resolved
-                    .refs
-                    .iter()
-                    .map(snowpea_proto::wkt::to_struct)
-                    .collect(),
-                input: input.clone(),
-                attachments: attachments.listed.clone(),
-                ..Default::default()
-            },
-        );
-        ChatMessage::user(input.unwrap_or_else(|| text.to_owned()))
+        let input = (!context.is_empty()).then(|| format!("{given}{context}"));
+        let event = pb::MessageUserEvent {
+            turn_id: turn_id.to_owned(),
+            text: text.to_owned(),
+            steered,
+            refs: resolved
+                .refs
+                .iter()
+                .map(snowpea_proto::wkt::to_struct)
+                .collect(),
+            attachments: attachments.listed.clone(),
+            expansion: expansion.cloned(),
+            ..Default::default()
+        };
+        match &input {
+            Some(input) => self.log.event_to_with_model_only(
+                session,
+                &event,
+                serde_json::json!({ history::MODEL_INPUT: input }),
+            ),
+            None => self.event(session, &event),
+        }
+        ChatMessage::user(input.unwrap_or_else(|| given.to_owned()))
             .with_images(attachments.images.clone())
     }
 
@@ -558,6 +594,9 @@ impl Turns {
         let mut max_tool_rounds = profile.max_rounds().unwrap_or(budget_setting);
         let max_tokens = agent_setting("agent.max_tokens").map(|n| n as u32);
         let auto_compact = crate::compaction::auto_threshold(&settings);
+        let mut loops = super::loop_guard::LoopGuard::default();
+        // The model was nudged after an empty answer (reset by an answer with content).
+        let mut nudged_empty = false;
         let mut round = 0;
         while round < max_tool_rounds {
             round += 1;
@@ -642,6 +681,21 @@ impl Turns {
                     // this turn.
                     continue;
                 }
+                if text.trim().is_empty() {
+                    // No text and no tool call: one nudge, then `empty_response`.
+                    if !std::mem::replace(&mut nudged_empty, true) {
+                        tracing::info!(session_id = %session.id, turn_id = %t.turn_id, "empty answer; nudging the model");
+                        messages.push(super::busy::notice_message(&[EMPTY_NUDGE.to_owned()]));
+                        continue;
+                    }
+                    self.error_event(
+                        session,
+                        &t.turn_id,
+                        "empty_response",
+                        "the model answered with no text and no tool call, again after a nudge",
+                    );
+                    return TurnEnd::EmptyResponse;
+                }
                 if let Some(reason) = self.stop_hooks(session, t, acc, &text).await {
                     // A Stop hook asks for more: its instruction is the model's next input.
                     messages.push(super::busy::notice_message(&[reason]));
@@ -649,10 +703,12 @@ impl Turns {
                 }
                 return TurnEnd::Complete;
             }
+            nudged_empty = false;
             for batch in self.batches(&calls, acc) {
                 let outcomes = self.run_batch(session, t, &batch, acc).await;
                 let mut interrupted = false;
                 for (call, outcome) in batch.iter().zip(outcomes) {
+                    loops.record(&call.name, &call.arguments, outcome.ok, &outcome.content);
                     messages.push(
                         ChatMessage::tool_result(call, outcome.content, !outcome.ok)
                             .with_images(outcome.images)
@@ -665,6 +721,28 @@ impl Turns {
                 }
                 if acc.person_denied || acc.denials >= MAX_DENIALS || acc.unattended_denied {
                     return TurnEnd::Denied;
+                }
+            }
+            match loops.end_round() {
+                super::loop_guard::Verdict::Continue => {}
+                super::loop_guard::Verdict::Suspected { tool, count } => {
+                    tracing::info!(session_id = %session.id, turn_id = %t.turn_id, tool = %tool, count, "loop suspected");
+                    self.event(
+                        session,
+                        &pb::LoopSuspectedEvent {
+                            turn_id: t.turn_id.clone(),
+                            tool: tool.clone(),
+                            count: i64::from(count),
+                            ..Default::default()
+                        },
+                    );
+                    messages.push(super::busy::notice_message(&[super::loop_guard::nudge(
+                        &tool, count,
+                    )]));
+                }
+                super::loop_guard::Verdict::Stalled => {
+                    tracing::warn!(session_id = %session.id, turn_id = %t.turn_id, "tool rounds stalled");
+                    return TurnEnd::Stalled;
                 }
             }
         }

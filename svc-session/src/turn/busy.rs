@@ -164,7 +164,7 @@ impl Turns {
         }
         let mut steered = false;
         while let Some(q) = st.steers.pop_front() {
-            let input = self.user_message(session, &t.turn_id, &q.text, true, &q.attachments);
+            let input = self.user_message(session, &t.turn_id, &q.text, None, true, &q.attachments);
             let left = st.waiting();
             self.event(
                 session,

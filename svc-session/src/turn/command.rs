@@ -9,7 +9,9 @@
 //!   this build, …);
 //! * `interrupted` when `session.interrupt` cancels it;
 //! * a markdown command, skill, `/review` or `/skill create` continues as a normal model turn
-//!   (its `message.user` is the expanded prompt) limited to its `allowed-tools`;
+//!   limited to its `allowed-tools`: its `message.user` keeps `text` as typed and carries the
+//!   body the model was given as `expansion{kind: skill|command, name, text}` (spec
+//!   `message.user.expansion`; issue 32 item 4);
 //! * `/ralph`, `/ultrawork`, `/deepinit` continue with several model steps
 //!   ([`super::workflow`]).
 //!
@@ -194,8 +196,8 @@ impl Turns {
                     text: String::new(),
                 }
             }
-            Ok(Reply::Prompt(prompt)) => self.prompted_turn(session, t, prompt).await,
-            Ok(Reply::Workflow(w)) => self.workflow_turn(session, t, w).await,
+            Ok(Reply::Prompt(prompt)) => self.prompted_turn(session, t, name, prompt).await,
+            Ok(Reply::Workflow(w)) => self.workflow_turn(session, t, name, w).await,
         }
     }
 
@@ -204,10 +206,16 @@ impl Turns {
         &self,
         session: &Arc<Session>,
         t: &TurnStart,
+        name: &str,
         prompt: PromptTurn,
     ) -> TurnOutcome {
+        let expansion = pb::message_user_event::Expansion {
+            kind: if prompt.skill { "skill" } else { "command" }.into(),
+            name: name.to_owned(),
+            text: prompt.text.clone(),
+        };
         let mut outcome = self
-            .model_turn(session, t, &prompt.text, prompt.allowed_tools.clone(), true)
+            .model_turn(session, t, Some(expansion), prompt.allowed_tools.clone())
             .await;
         if outcome.end != TurnEnd::Complete {
             return outcome;

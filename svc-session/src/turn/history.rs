@@ -1,6 +1,8 @@
 //! The conversation history sent to the model, rebuilt from the stored session events so
-//! it survives restarts: `message.user` → a user message (its wire-only `input`, what the
-//! model was given, when set; else `text`); a system turn's `turn.started` → a user message
+//! it survives restarts: `message.user` → a user message (what the model was given: its
+//! model-only [`MODEL_INPUT`] when stored — `@` references and attachments, never published,
+//! see [`crate::events`] — else a command's `expansion.text`, else `text`); a system turn's
+//! `turn.started` → a user message
 //! of its wire-only `note` (`session.continue`); `message.delta`s and
 //! `tool.call`s → the assistant message they belong to; `tool.result` → a tool message
 //! (with the images of its `meta.images`, see [`crate::clients::mcp::images_of`]);
@@ -22,6 +24,10 @@ pub const KINDS: &[&str] = &[
     "turn.done",
     "compaction",
 ];
+
+/// The model-only field of a `message.user` holding what the model was given when that
+/// differs from its `text` / `expansion.text` ([`crate::events`]).
+pub const MODEL_INPUT: &str = "input";
 
 /// Text given to the model for a call that never finished.
 pub const INTERRUPTED_RESULT: &str = "interrupted: the call did not finish";
@@ -108,7 +114,8 @@ pub fn rebuild_with(
             "message.user" => {
                 b.close_turn();
                 let text = p
-                    .get("input")
+                    .get(MODEL_INPUT)
+                    .or_else(|| p.pointer("/expansion/text"))
                     .and_then(Value::as_str)
                     .unwrap_or_else(|| str_of(&p, "text"));
                 let has_images = p

@@ -36,6 +36,7 @@ pub mod handback;
 pub mod history;
 mod hooks;
 mod host_calls;
+pub mod loop_guard;
 pub mod refs;
 pub mod slash;
 pub mod system_prompt;
@@ -141,6 +142,12 @@ pub enum TurnEnd {
     Denied,
     /// The tool-round budget ran out.
     Budget,
+    /// Consecutive tool rounds made no new tool or file progress, also after the
+    /// `loop.suspected` nudge ([`loop_guard`]).
+    Stalled,
+    /// The model ended with no text and no tool call, again after one nudge; an `error`
+    /// event with code `empty_response` precedes `turn.done` (spec 1.23.0).
+    EmptyResponse,
 }
 
 impl TurnEnd {
@@ -152,6 +159,8 @@ impl TurnEnd {
             TurnEnd::Error => "error",
             TurnEnd::Denied => "denied",
             TurnEnd::Budget => "budget",
+            TurnEnd::Stalled => "stalled",
+            TurnEnd::EmptyResponse => "empty_response",
         }
     }
 }
@@ -610,3 +619,11 @@ mod end_tests;
 #[cfg(test)]
 #[path = "busy_tests.rs"]
 mod busy_tests;
+
+#[cfg(test)]
+#[path = "safety_tests.rs"]
+mod safety_tests;
+
+#[cfg(test)]
+#[path = "message_user_tests.rs"]
+mod message_user_tests;

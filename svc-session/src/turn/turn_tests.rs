@@ -78,7 +78,7 @@ async fn history_is_rebuilt_from_stored_events_for_the_next_turn() {
     });
     let msgs = super::history::rebuild(
         rows.into_iter()
-            .map(|(k, p)| (k, serde_json::from_str(&p).unwrap())),
+            .map(|(k, p, _)| (k, serde_json::from_str(&p).unwrap())),
     );
     let roles: Vec<_> = msgs.iter().map(|m| m.role).collect();
     use crate::provider::Role::*;

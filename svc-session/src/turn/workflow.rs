@@ -1,6 +1,7 @@
 //! The command turn of a workflow (`/ralph`, `/ultrawork`, `/deepinit`; see
 //! [`crate::commands::workflow`]): each step is a model turn of the agent loop inside the
-//! command turn (its own `message.user`, tool calls, `message.done` and `context`), and
+//! command turn (its own `message.user` — `text` the command as typed, the step's prompt as
+//! `expansion{kind: "command"}` — tool calls, `message.done` and `context`), and
 //! `command.progress` events carry the turn id. The command's attachments go with the first
 //! step only. A cancelled turn runs no further step.
 
@@ -19,6 +20,8 @@ struct TurnSteps<'a> {
     turns: &'a Turns,
     session: &'a Arc<Session>,
     t: &'a TurnStart,
+    /// The command's name (`message.user.expansion.name`).
+    name: &'a str,
     /// The first step has run (it took the attachments).
     started: AtomicBool,
 }
@@ -32,7 +35,7 @@ impl Driver for TurnSteps<'_> {
             let first = !self.started.swap(true, Ordering::SeqCst);
             let st = TurnStart {
                 turn_id: self.t.turn_id.clone(),
-                text: step.prompt.clone(),
+                text: self.t.text.clone(),
                 queued: self.t.queued,
                 cancel: self.t.cancel.clone(),
                 system_reason: None,
@@ -43,15 +46,22 @@ impl Driver for TurnSteps<'_> {
                 },
                 headless: self.t.headless,
             };
+            let expansion = pb::message_user_event::Expansion {
+                kind: "command".into(),
+                name: self.name.to_owned(),
+                text: step.prompt,
+            };
             let out = self
                 .turns
-                .model_turn(self.session, &st, &step.prompt, step.allowed_tools, true)
+                .model_turn(self.session, &st, Some(expansion), step.allowed_tools)
                 .await;
             match out.end {
                 TurnEnd::Complete => StepEnd::Answer(out.text),
                 TurnEnd::Interrupted => StepEnd::Interrupted,
                 TurnEnd::Denied => StepEnd::Denied,
-                TurnEnd::Error => StepEnd::Failed,
+                // An empty answer has its `error` event out; a stalled step, like a failed
+                // one, ends the workflow.
+                TurnEnd::Error | TurnEnd::EmptyResponse | TurnEnd::Stalled => StepEnd::Failed,
                 TurnEnd::Budget => StepEnd::Budget,
             }
         })
@@ -83,12 +93,14 @@ impl Turns {
         &self,
         session: &Arc<Session>,
         t: &TurnStart,
+        name: &str,
         w: WorkflowRun,
     ) -> TurnOutcome {
         let driver = TurnSteps {
             turns: self,
             session,
             t,
+            name,
             started: AtomicBool::new(false),
         };
         let finish = w.0.run(&driver).await;

@@ -1,0 +1,171 @@
+//! What clients are shown of a prompt (issue 32 items 3 and 4): `message.user` carries
+//! exactly the documented fields — `text` as typed, `attachments` as listed, `refs`,
+//! `steered`, a command's `expansion` — while what only the model sees (the rendered page,
+//! attached files, `@` references, a skill's body) reaches the model and the history of
+//! later turns, never the wire.
+
+use serde_json::{json, Value};
+use snowpea_proto::session::v1 as pb;
+
+use crate::testkit::{done_reason, of_kind, Harness};
+
+/// The fields `message.user` may carry: the spec's, plus the wire-only `turnId`.
+const DOCUMENTED: &[&str] = &[
+    "attachments",
+    "expansion",
+    "kind",
+    "refs",
+    "steered",
+    "text",
+    "turnId",
+];
+
+fn put(path: &std::path::Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The last model request's user messages.
+fn last_user_texts(h: &Harness) -> Vec<String> {
+    let last = crate::provider::fake_provider(&h.script)
+        .unwrap()
+        .received()
+        .pop()
+        .expect("a model call");
+    last.messages
+        .iter()
+        .filter(|m| m.role == crate::provider::Role::User)
+        .map(|m| m.content.clone())
+        .collect()
+}
+
+fn assert_documented(payload: &Value) {
+    for key in payload.as_object().unwrap().keys() {
+        assert!(
+            DOCUMENTED.contains(&key.as_str()),
+            "undocumented message.user field {key:?}: {payload}"
+        );
+    }
+}
+
+/// Regression: `message.user` carried an undocumented `input` with the rendered page,
+/// the attached file's contents and the `@` reference's lines, to every client.
+#[tokio::test]
+async fn message_user_shows_clients_only_the_documented_fields() {
+    let mut h = Harness::new(json!({"default": {"text": "seen"}})).await;
+    std::fs::write(h.workdir.join("notes.txt"), "NOTES-FROM-DISK").unwrap();
+    std::fs::write(h.workdir.join("ref.txt"), "REFERENCED-LINE\n").unwrap();
+    let sid = h.create("accept").await;
+    let p = pb::SessionPromptParams {
+        session_id: sid.clone(),
+        text: "compare @ref.txt with these".into(),
+        attachments: vec![
+            pb::session_prompt_params::Attachment {
+                kind: "page".into(),
+                url: Some("https://example.com/a".into()),
+                title: Some("A page".into()),
+                snapshot: Some("RENDERED-PAGE-BODY".into()),
+                ..Default::default()
+            },
+            pb::session_prompt_params::Attachment {
+                kind: "file".into(),
+                path: Some(h.workdir.join("notes.txt").to_string_lossy().into_owned()),
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    };
+    let t = h
+        .app
+        .turns
+        .prompt(&Harness::ctx("c1", Some("cli")), p)
+        .await
+        .unwrap();
+    let ev = h.until_done(&t, |_| None).await;
+    assert_eq!(done_reason(&ev), "complete");
+    let hidden = ["RENDERED-PAGE-BODY", "NOTES-FROM-DISK", "REFERENCED-LINE"];
+    // What the model got.
+    let given = last_user_texts(&h).pop().unwrap();
+    for part in hidden {
+        assert!(given.contains(part), "{part} reaches the model: {given}");
+    }
+    // What every client is shown, live and through session.resume.
+    let live = &of_kind(&ev, "message.user")[0]["payload"];
+    h.app.flush().await.unwrap();
+    let stored = h
+        .app
+        .events
+        .after(&sid, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|e| e.kind == "message.user")
+        .unwrap()
+        .payload;
+    for payload in [live, &stored] {
+        assert_documented(payload);
+        assert_eq!(payload["text"], "compare @ref.txt with these");
+        assert_eq!(
+            payload["attachments"],
+            json!([
+                {"kind": "page", "name": "A page", "title": "A page", "url": "https://example.com/a"},
+                {"kind": "file", "name": "notes.txt"}
+            ])
+        );
+        assert_eq!(payload["refs"][0]["path"], "ref.txt");
+        for part in hidden {
+            assert!(
+                !payload.to_string().contains(part),
+                "{part} shown: {payload}"
+            );
+        }
+    }
+    // The next turn's history still has what the model was given.
+    let t = h.prompt(&sid, "and now?").await;
+    h.until_done(&t, |_| None).await;
+    let first = &last_user_texts(&h)[0];
+    for part in hidden {
+        assert!(first.contains(part), "{part} in the history: {first}");
+    }
+}
+
+/// Regression: `/<skill> now` showed `message.user{text: "Use the skill …"}` with no
+/// `expansion`, a markdown command its expanded body as `text`.
+#[tokio::test]
+async fn commands_keep_text_as_typed_and_carry_their_body_in_expansion() {
+    let mut h = Harness::new(json!({"default": {"text": "done"}})).await;
+    put(
+        &h.workdir.join(".snowpea/skills/pea-skill/SKILL.md"),
+        "---\nname: pea-skill\ndescription: Explains peas in a scripted test\n---\nSKILL-BODY for $ARGUMENTS\n",
+    );
+    put(
+        &h.workdir.join(".snowpea/commands/greet.md"),
+        "---\ndescription: Greets someone\n---\nSay hello to $ARGUMENTS\n",
+    );
+    let sid = h.create("accept").await;
+    for (typed, kind, name, body) in [
+        ("/pea-skill now", "skill", "pea-skill", "SKILL-BODY for now"),
+        ("/greet Bob", "command", "greet", "Say hello to Bob"),
+    ] {
+        let t = h.prompt(&sid, typed).await;
+        let ev = h.until_done(&t, |_| None).await;
+        assert_eq!(done_reason(&ev), "complete", "{typed}: {ev:?}");
+        let user = &of_kind(&ev, "message.user")[0]["payload"];
+        assert_documented(user);
+        assert_eq!(user["text"], typed);
+        let expansion = &user["expansion"];
+        assert_eq!(expansion["kind"], kind, "{user}");
+        assert_eq!(expansion["name"], name, "{user}");
+        let text = expansion["text"].as_str().unwrap();
+        assert!(text.contains(body), "{typed}: {text}");
+        // The model was given the body, not the command.
+        let given = last_user_texts(&h).pop().unwrap();
+        assert_eq!(given, text, "{typed}");
+    }
+    // Later turns' history has the bodies the model was given.
+    let t = h.prompt(&sid, "thanks").await;
+    h.until_done(&t, |_| None).await;
+    let history = last_user_texts(&h);
+    assert!(history[0].contains("SKILL-BODY for now"), "{history:?}");
+    assert_eq!(history[1], "Say hello to Bob");
+}
