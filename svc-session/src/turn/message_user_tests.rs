@@ -169,3 +169,55 @@ async fn commands_keep_text_as_typed_and_carry_their_body_in_expansion() {
     assert!(history[0].contains("SKILL-BODY for now"), "{history:?}");
     assert_eq!(history[1], "Say hello to Bob");
 }
+
+/// Migration 10 moves the `input` earlier versions stored in `message.user` payloads (and
+/// so showed every client) beside the event, where only the history reads it.
+#[test]
+fn migration_10_moves_stored_inputs_off_the_wire() {
+    use crate::store::{self, events::EventRow};
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("session.db");
+    let old = snowpea_common::db::open(&path, &store::MIGRATIONS[..9]).unwrap();
+    let row = |seq: i64, kind: &str, payload: Value| EventRow {
+        session_id: "s1".into(),
+        seq,
+        kind: kind.into(),
+        payload: payload.to_string(),
+        ts: "2026-01-01T00:00:00Z".into(),
+    };
+    for r in [
+        row(
+            1,
+            "message.user",
+            json!({"turnId": "t1", "text": "see @a.txt", "input": "see @a.txt\n<ref>SECRET</ref>"}),
+        ),
+        row(2, "message.user", json!({"turnId": "t2", "text": "plain"})),
+        row(3, "message.done", json!({"turnId": "t2", "text": "input"})),
+    ] {
+        store::events::insert(&old, &r).unwrap();
+    }
+    drop(old);
+    let conn = store::open(&path).unwrap();
+    let shown: Vec<Value> = store::events::after(&conn, "s1", 0)
+        .unwrap()
+        .into_iter()
+        .map(|r| serde_json::from_str(&r.payload).unwrap())
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            json!({"turnId": "t1", "text": "see @a.txt"}),
+            json!({"turnId": "t2", "text": "plain"}),
+            json!({"turnId": "t2", "text": "input"}),
+        ]
+    );
+    let kept = store::events::of_kinds(&conn, "s1", &["message.user"]).unwrap();
+    assert_eq!(
+        kept[0]
+            .2
+            .as_deref()
+            .map(|m| serde_json::from_str::<Value>(m).unwrap()),
+        Some(json!({"input": "see @a.txt\n<ref>SECRET</ref>"}))
+    );
+    assert_eq!(kept[1].2, None);
+}
