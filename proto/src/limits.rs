@@ -58,3 +58,11 @@ pub const SEARCH_PHRASES: usize = 64;
 /// periodic text ("zzz" occurs at every position of a run of z). Ordinary text stays far
 /// below it: a 64 KiB memory holds about 11,000 words.
 pub const SEARCH_OCCURRENCES: u32 = 4_096;
+
+/// Longest run of one kind of character (whitespace, or anything else) that a token
+/// estimate hands to a BPE tokenizer whole, in bytes: a longer run is counted in pieces
+/// of this size. BPE merging within one pre-tokenized piece costs the square of its
+/// length (`tiktoken`: 1.6 s for 64,000 × "z", hours for a 4 MiB pasted blob); in pieces
+/// the estimate of a text costs time in proportion to its length, and an ordinary word is
+/// never cut.
+pub const TOKEN_ESTIMATE_RUN: usize = 256;

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
+use snowpea_proto::limits::TOKEN_ESTIMATE_RUN;
 use tiktoken_rs::tokenizer::{get_tokenizer, Tokenizer};
 use tiktoken_rs::CoreBPE;
 
@@ -101,7 +102,9 @@ pub fn count_text(text: &str, model: &str) -> u64 {
         return u64::from(*n);
     }
     // Encoded outside the lock: another thread may count the same text meanwhile.
-    let n = bpe.encode_ordinary(text).len() as u64;
+    let n: u64 = pieces(text)
+        .map(|p| bpe.encode_ordinary(p).len() as u64)
+        .sum();
     let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let map = guard.get_or_insert_with(HashMap::new);
     if map.len() >= CACHE_ENTRIES {
@@ -109,6 +112,32 @@ pub fn count_text(text: &str, model: &str) -> u64 {
     }
     map.insert(k, n.min(u64::from(u32::MAX)) as u32);
     n
+}
+
+/// `text` cut into consecutive pieces for the BPE: wherever a run of whitespace or of
+/// other characters reaches [`TOKEN_ESTIMATE_RUN`] bytes (an ordinary text is one piece).
+/// BPE work is quadratic in the length of a run, linear in the number of pieces.
+pub fn pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut run_start = 0;
+        let mut run_ws: Option<bool> = None;
+        for (i, c) in rest.char_indices() {
+            let ws = c.is_whitespace();
+            if run_ws != Some(ws) {
+                run_ws = Some(ws);
+                run_start = i;
+            } else if i - run_start >= TOKEN_ESTIMATE_RUN {
+                let (piece, tail) = rest.split_at(i);
+                rest = tail;
+                return Some(piece);
+            }
+        }
+        Some(std::mem::take(&mut rest))
+    })
 }
 
 /// Estimated input tokens of `messages` for `model`, and how they were counted.
@@ -155,6 +184,35 @@ mod tests {
     use super::*;
     use crate::provider::ToolCall;
     use serde_json::json;
+
+    #[test]
+    fn long_runs_are_counted_in_pieces() {
+        // An ordinary text is one piece, so its count is the BPE's own.
+        let text = "The deploy script lives in scripts/release.sh  and needs a token.\n\n";
+        assert_eq!(pieces(text).collect::<Vec<_>>(), vec![text]);
+        // A pasted blob: no piece holds a run longer than the bound, nothing is lost.
+        let blob = format!("see {} and {}", "z".repeat(100_000), " ".repeat(1_000));
+        let cut: Vec<&str> = pieces(&blob).collect();
+        assert_eq!(cut.concat(), blob);
+        assert!(cut.len() > 100_000 / TOKEN_ESTIMATE_RUN);
+        for p in &cut {
+            let longest = p
+                .split(char::is_whitespace)
+                .map(str::len)
+                .max()
+                .unwrap_or(0);
+            assert!(longest <= TOKEN_ESTIMATE_RUN, "a run of {longest} bytes");
+        }
+        // Multi-byte characters are cut on their boundaries.
+        assert_eq!(
+            pieces(&"é".repeat(1_000)).collect::<String>(),
+            "é".repeat(1_000)
+        );
+        // A megabyte run of one letter (minutes of BPE whole) is estimated as its pieces:
+        // o200k_base counts "zz" as one token.
+        let n = count_text(&"z".repeat(1 << 20), "gpt-4o");
+        assert!(n.abs_diff(1 << 19) < (1 << 19) / 100, "{n} tokens");
+    }
 
     #[test]
     fn openai_models_use_their_bpe_and_others_chars() {
