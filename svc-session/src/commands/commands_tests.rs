@@ -897,3 +897,57 @@ async fn agents_delegate_by_default_starts_sessions_in_delegation_mode() {
     assert_eq!(d["delegation"], false);
     assert!(!h.app.sessions.delegation(&s));
 }
+
+/// Issue 32 item 10: bad arguments are refused before the confirmation rule asks for --yes
+/// (`snowpea cmd mode save --scope=bogus` said CONFIRM_REQUIRED first).
+#[tokio::test]
+async fn bad_arguments_are_refused_before_the_confirmation_rule() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    let sid = h.create("accept").await;
+    let s = h.app.sessions.get(&sid).unwrap();
+    let c = &h.app.commands;
+    for args in ["save --scope=bogus", "save --force", "plan extra", "turbo"] {
+        let f = c.execute(&s, "mode", args, "", true).await.unwrap_err();
+        assert_eq!(f.stable, codes::INVALID_ARGS, "/mode {args}: {f:?}");
+    }
+    let f = c
+        .execute(&s, "mode", "save --scope=bogus", "", true)
+        .await
+        .unwrap_err();
+    assert!(
+        f.message.contains("--scope must be global or project"),
+        "{f:?}"
+    );
+    // Good arguments still need the confirmation, and then run.
+    let f = c
+        .execute(&s, "mode", "save --scope=project", "", true)
+        .await
+        .unwrap_err();
+    assert_eq!(f.stable, codes::CONFIRM_REQUIRED);
+    c.execute(&s, "mode", "save --scope=project --yes", "", true)
+        .await
+        .unwrap();
+}
+
+/// Issue 39 item 6: `/undo status` with nothing to undo is a report, not a failure; the bare
+/// command (a write) still fails NOT_FOUND.
+#[tokio::test]
+async fn undo_status_with_nothing_to_undo_answers_instead_of_failing() {
+    let h = Harness::new(json!({"default": {"text": "ok"}})).await;
+    let sid = h.create("accept").await;
+    let s = h.app.sessions.get(&sid).unwrap();
+    let c = &h.app.commands;
+    match c.execute(&s, "undo", "status", "", true).await.unwrap() {
+        Reply::Done { text, data } => {
+            assert_eq!(
+                text,
+                "nothing to undo: no turn of this session changed files"
+            );
+            assert_eq!(data["checkpointId"], serde_json::Value::Null);
+            assert_eq!(data["dryRun"], true);
+        }
+        other => panic!("{other:?}"),
+    }
+    let f = c.execute(&s, "undo", "--yes", "", true).await.unwrap_err();
+    assert_eq!(f.stable, codes::NOT_FOUND);
+}

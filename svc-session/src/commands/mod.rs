@@ -285,6 +285,12 @@ pub trait Builtin: Send + Sync {
     fn bare_is_read(&self) -> bool {
         true
     }
+    /// Checks the arguments before the confirmation rule, so a call that could never run
+    /// fails `INVALID_ARGS` instead of asking for `--yes` first (issue 32 item 10).
+    /// Default: nothing to check before the run.
+    fn check(&self, _args: &Args) -> std::result::Result<(), Failure> {
+        Ok(())
+    }
     /// `Some(why)` while the capability is not in this build (listed, answers
     /// `not_implemented`).
     fn unavailable(&self) -> Option<&'static str> {
@@ -625,6 +631,7 @@ impl Commands {
         let mut args = Args::parse(raw_args).map_err(Failure::args)?;
         if let Target::Builtin(i) = &cmd.target {
             args.normalize_sub(static_builtins()[*i].subcommands());
+            static_builtins()[*i].check(&args)?;
         }
         let tier = self.tier_of(&cmd, &args);
         if headless && tier.needs_confirm() && !args.confirmed {

@@ -9,7 +9,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Builtin, Call, Commands, Failure, Outcome, Reply, Risk, Run};
+use super::{Args, Builtin, Call, Commands, Failure, Outcome, Reply, Risk, Run};
 use crate::session::DEFAULT_MODE_SETTING;
 
 /// `/mode`.
@@ -31,25 +31,33 @@ impl Builtin for ModeCmd {
     fn risk(&self) -> Risk {
         Risk::MediumWrite
     }
+    fn check(&self, args: &Args) -> Result<(), Failure> {
+        let sub = args.sub();
+        let options: &[&str] = if sub == Some("save") { &["scope"] } else { &[] };
+        args.only_options(options).map_err(Failure::args)?;
+        if args.words.len() > 1 {
+            return Err(Failure::args(format!(
+                "/mode takes one word, got {:?}; usage: {}",
+                super::args::clip(&args.words.join(" ")),
+                self.usage()
+            )));
+        }
+        match sub {
+            None | Some("status" | "plan" | "accept" | "auto") => Ok(()),
+            Some("save") => super::scope::check(args),
+            Some(other) => Err(Failure::args(format!(
+                "unknown mode {:?}: use plan, accept, auto, status or save",
+                super::args::clip(other)
+            ))),
+        }
+    }
     fn run<'a>(&'a self, cx: &'a Commands, call: &'a Call) -> Run<'a> {
         Box::pin(async move {
-            let sub = call.args.sub();
-            let options: &[&str] = if sub == Some("save") { &["scope"] } else { &[] };
-            call.args.only_options(options).map_err(Failure::args)?;
-            if call.args.words.len() > 1 {
-                return Err(Failure::args(format!(
-                    "/mode takes one word, got {:?}; usage: {}",
-                    call.args.words.join(" "),
-                    self.usage()
-                )));
-            }
-            match sub {
+            self.check(&call.args)?;
+            match call.args.sub() {
                 None | Some("status") => super::modes::status(call),
                 Some(m @ ("plan" | "accept" | "auto")) => super::modes::switch(cx, call, m).await,
-                Some("save") => save(cx, call).await,
-                Some(other) => Err(Failure::args(format!(
-                    "unknown mode {other:?}: use plan, accept, auto, status or save"
-                ))),
+                _ => save(cx, call).await,
             }
         })
     }

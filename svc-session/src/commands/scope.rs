@@ -7,6 +7,18 @@ use serde_json::Value;
 use super::{Call, Commands, Failure};
 use crate::settings::Scope;
 
+/// Checks `--scope` without a session: `global`, `project` or absent; anything else is
+/// the invalid-arguments failure of [`parse`].
+pub(super) fn check(args: &super::Args) -> Result<(), Failure> {
+    match args.options.get("scope").map(String::as_str) {
+        None | Some("global" | "project") => Ok(()),
+        Some(other) => Err(Failure::args(format!(
+            "--scope must be global or project, not {:?}",
+            super::args::clip(other)
+        ))),
+    }
+}
+
 /// The file `call`'s `--scope` option names; anything but `global`/`project` is an
 /// invalid-arguments failure naming the value (clipped to [`super::args::ECHO_CHARS`]
 /// characters; `--scope` given twice with different values is refused by

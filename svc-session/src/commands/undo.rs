@@ -1,7 +1,9 @@
 //! `/undo [status]`: restores the files of the session's last turn that changed any, through
 //! `checkpoint.restore` (so a restore checkpoint is recorded and `/undo` itself can be
 //! undone with `checkpoint.restore` of it). `status` is a dry run (read); bare restores
-//! (medium_write). Files changed since the turn are skipped unless `--force`.
+//! (medium_write). Files changed since the turn are skipped unless `--force`. With no turn
+//! that changed files, `status` answers "nothing to undo" (a report, not a failure; issue 39
+//! item 6) and the bare command fails `NOT_FOUND`.
 
 use serde_json::json;
 use snowpea_proto::session::v1 as pb;
@@ -47,7 +49,15 @@ impl Builtin for Undo {
                 .await
                 .map_err(Failure::from_error)?;
             let Some(cp) = list.checkpoints.iter().find(|c| c.kind == "turn") else {
-                return Err(Failure::not_found("no turn of this session changed files"));
+                if dry_run {
+                    return Ok(Reply::done(
+                        "nothing to undo: no turn of this session changed files",
+                        json!({"checkpointId": null, "dryRun": true, "restored": [], "skipped": []}),
+                    ));
+                }
+                return Err(Failure::not_found(
+                    "nothing to undo: no turn of this session changed files",
+                ));
             };
             let r = cx
                 .checkpoints

@@ -93,11 +93,14 @@ impl Providers {
         credentials
             .and_then(|c| select_with(settings, &c, vendor, model, &|k| env(k)))
             .map_err(|e| {
+                // Short, on three lines, naming commands a person can type (issue 39
+                // item 2); clients configure one with provider.configure.
                 let message = format!(
-                    "no usable model provider: {e}. Configure one with provider.configure or in {} \
-                     (providers.default and providers.<vendor>), or start the suite with an API key such as \
-                     ANTHROPIC_API_KEY or OPENAI_API_KEY, or with SNOWPEA_PROVIDER=fake:<script.json> for the \
-                     scripted demo model (examples/demo.json); the daemon reads them when it starts",
+                    "no usable model provider: {e}.\n\
+                     The daemon reads API keys when it starts: snowpea supervisor stop && \
+                     ANTHROPIC_API_KEY=… snowpea supervisor start\n\
+                     (or OPENAI_API_KEY=…; demo model: SNOWPEA_PROVIDER=fake:$PWD/examples/demo.json; \
+                     settings: providers.<vendor> in {})",
                     self.inner.home.settings_path().display()
                 );
                 (e, message)

@@ -105,9 +105,7 @@ impl std::fmt::Debug for ProviderConfig {
 
 /// The message of a missing provider.
 const NOTHING_CONFIGURED: &str =
-    "no model provider configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or \
-     OPENROUTER_API_KEY, configure one with provider.configure, or set settings providers.default \
-     (e.g. \"local\")";
+    "none is configured (no ANTHROPIC_API_KEY or OPENAI_API_KEY, no settings providers.default)";
 
 impl ProviderConfig {
     /// Builds the provider for this configuration (default retry policy).

@@ -348,11 +348,17 @@ fn no_provider_names_settings_keys_and_the_demo_model() {
     for part in [
         "no usable model provider",
         "settings.json",
-        "ANTHROPIC_API_KEY",
-        "SNOWPEA_PROVIDER=fake:",
-        "examples/demo.json",
+        "snowpea supervisor stop && ANTHROPIC_API_KEY=… snowpea supervisor start",
+        "SNOWPEA_PROVIDER=fake:$PWD/examples/demo.json",
         "when it starts",
     ] {
         assert!(message.contains(part), "{part:?} missing from: {message}");
     }
+    // Short, on a few lines, and only commands a person can type (issue 39 item 2).
+    assert!(message.lines().count() <= 3, "{message}");
+    assert!(
+        message.lines().all(|l| l.chars().count() <= 160),
+        "{message}"
+    );
+    assert!(!message.contains("provider.configure"), "{message}");
 }
