@@ -38,6 +38,12 @@
 //! 1/[`MEMBERS_SHARE`] of the table walks a phrase's matches through a cached filter of
 //! its rowids ([`members`]) instead of joining every match with `memories`; and concurrent
 //! searches count different cold phrases in parallel, each phrase once ([`doc_freqs`]).
+//!
+//! Whatever the query and the stored texts, one search holds at most its best `limit` rows
+//! ([`TopRows`]; a small namespace is scored whole as a stream), counts at most
+//! [`SEARCH_OCCURRENCES`] occurrences of a phrase per column, and meets phrases of at most
+//! `SEARCH_WORD_CHARS` characters (cut by the query plan): the work per row is bounded by
+//! the row's length (`proto/src/limits.rs`, issue 40).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, LazyLock, Mutex};
