@@ -88,6 +88,9 @@ fn script() -> Value {
             // A child's approval.
             {"match": "run the checker", "tool_calls": [{"name": "shell", "arguments": {"command": "echo checked > checked.txt"}}]},
             {"after_tool": "shell", "match": "run the checker", "text": "checker ran"},
+            // The reference SDK's flow (issue 32 item 7): a general-purpose child (name "").
+            {"match": "general errand", "tool_calls": [{"name": "shell", "arguments": {"command": "echo general > general.txt"}}]},
+            {"after_tool": "shell", "match": "general errand", "text": "errand done"},
             // Interrupt and crash: a child that hangs.
             {"match": "hang around", "delaySec": 120.0, "text": "never", "repeat": true},
             // session.setAgent: a tool outside the definition's allowlist.
@@ -124,10 +127,18 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
     put(&wd.join("notes.txt"), "some notes\n");
     let c = suite.client().await;
     let (asked_tx, mut asked) = tokio::sync::mpsc::unbounded_channel::<Value>();
+    // The general errand's approval waits for this gate, so its child is seen running.
+    let gate = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let held = gate.clone();
     c.on_request("approval.request", move |p: Value| {
         let asked_tx = asked_tx.clone();
+        let held = held.clone();
         async move {
+            let gated = p.to_string().contains("general.txt");
             let _ = asked_tx.send(p);
+            if gated {
+                let _ = held.acquire().await;
+            }
             Ok(json!({"decision": "allow", "scope": "once"}))
         }
     });
@@ -220,7 +231,8 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
         .iter()
         .map(|p| p["status"].as_str().unwrap())
         .collect();
-    assert_eq!(statuses, ["running", "running", "queued", "queued"]);
+    // Every child is announced queued (issue 32 item 7); each then reports running.
+    assert_eq!(statuses, ["queued", "queued", "queued", "queued"]);
     let done = wait_dones(&c, &busy, 4).await;
     assert!(
         done.iter()
@@ -347,6 +359,86 @@ async fn delegation_named_agents_and_their_guards_through_the_suite() {
     let done = wait_dones(&c, &stopping, 1).await;
     assert_eq!(done[0]["status"], "interrupted", "{:?}", done[0]);
     assert_eq!(done[0]["ok"], false);
+
+    // 6b. The reference SDK's subagent contract (issue 32 item 7): `name: ""` runs a
+    //     general-purpose child; `subagent.spawn{status:"queued"}` → `subagent.update`
+    //     running → `subagent.done{ok:true}`; agent.list shows it with its parent.
+    let sdk_parent = c.create_session(&wd, Some("accept")).await.unwrap();
+    while asked.try_recv().is_ok() {}
+    let r = ok(
+        &c,
+        "agent.spawn",
+        json!({"name": "", "task": "general errand please", "sessionId": sdk_parent}),
+    )
+    .await;
+    let agent_id = r["agentId"].as_str().unwrap().to_owned();
+    let request = snowpea_testkit::within(T, "the general child's approval", asked.recv())
+        .await
+        .expect("approval.request");
+    assert!(request.to_string().contains("general.txt"), "{request}");
+    let listed = ok(&c, "agent.list", json!({})).await;
+    let row = listed["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agentId"] == agent_id.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("the child is listed: {listed}"));
+    assert_eq!(
+        (
+            row["kind"].as_str(),
+            row["parentSessionId"].as_str(),
+            row["status"].as_str()
+        ),
+        (Some("subagent"), Some(sdk_parent.as_str()), Some("running")),
+        "{row}"
+    );
+    let child = row["sessionId"].as_str().expect("its session").to_owned();
+    gate.add_permits(1);
+    let done = wait_dones(&c, &sdk_parent, 1).await;
+    assert_eq!(
+        (done[0]["ok"].as_bool(), done[0]["status"].as_str()),
+        (Some(true), Some("done")),
+        "{:?}",
+        done[0]
+    );
+    assert_eq!(done[0]["result"], "errand done");
+    assert!(wd.join("general.txt").exists());
+    let flow: Vec<(String, String)> = events(&c, &sdk_parent)
+        .await
+        .into_iter()
+        .filter(|(k, p)| k.starts_with("subagent.") && p["agentId"] == agent_id.as_str())
+        .map(|(k, p)| (k, p["status"].as_str().unwrap_or_default().to_owned()))
+        .collect();
+    let pair = |k: &str, s: &str| (k.to_owned(), s.to_owned());
+    assert_eq!(
+        flow.first(),
+        Some(&pair("subagent.spawn", "queued")),
+        "{flow:?}"
+    );
+    assert_eq!(
+        flow.get(1),
+        Some(&pair("subagent.update", "running")),
+        "{flow:?}"
+    );
+    assert_eq!(
+        flow.last(),
+        Some(&pair("subagent.done", "done")),
+        "{flow:?}"
+    );
+    let sessions = ok(&c, "session.list", json!({"includeClosed": true})).await;
+    let row = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sessionId"] == child.as_str())
+        .cloned()
+        .expect("the child's session");
+    assert_eq!(
+        (row["kind"].as_str(), row["parentSessionId"].as_str()),
+        (Some("subagent"), Some(sdk_parent.as_str()))
+    );
+    assert!(row["agent"].is_null(), "no definition: {row}");
 
     // 7. session.setAgent: the allowlist is enforced (tool_inactive), null clears it.
     let persona = c.create_session(&wd, Some("accept")).await.unwrap();

@@ -251,7 +251,13 @@ async fn slash_commands_skills_plugins_and_snowpea_cmd() {
     );
     let (ev, reason) = prompt(&client, &sid, "/greet Bob").await;
     assert_eq!(reason, "complete", "{:?}", kinds(&ev));
-    assert_eq!(first(&ev, "message.user")["text"], "Say hello to Bob");
+    // `text` as typed, the body the model got in `expansion` (issue 32 item 4).
+    let user = first(&ev, "message.user");
+    assert_eq!(user["text"], "/greet Bob");
+    assert_eq!(
+        user["expansion"],
+        json!({"kind": "command", "name": "greet", "text": "Say hello to Bob"})
+    );
     let result = first(&ev, "tool.result");
     assert_eq!(
         result["ok"], false,
@@ -322,7 +328,16 @@ async fn slash_commands_skills_plugins_and_snowpea_cmd() {
     // Used by a turn: /pea-helper runs its body; the model loads it with skill_view.
     let (ev, reason) = prompt(&client, &sid, "/pea-helper sugar snaps").await;
     assert_eq!(reason, "complete", "{:?}", kinds(&ev));
-    assert!(first(&ev, "message.user")["text"]
+    let user = first(&ev, "message.user");
+    assert_eq!(user["text"], "/pea-helper sugar snaps");
+    assert_eq!(
+        (
+            user["expansion"]["kind"].as_str(),
+            user["expansion"]["name"].as_str()
+        ),
+        (Some("skill"), Some("pea-helper"))
+    );
+    assert!(user["expansion"]["text"]
         .as_str()
         .unwrap()
         .contains("PEA-SKILL-BODY: explain peas for sugar snaps"));
