@@ -24,6 +24,10 @@
 //! WebSocket echo floor (issue 14: cold start both ways, the hop with 1 and 8 clients,
 //! idle RSS and PSS per process), see [`compare`].
 //!
+//! `fuzz` instead drives seeded random and malformed calls of every method at the suite
+//! while sampling every process's memory (issue 40 §4, docs/PERFORMANCE.md "Fuzz with
+//! memory"), see `fuzz::run`.
+//!
 //! Usage: `cargo build --release --workspace && target/release/snowpea-bench [--calls N] [--chunks N]`
 //! (or `… snowpea-bench --mcp 200`, `… snowpea-bench --fairness 100`,
 //! `… snowpea-bench --compare [--rounds 5] [--peer CMD]`)
@@ -32,6 +36,8 @@
 mod compare;
 #[path = "snowpea-bench/echo.rs"]
 mod echo;
+#[path = "snowpea-bench/fuzz/mod.rs"]
+mod fuzz;
 
 use std::path::Path;
 use std::process::Stdio;
@@ -100,6 +106,7 @@ with the scripted provider and prints cold start, round trips, streaming, RSS an
 recovery figures.
 
 Usage: snowpea-bench [--calls N] [--chunks N] [--memories N]
+       snowpea-bench fuzz [--seconds S] [--seed N] [--connections N] (see fuzz --help)
        snowpea-bench --mcp N
        snowpea-bench --fairness N
        snowpea-bench --host-tools N
@@ -131,8 +138,9 @@ Build first: cargo build --release --workspace (about 12 minutes on 2 cores).";
 
 #[tokio::main]
 async fn main() {
+    let fuzz_mode = std::env::args().nth(1).as_deref() == Some("fuzz");
     if std::env::args().skip(1).any(|a| a == "--help" || a == "-h") {
-        println!("{HELP}");
+        println!("{}", if fuzz_mode { fuzz::HELP } else { HELP });
         return;
     }
     if let Some(port) = arg_str("--echo-server") {
@@ -149,6 +157,21 @@ async fn main() {
     if std::env::var_os("SNOWPEA_BIN_DIR").is_none() {
         let exe = std::env::current_exe().unwrap();
         std::env::set_var("SNOWPEA_BIN_DIR", exe.parent().unwrap());
+    }
+    if fuzz_mode {
+        let code = fuzz::run(fuzz::Opts {
+            seconds: arg("--seconds", 600) as u64,
+            seed: arg("--seed", 1) as u64,
+            connections: arg("--connections", 4).max(1),
+            in_flight: arg("--in-flight", 32).max(1),
+            drain: Duration::from_secs(arg("--drain", 60) as u64),
+            settle: Duration::from_secs(arg("--settle", 10) as u64),
+            abort_mb: arg("--abort-mb", 4096) as u64,
+            only: args_all("--only"),
+            trigger: !std::env::args().any(|a| a == "--no-trigger"),
+        })
+        .await;
+        std::process::exit(code);
     }
     if std::env::args().any(|a| a == "--compare") {
         let json_arg = |name: &str| {

@@ -10,6 +10,7 @@ mod command_workflows;
 mod commands;
 mod crash;
 mod docs;
+mod fuzz_memory;
 mod grpcurl;
 mod handshake;
 mod host_tools;
