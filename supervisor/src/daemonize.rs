@@ -14,8 +14,13 @@ use snowpea_common::home::{DaemonJson, Home};
 /// How long `start` waits for the detached supervisor to be ready.
 pub const START_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Spawns the detached foreground supervisor.
-pub fn spawn_detached(home: &Home, port: Option<u16>) -> anyhow::Result<Child> {
+/// Spawns the detached foreground supervisor, with `env` set in its environment (e.g.
+/// `SNOWPEA_PROVIDER` with the script's path made absolute).
+pub fn spawn_detached(
+    home: &Home,
+    port: Option<u16>,
+    env: &[(&str, String)],
+) -> anyhow::Result<Child> {
     let exe = std::env::current_exe().context("locate the snowpea executable")?;
     let log_path = home.log_file("supervisor");
     let log = crate::spawn::open_log(&log_path)
@@ -26,7 +31,8 @@ pub fn spawn_detached(home: &Home, port: Option<u16>) -> anyhow::Result<Child> {
         .arg(home.root())
         .stdin(Stdio::null())
         .stdout(Stdio::from(log))
-        .stderr(Stdio::from(log_err));
+        .stderr(Stdio::from(log_err))
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())));
     if let Some(port) = port {
         cmd.args(["--port", &port.to_string()]);
     }

@@ -8,6 +8,8 @@
 //! * [`spawn`], [`ready`], [`bins`]: launching children and knowing when they are ready.
 //! * [`control`]: the control socket `run/supervisor.sock`.
 //! * [`daemonize`]: `start` without `--foreground`.
+//! * [`model_env`]: the model settings a suite was started with, against the caller's;
+//!   [`model_check`]: what start, run and chat say about them.
 
 pub mod bins;
 pub mod chat;
@@ -16,6 +18,8 @@ pub mod cmd;
 pub mod control;
 pub mod daemonize;
 pub mod gateway_cmd;
+pub mod model_check;
+pub mod model_env;
 pub mod policy;
 pub mod ready;
 pub mod run;

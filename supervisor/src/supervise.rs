@@ -109,6 +109,14 @@ pub async fn run(opts: Options) -> Result<i32, StartError> {
     let control_path = home.supervisor_socket();
     let _ = std::fs::remove_file(&control_path);
     let _ = std::fs::remove_file(home.daemon_json_path());
+    // The model settings this suite runs with (read by its services at their start), for a
+    // later `start`/`run`/`chat` of a caller with other ones (issue 39 item 1). Written
+    // before daemon.json, so whoever sees the suite ready finds it.
+    if let Err(e) =
+        crate::model_env::ModelEnv::capture(&|k| std::env::var(k).ok(), &token).write(&home)
+    {
+        tracing::warn!(error = %format!("{e:#}"), "run/model-env.json not written");
+    }
     let control_listener = crate::control::bind(&control_path)?;
 
     let listener = TcpListener::bind(("127.0.0.1", opts.port.unwrap_or(0)))

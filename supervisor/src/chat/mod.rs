@@ -110,14 +110,17 @@ pub async fn run(args: ChatArgs) -> i32 {
         eprintln!("snowpea chat: needs a terminal (use `snowpea run \"<prompt>\"` in scripts)");
         return exit::USAGE;
     }
-    match start_suite(&home, None).await {
-        Ok(Started::AlreadyRunning(_)) => {}
-        Ok(Started::Started(d)) => eprintln!("snowpea started on port {}", d.port),
+    let joined_running = match start_suite(&home, None).await {
+        Ok(Started::AlreadyRunning(_)) => true,
+        Ok(Started::Started(d)) => {
+            eprintln!("snowpea started on port {}", d.port);
+            false
+        }
         Err(e) => {
             eprintln!("snowpea chat: the daemon is unavailable: {e:#}");
             return exit::UNAVAILABLE;
         }
-    }
+    };
     let opts = match ConnectOptions::from_home(home.root()) {
         Ok(o) => o,
         Err(e) => {
@@ -152,6 +155,15 @@ pub async fn run(args: ChatArgs) -> i32 {
         theme,
         no_color,
     );
+    // The model, said at once (issue 39 item 1): none at all, or not this shell's.
+    let home_arg = args.home.as_deref();
+    if let Some(message) = crate::model_check::no_model(&client, &home, home_arg).await {
+        state.warn_at_start(message);
+    } else if joined_running {
+        if let Some(message) = crate::model_check::mismatch(&home, home_arg) {
+            state.warn_at_start(message);
+        }
+    }
     let outcome = match TerminalGuard::enter() {
         Ok(mut guard) => {
             event_loop(

@@ -28,7 +28,9 @@ pub mod exit {
 const EXIT_CODES: &str = "\
 Exit codes (supervisor commands):
   0  success
-  1  failure (also an unknown process name for restart and logs)
+  1  failure (also an unknown process name for restart and logs; a start that finds
+     the suite running with other model settings than this shell's, or a
+     SNOWPEA_PROVIDER=fake:<script> whose script cannot be used)
   2  usage error
   3  not running (status, restart)
   4  a process is failed: it crashed more than 5 times within 60 s (status)

@@ -1,5 +1,11 @@
 //! `snowpea supervisor start [--home DIR] [--port N] [--foreground]`, and
 //! [`ensure_started`], which `snowpea run` uses to start the suite on demand.
+//!
+//! The model settings are checked before anything runs with them (issue 39 item 1): a
+//! `SNOWPEA_PROVIDER=fake:<script>` whose script cannot be used refuses the start
+//! ([`provider_env`]), and a `start` that finds the suite running with other model settings
+//! than the caller's says so with the restart command and exits 1
+//! ([`crate::model_check::mismatch`]).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -58,9 +64,10 @@ pub async fn start_suite(home: &Home, port: Option<u16>) -> anyhow::Result<Start
         // Another start is in progress: wait for it rather than racing it.
         return wait_for_other(home).await.map(Started::AlreadyRunning);
     }
+    let env = provider_env()?;
     let log = home.log_file("supervisor");
     let log_len = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
-    let mut child = daemonize::spawn_detached(home, port)?;
+    let mut child = daemonize::spawn_detached(home, port, &env)?;
     match daemonize::wait_ready(home, &mut child, daemonize::START_TIMEOUT).await {
         Ok(Waited::Ready(d)) => Ok(Started::Started(d)),
         Ok(Waited::Other) => wait_for_other(home).await.map(Started::AlreadyRunning),
@@ -74,6 +81,22 @@ pub async fn start_suite(home: &Home, port: Option<u16>) -> anyhow::Result<Start
             )))
         }
     }
+}
+
+/// The caller's `SNOWPEA_PROVIDER`, checked ([`crate::model_env::check_fake_script`]) and
+/// with a `fake:` script's path made absolute, as the environment to start the supervisor
+/// with; an error naming the variable, the file and the fix when the script cannot be used.
+pub fn provider_env() -> anyhow::Result<Vec<(&'static str, String)>> {
+    use crate::model_env::{check_fake_script, PROVIDER_VAR};
+    let Some(spec) = std::env::var(PROVIDER_VAR)
+        .ok()
+        .filter(|s| !s.trim().is_empty())
+    else {
+        return Ok(Vec::new());
+    };
+    let cwd = std::env::current_dir().context("read the current directory")?;
+    let checked = check_fake_script(&spec, &cwd).map_err(anyhow::Error::msg)?;
+    Ok(vec![(PROVIDER_VAR, checked)])
 }
 
 /// `daemon.json` of a supervisor that answers on the control socket.
@@ -150,10 +173,19 @@ pub fn log_tee(home: &Home) -> Option<std::fs::File> {
 pub async fn start(args: StartArgs) -> anyhow::Result<i32> {
     let home = Home::resolve(args.home.as_deref())?;
     if args.foreground {
-        return foreground(home, args.port).await;
+        return foreground(home, args.port, args.home.as_deref()).await;
     }
     match start_suite(&home, args.port).await? {
-        Started::AlreadyRunning(d) => already_running(d.port, d.pid),
+        Started::AlreadyRunning(d) => {
+            if let Some(message) = crate::model_check::mismatch(&home, args.home.as_deref()) {
+                eprintln!(
+                    "snowpea is already running on port {} (pid {}), but {message}",
+                    d.port, d.pid
+                );
+                return Ok(exit::FAILURE);
+            }
+            already_running(d.port, d.pid)
+        }
         Started::Started(d) => println!(
             "snowpea started: ws://127.0.0.1:{}{} (home {}, pid {})",
             d.port,
@@ -165,11 +197,21 @@ pub async fn start(args: StartArgs) -> anyhow::Result<i32> {
     Ok(exit::OK)
 }
 
-async fn foreground(home: Home, port: Option<u16>) -> anyhow::Result<i32> {
+async fn foreground(
+    home: Home,
+    port: Option<u16>,
+    home_arg: Option<&std::path::Path>,
+) -> anyhow::Result<i32> {
     if let Some(st) = crate::control::status(&home).await {
-        already_running(u16::try_from(st.port).unwrap_or(0), st.pid as u32);
+        let (port, pid) = (u16::try_from(st.port).unwrap_or(0), st.pid as u32);
+        if let Some(message) = crate::model_check::mismatch(&home, home_arg) {
+            eprintln!("snowpea is already running on port {port} (pid {pid}), but {message}");
+            return Ok(exit::FAILURE);
+        }
+        already_running(port, pid);
         return Ok(exit::OK);
     }
+    provider_env()?;
     match supervise::run(supervise::Options::new(home.clone(), port)).await {
         Ok(code) => Ok(code),
         Err(StartError::AlreadyRunning(_)) => {

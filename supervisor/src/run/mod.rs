@@ -48,7 +48,7 @@ pub mod exit {
 const RUN_HELP: &str = "\
 Exit codes:
   0  the turn completed
-  1  the turn ended with an error
+  1  the turn ended with an error, or the suite has no usable model (said at once)
   2  usage error (bad arguments, missing working directory)
   3  the daemon could not be started or reached, or a service it needs is down
   4  denied: a tool call was refused by a person (or here, without a terminal), which
@@ -193,24 +193,6 @@ enum Stop {
 struct Run {
     client: Arc<Client>,
     renderer: Renderer<std::io::Stdout, std::io::Stderr>,
-    /// The suite was running before this run (it did not start it with this environment).
-    joined_running: bool,
-}
-
-/// The hint for a suite without a usable provider while this client has `SNOWPEA_PROVIDER`
-/// set: the daemon reads it when it starts, so a suite that was already running never saw
-/// it. `None` when the variable is unset or this run started the suite itself.
-pub fn provider_hint(joined_running: bool, client_provider: Option<String>) -> Option<String> {
-    let spec = client_provider.filter(|s| !s.trim().is_empty())?;
-    if !joined_running {
-        return None;
-    }
-    Some(format!(
-        "snowpea run: SNOWPEA_PROVIDER={spec} is set here, but the running suite has no usable \
-         model provider: it was started without it, and the daemon reads SNOWPEA_PROVIDER and API \
-         keys only when it starts. Restart it with the provider:\n  snowpea supervisor stop && \
-         SNOWPEA_PROVIDER={spec} snowpea supervisor start"
-    ))
 }
 
 impl Run {
@@ -260,8 +242,21 @@ impl Run {
             renderer: Renderer::new(args.json, std::io::stdout(), std::io::stderr(), break_lines)
                 .with_verbose(args.verbose)
                 .with_spinner(std::io::stderr().is_terminal()),
-            joined_running,
         };
+        // The model, before the session and the prompt (issue 39 item 1): none at all ends
+        // the run at once with the fix; other settings than this shell's are a note.
+        if let Some(message) =
+            crate::model_check::no_model(&run.client, home, args.home.as_deref()).await
+        {
+            run.renderer.diag(&format!("snowpea run: {message}"));
+            run.client.close().await;
+            return exit::ERROR;
+        }
+        if joined_running {
+            if let Some(message) = crate::model_check::mismatch(home, args.home.as_deref()) {
+                run.renderer.diag(&format!("snowpea run: note: {message}"));
+            }
+        }
         let code = run.turn(args, workdir).await;
         match code {
             // A second Ctrl-C: leave without the close handshake.
@@ -334,9 +329,6 @@ impl Run {
                         if event.kind == "error" && event.payload["code"] == "approval_denied" {
                             refused = true;
                         }
-                        if event.kind == "error" && event.payload["code"] != "approval_denied" {
-                            self.provider_hint(&event.payload);
-                        }
                         if event.kind == "turn.done" && event.turn_id() == Some(turn_id) {
                             let reason = event.payload.get("reason").and_then(|r| r.as_str());
                             return Outcome::Done(match stopping {
@@ -399,21 +391,6 @@ impl Run {
                 Err(e) => eprintln!("snowpea run: session.interrupt failed: {e}"),
             }
         });
-    }
-
-    /// After an `error` event of the turn saying there is no usable model provider: when this
-    /// client has `SNOWPEA_PROVIDER` set but the suite was already running (so it was started
-    /// without it), say so and how to restart it with it (issue 25 item 3).
-    fn provider_hint(&mut self, payload: &serde_json::Value) {
-        let message = payload["message"].as_str().unwrap_or_default();
-        if !message.contains("no usable model provider") {
-            return;
-        }
-        if let Some(hint) =
-            provider_hint(self.joined_running, std::env::var("SNOWPEA_PROVIDER").ok())
-        {
-            self.renderer.diag(&hint);
-        }
     }
 
     /// Reports a failed call and picks its exit code.
@@ -492,21 +469,6 @@ mod tests {
         std::fs::write(&file, "x").unwrap();
         let err = prepare(&args(Some(file.to_str().unwrap()), "hi")).unwrap_err();
         assert!(err.0.contains("not a directory"), "{}", err.0);
-    }
-
-    #[test]
-    fn the_provider_hint_is_for_a_suite_started_without_the_clients_provider() {
-        let hint = super::provider_hint(true, Some("fake:/x/demo.json".into())).unwrap();
-        assert!(
-            hint.contains("running suite has no usable model provider"),
-            "{hint}"
-        );
-        assert!(
-            hint.contains("snowpea supervisor stop && SNOWPEA_PROVIDER=fake:/x/demo.json snowpea supervisor start"),
-            "{hint}"
-        );
-        assert_eq!(super::provider_hint(false, Some("fake:/x".into())), None);
-        assert_eq!(super::provider_hint(true, None), None);
     }
 
     #[test]

@@ -78,6 +78,10 @@ impl RunSuite {
     /// the project folder as the current directory.
     fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_snowpea"));
+        // Only the model settings a test gives: none of the runner's API keys.
+        for var in snowpea::model_env::MODEL_VARS {
+            c.env_remove(var);
+        }
         c.args(args)
             .arg("--home")
             .arg(self.home.root())
@@ -107,6 +111,11 @@ impl RunSuite {
         let mut all = vec!["run"];
         all.extend_from_slice(args);
         output(self.cmd(&all).spawn().unwrap(), RUN_TIMEOUT)
+    }
+
+    /// `c` to completion.
+    fn output(&self, mut c: Command) -> Output {
+        output(c.spawn().unwrap(), RUN_TIMEOUT)
     }
 
     fn file(&self, name: &str) -> PathBuf {
@@ -275,31 +284,187 @@ fn without_yes_and_without_a_terminal_the_shell_call_is_denied() {
     assert!(!err.contains("denied automatically"), "{}", text(&out));
 }
 
+/// `snowpea <args>` to completion with `env` set and `SNOWPEA_PROVIDER` removed unless
+/// `env` sets it.
+fn with_env(s: &RunSuite, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = s.cmd(args);
+    c.env_remove("SNOWPEA_PROVIDER");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    output(c.spawn().unwrap(), RUN_TIMEOUT)
+}
+
 #[test]
 fn a_provider_set_only_on_the_client_names_the_restart() {
     let s = RunSuite::new();
     // The suite starts without a provider ...
-    let mut start = s.cmd(&["supervisor", "start"]);
-    start.env_remove("SNOWPEA_PROVIDER");
-    start.env_remove("ANTHROPIC_API_KEY");
-    start.env_remove("OPENAI_API_KEY");
-    let out = output(start.spawn().unwrap(), RUN_TIMEOUT);
+    let out = with_env(&s, &["supervisor", "start"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    // ... and `run` has SNOWPEA_PROVIDER set (RunSuite::cmd sets it).
+    // ... and `run` has SNOWPEA_PROVIDER set (RunSuite::cmd sets it): it says at once that
+    // the suite has no model, with the restart that gives it this shell's (issue 39 item 1).
     let out = s.run(&["hello"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let err = stderr(&out);
-    assert!(err.contains("no usable model provider"), "{}", text(&out));
+    assert!(err.contains("the suite has no model"), "{}", text(&out));
+    let home = s.home.root().display().to_string();
     assert!(
-        err.contains("the running suite has no usable model provider"),
+        err.contains(&format!(
+            "snowpea supervisor stop --home {home} && SNOWPEA_PROVIDER=fake:"
+        )),
+        "{}",
+        text(&out)
+    );
+    assert!(!err.contains("provider.configure"), "{}", text(&out));
+}
+
+#[test]
+fn run_that_starts_a_suite_without_a_model_says_so_at_once_with_the_fix() {
+    let s = RunSuite::new();
+    let out = with_env(&s, &["run", "hello"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = stderr(&out);
+    assert!(err.contains("snowpea started"), "{}", text(&out));
+    assert!(
+        err.contains(
+            "the suite has no model: it was started without an API key or SNOWPEA_PROVIDER"
+        ),
         "{}",
         text(&out)
     );
     assert!(
-        err.contains("snowpea supervisor stop && SNOWPEA_PROVIDER=fake:"),
+        err.contains("ANTHROPIC_API_KEY=… snowpea supervisor start"),
         "{}",
         text(&out)
     );
+    assert!(
+        err.contains("SNOWPEA_PROVIDER=fake:$PWD/examples/demo.json"),
+        "{}",
+        text(&out)
+    );
+    // Said before any turn: no session was opened for the prompt.
+    assert!(!err.contains("session.create failed"), "{}", text(&out));
+}
+
+#[test]
+fn start_on_a_live_suite_with_other_model_settings_names_the_restart_and_exits_1() {
+    let s = RunSuite::new();
+    let out = with_env(&s, &["supervisor", "start"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let home = s.home.root().display().to_string();
+
+    // The README's own line, on a suite started without it.
+    let out = s.output(s.cmd(&["supervisor", "start"]));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("snowpea is already running on port"),
+        "{}",
+        text(&out)
+    );
+    let script = std::fs::canonicalize(&s.script).unwrap();
+    assert!(
+        err.contains(&format!(
+            "SNOWPEA_PROVIDER=fake:{} here; the suite runs without it",
+            script.display()
+        )),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        err.contains(&format!(
+            "snowpea supervisor stop --home {home} && SNOWPEA_PROVIDER=fake:{} snowpea supervisor start --home {home}",
+            script.display()
+        )),
+        "{}",
+        text(&out)
+    );
+
+    // An API key the suite did not start with gets the same answer, without the key.
+    let out = with_env(
+        &s,
+        &["supervisor", "start"],
+        &[("ANTHROPIC_API_KEY", "sk-test-secret")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("ANTHROPIC_API_KEY is set here; the suite runs without it"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        err.contains("ANTHROPIC_API_KEY=… snowpea supervisor start"),
+        "{}",
+        text(&out)
+    );
+    assert!(!err.contains("sk-test-secret"), "{}", text(&out));
+
+    // A shell without model settings keeps the suite as it runs.
+    let out = with_env(&s, &["supervisor", "start"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+#[test]
+fn run_with_a_key_the_running_suite_lacks_names_the_restart() {
+    let s = RunSuite::new();
+    let out = s.output(s.cmd(&["supervisor", "start"]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let mut run = s.cmd(&["run", "hello"]);
+    run.env("OPENAI_API_KEY", "sk-other");
+    let out = s.output(run);
+    // The suite's own model answers; the note says the key is not used and how to use it.
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(stdout(&out), "Hi there\n", "{}", text(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("OPENAI_API_KEY is set here; the suite runs without it"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        err.contains("OPENAI_API_KEY=… SNOWPEA_PROVIDER=fake:"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn a_fake_script_that_cannot_be_used_is_refused_at_start() {
+    let s = RunSuite::new();
+    let out = with_env(
+        &s,
+        &["supervisor", "start"],
+        &[("SNOWPEA_PROVIDER", "fake:/missing/file.json")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("cannot read /missing/file.json"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        err.contains("fake:$PWD/examples/demo.json"),
+        "{}",
+        text(&out)
+    );
+    assert!(!stdout(&out).contains("snowpea started"), "{}", text(&out));
+    assert!(!s.home.daemon_json_path().exists(), "the suite was started");
+
+    std::fs::write(s.project.join("typo.json"), r#"{"stepz": []}"#).unwrap();
+    let out = with_env(
+        &s,
+        &["supervisor", "start"],
+        &[("SNOWPEA_PROVIDER", "fake:typo.json")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        stderr(&out).contains("`stepz` is not a field of a script"),
+        "{}",
+        text(&out)
+    );
+    assert!(!s.home.daemon_json_path().exists(), "the suite was started");
 }
 
 #[test]

@@ -470,6 +470,9 @@ pub struct State {
     pub no_color: bool,
     /// The client is leaving.
     pub quitting: bool,
+    /// Warnings shown at the top of every transcript (kept when a session is opened): the
+    /// suite has no model, or other model settings than this shell's (issue 39 item 1).
+    pub startup_notices: Vec<String>,
 }
 
 /// Client commands (run by this client, not the daemon).
@@ -565,6 +568,7 @@ impl State {
             theme,
             no_color,
             quitting: false,
+            startup_notices: Vec::new(),
         }
     }
 
@@ -639,6 +643,14 @@ impl State {
         self.next_rev
     }
 
+    /// A warning shown now and again at the top of every session opened later
+    /// ([`State::startup_notices`]).
+    pub fn warn_at_start(&mut self, text: impl Into<String>) {
+        let text = text.into();
+        self.startup_notices.push(text.clone());
+        self.notice(text, Level::Warn);
+    }
+
     /// Adds a notice line to the transcript.
     pub fn notice(&mut self, text: impl Into<String>, level: Level) {
         self.push(Block::Notice {
@@ -663,6 +675,9 @@ impl State {
         self.tokens = (0, 0);
         self.context_percent = None;
         self.scroll = 0;
+        for text in self.startup_notices.clone() {
+            self.notice(text, Level::Warn);
+        }
     }
 
     /// Starts opening `session_id`: attach, then its history.
