@@ -635,7 +635,10 @@ impl Turns {
                 }
             }
             // Notices and steered prompts join before every model call (issue 16).
-            self.fold_waiting(session, t, messages);
+            if self.fold_waiting(session, t, messages) {
+                // A person's new words: repeats after them are not the model's loop.
+                loops.restart_streak();
+            }
             let mut specs = base_specs.clone();
             specs.extend(host.loaded_specs(&acc.host_tools));
             let request = ModelRequest {

@@ -14,7 +14,8 @@
 //!   occurs there), and the model gets a `[system]` nudge to change its approach;
 //! * [`STALL_AFTER`] (4) stale rounds in a row: the turn ends `stalled` (the model had two
 //!   more rounds after the nudge);
-//! * a round with progress ends the streak: a later streak gets its own `loop.suspected`.
+//! * a round with progress ends the streak: a later streak gets its own `loop.suspected`;
+//!   so does a prompt steered into the turn (the person said something new).
 //!
 //! A model calling `list_dir{path:"."}` every round therefore sees its third identical call
 //! answered with a nudge and its turn ends after the fifth, instead of running to the
@@ -96,6 +97,12 @@ impl LoopGuard {
             return Verdict::Suspected { tool, count };
         }
         Verdict::Continue
+    }
+
+    /// Ends the current stale streak without progress (a prompt was steered in).
+    pub fn restart_streak(&mut self) {
+        self.stale = 0;
+        self.suspected = false;
     }
 
     /// The call occurring most often in the window (the latest of equals) and its count.
@@ -205,6 +212,18 @@ mod tests {
         // A new streak is suspected again.
         assert_eq!(round(&mut g, &changed), Verdict::Continue);
         assert!(matches!(round(&mut g, &changed), Verdict::Suspected { .. }));
+    }
+
+    #[test]
+    fn a_steered_prompt_restarts_the_streak() {
+        let mut g = LoopGuard::default();
+        let call = || [("shell", json!({"command": "make"}), "failed")];
+        for _ in 0..3 {
+            round(&mut g, &call());
+        }
+        g.restart_streak();
+        assert_eq!(round(&mut g, &call()), Verdict::Continue);
+        assert!(matches!(round(&mut g, &call()), Verdict::Suspected { .. }));
     }
 
     #[test]
