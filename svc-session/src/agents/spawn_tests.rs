@@ -81,3 +81,57 @@ async fn an_empty_name_runs_a_general_child_announced_queued_then_running_then_d
     assert_eq!(row.parent_session_id.as_deref(), Some(parent.as_str()));
     assert_eq!(row.agent, None);
 }
+
+/// A child whose turn ends `stalled` (issue 32 item 2) reports `subagent.done{ok: false,
+/// status: "error", reason: "error"}` (stalled is not among the reasons `subagent.done`
+/// documents), its cause in `result`.
+#[tokio::test]
+async fn a_stalled_child_ends_error_with_the_cause_in_its_result() {
+    let list = json!([{"name": "list_dir", "arguments": {"path": "."}}]);
+    let h = Harness::new(json!({
+        "steps": [
+            {"match": "circle around", "tool_calls": list, "repeat": true},
+            {"after_tool": "list_dir", "tool_calls": list, "repeat": true},
+            {"match": "loop suspected", "tool_calls": list, "repeat": true}
+        ],
+        "default": {"text": "ok"}
+    }))
+    .await;
+    let parent = h.create("accept").await;
+    let r = h
+        .app
+        .agents
+        .spawn(pb::AgentSpawnParams {
+            session_id: Some(parent.clone()),
+            name: String::new(),
+            task: "circle around the directory".into(),
+            model: None,
+        })
+        .await
+        .unwrap();
+    let done = snowpea_testkit::eventually(snowpea_testkit::WAIT, "subagent.done", || async {
+        h.app.flush().await.unwrap();
+        h.app
+            .events
+            .after(&parent, 0)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|e| e.kind == "subagent.done" && e.payload["agentId"] == r.agent_id.as_str())
+            .map(|e| e.payload)
+    })
+    .await;
+    assert_eq!(
+        (
+            done["ok"].as_bool(),
+            done["status"].as_str(),
+            done["reason"].as_str()
+        ),
+        (Some(false), Some("error"), Some("error")),
+        "{done}"
+    );
+    assert!(
+        done["result"].as_str().unwrap().contains("stalled"),
+        "{done}"
+    );
+}
