@@ -699,6 +699,8 @@ impl Turns {
                     );
                     return TurnEnd::EmptyResponse;
                 }
+                // An answer with content ends the empty streak (a Stop hook may continue).
+                nudged_empty = false;
                 if let Some(reason) = self.stop_hooks(session, t, acc, &text).await {
                     // A Stop hook asks for more: its instruction is the model's next input.
                     messages.push(super::busy::notice_message(&[reason]));
