@@ -87,6 +87,11 @@ impl ErrorCodeSpec {
     }
 }
 
+/// How the description of a capability the daemon never advertises starts (issue 32 item 8:
+/// docs/protocol.md lists it with the reason; a suite test compares `system.hello` with the
+/// rest).
+pub const NOT_ADVERTISED: &str = "Not advertised:";
+
 /// The proto comments by (file, descriptor path): cleaned ([`clean`]) and as written.
 #[derive(Debug, Default)]
 struct Comments {
@@ -125,6 +130,8 @@ pub struct Schema {
     pub error_codes: Vec<ErrorCodeSpec>,
     /// Capability names declared by `snowpea.system.v1.Capability` (empty if absent).
     pub capabilities: Vec<String>,
+    /// Each capability's enum value (file, descriptor path), where its comment is.
+    capability_at: Vec<(String, Vec<i32>)>,
     /// The proto comments, loaded from [`crate::documented_pool`] the first time a
     /// description is asked for (only the documentation generators do), so a running
     /// process never holds them. The raw ones keep the machine notes (`spec type:`,
@@ -314,6 +321,7 @@ impl Schema {
             event_kinds: BTreeMap::new(),
             error_codes: Vec::new(),
             capabilities: Vec::new(),
+            capability_at: Vec::new(),
             comments: OnceLock::new(),
         };
 
@@ -371,9 +379,30 @@ impl Schema {
             }
         }
         if let Some(caps) = pool.get_enum_by_name("snowpea.system.v1.Capability") {
-            schema.capabilities = caps.values().filter_map(|v| enum_wire(&v, &wire)).collect();
+            for value in caps.values() {
+                if let Some(w) = enum_wire(&value, &wire) {
+                    schema.capabilities.push(w);
+                    schema
+                        .capability_at
+                        .push((value.parent_file().name().to_owned(), value.path().to_vec()));
+                }
+            }
         }
         schema
+    }
+
+    /// What capability `name` means in this daemon (the leading comment of its
+    /// `snowpea.system.v1.Capability` value, read from [`crate::documented_pool`] on first
+    /// use); one never advertised starts with [`NOT_ADVERTISED`]. "" for an unknown name.
+    pub fn capability_description(&self, name: &str) -> String {
+        self.capabilities
+            .iter()
+            .position(|c| c == name)
+            .map(|i| {
+                let (file, path) = &self.capability_at[i];
+                self.comment_of(file, path)
+            })
+            .unwrap_or_default()
     }
 
     /// Leading comment at a descriptor path of a file ("" when none).

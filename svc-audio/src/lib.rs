@@ -29,7 +29,10 @@ use detect::Detection;
 use engines::Paths;
 use error::{Error, Result};
 
-/// system.hello capabilities this service declares.
+/// system.hello capabilities this service declares, from start, whatever is installed:
+/// every `audio.*` method answers without a speech engine too (`audio.capabilities` says
+/// what works here and why the rest is off), so the capability never disappears (issue 32
+/// item 8).
 pub const CAPABILITIES: &[&str] = &["audio"];
 
 /// What detection was computed from: the settings file version and the install count.
@@ -85,18 +88,13 @@ impl App {
         let settings = AudioSettings::load(&self.home);
         let det = Arc::new(detect::detect(&self.paths).await);
         tracing::debug!(?det, "detection ran");
-        // system.hello announces `audio` only while some engine really works here.
-        let caps = detect::capabilities(&det, &settings);
-        let works = !caps.tts_providers.is_empty() || !caps.stt_providers.is_empty();
-        self.hub
-            .set_capabilities(if works { CAPABILITIES } else { &[] });
         *cache = Some((stamp, settings.clone(), det.clone()));
         (settings, det)
     }
 
     /// Applies a change of the `audio` settings the settings owner announces
     /// (`ServiceBus.SettingsChanged`) without a restart: the cached settings and detection
-    /// are dropped and read again at once (which also re-announces the `audio` capability).
+    /// are dropped and read again at once.
     pub fn follow_settings(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
         use tokio::sync::broadcast::error::RecvError;
         let mut changes = self.hub.settings_changes();

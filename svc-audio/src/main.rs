@@ -27,11 +27,11 @@ fn main() -> ExitCode {
 
 async fn run(args: ServiceArgs) -> anyhow::Result<()> {
     let hub = BusHub::new();
+    hub.set_capabilities(snowpea_svc_audio::CAPABILITIES);
     let app = App::new(args.home.clone(), hub.clone());
     app.follow_settings();
     snowpea_svc_audio::child::reap_and_mark(args.home.root());
-    // Detection decides the `audio` capability (declared only when an engine works);
-    // it runs in the background so the socket serves at once.
+    // Detection runs in the background so the socket serves at once.
     {
         let app = app.clone();
         tokio::spawn(async move {

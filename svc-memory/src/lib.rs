@@ -26,8 +26,8 @@ pub mod site;
 pub mod store;
 
 /// Capabilities this service really implements (`system.hello`): site memory, and its
-/// recipes with `site.markPart` (1.15.0).
-pub const CAPABILITIES: &[&str] = &["siteMemory", "siteRecipes"];
+/// recipes with `site.markPart` (1.15.0), and actions inside frames (`frames`).
+pub const CAPABILITIES: &[&str] = &["siteMemory", "siteRecipes", "siteFrameActions"];
 
 /// The service state shared by its gRPC services.
 #[derive(Debug)]

@@ -67,6 +67,12 @@ pub const CAPABILITIES: &[&str] = &[
     "lsp",
     "sessionAttachments",
     "sessionContinue",
+    // llama.cpp's timings in the usage event (issue 32 item 8; `provider/openai.rs`).
+    "llmTimings",
+    // approval.ask's scope rules (issue 32 item 8; `approval/ask.rs`).
+    "onceOnlyScope",
+    "pageActionAlways",
+    "tabReadAlways",
 ];
 
 #[cfg(test)]

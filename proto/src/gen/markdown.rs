@@ -29,7 +29,9 @@ entity also answered -32601.";
 /// Text above the capability list: the list is the protocol's, the daemon advertises a subset.
 const CAPABILITIES_INTRO: &str = "Server capabilities the protocol defines. The system.hello \
 result advertises only the subset the running daemon implements (the services of its suite \
-report theirs); a client feature-detects by that list, not by this one.";
+report theirs); a client feature-detects by that list, not by this one. Each entry says what \
+the capability means in this daemon; one marked \"Not advertised:\" is never in that list, \
+and says why.";
 /// Text under "Method index": what the status column means.
 const METHOD_STATUS_INTRO: &str = "The status column says whether this build implements the \
 method (`snowpea_proto::implemented::IMPLEMENTED`, the same declaration the gateway answers \
@@ -100,7 +102,11 @@ fn handshake(out: &mut String, schema: &Schema) {
     let _ = writeln!(out, "```json\n{}\n```\n", super::hello_example());
     let _ = writeln!(out, "{CAPABILITIES_INTRO}\n");
     for cap in &schema.capabilities {
-        let _ = writeln!(out, "- {cap}");
+        let _ = writeln!(
+            out,
+            "- {cap}: {}",
+            one_line(&schema.capability_description(cap))
+        );
     }
     out.push('\n');
 }

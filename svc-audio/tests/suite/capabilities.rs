@@ -89,3 +89,22 @@ async fn detection_is_fast_and_cached() {
         start.elapsed()
     );
 }
+
+/// Regression (issue 32 item 8): with no speech engine installed the service stopped
+/// declaring `audio` once detection ran, so `system.hello` lost it although every
+/// `audio.*` method still answers. It is declared whatever is installed.
+#[tokio::test]
+async fn audio_is_declared_without_any_speech_engine() {
+    let empty = tempfile::tempdir().unwrap();
+    let path = empty.path().to_str().unwrap().to_owned();
+    let svc = Svc::start_with(json!({}), &[("PATH", path.as_str())]).await;
+    // Detection has run (and found nothing) once audio.capabilities answered.
+    let c = call(svc.audio().capabilities(())).await.unwrap();
+    assert!(
+        c.tts_providers.is_empty() && c.stt_providers.is_empty(),
+        "{c:?}"
+    );
+    let mut bus = snowpea_proto::rpc::v1::service_bus_client::ServiceBusClient::new(svc.channel());
+    let caps = call(bus.capabilities(())).await.unwrap().capabilities;
+    assert_eq!(caps, ["audio"]);
+}

@@ -89,6 +89,31 @@ fn put_creates_then_upserts_by_origin_and_page_type() {
     );
 }
 
+/// The `siteFrameActions` capability (issue 32 item 8): an action's `frames` (the iframes on
+/// the way to it, outermost first) are kept by `site.put` and returned by `site.get`.
+#[test]
+fn frames_of_an_action_are_kept_and_returned() {
+    let (_t, s) = store();
+    let mut e = good("checkout", "/checkout");
+    e.actions[0].frames = vec![
+        site_action::Frame {
+            origin: "https://pay.example".into(),
+            path: "/widget".into(),
+            selector: "iframe#pay".into(),
+        },
+        site_action::Frame {
+            origin: "https://pay.example".into(),
+            path: "/card".into(),
+            selector: "iframe[name=card]".into(),
+        },
+    ];
+    let frames = e.actions[0].frames.clone();
+    put(&s, "p1", "https://shop.example", e).unwrap();
+    let got = get(&s, "p1", "https://shop.example", Some("checkout"), None).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].actions[0].frames, frames);
+}
+
 #[test]
 fn every_put_refusal_names_its_field() {
     let (_t, s) = store();

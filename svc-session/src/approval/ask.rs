@@ -15,8 +15,10 @@
 //! * Scopes answered: `site` (stored for the tool and origin, in the global settings with
 //!   the host's `hostToolsFrom`), `project` only for project-safe actions (`repl.files`, a
 //!   local-dev-server navigation), `always` for a page action only for `repl.tabs`,
-//!   `repl.clipboard`, `repl.read` and `repl.attach`; others are kept to `once`. With
-//!   `args.onceOnly` the scope the person picked is returned and never stored.
+//!   `repl.clipboard`, `repl.read` and `repl.attach`; others are kept to `once`
+//!   (capabilities `pageActionAlways`, `tabReadAlways`). With `args.onceOnly` no stored rule
+//!   answers (a person is asked every time) and the scope the person picked is returned and
+//!   never stored (capability `onceOnlyScope`).
 //! * While `session.setAgent{guardTurn}` guards the session (or one it was delegated from,
 //!   [`crate::agents::Agents::is_guarded`]) the ask has `forceAsk` semantics (the mode
 //!   may only deny; no stored rule allows), the request says `guard: "agent-switch"`, and
@@ -178,7 +180,10 @@ impl Approvals {
             Verdict::Allow if !force_ask => return Ok(answer(true, Scope::Once, "mode")),
             _ => Verdict::Ask,
         };
+        // `args.onceOnly` asks a person every time: no stored rule answers for one
+        // (capability `onceOnlyScope`; upstream skips the allowlist for it too).
         if !e.payment
+            && !e.once_only
             && !guarded
             && self
                 .stored_rule_allows(&session, verdict, &p.tool, &e, &plan)

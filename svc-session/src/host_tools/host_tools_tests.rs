@@ -655,6 +655,102 @@ async fn deferred_tools_are_offered_once_tool_search_loads_them() {
     assert_eq!(result_of(&seen.events)["ok"], true);
 }
 
+/// Asks `p` through `approval.ask` from `c1`, answers the person's request with `answer`
+/// and returns the result.
+async fn ask_answered(
+    h: &mut Harness,
+    p: pb::ApprovalAskParams,
+    answer: Value,
+) -> pb::ApprovalAskResult {
+    let app = h.app.clone();
+    let asked =
+        tokio::spawn(async move { app.approvals.ask(&Harness::ctx("c1", Some("cli")), p).await });
+    let seen = read_until(h, |s| {
+        s.requests.iter().any(|r| r.method == "approval.request")
+    })
+    .await;
+    let req = seen
+        .requests
+        .iter()
+        .find(|r| r.method == "approval.request")
+        .unwrap()
+        .clone();
+    h.reply(&req.request_id, answer).await;
+    snowpea_testkit::within(crate::testkit::WAIT, "approval.ask", asked)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+/// The capabilities `pageActionAlways`, `tabReadAlways` and `onceOnlyScope` (issue 32 item
+/// 8): `always` on a page action only for repl.tabs / repl.clipboard / repl.read /
+/// repl.attach; `args.onceOnly` asks every time — no stored rule answers it (this failed
+/// before: a site rule allowed it) — returns the picked scope and stores nothing.
+#[tokio::test]
+async fn page_action_scopes_and_once_only_asks() {
+    let (mut h, sid) = harness().await;
+    h.app.sessions.set_mode(&sid, "accept").await.unwrap();
+    let ask = |tool: &str, args: Value| pb::ApprovalAskParams {
+        session_id: sid.clone(),
+        tool: tool.into(),
+        permission: "send".into(),
+        reason: "Do it".into(),
+        args: Some(snowpea_proto::wkt::to_struct(&args)),
+        site: Some("https://shop.example".into()),
+        ..Default::default()
+    };
+    let always = json!({"decision": "allow", "scope": "always"});
+    for (tool, kept) in [
+        ("repl.click", "once"),
+        ("repl.tabs", "always"),
+        ("repl.clipboard", "always"),
+        ("repl.read", "always"),
+        ("repl.attach", "always"),
+    ] {
+        let r = ask_answered(&mut h, ask(tool, json!({})), always.clone()).await;
+        assert_eq!(
+            (r.decision.as_str(), r.scope.as_str()),
+            ("allow", kept),
+            "{tool}"
+        );
+    }
+    // A site rule for repl.fill on the origin…
+    let r = ask_answered(
+        &mut h,
+        ask("repl.fill", json!({})),
+        json!({"decision": "allow", "scope": "site"}),
+    )
+    .await;
+    assert_eq!(r.scope, "site");
+    let ctx = Harness::ctx("c1", Some("cli"));
+    let stored = |h: &Harness| {
+        let app = h.app.clone();
+        let ctx = ctx.clone();
+        async move {
+            app.allowlist
+                .list(&ctx, pb::PermissionAllowlistListParams::default())
+                .await
+                .unwrap()
+                .patterns
+                .len()
+        }
+    };
+    let before = stored(&h).await;
+    // …does not answer a onceOnly ask: a person is asked, the picked scope comes back, and
+    // nothing more is stored.
+    let r = ask_answered(
+        &mut h,
+        ask("repl.fill", json!({"onceOnly": true})),
+        json!({"decision": "allow", "scope": "session"}),
+    )
+    .await;
+    assert_eq!(
+        (r.decision.as_str(), r.scope.as_str(), r.by.as_str()),
+        ("allow", "session", "user")
+    );
+    assert_eq!(stored(&h).await, before);
+}
+
 #[tokio::test]
 async fn approval_ask_site_rules_and_the_local_dev_server_rule() {
     let (mut h, sid) = harness().await;

@@ -157,6 +157,7 @@ impl Sampler {
             input_tokens: 0,
             output_tokens: (text.len() as u64).div_ceil(4),
             cached_tokens: 0,
+            timings: None,
         });
         self.events.event(
             &session.id,
@@ -168,6 +169,12 @@ impl Sampler {
                     .then_some(usage.cached_tokens as i64),
                 model: Some(model.clone()),
                 provider: Some(vendor.clone()),
+                timings: usage
+                    .timings
+                    .clone()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .collect(),
                 ..Default::default()
             },
             &[],

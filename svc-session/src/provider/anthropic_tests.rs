@@ -69,7 +69,8 @@ async fn streams_text_usage_and_done() {
             Ok(StreamEvent::Usage(Usage {
                 input_tokens: 25,
                 output_tokens: 19,
-                cached_tokens: 0
+                cached_tokens: 0,
+                timings: None,
             })),
             Ok(StreamEvent::Done {
                 stop_reason: "end_turn".into()
@@ -136,7 +137,8 @@ async fn tool_use_split_across_deltas_with_thinking_and_cache_usage() {
         Ok(StreamEvent::Usage(Usage {
             input_tokens: 472 + 1024,
             output_tokens: 89,
-            cached_tokens: 1024
+            cached_tokens: 1024,
+            timings: None,
         }))
     );
     assert_eq!(

@@ -149,6 +149,11 @@ pub struct ScriptStep {
     /// Append the `# ` headings of the system prompt (module doc).
     #[serde(default, rename = "echoSystem", alias = "echo_system")]
     pub echo_system: bool,
+    /// llama.cpp timings reported with the call's usage, as a llama.cpp server sends them
+    /// (`usage.timings`, capability `llmTimings`); only [`crate::provider::TIMINGS_KEYS`]
+    /// are kept.
+    #[serde(default)]
+    pub timings: Option<std::collections::BTreeMap<String, f64>>,
 }
 
 /// A whole script.
@@ -513,6 +518,10 @@ impl Provider for FakeProvider {
                 input_tokens: estimate_tokens(input_chars),
                 output_tokens: estimate_tokens(output_chars),
                 cached_tokens: 0,
+                timings: step.timings.clone().map(|mut t| {
+                    t.retain(|k, _| crate::provider::TIMINGS_KEYS.contains(&k.as_str()));
+                    t
+                }),
             }));
             let stop_reason = step
                 .stop_reason

@@ -381,6 +381,7 @@ impl ChunkState {
                 input_tokens: n("promptTokenCount"),
                 output_tokens: n("candidatesTokenCount") + n("thoughtsTokenCount"),
                 cached_tokens: n("cachedContentTokenCount"),
+                timings: None,
             });
         }
         let mut out = Vec::new();
@@ -469,6 +470,7 @@ impl ChunkState {
             input_tokens: estimate_tokens(self.input_chars),
             output_tokens: estimate_tokens(self.output_chars),
             cached_tokens: 0,
+            timings: None,
         });
         let stop_reason = if reason == "stop" && self.calls > 0 {
             "tool_calls".to_string()

@@ -71,7 +71,8 @@ async fn streams_text_usage_and_done_with_the_key_header() {
         Ok(StreamEvent::Usage(Usage {
             input_tokens: 9,
             output_tokens: 13 + 19,
-            cached_tokens: 0
+            cached_tokens: 0,
+            timings: None,
         }))
     );
     assert_eq!(
@@ -151,7 +152,8 @@ async fn function_calls_reasoning_and_the_next_request_carry_results_and_signatu
         Ok(StreamEvent::Usage(Usage {
             input_tokens: 412,
             output_tokens: 41 + 28,
-            cached_tokens: 256
+            cached_tokens: 256,
+            timings: None,
         }))
     );
     assert_eq!(

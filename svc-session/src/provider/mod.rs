@@ -251,7 +251,21 @@ pub struct Usage {
     pub output_tokens: u64,
     /// Input tokens served from the vendor's prompt cache, when reported.
     pub cached_tokens: u64,
+    /// llama.cpp's own timings, when an OpenAI-compatible server sends them (the `usage`
+    /// event's `timings`, 1.25.0; capability `llmTimings`): [`TIMINGS_KEYS`] only,
+    /// milliseconds for `*_ms`, token counts for `*_n`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<std::collections::BTreeMap<String, f64>>,
 }
+
+/// The llama.cpp timings the `usage` event carries (spec `usage.timings`).
+pub const TIMINGS_KEYS: &[&str] = &[
+    "prompt_n",
+    "prompt_ms",
+    "cache_n",
+    "predicted_n",
+    "predicted_ms",
+];
 
 /// What a provider streams back for one call.
 #[derive(Debug, Clone, PartialEq)]

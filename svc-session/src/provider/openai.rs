@@ -29,6 +29,8 @@
 //! * `delta.content` → text, `delta.reasoning_content` (DeepSeek, vLLM, llama.cpp) or
 //!   `delta.reasoning` (OpenRouter, Ollama) → reasoning;
 //! * the first chunk's `model` → [`StreamEvent::Model`] (`provider.test`'s `modelEcho`);
+//! * llama.cpp's `timings` (its final chunk) ride along in the usage as they are sent
+//!   (the spec's five keys only; `usage.timings`, capability `llmTimings`);
 //! * usage comes from the final usage chunk (`prompt_tokens`, `completion_tokens`,
 //!   `prompt_tokens_details.cached_tokens`); a server that reports none gets an estimate
 //!   (≈ 4 characters per token) so every call still yields one `Usage`;
@@ -252,6 +254,8 @@ pub(crate) struct ChunkState {
     emitted_calls: usize,
     finish_reason: Option<String>,
     usage: Option<Usage>,
+    /// llama.cpp's `timings` of the last chunk that had them (its final one).
+    timings: Option<BTreeMap<String, f64>>,
     saw_done: bool,
     model_seen: bool,
 }
@@ -266,6 +270,7 @@ impl ChunkState {
             emitted_calls: 0,
             finish_reason: None,
             usage: None,
+            timings: None,
             saw_done: false,
             model_seen: false,
         }
@@ -334,7 +339,20 @@ impl ChunkState {
                     .pointer("/prompt_tokens_details/cached_tokens")
                     .and_then(Value::as_u64)
                     .unwrap_or(0),
+                timings: None,
             });
+        }
+        if let Some(t) = chunk.get("timings").and_then(Value::as_object) {
+            let timings: BTreeMap<String, f64> = crate::provider::TIMINGS_KEYS
+                .iter()
+                .filter_map(|k| {
+                    let v = t.get(*k)?.as_f64().filter(|v| v.is_finite())?;
+                    Some(((*k).to_owned(), v))
+                })
+                .collect();
+            if !timings.is_empty() {
+                self.timings = Some(timings);
+            }
         }
         let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
             return out;
@@ -453,11 +471,13 @@ impl ChunkState {
             })];
         }
         let mut out = self.flush_calls();
-        let usage = self.usage.take().unwrap_or_else(|| Usage {
+        let mut usage = self.usage.take().unwrap_or_else(|| Usage {
             input_tokens: estimate_tokens(self.input_chars),
             output_tokens: estimate_tokens(self.output_chars),
             cached_tokens: 0,
+            timings: None,
         });
+        usage.timings = self.timings.take();
         out.push(Ok(StreamEvent::Usage(usage)));
         let stop_reason = self.finish_reason.take().unwrap_or_else(|| {
             if self.emitted_calls > 0 {

@@ -75,7 +75,8 @@ async fn streams_text_deltas_usage_and_done() {
         Ok(StreamEvent::Usage(Usage {
             input_tokens: 23,
             output_tokens: 13,
-            cached_tokens: 0
+            cached_tokens: 0,
+            timings: None,
         }))
     );
     assert_eq!(
@@ -113,7 +114,8 @@ async fn usage_with_cached_tokens() {
         ev.contains(&Ok(StreamEvent::Usage(Usage {
             input_tokens: 2006,
             output_tokens: 5,
-            cached_tokens: 1920
+            cached_tokens: 1920,
+            timings: None,
         }))),
         "{ev:?}"
     );
@@ -150,7 +152,8 @@ async fn tool_calls_split_across_chunks_are_assembled() {
         Ok(StreamEvent::Usage(Usage {
             input_tokens: 312,
             output_tokens: 58,
-            cached_tokens: 0
+            cached_tokens: 0,
+            timings: None,
         }))
     );
     assert_eq!(
@@ -177,7 +180,8 @@ async fn reasoning_deltas_and_sse_comments() {
     assert!(ev.contains(&Ok(StreamEvent::Usage(Usage {
         input_tokens: 9,
         output_tokens: 20,
-        cached_tokens: 0
+        cached_tokens: 0,
+        timings: None,
     }))));
     assert_eq!(
         ev.last(),
@@ -616,4 +620,33 @@ async fn an_attached_image_is_a_user_image_url_part() {
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
         ]})
     );
+}
+
+/// Capability `llmTimings` (issue 32 item 8): llama.cpp's `timings` in its final chunk ride
+/// in the usage — the spec's five keys only.
+#[tokio::test]
+async fn llama_cpp_timings_ride_in_the_usage() {
+    let server = serve(vec![Reply::sse(fixture("openai_llamacpp_timings.sse"))]).await;
+    let ev = run(&provider(&server.base, "llamacpp"), simple_request()).await;
+    assert_eq!(text(&ev), "Hi there.");
+    let usage = ev
+        .iter()
+        .find_map(|e| match e {
+            Ok(StreamEvent::Usage(u)) => Some(u.clone()),
+            _ => None,
+        })
+        .expect("usage");
+    let timings = usage.timings.expect("timings");
+    let expected: std::collections::BTreeMap<String, f64> = [
+        ("cache_n", 19.0),
+        ("predicted_ms", 61.5),
+        ("predicted_n", 3.0),
+        ("prompt_ms", 48.25),
+        ("prompt_n", 12.0),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    assert_eq!(timings, expected);
+    assert_eq!((usage.input_tokens, usage.output_tokens), (31, 3));
 }

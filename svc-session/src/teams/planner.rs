@@ -263,6 +263,7 @@ pub async fn plan(
         input_tokens: 0,
         output_tokens: (text.len() as u64).div_ceil(4),
         cached_tokens: 0,
+        timings: None,
     });
     log.event_to(
         session,

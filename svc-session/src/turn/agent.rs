@@ -834,6 +834,8 @@ impl Turns {
             }
         }
         drop(stream);
+        // llama.cpp's timings, when the server sent them (capability `llmTimings`).
+        let timings = usage.as_ref().and_then(|u| u.timings.clone());
         let (input, output, cached, estimated) = match usage {
             Some(u) => (u.input_tokens, u.output_tokens, u.cached_tokens, false),
             None => {
@@ -864,6 +866,7 @@ impl Turns {
                 cached_input_tokens: (cached > 0).then_some(cached as i64),
                 model: acc.model.clone(),
                 provider: acc.provider.clone(),
+                timings: timings.unwrap_or_default().into_iter().collect(),
                 ..Default::default()
             },
         );
