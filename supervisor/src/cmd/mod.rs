@@ -3,18 +3,22 @@
 //! `command.list` / `command.run` over the suite's WebSocket as a `cli` client (so the
 //! daemon applies the confirmation rule) and prints the result; it never starts the suite.
 //!
-//! * Session: `--session ID`, else the newest open session of `--workdir DIR` (one is created
-//!   there when none is open), else the newest open session of the current directory;
-//!   without any, commands that need one fail `SESSION_REQUIRED`. `help` and
-//!   `session-command list` need none (they read `command.list`).
+//! * Session: the target rule of [`target`] (`--session ID`, else the directory's session a
+//!   client opened, else its latest `snowpea run` session; `--workdir DIR` creates one when
+//!   there is none); without any, commands that need one fail `SESSION_REQUIRED`. `help`
+//!   and `session-command list` need none (they read `command.list`, [`help`]).
+//! * `--help` lists the commands from the running suite's `command.list` ([`help`]), so it
+//!   says exactly what the daemon runs.
 //! * `--json` prints exactly one object `{ok, command, data, code?, message?, risk?}`.
 //! * Exit codes ([`exit`]): 0 success, 1 failure, 2 bad usage, 3 the suite is not running.
 //!
 //! [`output`] renders results.
 
+pub mod help;
 pub mod output;
+pub mod target;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
@@ -54,38 +58,23 @@ pub mod codes {
 pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
 
 const CMD_HELP: &str = "\
-Built-in commands and their risk tier (the status forms status / list / current, and the bare
-command where marked *, are read):
-  help [command]                      read
-  plan|accept|auto [status]           medium_write   switch the permission mode
-  mode [plan|accept|auto|status]*     medium_write   (mode save: not in this build)
-  tools*                              read
-  model [status|<ref>|inherit]*       medium_write   session.setModel
-  effort [status|low|…|max|inherit]*  medium_write   session.setEffort
-  compact [focus]                     medium_write   session.compact
-  busy [status|queue|steer]*          low_write      writes agent.busy
-  mcp [status|enable|disable|reconnect]*  medium_write
-  schedule [list|add|cancel]*         add low_write, cancel medium_write
-  allow <pattern>*                    medium_write   permission.allowlist.add
-  allowlist [list|add|remove]*        medium_write   permission.allowlist.*
-  memory [search|forget]*             search read, forget high_risk (memory.delete)
-  usage*                              read
-  export [md|json|txt|html]           low_write      writes .snowpea/exports/…
-  undo [status]                       medium_write   restores the last turn's files
-  skill [list|read|create|install|remove|reload]*  install medium_write, remove high_risk
-  agent [list|off|<name>]*            medium_write   session.setAgent
-  delegate <agent|-> <task>           low_write      agent.spawn (reports with subagent.*)
-  team                                unavailable in this build
-  review [focus]                      low_write      model turn: not headless
-  ralph <task>, ultrawork <task>      low_write      model turns (command.progress): not headless
-  deepinit [--max-dirs=N] [--force]   medium_write   model turns writing AGENTS.md: not headless
-  session-command [list]*             read
-Markdown commands, skills and plugin commands run a model turn and are refused here
-(HEADLESS_UNSUPPORTED). `snowpea cmd session-command list` lists every command of a
-session with its risk and whether it needs --yes.
+The commands, their usage and risk tiers come from the running suite (`command.list`, the
+declarations the daemon runs them by): `snowpea cmd --help` lists them when the suite runs,
+`snowpea cmd <command> --help` shows one.
+
+Which session a command runs in (the target rule):
+  1. --session ID;
+  2. else the open session of the directory (--workdir DIR, else the current one) that a
+     client such as `snowpea chat` opened, the most recently active first;
+  3. else the directory's latest `snowpea run` session (the one `snowpea run --continue`
+     continues);
+  4. else none: help and session-command list need none; with --workdir a session is
+     created there for the command; otherwise the command fails SESSION_REQUIRED.
 
 medium_write and high_risk writes need --yes (or --confirm); without it they fail with
-CONFIRM_REQUIRED and change nothing.
+CONFIRM_REQUIRED and change nothing. Arguments are checked first (INVALID_ARGS).
+Markdown commands, skills and plugin commands run a model turn and are refused here
+(HEADLESS_UNSUPPORTED).
 
 Failure codes (--json `code`): INVALID_ARGS, NOT_FOUND, SESSION_REQUIRED, CONFIRM_REQUIRED,
 NOT_CONFIGURED, EXECUTION_FAILED, HEADLESS_UNSUPPORTED.
@@ -98,7 +87,7 @@ Exit codes:
 
 /// Arguments of `snowpea cmd`.
 #[derive(Debug, Clone, Args)]
-#[command(after_help = CMD_HELP)]
+#[command(after_help = CMD_HELP, disable_help_flag = true)]
 pub struct CmdArgs {
     /// Snowpea home (default: $SNOWPEA_HOME, else ~/.snowpea).
     #[arg(long, value_name = "DIR")]
@@ -106,7 +95,8 @@ pub struct CmdArgs {
     /// Session to run the command in.
     #[arg(long, value_name = "ID", conflicts_with = "workdir")]
     pub session: Option<String>,
-    /// Use (or create) the newest open session of this directory.
+    /// Run in this directory's session (the target rule below; one is created when there is
+    /// none).
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
     /// Print one JSON object {ok, command, data, code?, message?, risk?}.
@@ -118,13 +108,16 @@ pub struct CmdArgs {
     /// Seconds to wait for the command to finish.
     #[arg(long, value_name = "SECS", default_value_t = DEFAULT_TIMEOUT_SECS)]
     pub timeout: u64,
+    /// Print help: the options, and the commands of the running suite with their usage
+    /// and risk tiers (`<command> --help`: that command's).
+    #[arg(short = 'h', long = "help")]
+    pub help: bool,
     /// The command (without the slash; `name.sub` is `name sub`) and its arguments. The
     /// options above may also follow the command.
     #[arg(
         value_name = "COMMAND",
         trailing_var_arg = true,
-        allow_hyphen_values = true,
-        required = true
+        allow_hyphen_values = true
     )]
     pub words: Vec<String>,
 }
@@ -148,6 +141,8 @@ pub struct Invocation {
     pub yes: bool,
     /// `--timeout`.
     pub timeout: u64,
+    /// `--help` / `-h`: print help instead of running (see [`help`]).
+    pub help: bool,
 }
 
 /// Takes `snowpea cmd`'s own options out of the words (they may follow the command, as in
@@ -161,6 +156,7 @@ pub fn invocation(a: &CmdArgs) -> Result<Invocation, String> {
         json: a.json,
         yes: a.yes,
         timeout: a.timeout,
+        help: a.help,
         ..Default::default()
     };
     let mut words = Vec::new();
@@ -188,6 +184,8 @@ pub fn invocation(a: &CmdArgs) -> Result<Invocation, String> {
             inv.json = true;
         } else if w == "--yes" || w == "--confirm" {
             inv.yes = true;
+        } else if w == "--help" || w == "-h" {
+            inv.help = true;
         } else if let Some(v) = value("--session")? {
             inv.session = Some(v);
         } else if let Some(v) = value("--workdir")? {
@@ -206,6 +204,9 @@ pub fn invocation(a: &CmdArgs) -> Result<Invocation, String> {
         return Err("--session and --workdir cannot be used together".into());
     }
     let Some(first) = words.first().cloned() else {
+        if inv.help {
+            return Ok(inv);
+        }
         return Err("missing the command (see snowpea cmd --help)".into());
     };
     let first = first.trim_start_matches('/').to_owned();
@@ -230,34 +231,19 @@ pub async fn cmd(a: CmdArgs) -> i32 {
             return exit::USAGE;
         }
     };
+    if inv.help {
+        return help::print(&inv).await;
+    }
     let json = inv.json;
     let (result, code) = run(&inv).await;
     output::print(&result, json);
     code
 }
 
-async fn run(inv: &Invocation) -> (CmdResult, i32) {
-    let fail = |code: &str, message: String, exit: i32| {
-        (CmdResult::failure(&inv.name, code, message, None), exit)
-    };
-    let home = match Home::resolve(inv.home.as_deref()) {
-        Ok(h) => h,
-        Err(e) => return fail(codes::INVALID_ARGS, format!("{e:#}"), exit::USAGE),
-    };
-    let not_running = |why: String| {
-        fail(
-            codes::NOT_CONFIGURED,
-            format!(
-                "the suite is not running ({why}); start it with `snowpea supervisor start` (home {})",
-                home.root().display()
-            ),
-            exit::NOT_RUNNING,
-        )
-    };
-    let opts = match ConnectOptions::from_home(home.root()) {
-        Ok(o) => o,
-        Err(e) => return not_running(e.to_string()),
-    };
+/// Connects to the running suite of `home` as a `cli` client (no reconnects: `cmd` never
+/// starts or waits for the suite); the error says why it is not reachable.
+pub(crate) async fn connect(home: &Home) -> Result<Client, String> {
+    let opts = ConnectOptions::from_home(home.root()).map_err(|e| e.to_string())?;
     let opts = opts
         .with_client_id(snowpea_common::ids::new_id("cli"))
         .with_client_kind("cli")
@@ -265,51 +251,31 @@ async fn run(inv: &Invocation) -> (CmdResult, i32) {
             max_attempts: Some(0),
             ..ReconnectPolicy::default()
         });
-    let client = match Client::connect(opts).await {
+    Client::connect(opts).await.map_err(|e| e.to_string())
+}
+
+async fn run(inv: &Invocation) -> (CmdResult, i32) {
+    let home = match Home::resolve(inv.home.as_deref()) {
+        Ok(h) => h,
+        Err(e) => {
+            let r = CmdResult::failure(&inv.name, codes::INVALID_ARGS, format!("{e:#}"), None);
+            return (r, exit::USAGE);
+        }
+    };
+    let client = match connect(&home).await {
         Ok(c) => c,
-        Err(e) => return not_running(e.to_string()),
+        Err(why) => {
+            let message = format!(
+                "the suite is not running ({why}); start it with `snowpea supervisor start` (home {})",
+                home.root().display()
+            );
+            let r = CmdResult::failure(&inv.name, codes::NOT_CONFIGURED, message, None);
+            return (r, exit::NOT_RUNNING);
+        }
     };
     let out = with_client(&client, inv).await;
     client.close().await;
     out
-}
-
-/// The newest open session rooted at `dir` (canonical), if any.
-async fn session_of(client: &Client, dir: &Path) -> Result<Option<String>, snowpea_sdk::Error> {
-    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let list = client.call("session.list", json!({})).await?;
-    let mut best: Option<(String, String)> = None;
-    for s in list
-        .get("sessions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let wd = s.get("workdir").and_then(Value::as_str).unwrap_or_default();
-        if Path::new(wd) != dir {
-            continue;
-        }
-        if s.get("kind")
-            .and_then(Value::as_str)
-            .is_some_and(|k| k != "chat")
-        {
-            continue;
-        }
-        let id = s
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let at = s
-            .get("lastActivityAt")
-            .or_else(|| s.get("createdAt"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        if best.as_ref().is_none_or(|(_, b)| at > *b) {
-            best = Some((id.to_owned(), at));
-        }
-    }
-    Ok(best.map(|(id, _)| id))
 }
 
 /// The row of `name` in a `command.list` result.
@@ -403,9 +369,15 @@ async fn with_client(client: &Client, inv: &Invocation) -> (CmdResult, i32) {
                     exit::USAGE,
                 );
             };
-            match session_of(client, &dir).await {
+            match target::of_dir(client, &dir).await {
                 Ok(Some(id)) => Some(id),
-                Ok(None) => match client.create_session(&dir, None).await {
+                Ok(None) => match client
+                    .create_session_with(json!({
+                        "workdir": dir.to_string_lossy(),
+                        "originSurface": target::CMD_SURFACE,
+                    }))
+                    .await
+                {
                     Ok(id) => Some(id),
                     Err(e) => return rpc_fail(e),
                 },
@@ -413,7 +385,7 @@ async fn with_client(client: &Client, inv: &Invocation) -> (CmdResult, i32) {
             }
         }
         (None, None) => match std::env::current_dir() {
-            Ok(cwd) => match session_of(client, &cwd).await {
+            Ok(cwd) => match target::of_dir(client, &cwd).await {
                 Ok(s) => s,
                 Err(e) => return rpc_fail(e),
             },
@@ -451,7 +423,11 @@ async fn with_client(client: &Client, inv: &Invocation) -> (CmdResult, i32) {
         }
         _ => name.to_owned(),
     };
-    // Listing commands needs no session.
+    // Help and listing commands need no session: both read `command.list` (issue 32
+    // item 10).
+    if name == "help" && session.is_none() {
+        return help::reply(&list, inv.args.first().map(String::as_str));
+    }
     if name == "session-command" && session.is_none() {
         let risk_filter = inv.args.iter().find_map(|a| a.strip_prefix("--risk="));
         let data = session_command_rows(&list, risk_filter);

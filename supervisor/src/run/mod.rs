@@ -59,6 +59,11 @@ Approvals are asked on the terminal (stdin, else /dev/tty); without a terminal t
 denied at once. --yes allows every tool call once; --mode plan|accept|auto picks what is
 asked at all. Ctrl-C interrupts the turn; a second Ctrl-C exits at once.
 
+Each run starts a new session (originSurface \"run\"); --continue continues this
+directory's latest run session instead (open or saved), so a conversation can go on over
+several runs. `snowpea cmd` runs commands in a session a client opened before a run session
+(see `snowpea cmd --help`).
+
 The model is the daemon's: SNOWPEA_PROVIDER and API keys are read by the suite when it
 starts, not by `snowpea run` (see `snowpea --help`).";
 
@@ -97,6 +102,10 @@ pub struct RunArgs {
     /// Also show the full output of every tool call and the model's reasoning (stderr).
     #[arg(short, long)]
     pub verbose: bool,
+    /// Continue this directory's latest `snowpea run` session (open or saved) instead of
+    /// starting a new one; a new one when there is none.
+    #[arg(long = "continue")]
+    pub continue_last: bool,
     /// Interrupt the turn when it has not ended after this many seconds (exit 5).
     #[arg(long, value_name = "SECS", default_value_t = DEFAULT_TIMEOUT_SECS,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -276,13 +285,29 @@ impl Run {
             approve::Policy::Ask
         };
         approve::install(&self.client, policy);
-        let mut params = json!({ "workdir": workdir.to_string_lossy() });
-        if let Some(mode) = &args.mode {
-            params["mode"] = mode.as_str().into();
-        }
-        let session_id = match self.client.create_session_with(params).await {
-            Ok(id) => id,
-            Err(e) => return self.failed("session.create", &e),
+        let continued = if args.continue_last {
+            match self.continue_session(workdir, args.mode.as_deref()).await {
+                Ok(found) => found,
+                Err((what, e)) => return self.failed(what, &e),
+            }
+        } else {
+            None
+        };
+        let session_id = match continued {
+            Some(id) => id,
+            None => {
+                let mut params = json!({
+                    "workdir": workdir.to_string_lossy(),
+                    "originSurface": crate::cmd::target::RUN_SURFACE,
+                });
+                if let Some(mode) = &args.mode {
+                    params["mode"] = mode.as_str().into();
+                }
+                match self.client.create_session_with(params).await {
+                    Ok(id) => id,
+                    Err(e) => return self.failed("session.create", &e),
+                }
+            }
         };
         // Subscribe before prompting so no event of the turn is missed.
         let mut events = self.client.events(&session_id);
@@ -393,6 +418,46 @@ impl Run {
         });
     }
 
+    /// `--continue`: re-opens the latest `snowpea run` session of `workdir`
+    /// ([`crate::cmd::target::latest_run`]) — `session.resume` after its last event, then
+    /// `session.attach` so approvals come here — and applies `--mode`; `None` when this
+    /// directory has none (a new session is started).
+    async fn continue_session(
+        &mut self,
+        workdir: &Path,
+        mode: Option<&str>,
+    ) -> Result<Option<String>, (&'static str, Error)> {
+        let list = self
+            .client
+            .call(
+                "session.list",
+                json!({"workdir": workdir.to_string_lossy(), "includeClosed": true, "kinds": ["chat"]}),
+            )
+            .await
+            .map_err(|e| ("session.list", e))?;
+        let Some((id, seq)) = crate::cmd::target::latest_run(&list, workdir) else {
+            self.renderer.diag(
+                "snowpea run: no earlier `snowpea run` session in this directory; starting one",
+            );
+            return Ok(None);
+        };
+        self.client
+            .call("session.resume", json!({"sessionId": id, "afterSeq": seq}))
+            .await
+            .map_err(|e| ("session.resume", e))?;
+        self.client
+            .call("session.attach", json!({"sessionId": id}))
+            .await
+            .map_err(|e| ("session.attach", e))?;
+        if let Some(mode) = mode {
+            self.client
+                .call("session.setMode", json!({"sessionId": id, "mode": mode}))
+                .await
+                .map_err(|e| ("session.setMode", e))?;
+        }
+        Ok(Some(id))
+    }
+
     /// Reports a failed call and picks its exit code.
     fn failed(&mut self, what: &str, error: &Error) -> Outcome {
         self.renderer
@@ -436,6 +501,7 @@ mod tests {
             json: false,
             yes: false,
             verbose: false,
+            continue_last: false,
             timeout: 10,
             prompt: prompt.into(),
         }

@@ -1,5 +1,7 @@
 //! Test modules; `harness` and `fake` are the shared support.
 
+/// `snowpea cmd` against the real services (help, the target rule, text replies).
+mod cmd;
 mod crash;
 mod fake;
 mod harness;

@@ -41,15 +41,15 @@ fn script() -> Value {
 }
 
 /// One test's suite: a temp home, a temp project folder and the provider script.
-struct RunSuite {
+pub(super) struct RunSuite {
     _dir: tempfile::TempDir,
-    home: Home,
-    project: PathBuf,
+    pub(super) home: Home,
+    pub(super) project: PathBuf,
     script: PathBuf,
 }
 
 impl RunSuite {
-    fn new() -> RunSuite {
+    pub(super) fn new() -> RunSuite {
         let bin_dir = Path::new(env!("CARGO_BIN_EXE_snowpea")).parent().unwrap();
         let specs = snowpea::services::SERVICES
             .iter()
@@ -76,7 +76,7 @@ impl RunSuite {
 
     /// `snowpea <args>` with this home, the scripted provider, no terminal, stdin closed and
     /// the project folder as the current directory.
-    fn cmd(&self, args: &[&str]) -> Command {
+    pub(super) fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_snowpea"));
         // Only the model settings a test gives: none of the runner's API keys.
         for var in snowpea::model_env::MODEL_VARS {
@@ -107,14 +107,15 @@ impl RunSuite {
     }
 
     /// `snowpea run <args>` to completion.
-    fn run(&self, args: &[&str]) -> Output {
+    pub(super) fn run(&self, args: &[&str]) -> Output {
         let mut all = vec!["run"];
         all.extend_from_slice(args);
         output(self.cmd(&all).spawn().unwrap(), RUN_TIMEOUT)
     }
 
     /// `c` to completion.
-    fn output(&self, mut c: Command) -> Output {
+    pub(super) fn output(&self, c: Command) -> Output {
+        let mut c = c;
         output(c.spawn().unwrap(), RUN_TIMEOUT)
     }
 
@@ -180,11 +181,11 @@ fn wait(child: &mut Child, timeout: Duration) -> ExitStatus {
     }
 }
 
-fn stdout(out: &Output) -> String {
+pub(super) fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn stderr(out: &Output) -> String {
+pub(super) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
@@ -286,7 +287,7 @@ fn without_yes_and_without_a_terminal_the_shell_call_is_denied() {
 
 /// `snowpea <args>` to completion with `env` set and `SNOWPEA_PROVIDER` removed unless
 /// `env` sets it.
-fn with_env(s: &RunSuite, args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(super) fn with_env(s: &RunSuite, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = s.cmd(args);
     c.env_remove("SNOWPEA_PROVIDER");
     for (k, v) in env {
