@@ -83,6 +83,8 @@ pub enum Command {
     Chat(crate::chat::ChatArgs),
     /// Chat platform bindings (Telegram, Discord, Slack): bind, list, unbind, sync.
     Gateway(crate::gateway_cmd::GatewayArgs),
+    /// Agent Client Protocol agent on stdio for editors (Zed, JetBrains, Neovim; docs/ACP.md).
+    Acp(snowpea_acp::AcpArgs),
 }
 
 /// `snowpea supervisor …`.
@@ -131,6 +133,30 @@ pub fn foreground_home(cli: &Cli) -> Option<snowpea_common::home::Home> {
     }
 }
 
+/// `snowpea acp` (issue 33): the ACP front end of `front/acp`, starting the suite the way
+/// `run` and `chat` do ([`start::start_suite`]).
+async fn acp(args: snowpea_acp::AcpArgs) -> i32 {
+    let home = match snowpea_common::home::Home::resolve(args.home.as_deref()) {
+        Ok(home) => home,
+        Err(e) => {
+            eprintln!("snowpea acp: {e:#}");
+            return snowpea_acp::exit::USAGE;
+        }
+    };
+    let starter: snowpea_acp::SuiteStarter = std::sync::Arc::new(|root: &std::path::Path| {
+        let root = root.to_owned();
+        Box::pin(async move {
+            let home =
+                snowpea_common::home::Home::resolve(Some(&root)).map_err(|e| format!("{e:#}"))?;
+            start::start_suite(&home, None)
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("{e:#}"))
+        })
+    });
+    snowpea_acp::run(home.root(), starter).await
+}
+
 /// Runs the parsed command and returns the exit code.
 pub async fn dispatch(cli: Cli) -> i32 {
     let result = match cli.command {
@@ -138,6 +164,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::Cmd(args) => return crate::cmd::cmd(args).await,
         Command::Chat(args) => return crate::chat::run(args).await,
         Command::Gateway(args) => return crate::gateway_cmd::gateway(args).await,
+        Command::Acp(args) => return acp(args).await,
         Command::Supervisor(SupervisorCommand::Start(a)) => start::start(a).await,
         Command::Supervisor(SupervisorCommand::Stop(a)) => stop::stop(a).await,
         Command::Supervisor(SupervisorCommand::Status(a)) => status::status(a).await,
