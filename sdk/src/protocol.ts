@@ -1474,7 +1474,7 @@ export interface MemoryDeleteParams {
 export interface MemoryDeleteResult {
   /** True when the call succeeded. */
   ok?: boolean;
-  /** For a delete by source: how many browsing memories were forgotten (issue 4; the spec lists this field under memory.ingest's result). */
+  /** For a delete by source: how many browsing memories were forgotten (the spec lists this field under memory.ingest's result). */
   removed?: number;
 }
 

@@ -216,3 +216,102 @@ fn every_documented_snowpea_command_works_as_written() {
         assert!(out.status.success(), "{cmd}\n{}", text(&out));
     }
 }
+
+/// The Markdown documents a reader of the repository gets: the READMEs and `docs/*.md`.
+fn reader_docs() -> Vec<PathBuf> {
+    let mut docs = vec![repo().join("README.md"), repo().join("sdk/README.md")];
+    let mut in_docs: Vec<PathBuf> = std::fs::read_dir(repo().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    in_docs.sort();
+    docs.extend(in_docs);
+    docs.into_iter().filter(|p| p.exists()).collect()
+}
+
+/// `(line number, phrase)` of every "issue 14"-style reference in `text` ("issue", "issues",
+/// any case, then an optional `#` and a number).
+fn issue_numbers(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let lower = line.to_lowercase();
+        let mut from = 0;
+        while let Some(i) = lower[from..].find("issue") {
+            let at = from + i;
+            let before_ok = at == 0 || !lower[..at].ends_with(|c: char| c.is_alphanumeric());
+            let rest = lower[at + "issue".len()..].trim_start_matches('s');
+            let rest = rest.strip_prefix(' ').unwrap_or("");
+            let rest = rest.trim_start_matches('#');
+            if before_ok && rest.starts_with(|c: char| c.is_ascii_digit()) {
+                found.push((n + 1, line[at..].chars().take(20).collect()));
+            }
+            from = at + "issue".len();
+        }
+    }
+    found
+}
+
+/// The targets of the Markdown links `[text](target)` of `text`, with their line numbers.
+fn link_targets(text: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut rest = line;
+        while let Some(i) = rest.find("](") {
+            let after = &rest[i + 2..];
+            let Some(end) = after.find(')') else { break };
+            found.push((n + 1, after[..end].to_owned()));
+            rest = &after[end..];
+        }
+    }
+    found
+}
+
+/// Issue 39 item 7: a reader of the docs has the repository, not the tracker or the files
+/// around it — no internal issue numbers, and every relative link (and every `../` path)
+/// stays inside the repository and names a file that exists.
+#[test]
+fn docs_name_no_internal_issue_numbers_and_link_only_inside_the_repository() {
+    let root = std::fs::canonicalize(repo()).unwrap();
+    let mut problems = Vec::new();
+    for doc in reader_docs() {
+        let name = doc.strip_prefix(repo()).unwrap().display().to_string();
+        let body = std::fs::read_to_string(&doc).unwrap();
+        for (line, phrase) in issue_numbers(&body) {
+            problems.push(format!("{name}:{line}: internal issue number {phrase:?}"));
+        }
+        let dir = doc.parent().unwrap();
+        for (line, target) in link_targets(&body) {
+            let path = target.split('#').next().unwrap_or_default();
+            if path.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            match std::fs::canonicalize(dir.join(path)) {
+                Ok(p) if p.starts_with(&root) => {}
+                Ok(p) => problems.push(format!(
+                    "{name}:{line}: link {target} leaves the repository ({})",
+                    p.display()
+                )),
+                Err(_) => problems.push(format!("{name}:{line}: link {target} names no file")),
+            }
+        }
+        for (n, l) in body.lines().enumerate() {
+            if l.contains("`../") || (l.contains("(../") && !l.contains("](../")) {
+                problems.push(format!("{name}:{}: a path outside the repository: {l}", n + 1));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_docs_checks_find_what_they_look_for() {
+    assert_eq!(
+        issue_numbers("see issue 14, Issues #15 and the tissue 3; issue-free"),
+        vec![(1, "issue 14, Issues #15".to_owned()), (1, "Issues #15 and the t".to_owned())]
+    );
+    assert_eq!(
+        link_targets("[a](docs/X.md) and [b](../shared/DESIGN.md#x)"),
+        vec![(1, "docs/X.md".to_owned()), (1, "../shared/DESIGN.md#x".to_owned())]
+    );
+}
