@@ -202,7 +202,12 @@ impl App {
             registry.clone(),
             allowlist.clone(),
         ));
-        let backends = Backends::new(registry.clone(), events.clone(), mark.clone());
+        let backends = Backends::new(
+            registry.clone(),
+            events.clone(),
+            mark.clone(),
+            (config.env)("DOCKER_HOST").filter(|h| !h.is_empty()),
+        );
         // Containers of a docker backend a stopped svc-session of this home left (issue 23).
         tokio::spawn(crate::backend::docker::remove_leftovers(mark.clone()));
         let host_tools = HostTools::new(

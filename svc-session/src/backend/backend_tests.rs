@@ -610,3 +610,67 @@ async fn backend_set_probes_an_ssh_host_and_keeps_the_backend_when_it_fails() {
     assert_eq!(session.backend().kind(), BackendKind::Ssh);
     session.backend().close().await;
 }
+
+/// Issue 32 item 9: `backend.set{kind:"docker"}` probes the engine first, as ssh probes its
+/// host: an engine that cannot be reached is `invalid_params` on `params.kind` and the
+/// session keeps its backend (before, it answered ok and every tool call then failed).
+#[tokio::test]
+async fn docker_backend_set_refuses_an_unreachable_engine() {
+    let h = crate::testkit::Harness::new(json!({"default": {"text": "ok"}})).await;
+    let sid = h.create("accept").await;
+    let gone = h._tmp.path().join("no-engine.sock");
+    let backends = super::component::Backends::new(
+        h.app.sessions.registry().clone(),
+        h.app.events.clone(),
+        "snowpea-test".into(),
+        Some(format!("unix://{}", gone.display())),
+    );
+    for config in [json!({}), json!({"container": "my-dev-box"})] {
+        let e = within(
+            LONG,
+            "backend.set",
+            backends.set(snowpea_proto::session::v1::BackendSetParams {
+                session_id: sid.clone(),
+                kind: "docker".into(),
+                config: Some(snowpea_proto::wkt::to_struct(&config)),
+            }),
+        )
+        .await
+        .unwrap_err();
+        match e {
+            crate::error::Error::InvalidParams { field, message } => {
+                assert_eq!(field, "params.kind", "{message}");
+                assert!(message.contains("Docker Engine"), "{message}");
+            }
+            other => panic!("expected invalid_params, got {other:?}"),
+        }
+        let session = h.app.sessions.get(&sid).unwrap();
+        assert_eq!(session.backend().kind(), BackendKind::Local);
+    }
+}
+
+/// Issue 32 item 9: the docker config accepts `container` (attach to an existing one),
+/// checked like a docker name, and not together with `image`.
+#[test]
+fn docker_config_accepts_container() {
+    match config::parse("docker", &json!({"container": "dev_box-1.2"})).unwrap() {
+        BackendConfig::Docker(d) => assert_eq!(d.container.as_deref(), Some("dev_box-1.2")),
+        other => panic!("{other:?}"),
+    }
+    for (cfg, field) in [
+        (json!({"container": "-v"}), "params.config.container"),
+        (json!({"container": "a b"}), "params.config.container"),
+        (json!({"container": 7}), "params.config.container"),
+        (
+            json!({"container": "x".repeat(200)}),
+            "params.config.container",
+        ),
+        (
+            json!({"container": "box", "image": "busybox"}),
+            "params.config.image",
+        ),
+    ] {
+        let err = config::parse("docker", &cfg).expect_err(field);
+        assert!(err.to_string().starts_with(field), "{cfg}: {err}");
+    }
+}

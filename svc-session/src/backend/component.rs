@@ -20,15 +20,24 @@ pub struct Backends {
     events: EventLog,
     /// svc-session's orphan mark, set on every process a backend starts.
     mark: String,
+    /// The Docker Engine address (`DOCKER_HOST` of the service's environment).
+    docker_host: Option<String>,
 }
 
 impl Backends {
-    /// The component over the live `sessions`, emitting through `events`.
-    pub fn new(sessions: Registry, events: EventLog, mark: String) -> Self {
+    /// The component over the live `sessions`, emitting through `events`; docker backends
+    /// use the engine at `docker_host` (bollard's defaults when `None`).
+    pub fn new(
+        sessions: Registry,
+        events: EventLog,
+        mark: String,
+        docker_host: Option<String>,
+    ) -> Self {
         Backends {
             sessions,
             events,
             mark,
+            docker_host,
         }
     }
 
@@ -40,7 +49,11 @@ impl Backends {
     /// [`ssh::PROBE_TIMEOUT`] in all, `BatchMode=yes` without a password): a host that cannot
     /// be reached or logged into is `invalid_params` on `params.config.host` with ssh's
     /// reason, and the session keeps its current backend. The probe's connection is the one
-    /// the tools then use. A container is still made by the first tool call.
+    /// the tools then use. A docker backend is probed too ([`super::docker::probe`]: the
+    /// engine answers — else `invalid_params` on `params.kind` —, the container to attach
+    /// to runs, or the image is present — else on `params.config.container` /
+    /// `params.config.image`); the session's own container is still made by the first tool
+    /// call.
     pub async fn set(&self, p: pb::BackendSetParams) -> Result<OkResult> {
         let session = self.sessions.get(&p.session_id)?;
         let cfg = p
@@ -84,12 +97,19 @@ impl Backends {
                 }
                 Arc::new(ssh)
             }
-            BackendConfig::Docker(c) => super::docker::Docker::create(
-                c,
-                &session.id,
-                session.workdir(),
-                Some(self.mark.clone()),
-            ),
+            BackendConfig::Docker(mut c) => {
+                c.engine = self.docker_host.clone();
+                if let Err((field, why)) = super::docker::probe(&c).await {
+                    tracing::info!(session_id = %session.id, error = %why, "docker backend refused: the probe failed");
+                    return Err(Error::invalid(field, why));
+                }
+                super::docker::Docker::create(
+                    c,
+                    &session.id,
+                    session.workdir(),
+                    Some(self.mark.clone()),
+                )
+            }
         })
     }
 }

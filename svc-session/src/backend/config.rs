@@ -80,15 +80,27 @@ impl std::fmt::Debug for SshConfig {
     }
 }
 
-/// `docker` config: `image`, `workdir`.
+/// `docker` config: `image`, `container`, `workdir`.
 #[derive(Debug, Clone)]
 pub struct DockerConfig {
-    /// Image the container runs (default [`DEFAULT_DOCKER_IMAGE`]).
+    /// Image the session's own container runs (default [`DEFAULT_DOCKER_IMAGE`]); unused
+    /// when attaching to `container`.
     pub image: String,
-    /// Host directory bind-mounted at the same path and used as the working directory
-    /// (default the session's workdir).
+    /// `config.container`: an existing, running container (name or id) to attach to
+    /// instead of creating one (issue 32 item 9). It is never created, stopped or removed
+    /// by the daemon.
+    pub container: Option<String>,
+    /// Working directory: for the session's own container a host directory bind-mounted at
+    /// the same path; for an attached container a directory inside it (default the
+    /// session's workdir, which the container should then have mounted at the same path).
     pub workdir: Option<PathBuf>,
+    /// The engine address (`DOCKER_HOST` of the service; `None`: bollard's defaults). Not
+    /// a client setting: [`super::component::Backends`] sets it.
+    pub engine: Option<String>,
 }
+
+/// Longest container name or id accepted.
+const MAX_CONTAINER_CHARS: usize = 128;
 
 fn field_name(key: &str) -> String {
     format!("params.config.{key}")
@@ -238,7 +250,31 @@ pub fn parse(kind: &str, config: &Value) -> Result<BackendConfig> {
             }))
         }
         "docker" => {
-            only(map, &["image", "workdir"], "docker")?;
+            only(map, &["image", "container", "workdir"], "docker")?;
+            let container = string(map, "container")?;
+            if let Some(c) = &container {
+                // Docker's own rule for names ([a-zA-Z0-9][a-zA-Z0-9_.-]*); ids fit it too.
+                let ok = c.len() <= MAX_CONTAINER_CHARS
+                    && c.starts_with(|ch: char| ch.is_ascii_alphanumeric())
+                    && c.chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || "_.-".contains(ch));
+                if !ok {
+                    return Err(Error::invalid(
+                        "params.config.container",
+                        format!(
+                            "must be a container name or id (letters, digits, '_', '.', '-'; \
+                             at most {MAX_CONTAINER_CHARS})"
+                        ),
+                    ));
+                }
+                if map.get("image").is_some_and(|v| !v.is_null()) {
+                    return Err(Error::invalid(
+                        "params.config.image",
+                        "give image (a container of the session's own) or container (attach \
+                         to an existing one), not both",
+                    ));
+                }
+            }
             let image = string(map, "image")?.unwrap_or_else(|| DEFAULT_DOCKER_IMAGE.into());
             if image.starts_with('-') || image.chars().any(char::is_whitespace) {
                 return Err(Error::invalid(
@@ -247,7 +283,12 @@ pub fn parse(kind: &str, config: &Value) -> Result<BackendConfig> {
                 ));
             }
             let workdir = absolute(map, "workdir")?;
-            Ok(BackendConfig::Docker(DockerConfig { image, workdir }))
+            Ok(BackendConfig::Docker(DockerConfig {
+                image,
+                container,
+                workdir,
+                engine: None,
+            }))
         }
         other => Err(Error::invalid(
             "params.kind",

@@ -4,8 +4,11 @@
 //! bind-mounted at the same absolute path; it is created on the first tool call, removed
 //! when the session closes or its backend changes, and containers a stopped daemon left
 //! (label `snowpea.owner` = svc-session's orphan mark) are removed at start
-//! ([`remove_leftovers`]). There is no fallback to `local`: an unreachable engine or a
-//! missing image fails the tool call with the reason.
+//! ([`remove_leftovers`]). With `config.container` the backend attaches to that existing,
+//! running container instead: nothing is created, and it is left running when the session
+//! closes (issue 32 item 9). `backend.set` probes first ([`probe`]: the engine, the
+//! container or the image), refusing with the field; there is no fallback to `local`: an
+//! engine that goes away later fails the tool call with the reason.
 //!
 //! Every operation is an exec with an argv (the paths are arguments of fixed `sh`
 //! scripts, never spliced into them): `stat`, `cat`, `readlink`, `mkdir -p`, writes through
@@ -80,15 +83,97 @@ fn engine_error(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("docker backend: {e}"))
 }
 
-fn engine() -> io::Result<bollard::Docker> {
-    bollard::Docker::connect_with_defaults()
-        .map_err(|e| engine_error(format!("cannot reach the Docker Engine: {e}")))
+/// Seconds bollard waits for one engine request.
+const ENGINE_TIMEOUT_SECS: u64 = 120;
+/// Longest [`probe`] waits for the engine.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A client of the engine at `host` (`unix://…`, `tcp://…`/`http://…`), else at bollard's
+/// defaults (`DOCKER_HOST`, else the local socket).
+fn engine_at(host: Option<&str>) -> Result<bollard::Docker, bollard::errors::Error> {
+    match host {
+        Some(h) if h.starts_with("unix://") => {
+            bollard::Docker::connect_with_unix(h, ENGINE_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
+        }
+        Some(h) if h.starts_with("tcp://") || h.starts_with("http://") => {
+            bollard::Docker::connect_with_http(h, ENGINE_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
+        }
+        _ => bollard::Docker::connect_with_defaults(),
+    }
+}
+
+fn engine(host: Option<&str>) -> io::Result<bollard::Docker> {
+    engine_at(host).map_err(|e| engine_error(format!("cannot reach the Docker Engine: {e}")))
+}
+
+/// Whether `backend.set{kind:"docker"}` can work (issue 32 item 9), at most
+/// [`PROBE_TIMEOUT`]: the engine answers a ping (else the field `params.kind`), the
+/// container to attach to exists and runs (`params.config.container`), or the image of
+/// the session's own container is present (`params.config.image`). `Err((field, why))`.
+pub async fn probe(cfg: &DockerConfig) -> Result<(), (&'static str, String)> {
+    let check = async {
+        let where_ = cfg.engine.as_deref().unwrap_or("its default address");
+        let docker = engine_at(cfg.engine.as_deref()).map_err(|e| {
+            (
+                "params.kind",
+                format!("cannot reach the Docker Engine at {where_}: {e}"),
+            )
+        })?;
+        docker.ping().await.map_err(|e| {
+            (
+                "params.kind",
+                format!("the Docker Engine at {where_} does not answer: {e}"),
+            )
+        })?;
+        match &cfg.container {
+            Some(c) => {
+                let info = docker
+                    .inspect_container(
+                        c,
+                        None::<bollard::query_parameters::InspectContainerOptions>,
+                    )
+                    .await
+                    .map_err(|e| {
+                        (
+                            "params.config.container",
+                            format!("no container {c:?}: {e}"),
+                        )
+                    })?;
+                let running = info.state.and_then(|s| s.running).unwrap_or(false);
+                if !running {
+                    return Err((
+                        "params.config.container",
+                        format!("container {c:?} is not running; start it first"),
+                    ));
+                }
+            }
+            None => {
+                docker.inspect_image(&cfg.image).await.map_err(|e| {
+                    (
+                        "params.config.image",
+                        format!(
+                            "image {:?} is not available to the engine ({e}); load or import it first",
+                            cfg.image
+                        ),
+                    )
+                })?;
+            }
+        }
+        Ok(())
+    };
+    match tokio::time::timeout(PROBE_TIMEOUT, check).await {
+        Ok(r) => r,
+        Err(_) => Err((
+            "params.kind",
+            format!("the Docker Engine did not answer within {PROBE_TIMEOUT:?}"),
+        )),
+    }
 }
 
 /// Removes the containers a previous svc-session with orphan `mark` left behind. Errors
 /// (no engine) are logged at debug level: most hosts have no engine.
 pub async fn remove_leftovers(mark: String) {
-    let Ok(docker) = engine() else { return };
+    let Ok(docker) = engine(None) else { return };
     let mut filters = HashMap::new();
     filters.insert("label".to_owned(), vec![format!("{OWNER_LABEL}={mark}")]);
     let opts = ListContainersOptions {
@@ -137,7 +222,10 @@ impl Docker {
         let workdir = cfg.workdir.clone().unwrap_or(session_workdir);
         Arc::new(Docker {
             inner: Arc::new(Inner {
-                name: container_name(session_id),
+                name: cfg
+                    .container
+                    .clone()
+                    .unwrap_or_else(|| container_name(session_id)),
                 cfg,
                 workdir,
                 mark,
@@ -155,7 +243,28 @@ impl Inner {
         if let Some(d) = state.as_ref() {
             return Ok(d.clone());
         }
-        let docker = engine()?;
+        let docker = engine(self.cfg.engine.as_deref())?;
+        if self.cfg.container.is_some() {
+            // Attached: the container is the user's; it must run, nothing is created.
+            let info = tokio::time::timeout(
+                CALL_TIMEOUT,
+                docker.inspect_container(
+                    &self.name,
+                    None::<bollard::query_parameters::InspectContainerOptions>,
+                ),
+            )
+            .await
+            .map_err(|_| engine_error("the Docker Engine did not answer in time"))?
+            .map_err(|e| engine_error(format!("no container `{}`: {e}", self.name)))?;
+            if !info.state.and_then(|s| s.running).unwrap_or(false) {
+                return Err(engine_error(format!(
+                    "container `{}` is not running",
+                    self.name
+                )));
+            }
+            *state = Some(docker.clone());
+            return Ok(docker);
+        }
         let call = async {
             docker.inspect_image(&self.cfg.image).await.map_err(|e| {
                 engine_error(format!(
@@ -448,6 +557,10 @@ impl Inner {
 
     async fn remove(&self) {
         let docker = self.state.lock().await.take();
+        if self.cfg.container.is_some() {
+            // An attached container is the user's: left running.
+            return;
+        }
         if let Some(docker) = docker {
             let _ = tokio::time::timeout(
                 CALL_TIMEOUT,
