@@ -66,3 +66,15 @@ pub const SEARCH_OCCURRENCES: u32 = 4_096;
 /// the estimate of a text costs time in proportion to its length, and an ordinary word is
 /// never cut.
 pub const TOKEN_ESTIMATE_RUN: usize = 256;
+
+/// Most JSON values (every scalar, array, object and object key counts one) in one
+/// WebSocket message. The gateway counts them without building anything before it parses
+/// a message longer than this many bytes (a shorter one cannot hold more), and refuses a
+/// message over the limit `-32600` "invalid request" (issue 40: a 16 MiB message of
+/// `[0,0,…]` built 286 MB of JSON tree, one of `[{},{},…]` 19 GB of batch work).
+pub const JSON_VALUES: usize = 100_000;
+
+/// Most members of one JSON-RPC batch; a longer batch is refused as a whole, `-32600`
+/// "invalid request" with `id: null` (issue 40). Its members run at most
+/// `max_in_flight` at a time, like a connection's single requests.
+pub const BATCH_MEMBERS: usize = 1_000;

@@ -6,12 +6,18 @@
 //! * not an object, `jsonrpc` other than `"2.0"`, a non-string `method`, an `id` that is
 //!   not a string/number/null, an empty batch → `-32600`;
 //! * an object without `id` is a notification: it is never answered;
-//! * an object without `method` but with `result`/`error` answers a server→client request.
+//! * an object without `method` but with `result`/`error` answers a server→client request;
+//! * more than [`JSON_VALUES`] values in one message, or more than [`BATCH_MEMBERS`]
+//!   members in a batch → `-32600` (issue 40: counted before any tree is built,
+//!   [`super::json_budget`]).
 //!
 //! The two framing errors carry no `error.data`: they are JSON-RPC's own, not protocol
 //! error codes.
 
 use serde_json::{json, Map, Value};
+use snowpea_proto::limits::{BATCH_MEMBERS, JSON_VALUES};
+
+use super::json_budget;
 
 /// JSON-RPC parse error.
 pub const PARSE_ERROR: i64 = -32700;
@@ -58,6 +64,13 @@ pub enum Incoming {
 
 /// Classifies one WebSocket message.
 pub fn parse(bytes: &[u8]) -> Incoming {
+    if let Some(over) = json_budget::over_budget(bytes, JSON_VALUES) {
+        return Incoming::Rejected(framing_error(
+            &over.id,
+            INVALID_REQUEST,
+            format!("invalid request: more than {JSON_VALUES} JSON values in one message"),
+        ));
+    }
     let value: Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
         Err(e) => {
@@ -73,6 +86,11 @@ pub fn parse(bytes: &[u8]) -> Incoming {
             &Value::Null,
             INVALID_REQUEST,
             "invalid request: empty batch".into(),
+        )),
+        Value::Array(items) if items.len() > BATCH_MEMBERS => Incoming::Rejected(framing_error(
+            &Value::Null,
+            INVALID_REQUEST,
+            format!("invalid request: a batch holds at most {BATCH_MEMBERS} members"),
         )),
         Value::Array(items) => Incoming::Batch(items.into_iter().map(classify).collect()),
         other => Incoming::Single(classify(other)),

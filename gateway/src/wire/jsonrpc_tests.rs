@@ -109,3 +109,40 @@ fn outgoing_frames_are_valid_json() {
     assert_eq!(n["method"], "a\"b");
     assert_eq!(n["params"]["x"], 1);
 }
+
+/// Issue 40: a message of more than JSON_VALUES values is refused before its tree is built
+/// (naming the id of a single request), a batch of more than BATCH_MEMBERS members as a
+/// whole; at the limits both pass.
+#[test]
+fn too_many_values_or_batch_members_are_invalid_requests() {
+    use snowpea_proto::limits::{BATCH_MEMBERS, JSON_VALUES};
+    let wide = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":\"w\",\"method\":\"m\",\"params\":[{}0]}}",
+        "0,".repeat(JSON_VALUES)
+    );
+    let Incoming::Rejected(r) = parse(wide.as_bytes()) else {
+        panic!("expected a rejection")
+    };
+    assert_eq!(err_code(&r), INVALID_REQUEST);
+    assert_eq!(r["id"], "w");
+    let member = r#"{"jsonrpc":"2.0","method":"m"}"#;
+    let batch = |n: usize| format!("[{}]", vec![member; n].join(","));
+    let Incoming::Rejected(r) = parse(batch(BATCH_MEMBERS + 1).as_bytes()) else {
+        panic!("expected a rejection")
+    };
+    assert_eq!(err_code(&r), INVALID_REQUEST);
+    assert_eq!(r["id"], Value::Null);
+    let Incoming::Batch(items) = parse(batch(BATCH_MEMBERS).as_bytes()) else {
+        panic!("a batch at the limit passes")
+    };
+    assert_eq!(items.len(), BATCH_MEMBERS);
+    // The object, 4 keys, 3 scalars, the array: 9 values besides the array's elements.
+    let at_limit = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":[{}0]}}",
+        "0,".repeat(JSON_VALUES - 10)
+    );
+    assert!(matches!(
+        parse(at_limit.as_bytes()),
+        Incoming::Single(Item::Call(_))
+    ));
+}

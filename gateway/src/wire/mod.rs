@@ -4,6 +4,7 @@
 
 pub mod connection;
 pub mod counters;
+pub mod json_budget;
 pub mod jsonrpc;
 pub mod limits;
 pub mod registry;

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde_json::{json, Value};
 use snowpea_proto::error::{ErrorCode, RpcError};
 use tokio::sync::oneshot;
@@ -65,10 +66,13 @@ pub async fn on_message(gw: &Arc<Gateway>, conn: &Arc<Connection>, bytes: &[u8])
             let (gw, conn) = (gw.clone(), conn.clone());
             tokio::spawn(async move {
                 let permit = admitted.run().await;
-                let results = futures::future::join_all(
-                    items.into_iter().map(|item| batch_member(&gw, &conn, item)),
-                )
-                .await;
+                // At most max_in_flight members at once, like single requests (issue 40:
+                // one batch must not open a thousand calls at a time); answers in order.
+                let results: Vec<Handled> = futures::stream::iter(items)
+                    .map(|item| batch_member(&gw, &conn, item))
+                    .buffered(gw.limits.max_in_flight.max(1))
+                    .collect()
+                    .await;
                 drop(permit);
                 drop(admitted);
                 let mut responses = Vec::new();

@@ -14,3 +14,4 @@ mod latency;
 mod layers;
 mod lifecycle;
 mod sizes;
+mod wide;
