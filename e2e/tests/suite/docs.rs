@@ -295,23 +295,56 @@ fn docs_name_no_internal_issue_numbers_and_link_only_inside_the_repository() {
                 Err(_) => problems.push(format!("{name}:{line}: link {target} names no file")),
             }
         }
+        // A path in backticks that climbs out of the document's folder must stay inside.
         for (n, l) in body.lines().enumerate() {
-            if l.contains("`../") || (l.contains("(../") && !l.contains("](../")) {
-                problems.push(format!("{name}:{}: a path outside the repository: {l}", n + 1));
+            for quoted in l.split('`').skip(1).step_by(2) {
+                if quoted.starts_with("../") && !inside(&root, &dir.join(quoted)) {
+                    problems.push(format!(
+                        "{name}:{}: a path outside the repository: {quoted}",
+                        n + 1
+                    ));
+                }
             }
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// Whether `path`, with its `..` resolved by name (it need not exist), is under `root`.
+fn inside(root: &Path, path: &Path) -> bool {
+    let mut parts: Vec<std::path::Component> = Vec::new();
+    let base = std::fs::canonicalize(repo()).unwrap();
+    let rel = path.strip_prefix(repo()).unwrap_or(path);
+    let joined = base.join(rel);
+    for c in joined.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                parts.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => parts.push(other),
+        }
+    }
+    parts.iter().collect::<PathBuf>().starts_with(root)
+}
+
 #[test]
 fn the_docs_checks_find_what_they_look_for() {
+    let root = std::fs::canonicalize(repo()).unwrap();
+    assert!(inside(&root, &repo().join("sdk/../target/debug")));
+    assert!(!inside(&root, &repo().join("docs/../../shared/DESIGN.md")));
     assert_eq!(
         issue_numbers("see issue 14, Issues #15 and the tissue 3; issue-free"),
-        vec![(1, "issue 14, Issues #15".to_owned()), (1, "Issues #15 and the t".to_owned())]
+        vec![
+            (1, "issue 14, Issues #15".to_owned()),
+            (1, "Issues #15 and the t".to_owned())
+        ]
     );
     assert_eq!(
         link_targets("[a](docs/X.md) and [b](../shared/DESIGN.md#x)"),
-        vec![(1, "docs/X.md".to_owned()), (1, "../shared/DESIGN.md#x".to_owned())]
+        vec![
+            (1, "docs/X.md".to_owned()),
+            (1, "../shared/DESIGN.md#x".to_owned())
+        ]
     );
 }
