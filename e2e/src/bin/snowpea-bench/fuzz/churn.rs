@@ -1,7 +1,9 @@
 //! Short-lived connections beside the fuzzing ones, one every [`CHURN_EVERY`]: calls before
 //! `system.hello` (each must be refused `unauthorized`), a hello with a wrong token or an
-//! incompatible protocol major, a connection dropped with requests in flight, and a message
-//! one byte over the gateway's limit (closed with 1009). Connections come and go for the
+//! incompatible protocol major, a connection dropped with requests in flight, a message
+//! one byte over the gateway's limit (closed with 1009), and messages of millions of tiny
+//! values — params of 8 MiB of `0,` and a batch of 16 MiB of `{}` members (issue 40: 286 MB
+//! and 19 GB in the gateway) — each of which must get exactly one well-formed answer. Connections come and go for the
 //! whole run, so what the gateway keeps per connection shows in its memory.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,7 +13,7 @@ use std::time::{Duration, Instant};
 use futures::{SinkExt, StreamExt};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use serde_json::json;
+use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -62,11 +64,12 @@ pub async fn run(
         tokio::time::sleep(CHURN_EVERY).await;
         n += 1;
         report.connections += 1;
-        // The oversize message is costly (16 MiB): one in 40.
-        let kind = if n.is_multiple_of(40) {
-            4
-        } else {
-            rng.random_range(0..4)
+        // The 16 MiB messages are costly: each kind one in 40.
+        let kind = match n % 40 {
+            0 => 4,
+            13 => 5,
+            26 => 6,
+            _ => rng.random_range(0..4),
         };
         if let Err(e) = once(kind, port, &token, &version, &mut rng, &mut report).await {
             report.fail(format!("short-lived connection ({kind}): {e:#}"));
@@ -130,6 +133,43 @@ async fn once(
             drop(ws);
             return Ok(());
         }
+        5 | 6 => {
+            let r = say_hello(&mut ws, &hello(token, version, 9)).await?;
+            anyhow::ensure!(r.get("result").is_some(), "hello failed: {r}");
+            let text = if kind == 5 {
+                format!(
+                    "{{\"jsonrpc\":\"2.0\",\"id\":\"wide\",\"method\":\"memory.write\",\"params\":{{\"text\":\"x\",\"tags\":[{}0]}}}}",
+                    "0,".repeat(4 << 20)
+                )
+            } else {
+                format!(
+                    "[{{\"jsonrpc\":\"2.0\",\"id\":\"wide\",\"method\":\"system.health\"}}{}]",
+                    ",{}".repeat((WS_MESSAGE - 256) / 3)
+                )
+            };
+            ws.send(Message::text(text)).await?;
+            let answer = next_json(&mut ws).await;
+            let one = match &answer {
+                Some(Value::Object(o)) => {
+                    o.get("id").is_some_and(|id| id.is_null() || id == "wide")
+                }
+                Some(Value::Array(a)) => a.iter().any(|m| m["id"] == "wide"),
+                _ => false,
+            };
+            if !one
+                || answer
+                    .as_ref()
+                    .is_some_and(|a| a["jsonrpc"] != "2.0" && !a.is_array())
+            {
+                report.fail(format!(
+                    "a message of millions of tiny values ({}) got no proper answer: {}",
+                    if kind == 5 { "params" } else { "batch" },
+                    answer
+                        .map(|a| super::ledger::clip(&a))
+                        .unwrap_or_else(|| "none".into())
+                ));
+            }
+        }
         _ => {
             let r = say_hello(&mut ws, &hello(token, version, 9)).await?;
             anyhow::ensure!(r.get("result").is_some(), "hello failed: {r}");
@@ -147,6 +187,25 @@ async fn once(
     }
     let _ = tokio::time::timeout(WAIT, ws.close(None)).await;
     Ok(())
+}
+
+/// The next JSON message that is not a notification (bounded wait; `None` on timeout,
+/// close or EOF).
+async fn next_json(ws: &mut super::conn::Ws) -> Option<Value> {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, ws.next()).await.ok()?? {
+            Ok(Message::Text(t)) => {
+                let v: Value = serde_json::from_str(&t).ok()?;
+                if v.get("method").is_none() {
+                    return Some(v);
+                }
+            }
+            Ok(Message::Close(_)) | Err(_) => return None,
+            Ok(_) => continue,
+        }
+    }
 }
 
 /// The close code the gateway sends next (bounded wait; `None` on timeout or EOF).

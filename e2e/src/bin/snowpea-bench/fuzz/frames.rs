@@ -224,12 +224,13 @@ pub fn garbage(rng: &mut StdRng, ids: &mut Ids) -> Outgoing {
                 .to_string()
                 .into_bytes();
             let at = rng.random_range(0..bytes.len());
-            bytes[at] = *[0xff, 0xc3, 0x80].choose(rng).expect("non-empty");
+            // 0xfe and 0xff never occur in UTF-8 (a continuation byte could complete a
+            // valid character, e.g. ✓'s 0x9c → 0x80 is "–", and the request would pass).
+            bytes[at] = *[0xff, 0xfe].choose(rng).expect("non-empty");
             Outgoing {
                 bytes,
                 binary: true,
-                // A stray byte may land inside the id or a string (invalid UTF-8 is refused
-                // as a parse error) or between tokens (also a parse error).
+                // Invalid UTF-8 anywhere is a parse error.
                 expect: Expect::Null,
                 label: "binary".into(),
             }
@@ -259,6 +260,10 @@ mod tests {
             if let Expect::One(k) = &g.expect {
                 let text = String::from_utf8_lossy(&g.bytes);
                 assert!(text.contains(k.as_str()), "{text} / {k}");
+            }
+            // A binary message expected to fail parsing is never valid UTF-8.
+            if g.binary && g.expect == Expect::Null {
+                assert!(std::str::from_utf8(&g.bytes).is_err());
             }
         }
     }

@@ -200,12 +200,17 @@ async fn sample_loop(
             }
             if m.rss_kb > abort_kb && w.aborted.is_none() {
                 w.aborted = Some(format!(
-                    "{} reached {} MB RSS (abort limit {} MB)",
+                    "{} reached {} MB RSS (abort limit {} MB; killed)",
                     pr.name,
                     m.rss_kb / 1024,
                     abort_kb / 1024
                 ));
                 abort.store(true, Ordering::SeqCst);
+                // The machine is shared: the process goes now, not after the drain.
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pr.pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
             }
         }
     }
