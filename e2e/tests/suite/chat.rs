@@ -251,6 +251,29 @@ async fn chat_streams_answers_asks_approvals_shows_diffs_and_interrupts_in_tmux(
     tmux.wait_for("turn interrupted").await;
     tmux.wait_for("● ready").await;
 
+    // 4b. Commands: `/mode plan` is said once (its reply; mode.changed only updates the
+    // status line), an unknown command gets the daemon's error and no "started", `/theme`
+    // says which theme, and F1 lists the keys CHAT.md lists (Ctrl-End, `w`).
+    tmux.type_line("/mode plan");
+    tmux.wait_for("mode: accept → plan").await;
+    tmux.wait_for("● ready").await;
+    let screen = tmux.screen();
+    assert!(
+        !screen.contains("mode is now plan"),
+        "said twice:\n{screen}"
+    );
+    tmux.type_line("/frobnicate");
+    tmux.wait_for("unknown command /frobnicate").await;
+    tmux.wait_for("● ready").await;
+    let screen = tmux.screen();
+    assert!(!screen.contains("/frobnicate started"), "{screen}");
+    tmux.type_line("/theme light");
+    tmux.wait_for("theme: light").await;
+    tmux.key("F1");
+    tmux.wait_for("Ctrl-End").await;
+    tmux.wait_for("w site").await;
+    tmux.key("Escape");
+
     // 5. Ctrl-C twice leaves; the terminal is back on the normal screen.
     tmux.key("C-c");
     tmux.wait_for("press Ctrl-C again to leave").await;

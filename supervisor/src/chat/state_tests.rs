@@ -978,3 +978,143 @@ fn an_approval_that_arrives_under_the_picker_shows_once_the_picker_closes() {
     update(&mut s, key(KeyCode::Enter));
     assert_eq!(s.modal, Some(Modal::Approval));
 }
+
+/// Issue 39 item 5: the palette's hint is the command's usage, an unknown command is not
+/// "started", `/mode plan` is said once, `/theme` leaves a trace, `/help` lists commands.
+#[test]
+fn commands_show_their_usage_are_said_once_and_help_lists_them() {
+    let mut s = opened();
+    update(
+        &mut s,
+        Msg::Reply {
+            purpose: Purpose::CommandList,
+            result: Ok(
+                json!({ "commands": [{ "name": "mode", "summary": "switch the mode", "argsSchema": {
+                "properties": {"subcommand": {}, "args": {}, "confirm": {}},
+                "x-usage": "/mode [plan|accept|auto|status|save [--scope=global|project]]"
+            } }] }),
+            ),
+        },
+    );
+    typed(&mut s, "/mod");
+    let rows = s.palette().unwrap();
+    let mode = rows.iter().find(|r| r.name == "mode").unwrap();
+    assert_eq!(
+        mode.hint,
+        "[plan|accept|auto|status|save [--scope=global|project]]"
+    );
+    typed(&mut s, "e plan");
+    update(&mut s, key(KeyCode::Enter));
+    let ran = Purpose::Command {
+        name: "mode".into(),
+        args: "plan".into(),
+    };
+    update(
+        &mut s,
+        Msg::Reply {
+            purpose: ran,
+            result: Ok(json!({ "turnId": "t_1" })),
+        },
+    );
+    assert_eq!(
+        s.flash.as_ref().map(|f| f.0.as_str()),
+        Some("/mode running…")
+    );
+    let notices_before = notices(&s).len();
+    feed(
+        &mut s,
+        vec![
+            ev(1, "turn.started", json!({ "turnId": "t_1" })),
+            ev(2, "mode.changed", json!({ "mode": "plan" })),
+            ev(
+                3,
+                "message.done",
+                json!({ "role": "system", "text": "mode: accept → plan" }),
+            ),
+            ev(
+                4,
+                "turn.done",
+                json!({ "turnId": "t_1", "reason": "complete" }),
+            ),
+        ],
+    );
+    assert_eq!(s.mode, "plan");
+    assert!(
+        !notices(&s)[notices_before..]
+            .iter()
+            .any(|n| n.contains("mode is now")),
+        "{:?}",
+        notices(&s)
+    );
+    // Another client's switch is still said.
+    feed(
+        &mut s,
+        vec![ev(5, "mode.changed", json!({ "mode": "auto" }))],
+    );
+    assert!(notices(&s).iter().any(|n| n == "mode is now auto"));
+
+    // An unknown command claims nothing on the status line.
+    s.flash = None;
+    typed(&mut s, "/frobnicate");
+    update(&mut s, key(KeyCode::Enter));
+    update(
+        &mut s,
+        Msg::Reply {
+            purpose: Purpose::Command {
+                name: "frobnicate".into(),
+                args: String::new(),
+            },
+            result: Ok(json!({ "turnId": "t_2" })),
+        },
+    );
+    assert_eq!(s.flash, None);
+
+    typed(&mut s, "/theme light");
+    update(&mut s, key(KeyCode::Enter));
+    assert!(
+        notices(&s).iter().any(|n| n == "theme: light"),
+        "{:?}",
+        notices(&s)
+    );
+
+    // /help is the daemon's list, plus a line for the client's own commands.
+    typed(&mut s, "/help");
+    let fx = update(&mut s, key(KeyCode::Enter));
+    assert!(
+        matches!(&fx[0], Effect::Call { method: "command.run", params, .. } if params["name"] == "help"),
+        "{fx:?}"
+    );
+    assert!(notices(&s).last().unwrap().contains("/sessions /new"));
+}
+
+/// Every key docs/CHAT.md's key tables list is in the F1 popup too.
+#[test]
+fn the_f1_popup_lists_every_key_chat_md_lists() {
+    let mut s = opened();
+    update(
+        &mut s,
+        Msg::Key(KeyEvent::new(KeyCode::F(1), KeyModifiers::NONE)),
+    );
+    let mut t = Terminal::new(TestBackend::new(100, 40)).unwrap();
+    let mut cache = view::Cache::default();
+    t.draw(|f| view::draw(f, &s, &mut cache)).unwrap();
+    let screen = screen_text(&t);
+    for key in [
+        "Ctrl-End", "Ctrl-L", "PgUp", "Ctrl-O", "Ctrl-R", "Ctrl-S", "w site", "a always",
+    ] {
+        assert!(
+            screen.contains(key),
+            "the F1 popup lacks {key:?}:\n{screen}"
+        );
+    }
+}
+
+fn notices(s: &State) -> Vec<String> {
+    s.blocks
+        .iter()
+        .filter_map(|e| match &e.block {
+            Block::Notice { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}

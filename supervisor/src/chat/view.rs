@@ -799,11 +799,12 @@ pub const KEYS: &[(&str, &str)] = &[
     ("Ctrl-S", "steer: fold the message into the running turn"),
     ("Esc", "interrupt the running turn / close a popup"),
     ("↑ / ↓", "prompt history (on the first / last line)"),
+    ("PgUp / PgDn", "scroll the transcript"),
+    ("Ctrl-L / Ctrl-End", "follow the stream again"),
     (
-        "PgUp / PgDn, Ctrl-L",
-        "scroll the transcript / follow the stream",
+        "/",
+        "command palette (Tab completes); /help lists the commands",
     ),
-    ("/", "command palette (Tab completes)"),
     ("@", "complete a path of the workdir"),
     ("Ctrl-O", "sessions: open, new, rename, close"),
     ("Ctrl-R", "show or fold reasoning"),
@@ -826,7 +827,7 @@ fn help_lines(theme: &Theme) -> Vec<Line<'static>> {
         .collect();
     lines.push(Line::default());
     lines.push(Line::styled(
-        "Approvals: y once · s session · p project · a always · n deny",
+        "Approvals: y once · s session · p project · a always · w site (when offered) · n deny",
         theme.dim(),
     ));
     lines.push(Line::styled("any key closes", theme.dim()));

@@ -59,6 +59,7 @@ pub(super) fn apply(state: &mut State, event: &SessionEvent) {
             if state.turn_id.as_deref() == Some(turn) || state.turn_id.is_none() {
                 state.turn_id = None;
                 state.turn_started = None;
+                state.running_command = None;
             }
             for e in &mut state.blocks {
                 if let Block::Assistant { done, .. } = &mut e.block {
@@ -250,12 +251,16 @@ pub(super) fn apply(state: &mut State, event: &SessionEvent) {
         }
         "mode.changed" => {
             state.mode = str_of(p, "mode").to_owned();
-            state.notice(format!("mode is now {}", state.mode), Level::Info);
+            if state.running_command.is_none() {
+                state.notice(format!("mode is now {}", state.mode), Level::Info);
+            }
         }
         "model.changed" => {
             state.model = str_of(p, "model").to_owned();
             state.effort = str_of(p, "effort").to_owned();
-            state.notice(format!("model is now {}", state.model), Level::Info);
+            if state.running_command.is_none() {
+                state.notice(format!("model is now {}", state.model), Level::Info);
+            }
         }
         "compaction.started" => state.notice("compacting the conversation…", Level::Info),
         "compaction" => state.notice(

@@ -334,26 +334,43 @@ pub(super) fn slash(state: &mut State, sid: &str, line: &str) -> Vec<Effect> {
                 (_, ThemeKind::Light) => ThemeKind::Dark,
             };
             state.epoch += 1;
+            let name = match state.theme {
+                ThemeKind::Dark => "dark",
+                ThemeKind::Light => "light",
+            };
+            state.notice(format!("theme: {name}"), Level::Info);
             Vec::new()
         }
-        "help" => {
-            state.modal = Some(Modal::Help);
-            Vec::new()
+        // The daemon's /help lists its commands in the transcript (its "unknown command"
+        // error points there); the client's own commands and the keys are added here.
+        "help" if args.is_empty() => {
+            state.notice(CLIENT_HELP, Level::Info);
+            command_run(state, sid, name, args)
         }
         "quit" | "exit" => {
             state.quitting = true;
             vec![Effect::Quit]
         }
         "" => Vec::new(),
-        _ => vec![Effect::Call {
-            method: "command.run",
-            params: json!({ "sessionId": sid, "name": name, "args": args }),
-            purpose: Purpose::Command {
-                name: name.to_owned(),
-                args: args.to_owned(),
-            },
-        }],
+        _ => command_run(state, sid, name, args),
     }
+}
+
+/// The line `/help` adds for what this client runs itself.
+pub(super) const CLIENT_HELP: &str = "this client's own commands: /sessions /new /rename <title> /close /reasoning /theme [dark|light] /quit · F1 lists the keys";
+
+/// `command.run` of a daemon command; remembered as the running command so its events are
+/// not said twice (its own reply reports the change).
+fn command_run(state: &mut State, sid: &str, name: &str, args: &str) -> Vec<Effect> {
+    state.running_command = Some(name.to_owned());
+    vec![Effect::Call {
+        method: "command.run",
+        params: json!({ "sessionId": sid, "name": name, "args": args }),
+        purpose: Purpose::Command {
+            name: name.to_owned(),
+            args: args.to_owned(),
+        },
+    }]
 }
 
 pub(super) fn open_picker(state: &mut State) -> Vec<Effect> {

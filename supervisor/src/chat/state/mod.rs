@@ -470,6 +470,9 @@ pub struct State {
     pub no_color: bool,
     /// The client is leaving.
     pub quitting: bool,
+    /// The daemon command this client ran whose turn has not ended: its own reply says what
+    /// changed, so `mode.changed` / `model.changed` are not repeated as notices.
+    pub running_command: Option<String>,
     /// Warnings shown at the top of every transcript (kept when a session is opened): the
     /// suite has no model, or other model settings than this shell's (issue 39 item 1).
     pub startup_notices: Vec<String>,
@@ -491,7 +494,6 @@ const CLIENT_COMMANDS: &[(&str, &str, &str)] = &[
         "switch between the dark and light theme",
         "[dark|light]",
     ),
-    ("help", "key bindings (F1)", ""),
     ("quit", "leave snowpea chat", ""),
 ];
 
@@ -569,6 +571,7 @@ impl State {
             no_color,
             quitting: false,
             startup_notices: Vec::new(),
+            running_command: None,
         }
     }
 

@@ -96,12 +96,20 @@ pub(super) fn commands_from(result: &Value) -> Vec<Command> {
         .unwrap_or_default()
 }
 
-/// An argument hint from a command's `argsSchema` (JSON Schema): its `description`, else
-/// its property names / enum values.
+/// An argument hint from a command's `argsSchema` (JSON Schema): the arguments of its
+/// usage line (`x-usage` without the command's name), else its `description`, else its
+/// property names / enum values.
 pub(super) fn args_hint(schema: Option<&Value>) -> String {
     let Some(schema) = schema.filter(|s| s.is_object()) else {
         return String::new();
     };
+    if let Some(usage) = schema.get("x-usage").and_then(Value::as_str) {
+        return usage
+            .trim()
+            .split_once(char::is_whitespace)
+            .map(|(_, args)| args.trim().to_owned())
+            .unwrap_or_default();
+    }
     if let Some(d) = schema.get("description").and_then(Value::as_str) {
         return d.to_owned();
     }

@@ -168,11 +168,20 @@ pub(super) fn on_reply(
             direct_command(state, &name, &args)
         }
         (Purpose::Command { name, .. }, Err(e)) => {
+            state.running_command = None;
             state.notice(format!("/{name} failed: {e}"), Level::Error);
             Vec::new()
         }
         (Purpose::Command { name, .. }, Ok(_)) => {
-            state.flash(format!("/{name} started"), Level::Info);
+            // Only a command the daemon lists is "running"; an unknown one fails in its
+            // turn with the daemon's own error, so nothing is claimed here.
+            let known = state
+                .commands
+                .as_ref()
+                .is_ok_and(|cs| cs.iter().any(|c| c.name == name));
+            if known {
+                state.flash(format!("/{name} running…"), Level::Info);
+            }
             Vec::new()
         }
         (Purpose::Direct(what), Ok(v)) => {
