@@ -1,7 +1,8 @@
 //! `snowpea acp` driven by the official ACP client library (npm `@agentclientprotocol/sdk`,
 //! `tests/acp-client/run.mjs`) against a real suite on a temp home with the scripted provider
 //! (issue 33). The Rust side starts the suite, runs the node client, and checks from a
-//! native client that the editor's session is listed while the editor uses it.
+//! native client that the editor's session is listed while the editor uses it, and kills the
+//! gateway mid-session (the supervisor restarts it; the editor's next prompt still works).
 //!
 //! Needs the workspace binaries (`cargo build --workspace --bins`) and the client's npm
 //! packages (`npm ci --prefix front/acp/tests/acp-client`).
@@ -90,6 +91,12 @@ async fn official_acp_client_drives_a_session_end_to_end() {
                         entry.unwrap_or_else(|| panic!("{id} not in session.list: {listed}"));
                     assert_eq!(entry["workdir"], workdir.display().to_string());
                     seen_session = true;
+                    stdin.write_all(b"continue\n").await.unwrap();
+                    stdin.flush().await.unwrap();
+                }
+                Some("restart") => {
+                    let old = suite.kill9("gateway");
+                    suite.wait_restarted("gateway", old).await;
                     stdin.write_all(b"continue\n").await.unwrap();
                     stdin.flush().await.unwrap();
                 }

@@ -178,6 +178,20 @@ const unknown = await first.agent
   .then(() => null, (e) => e);
 check(unknown && typeof unknown.message === "string" && unknown.message.includes("not open"), `unknown session error, got ${JSON.stringify(unknown)}`);
 
+// A daemon restart mid-session (the Rust side kills the gateway): the next prompt still works.
+process.stdout.write(JSON.stringify({ event: "restart" }) + "\n");
+await within(new Promise((resolve) => stdin.once("line", resolve)), "the gateway restart");
+const before = text(first.updates, "agent_message_chunk").length;
+const p4 = await within(
+  first.agent.request(acp.methods.agent.session.prompt, {
+    sessionId,
+    prompt: [{ type: "text", text: "after restart" }],
+  }),
+  "prompt after the restart",
+);
+check(p4.stopReason === "end_turn", `prompt after restart end_turn, got ${p4.stopReason}`);
+check(text(first.updates, "agent_message_chunk").slice(before).includes("ok"), "the answer after the restart streamed");
+
 const liveToolCalls = kinds(first.updates, "tool_call").map((c) => c.toolCallId);
 const liveText = text(first.updates, "agent_message_chunk");
 first.connection.close();
@@ -197,7 +211,7 @@ const loaded = await within(
 check(loaded.modes?.currentModeId === "accept", `loaded mode accept, got ${JSON.stringify(loaded.modes)}`);
 const replayUsers = kinds(second.updates, "user_message_chunk").map((u) => u.content.text);
 check(
-  ["write the file", "run twice", "slow one"].every((t) => replayUsers.includes(t)),
+  ["write the file", "run twice", "slow one", "after restart"].every((t) => replayUsers.includes(t)),
   `user messages replayed, got ${JSON.stringify(replayUsers)}`,
 );
 const replayToolCalls = kinds(second.updates, "tool_call").map((c) => c.toolCallId);
