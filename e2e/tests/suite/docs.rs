@@ -252,16 +252,27 @@ fn issue_numbers(text: &str) -> Vec<(usize, String)> {
     found
 }
 
-/// The targets of the Markdown links `[text](target)` of `text`, with their line numbers.
+/// The targets of the Markdown links `[text](target)` of `text`, with their line numbers
+/// (code blocks and `code spans` hold no links).
 fn link_targets(text: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
+    let mut fenced = false;
     for (n, line) in text.lines().enumerate() {
-        let mut rest = line;
-        while let Some(i) = rest.find("](") {
-            let after = &rest[i + 2..];
-            let Some(end) = after.find(')') else { break };
-            found.push((n + 1, after[..end].to_owned()));
-            rest = &after[end..];
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for prose in line.split('`').step_by(2) {
+            let mut rest = prose;
+            while let Some(i) = rest.find("](") {
+                let after = &rest[i + 2..];
+                let Some(end) = after.find(')') else { break };
+                found.push((n + 1, after[..end].to_owned()));
+                rest = &after[end..];
+            }
         }
     }
     found
@@ -341,7 +352,7 @@ fn the_docs_checks_find_what_they_look_for() {
         ]
     );
     assert_eq!(
-        link_targets("[a](docs/X.md) and [b](../shared/DESIGN.md#x)"),
+        link_targets("[a](docs/X.md) and [b](../shared/DESIGN.md#x), not `[c](uri)`"),
         vec![
             (1, "docs/X.md".to_owned()),
             (1, "../shared/DESIGN.md#x".to_owned())
