@@ -151,6 +151,13 @@ impl Dispatcher {
             return Err(RpcError::not_implemented_yet());
         }
         let msg = to_message(&route.spec.input(), &params, "params")?;
+        // What the forwarded call needs of the JSON params, so the tree (as big as the
+        // message, and more) is let go before the call waits on its service (issue 40).
+        let cleared = match route.target {
+            Target::Service(_) => cleared_paths(&route.spec.input(), &params),
+            _ => Vec::new(),
+        };
+        drop(params);
         match (&route.target, peer) {
             (Target::System(SystemMethod::Hello), _) => {
                 let v = hello::hello(
@@ -182,7 +189,6 @@ impl Dispatcher {
             .with_details(json!({ "service": owner }))),
             (Target::NotImplemented, _) => Err(RpcError::not_implemented_yet()),
             (Target::Service(svc), Some(peer)) => {
-                let cleared = cleared_paths(&route.spec.input(), &params);
                 let metadata = forward::call_metadata(&peer, &cleared, request_id);
                 forward::call(&self.limits, svc, route, msg, &metadata)
                     .await
