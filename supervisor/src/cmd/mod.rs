@@ -463,19 +463,21 @@ async fn with_client(client: &Client, inv: &Invocation) -> (CmdResult, i32) {
         }
     };
     let mut events = client.events(&session_id);
-    let turn_id = match client
+    let run = client
         .call(
             "command.run",
             json!({"sessionId": session_id, "name": name, "args": raw}),
         )
-        .await
-        .and_then(|r| {
-            r.get("turnId")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .ok_or_else(|| snowpea_sdk::Error::Protocol("command.run without turnId".into()))
-        }) {
-        Ok(t) => t,
+        .await;
+    let turn_id = match run {
+        Ok(r) => match r.get("turnId").and_then(Value::as_str) {
+            Some(t) => t.to_owned(),
+            None => {
+                return rpc_fail(snowpea_sdk::Error::Protocol(
+                    "command.run without turnId".into(),
+                ))
+            }
+        },
         Err(e) => return rpc_fail(e),
     };
     let done = match events
