@@ -674,3 +674,22 @@ fn docker_config_accepts_container() {
         assert!(err.to_string().starts_with(field), "{cfg}: {err}");
     }
 }
+
+/// Issue 32 item 9: the ssh master was started with `-M` on top of `ControlMaster=yes`,
+/// which makes it `ask` and refuse every command's mux session: each `shell` call printed
+/// "Master refused session request: Permission denied" and logged in again on a connection
+/// of its own (the extra wait the issue saw). Commands now run over the master.
+#[tokio::test]
+async fn ssh_commands_run_over_the_master_connection() {
+    let Some(sshd) = Sshd::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let b = ssh_backend(&sshd, dir.path(), json!(sshd.known_hosts()));
+    for i in 0..3 {
+        let out = run(&b, "shell", json!({"command": format!("echo run {i}")})).await;
+        assert!(out.ok, "{out:?}");
+        assert_eq!(out.content.trim_end(), format!("run {i}"), "{out:?}");
+    }
+    b.close().await;
+}

@@ -1,5 +1,5 @@
 //! The `ssh` backend: the system OpenSSH client driven by argv (never a local shell), one
-//! control master per backend (`-M -N`, a child of svc-session, its socket in a private
+//! control master per backend (`ControlMaster=yes -N`, a child of svc-session, its socket in a private
 //! 0700 directory), commands as `ssh -T host -- <remote command>` over the master, and
 //! files over SFTP (`ssh -s host sftp` spoken by `russh-sftp`).
 //!
@@ -219,7 +219,11 @@ impl Inner {
         }
         let _ = std::fs::remove_file(self.control_path());
         let mut cmd = self.ssh("yes");
-        cmd.args(["-M", "-N", "--"])
+        // Not `-M`: with `ControlMaster=yes` already given, ssh's `-M` toggles it to `ask`,
+        // which (no askpass in batch mode) refuses every mux client's session ("Master
+        // refused session request: Permission denied"); each command then silently made a
+        // connection and a login of its own (issue 32 item 9: the shell tool's lingering).
+        cmd.args(["-N", "--"])
             .arg(&self.cfg.host)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
