@@ -460,6 +460,123 @@ async fn docker_runs_every_builtin_tool_in_the_session_container() {
     );
 }
 
+/// Issue 32 item 9: `config.container` attaches to an existing, running container: the
+/// probe checks it (a missing or stopped one is `invalid_params` on
+/// `params.config.container`, a missing image on `params.config.image`), tools run in it,
+/// and closing the session leaves it running.
+#[tokio::test]
+async fn docker_attaches_to_an_existing_container_and_leaves_it_running() {
+    let Some(image) = docker_image().await else {
+        return;
+    };
+    let h = crate::testkit::Harness::new(json!({"default": {"text": "ok"}})).await;
+    let sid = h.create("accept").await;
+    let wd = h.workdir.clone();
+    let engine = bollard::Docker::connect_with_defaults().unwrap();
+    let name = format!(
+        "snowpea-attach-{}",
+        &uuid::Uuid::new_v4().simple().to_string()[..10]
+    );
+    let stopped = format!("{name}-stopped");
+    for (n, start) in [(&name, true), (&stopped, false)] {
+        let w = wd.display().to_string();
+        engine
+            .create_container(
+                Some(bollard::query_parameters::CreateContainerOptions {
+                    name: Some(n.clone()),
+                    ..Default::default()
+                }),
+                bollard::models::ContainerCreateBody {
+                    image: Some(image.clone()),
+                    cmd: Some(vec!["sleep".into(), "3600".into()]),
+                    host_config: Some(bollard::models::HostConfig {
+                        binds: Some(vec![format!("{w}:{w}")]),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        if start {
+            engine
+                .start_container(n, None::<bollard::query_parameters::StartContainerOptions>)
+                .await
+                .unwrap();
+        }
+    }
+    let backends = super::component::Backends::new(
+        h.app.sessions.registry().clone(),
+        h.app.events.clone(),
+        "snowpea-test".into(),
+        None,
+    );
+    let set = |config: Value| {
+        backends.set(snowpea_proto::session::v1::BackendSetParams {
+            session_id: sid.clone(),
+            kind: "docker".into(),
+            config: Some(snowpea_proto::wkt::to_struct(&config)),
+        })
+    };
+    for (config, field) in [
+        (
+            json!({"container": "snowpea-no-such-container"}),
+            "params.config.container",
+        ),
+        (json!({"container": stopped}), "params.config.container"),
+        (
+            json!({"image": "snowpea-no-such-image:1"}),
+            "params.config.image",
+        ),
+    ] {
+        match within(LONG, "backend.set", set(config.clone())).await {
+            Err(crate::error::Error::InvalidParams { field: f, message }) => {
+                assert_eq!(f, field, "{config}: {message}")
+            }
+            other => panic!("{config}: expected invalid_params, got {other:?}"),
+        }
+    }
+    within(LONG, "backend.set", set(json!({"container": name})))
+        .await
+        .unwrap();
+    let backend = h.app.sessions.get(&sid).unwrap().backend();
+    assert_eq!(backend.kind(), BackendKind::Docker);
+    let out = run(
+        &backend,
+        "shell",
+        json!({"command": "cat /proc/1/cmdline | tr '\\0' ' '; echo from-box > made.txt"}),
+    )
+    .await;
+    assert!(out.ok, "{}", out.content);
+    assert!(out.content.contains("sleep 3600"), "{}", out.content);
+    assert_eq!(
+        std::fs::read_to_string(wd.join("made.txt")).unwrap(),
+        "from-box\n"
+    );
+    backend.close().await;
+    let running = engine
+        .inspect_container(
+            &name,
+            None::<bollard::query_parameters::InspectContainerOptions>,
+        )
+        .await
+        .unwrap()
+        .state
+        .and_then(|s| s.running);
+    assert_eq!(running, Some(true), "an attached container is left running");
+    for n in [&name, &stopped] {
+        let _ = engine
+            .remove_container(
+                n,
+                Some(bollard::query_parameters::RemoveContainerOptions {
+                    force: true,
+                    ..Default::default()
+                }),
+            )
+            .await;
+    }
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
