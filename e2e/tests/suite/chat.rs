@@ -296,3 +296,79 @@ async fn chat_streams_answers_asks_approvals_shows_diffs_and_interrupts_in_tmux(
         "raw mode was not left:\n{screen}"
     );
 }
+
+/// Stops the suite of a home when dropped (the chat started it).
+struct StopSuite(std::path::PathBuf);
+
+impl Drop for StopSuite {
+    fn drop(&mut self) {
+        let _ = Command::new(bin_dir().join("snowpea"))
+            .args(["supervisor", "stop", "--home"])
+            .arg(&self.0)
+            .env("SNOWPEA_STOP_GRACE_MS", "2000")
+            .output();
+    }
+}
+
+/// Issue 39 item 1: `snowpea chat` that starts a suite without any model says so on its
+/// first screen, with the command that gives it one — not at the first prompt.
+#[tokio::test]
+async fn chat_that_starts_a_suite_without_a_model_says_so_at_once() {
+    if !tmux_available() {
+        snowpea_common::test_deps::missing("tmux", "apt-get install tmux; .ci/run does");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let workdir = tmp.path().join("work");
+    std::fs::create_dir(&workdir).unwrap();
+    let _stop = StopSuite(home.clone());
+    let tmux = Tmux {
+        socket: format!("snowpea-chat-nomodel-{}", std::process::id()),
+    };
+    let snowpea = bin_dir().join("snowpea");
+    let bin = bin_dir().to_string_lossy().into_owned();
+    let mut args = vec![
+        "new-session".to_owned(),
+        "-d".into(),
+        "-s".into(),
+        "chat".into(),
+        "-x".into(),
+        "120".into(),
+        "-y".into(),
+        "32".into(),
+        "-e".into(),
+        format!("SNOWPEA_BIN_DIR={bin}"),
+    ];
+    // No model anywhere: every model variable empty (empty counts as unset).
+    for var in [
+        "SNOWPEA_PROVIDER",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "OPENROUTER_API_KEY",
+    ] {
+        args.push("-e".into());
+        args.push(format!("{var}="));
+    }
+    args.extend([
+        snowpea.to_string_lossy().into_owned(),
+        "chat".into(),
+        "--home".into(),
+        home.to_string_lossy().into_owned(),
+        "--workdir".into(),
+        workdir.to_string_lossy().into_owned(),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = tmux.cmd(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tmux.wait_for("the suite has no model").await;
+    // The restart command (wrapped at the pane's width).
+    tmux.wait_for("&& ANTHROPIC_API_KEY=… snowpea supervisor")
+        .await;
+    tmux.key("C-c");
+    tmux.key("C-c");
+}
