@@ -63,7 +63,8 @@ pub struct RpcError {
     /// The protocol's string code (`error.data.code`), e.g. `"unauthorized"`.
     pub data_code: Option<String>,
     /// The whole `error.data` object as sent (it includes `code` and, when present, `details`).
-    pub data: Option<Value>,
+    /// Boxed, so that an error stays small in every `Result` that may carry one.
+    pub data: Option<Box<Value>>,
 }
 
 impl RpcError {
@@ -92,7 +93,7 @@ impl RpcError {
             code,
             message: message.into(),
             data_code: Some(data_code.to_owned()),
-            data: Some(json!({ "code": data_code })),
+            data: Some(Box::new(json!({ "code": data_code }))),
         }
     }
 
@@ -124,7 +125,7 @@ impl RpcError {
             code,
             message,
             data_code,
-            data,
+            data: data.map(Box::new),
         }
     }
 
@@ -133,7 +134,7 @@ impl RpcError {
         let mut error = Map::new();
         error.insert("code".into(), self.code.into());
         error.insert("message".into(), self.message.clone().into());
-        let mut data = match &self.data {
+        let mut data = match self.data.as_deref() {
             Some(Value::Object(m)) => Some(m.clone()),
             Some(other) => Some(Map::from_iter([("details".to_owned(), other.clone())])),
             None => None,

@@ -70,7 +70,7 @@ async fn rpc_errors_carry_numeric_and_string_codes() {
     assert_eq!(err.code_str(), Some("not_found"));
     let rpc = err.rpc().expect("rpc error");
     assert_eq!(rpc.code, -32004);
-    assert_eq!(rpc.data, Some(json!({ "code": "not_found" })));
+    assert_eq!(rpc.data.as_deref(), Some(&json!({ "code": "not_found" })));
     let missing = within(client.call("no.such", json!({})))
         .await
         .expect_err("fails");
