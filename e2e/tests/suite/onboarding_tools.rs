@@ -69,7 +69,10 @@ fn code(e: &Error) -> String {
 }
 
 fn rpc_details(e: &Error) -> Value {
-    e.rpc().and_then(|r| r.data.as_deref().cloned()).unwrap_or(Value::Null)["details"].clone()
+    e.rpc()
+        .and_then(|r| r.data.as_deref().cloned())
+        .unwrap_or(Value::Null)["details"]
+        .clone()
 }
 
 fn git(dir: &Path, args: &[&str]) {
