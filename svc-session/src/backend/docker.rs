@@ -656,6 +656,16 @@ impl Backend for Docker {
             .map(|_| ())
     }
 
+    /// `rm -f` of a file or link (a directory is refused; a missing file is no error).
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        if self.symlink_metadata(path).is_ok_and(|m| m.is_dir) {
+            return Err(io::Error::other("a directory is in the way"));
+        }
+        self.inner
+            .op(&["rm", "-f", "--", &path.to_string_lossy()], None)
+            .map(|_| ())
+    }
+
     fn exec(&self, req: ExecRequest, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         Box::pin(self.inner.clone().run_command(req, ctx))
     }

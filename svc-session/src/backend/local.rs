@@ -83,6 +83,10 @@ impl Backend for Local {
         crate::tools::fs::atomic_write(path, bytes)
     }
 
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
+
     /// The `ignore` walker: `.gitignore`/`.ignore`/global excludes, also outside a repository.
     fn walk_files(
         &self,

@@ -114,6 +114,16 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Replaces the file at `path` with `bytes` as atomically as the backend can (a temp
     /// file renamed over it), keeping a replaced file's permissions where it can.
     fn write_atomic(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
+    /// Removes the file (or symbolic link) at `path`; a directory is refused. Used by
+    /// `checkpoint.restore` to delete a file a turn created. The default refuses
+    /// (`Unsupported`); every built-in backend implements it.
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        let _ = path;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this backend cannot remove files",
+        ))
+    }
     /// Walks the files under `root` (hidden entries skipped, `.gitignore` respected, sorted
     /// by name), calling `visit(absolute, relative)` until it returns false or `cancel`
     /// fires. Returns false when cancelled. The default walks with [`Backend::read_dir`].

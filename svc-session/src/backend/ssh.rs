@@ -522,6 +522,12 @@ impl Backend for Ssh {
         })
     }
 
+    /// SFTP `remove` (a directory is refused by the server).
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        let p = path_str(path);
+        self.inner.block(async move |s| s.remove_file(p).await)
+    }
+
     fn exec(&self, req: ExecRequest, ctx: ToolContext) -> BoxFuture<'static, ToolOutput> {
         let this = self.inner.clone();
         Box::pin(async move {

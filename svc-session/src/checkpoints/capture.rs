@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::blobs::{sha256_hex, Blobs};
 use super::detect::{Before, Change};
+use super::files::Files;
 use super::paths::is_excluded;
 use crate::store::checkpoints::FileRow;
 
@@ -98,7 +99,21 @@ fn entry(path: &str, status: &str, source: &str) -> FileRow {
 /// The entry for `rel`, first touched by a tool now (before it changes anything): its
 /// before-bytes are stored durably in `blobs` first.
 pub fn before_tool(blobs: &Blobs, workdir: &Path, rel: &str) -> FileRow {
-    let current = Current::of(&workdir.join(rel));
+    before_tool_of(blobs, rel, Current::of(&workdir.join(rel)))
+}
+
+/// [`before_tool`] through `files` (a remote backend's entries carry no mode).
+pub fn before_tool_in(files: &Files, blobs: &Blobs, workdir: &Path, rel: &str) -> FileRow {
+    if files.is_local() {
+        return before_tool(blobs, workdir, rel);
+    }
+    let mut e = before_tool_of(blobs, rel, files.current(&workdir.join(rel)));
+    e.mode = None;
+    e
+}
+
+/// [`before_tool`] given what is at the path now.
+fn before_tool_of(blobs: &Blobs, rel: &str, current: Current) -> FileRow {
     let status = if current == Current::Absent {
         CREATED
     } else {
@@ -171,7 +186,20 @@ pub fn from_shell(blobs: &Blobs, change: &Change) -> FileRow {
 /// false when the entry changes nothing any more (the file is back to its before-state, or a
 /// file that did not exist still does not) and should be dropped.
 pub fn settle(e: &mut FileRow, workdir: &Path) -> bool {
-    let current = Current::of(&workdir.join(&e.path));
+    settle_to(e, Current::of(&workdir.join(&e.path)))
+}
+
+/// [`settle`] through `files`.
+pub fn settle_in(files: &Files, e: &mut FileRow, workdir: &Path) -> bool {
+    if files.is_local() {
+        return settle(e, workdir);
+    }
+    let now = files.current(&workdir.join(&e.path));
+    settle_to(e, now)
+}
+
+/// [`settle`] given what is at the path now.
+fn settle_to(e: &mut FileRow, current: Current) -> bool {
     let existed = e.status != CREATED;
     e.pending = false;
     e.after_sha = current.sha();

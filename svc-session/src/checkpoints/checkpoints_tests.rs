@@ -758,3 +758,205 @@ async fn measure_capture_overhead_and_a_1000_file_restore() {
         restore_time
     );
 }
+
+// ---- remote backends (issue 32 item 9) -------------------------------------------------
+
+/// A remote backend whose files live under `/snowpea-remote/work`, a path that does not
+/// exist on this host: it maps them onto a temp dir (a capture or restore that bypassed the
+/// backend would touch the unmapped path, or the session's local workdir). No shell.
+#[derive(Debug)]
+struct FakeRemote {
+    root: std::path::PathBuf,
+    local: crate::backend::local::Local,
+}
+
+const REMOTE: &str = "/snowpea-remote/work";
+
+impl FakeRemote {
+    fn map(&self, p: &Path) -> std::path::PathBuf {
+        let rel = p
+            .strip_prefix(REMOTE)
+            .unwrap_or_else(|_| panic!("outside the remote root: {}", p.display()));
+        self.root.join(rel)
+    }
+}
+
+impl crate::backend::Backend for FakeRemote {
+    fn kind(&self) -> crate::backend::BackendKind {
+        crate::backend::BackendKind::Ssh
+    }
+    fn workdir(&self) -> Option<std::path::PathBuf> {
+        Some(REMOTE.into())
+    }
+    fn metadata(&self, path: &Path) -> std::io::Result<crate::backend::Meta> {
+        self.local.metadata(&self.map(path))
+    }
+    fn symlink_metadata(&self, path: &Path) -> std::io::Result<crate::backend::Meta> {
+        self.local.symlink_metadata(&self.map(path))
+    }
+    fn open(&self, path: &Path) -> std::io::Result<Box<dyn std::io::Read + Send>> {
+        self.local.open(&self.map(path))
+    }
+    fn read_link(&self, path: &Path) -> std::io::Result<std::path::PathBuf> {
+        self.local.read_link(&self.map(path))
+    }
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<crate::backend::DirEntry>> {
+        Ok(self
+            .local
+            .read_dir(&self.map(path))?
+            .into_iter()
+            .map(|e| crate::backend::DirEntry {
+                path: path.join(&e.name),
+                ..e
+            })
+            .collect())
+    }
+    fn create_dir_all(&self, path: &Path) -> std::io::Result<()> {
+        self.local.create_dir_all(&self.map(path))
+    }
+    fn write_atomic(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        self.local.write_atomic(&self.map(path), bytes)
+    }
+    fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+        self.local.remove_file(&self.map(path))
+    }
+    fn exec(
+        &self,
+        _req: crate::backend::ExecRequest,
+        _ctx: crate::tools::ToolContext,
+    ) -> futures::future::BoxFuture<'static, crate::tools::ToolOutput> {
+        Box::pin(async { crate::tools::ToolOutput::error("no shell here") })
+    }
+    fn close(&self) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
+}
+
+/// The scripted turn of the remote tests: edits one file, creates one, edits another.
+fn remote_script() -> Value {
+    json!({
+        "steps": [
+            {"match": "change remote", "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "a.txt", "content": "changed\n"}},
+                {"name": "write_file", "arguments": {"path": "new/c.txt", "content": "new\n"}},
+                {"name": "edit_file", "arguments": {"path": "b.txt", "old": "bee", "new": "bzz"}}
+            ]},
+            {"after_tool": "edit_file", "text": "Done."}
+        ]
+    })
+}
+
+/// With the session's backend already remote, its files (seen on this host in `remote`):
+/// a turn's changes are captured through the backend, listed, diffed and restored there —
+/// the created file deleted — and the restore undone; the local workdir is never touched.
+async fn remote_round_trip(h: &mut Harness, sid: &str, remote: &Path) {
+    let wd = h.workdir.clone();
+    write(&wd.join("a.txt"), "local\n", 0o644);
+    write(&remote.join("a.txt"), "one\n", 0o644);
+    write(&remote.join("b.txt"), "bee\n", 0o644);
+    let (tid, ev) = turn(h, sid, "change remote").await;
+    assert_eq!(read(&remote.join("a.txt")).as_deref(), Some("changed\n"));
+    assert_eq!(read(&remote.join("new/c.txt")).as_deref(), Some("new\n"));
+    assert_eq!(read(&remote.join("b.txt")).as_deref(), Some("bzz\n"));
+    assert!(
+        !of_kind(&ev, "checkpoint.updated").is_empty(),
+        "checkpoint.updated emitted on a remote backend"
+    );
+
+    let cps = list(h, sid).await;
+    assert_eq!(cps.len(), 1, "one checkpoint of the remote turn: {cps:?}");
+    let c = &cps[0];
+    assert_eq!(c.id, tid);
+    let paths: Vec<_> = c.files.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(paths, ["a.txt", "new/c.txt", "b.txt"]);
+    assert_eq!(file(c, "a.txt").status, "modified");
+    assert_eq!(file(c, "new/c.txt").status, "created");
+    assert_eq!(file(c, "b.txt").status, "modified");
+    assert!(c.files.iter().all(|f| f.restorable), "{c:?}");
+
+    let d = h
+        .app
+        .checkpoints
+        .diff(pb::CheckpointDiffParams {
+            session_id: sid.into(),
+            id: tid.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let a = d.files.iter().find(|f| f.path == "a.txt").unwrap();
+    assert!(!a.changed_since && a.restorable, "{a:?}");
+    assert!(
+        a.patch.contains("-changed") && a.patch.contains("+one"),
+        "{}",
+        a.patch
+    );
+
+    let r = restore(h, params(sid, &tid)).await;
+    assert_eq!(skipped(&r), Vec::<(String, String)>::new());
+    assert_eq!(r.restored.len(), 3, "{r:?}");
+    assert_eq!(read(&remote.join("a.txt")).as_deref(), Some("one\n"));
+    assert_eq!(read(&remote.join("b.txt")).as_deref(), Some("bee\n"));
+    assert!(!remote.join("new/c.txt").exists(), "created file deleted");
+    assert_eq!(read(&wd.join("a.txt")).as_deref(), Some("local\n"));
+    assert!(!wd.join("new").exists() && !wd.join("b.txt").exists());
+
+    // The undo checkpoint puts the turn's state back, through the backend too.
+    let undo = r.checkpoint_id.clone().expect("undo checkpoint");
+    let r = restore(h, params(sid, &undo)).await;
+    assert_eq!(r.restored.len(), 3, "{r:?}");
+    assert_eq!(read(&remote.join("a.txt")).as_deref(), Some("changed\n"));
+    assert_eq!(read(&remote.join("new/c.txt")).as_deref(), Some("new\n"));
+    assert_eq!(read(&wd.join("a.txt")).as_deref(), Some("local\n"));
+}
+
+#[tokio::test]
+async fn a_remote_backend_is_checkpointed_and_restored_through_its_file_operations() {
+    let mut h = Harness::new(remote_script()).await;
+    let sid = h.create("auto").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let session = h.app.sessions.get(&sid).unwrap();
+    let old = session.replace_backend(std::sync::Arc::new(FakeRemote {
+        root: tmp.path().to_path_buf(),
+        local: crate::backend::local::Local::new(None),
+    }));
+    old.close().await;
+    remote_round_trip(&mut h, &sid, tmp.path()).await;
+}
+
+/// The same over a real ssh backend (`backend.set{kind:"ssh"}` to an sshd on loopback with
+/// temp keys; skipped where no sshd can be started).
+#[tokio::test]
+async fn an_ssh_backend_is_checkpointed_and_restored_over_ssh() {
+    let Some(sshd) = snowpea_testkit::sshd::Sshd::start() else {
+        eprintln!("skipped: no sshd");
+        return;
+    };
+    let mut h = Harness::new(remote_script()).await;
+    let sid = h.create("auto").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = std::fs::canonicalize(tmp.path()).unwrap();
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap()
+        .name;
+    let config = json!({
+        "host": "127.0.0.1",
+        "port": sshd.port,
+        "user": user,
+        "key": sshd.user_key(),
+        "cwd": cwd,
+        "knownHosts": sshd.known_hosts(),
+    });
+    h.app
+        .backends
+        .set(pb::BackendSetParams {
+            session_id: sid.clone(),
+            kind: "ssh".into(),
+            config: Some(snowpea_proto::wkt::to_struct(&config)),
+        })
+        .await
+        .unwrap();
+    remote_round_trip(&mut h, &sid, &cwd).await;
+    h.app.sessions.get(&sid).unwrap().backend().close().await;
+}

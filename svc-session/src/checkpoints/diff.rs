@@ -8,7 +8,7 @@ use snowpea_proto::session::v1 as pb;
 
 use super::blobs::Blobs;
 use super::capture::Current;
-use super::paths;
+use super::files::Files;
 use super::restore::{self, PathPlan};
 
 /// Bytes looked at to decide whether content is binary (a NUL byte in them).
@@ -20,14 +20,24 @@ fn binary(bytes: &[u8]) -> bool {
 
 /// The diff entry of `pp` in `workdir`.
 pub fn file_diff(blobs: &Blobs, workdir: &Path, pp: &PathPlan) -> pb::checkpoint_diff_result::File {
+    file_diff_in(&Files::Local, blobs, workdir, pp)
+}
+
+/// [`file_diff`] through `files` (a remote session's backend).
+pub fn file_diff_in(
+    files: &Files,
+    blobs: &Blobs,
+    workdir: &Path,
+    pp: &PathPlan,
+) -> pb::checkpoint_diff_result::File {
     let mut out = pb::checkpoint_diff_result::File {
         path: pp.path.clone(),
         ..Default::default()
     };
-    let Some(target) = paths::target(workdir, &pp.path) else {
+    let Some(target) = files.target(workdir, &pp.path) else {
         return out;
     };
-    let now = Current::of(&target);
+    let now = files.current(&target);
     out.changed_since = pp.changed_since(&now);
     let wanted = if pp.refused().is_some() {
         None

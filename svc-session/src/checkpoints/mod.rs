@@ -18,16 +18,30 @@
 //! `not_restorable`, `missing_blob`, `changed_since` unless `force`), an undo checkpoint
 //! (`kind: "restore"`, id `r-<12 hex>`) committed before any file is written, `dryRun`
 //! writing and emitting nothing.
+//!
+//! **Remote backends** (ssh, docker; issue 32 item 9). The files a call declares are
+//! captured, diffed and restored through the session's [`Backend`] ([`files::Files`]): the
+//! before-bytes are read with its file operations (a missing file recorded as absent,
+//! `created`), and a restore writes them back with [`Backend::write_atomic`] and deletes
+//! created files with [`Backend::remove_file`], in the backend's workdir (the checkpoint's
+//! `workdir`). Limits there: a `shell` command is not captured (there is no tree snapshot —
+//! no git status or scan runs on the remote side), permission bits are neither recorded nor
+//! restored (a backend reports none; its write keeps a replaced file's mode), nothing is
+//! fsynced remotely, and a path with a symbolic link on its way is not restored
+//! (`not_restorable`). Diff and restore use the session's backend at the time of the call;
+//! after a `backend.set` to another kind they act on the new backend's files. Settings still
+//! come from the session's host workdir.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use snowpea_common::home::Home;
 use snowpea_common::time::now_iso;
 use snowpea_proto::rpc::v1::OkResult;
 use snowpea_proto::session::v1 as pb;
 
+use crate::backend::{Backend, BackendKind};
 use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::session::{Registry, Session};
@@ -40,6 +54,7 @@ pub mod capture;
 pub mod config;
 pub mod detect;
 pub mod diff;
+pub mod files;
 pub mod git;
 pub mod paths;
 pub mod restore;
@@ -47,6 +62,7 @@ pub mod wire;
 
 use blobs::Blobs;
 use config::Limits;
+use files::Files;
 use restore::{PathPlan, Write1};
 use wire::Skipped;
 
@@ -61,6 +77,9 @@ pub const KIND_RESTORE: &str = "restore";
 pub struct Capture {
     session_id: String,
     workdir: PathBuf,
+    /// The session's host workdir, whose settings apply (the same as `workdir` locally).
+    settings: PathBuf,
+    files: Files,
     what: Watch,
 }
 
@@ -132,12 +151,49 @@ impl Checkpoints {
         prompt: &str,
         writes: Writes,
     ) -> Option<Capture> {
+        self.before_call_in(session, turn_id, prompt, writes, Files::Local)
+            .await
+    }
+
+    /// [`Checkpoints::before_call`] for a call that `backend` runs: a local backend is
+    /// captured on the host as before; a remote one (ssh, docker) through its own file
+    /// operations, in its workdir, for the files the call declares. A shell command on a
+    /// remote backend is not captured (no tree snapshot there; see the module doc).
+    pub async fn before_call_on(
+        &self,
+        session: &Session,
+        turn_id: &str,
+        prompt: &str,
+        writes: Writes,
+        backend: Arc<dyn Backend>,
+    ) -> Option<Capture> {
+        let files = if backend.kind() == BackendKind::Local {
+            Files::Local
+        } else {
+            Files::Remote(backend)
+        };
+        self.before_call_in(session, turn_id, prompt, writes, files)
+            .await
+    }
+
+    async fn before_call_in(
+        &self,
+        session: &Session,
+        turn_id: &str,
+        prompt: &str,
+        writes: Writes,
+        files: Files,
+    ) -> Option<Capture> {
         if matches!(writes, Writes::Nothing) || paths::check_id("", &session.id).is_err() {
             return None;
         }
-        let workdir = crate::tools::paths::canonical_workdir(&session.workdir());
+        let settings = crate::tools::paths::canonical_workdir(&session.workdir());
+        let workdir = match &files {
+            Files::Local => settings.clone(),
+            Files::Remote(b) => b.workdir().unwrap_or_else(|| session.workdir()),
+        };
         let home = self.home.clone();
-        let wd = workdir.clone();
+        let wd = settings.clone();
         let limits = blocking(move || Limits::load(&home, &wd)).await.ok()?;
         if !limits.enabled {
             return None;
@@ -149,6 +205,8 @@ impl Checkpoints {
                     .filter_map(|p| paths::relative(&workdir, p))
                     .collect(),
             ),
+            // A remote backend has no tree snapshot: its shell commands are not captured.
+            Writes::Workdir if !files.is_local() => return None,
             Writes::Workdir => {
                 let wd = workdir.clone();
                 Watch::Tree(blocking(move || detect::snapshot(&wd)).await.ok()?)
@@ -157,6 +215,8 @@ impl Checkpoints {
         let capture = Capture {
             session_id: session.id.clone(),
             workdir: workdir.clone(),
+            settings,
+            files: files.clone(),
             what,
         };
         let mut manifest = self.manifest_of(session, turn_id, prompt, &workdir);
@@ -172,10 +232,11 @@ impl Checkpoints {
             }
             let blobs = self.blobs(&session.id);
             let wd = workdir.clone();
+            let files = files.clone();
             let entries = blocking(move || {
                 fresh
                     .iter()
-                    .map(|rel| capture::before_tool(&blobs, &wd, rel))
+                    .map(|rel| capture::before_tool_in(&files, &blobs, &wd, rel))
                     .collect::<Vec<_>>()
             })
             .await
@@ -218,6 +279,8 @@ impl Checkpoints {
         let Capture {
             session_id,
             workdir,
+            settings,
+            files,
             what,
         } = capture;
         let manifest = self.manifest_of(session, turn_id, prompt, &workdir);
@@ -246,7 +309,7 @@ impl Checkpoints {
                 if !touched.contains(&f.path) {
                     return true;
                 }
-                let keep = capture::settle(f, &wd);
+                let keep = capture::settle_in(&files, f, &wd);
                 if !keep {
                     dropped.push(f.path.clone());
                 }
@@ -297,8 +360,7 @@ impl Checkpoints {
                 tracing::error!(error = %format!("{e:#}"), "checkpoint flush failed");
             }
             let home = self.home.clone();
-            let wd = workdir.clone();
-            if let Ok(limits) = blocking(move || Limits::load(&home, &wd)).await {
+            if let Ok(limits) = blocking(move || Limits::load(&home, &settings)).await {
                 self.prune(&session_id, &limits, &id).await;
             }
         }
@@ -451,34 +513,58 @@ impl Checkpoints {
         Ok(crate::tools::paths::canonical_workdir(Path::new(&wd)))
     }
 
-    /// The rows, the plan of checkpoint `id` and the workdir, for diff and restore.
+    /// The file operations of a session's checkpoints and the workdir they act in: a live
+    /// session's remote backend (its workdir), else the host (`workdir`).
+    fn files_of(&self, session_id: &str, workdir: PathBuf) -> (Files, PathBuf) {
+        if let Ok(s) = self.registry.get(session_id) {
+            let backend = s.backend();
+            if backend.kind() != BackendKind::Local {
+                let wd = backend.workdir().unwrap_or_else(|| s.workdir());
+                return (Files::Remote(backend), wd);
+            }
+        }
+        (Files::Local, workdir)
+    }
+
+    /// The plan of checkpoint `id`, for diff and restore.
     async fn planned(
         &self,
         session_id: &str,
         id: &str,
         through: bool,
         paths_filter: &[String],
-    ) -> Result<(PathBuf, Vec<PathPlan>)> {
+    ) -> Result<Planned> {
         paths::check_id("params.id", id)?;
         let rows = self.rows(session_id).await?;
-        let workdir = self.workdir_of(session_id, &rows).await?;
+        let settings = self.workdir_of(session_id, &rows).await?;
+        let (files, workdir) = self.files_of(session_id, settings.clone());
         let filter = paths::filter("params.paths", &workdir, paths_filter)?;
         let plan = restore::plan(&rows, id, through, filter.as_deref()).ok_or_else(|| {
             Error::NotFound(format!("no checkpoint {id:?} in session {session_id:?}"))
         })?;
-        Ok((workdir, plan))
+        Ok(Planned {
+            settings,
+            files,
+            workdir,
+            plan,
+        })
     }
 
     /// `checkpoint.diff`: per file, the unified diff from the current file to its
     /// before-state, with `binary`, `changedSince` and `restorable`.
     pub async fn diff(&self, p: pb::CheckpointDiffParams) -> Result<pb::CheckpointDiffResult> {
-        let (workdir, plan) = self
+        let Planned {
+            files: fs,
+            workdir,
+            plan,
+            ..
+        } = self
             .planned(&p.session_id, &p.id, p.through, &p.paths)
             .await?;
         let blobs = self.blobs(&p.session_id);
         let files = blocking(move || {
             plan.iter()
-                .map(|pp| diff::file_diff(&blobs, &workdir, pp))
+                .map(|pp| diff::file_diff_in(&fs, &blobs, &workdir, pp))
                 .collect()
         })
         .await?;
@@ -500,7 +586,12 @@ impl Checkpoints {
         p: pb::CheckpointRestoreParams,
         own_turn: Option<&str>,
     ) -> Result<pb::CheckpointRestoreResult> {
-        let (workdir, plan) = self
+        let Planned {
+            settings,
+            files,
+            workdir,
+            plan,
+        } = self
             .planned(&p.session_id, &p.id, p.through, &p.paths)
             .await?;
         let live = self.registry.get(&p.session_id).ok();
@@ -521,7 +612,8 @@ impl Checkpoints {
         let force = p.force;
         let wd = workdir.clone();
         let b = blobs.clone();
-        let (writes, mut skipped) = blocking(move || decide(&b, &wd, &plan, force)).await?;
+        let fs = files.clone();
+        let (writes, mut skipped) = blocking(move || decide(&fs, &b, &wd, &plan, force)).await?;
         let mut restored: Vec<String> = writes.iter().map(|w| w.path.clone()).collect();
         if p.dry_run || writes.is_empty() {
             return Ok(wire::restore_result(None, restored, &skipped));
@@ -529,8 +621,9 @@ impl Checkpoints {
         // The undo checkpoint is committed before any file changes.
         let b = blobs.clone();
         let ws = writes.clone();
+        let fs = files.clone();
         let undo_files = blocking(move || {
-            let files: Vec<FileRow> = restore::in_parallel(&ws, |w| restore::undo_entry(&b, w));
+            let files: Vec<FileRow> = fs.each(&ws, |w| restore::undo_entry_in(&fs, &b, w));
             let shas: Vec<String> = files.iter().filter_map(|f| f.before_sha.clone()).collect();
             b.sync_dirs_of(&shas);
             files
@@ -558,8 +651,8 @@ impl Checkpoints {
             .await?;
         let wd = workdir.clone();
         let failed = blocking(move || {
-            let failed: Vec<String> =
-                restore::in_parallel(&writes, |w| match restore::apply(&wd, w) {
+            let failed: Vec<String> = files
+                .each(&writes, |w| match files.apply(&wd, w) {
                     Ok(()) => None,
                     Err(e) => {
                         tracing::warn!(path = %w.path, error = %e, "restore write failed");
@@ -569,7 +662,7 @@ impl Checkpoints {
                 .into_iter()
                 .flatten()
                 .collect();
-            restore::sync_parents(&writes);
+            files.sync_parents(&writes);
             failed
         })
         .await?;
@@ -592,7 +685,7 @@ impl Checkpoints {
             }
         }
         self.log.flush().await?;
-        let limits = self.limits_of(workdir).await;
+        let limits = self.limits_of(settings).await;
         self.prune(&p.session_id, &limits, &undo.id).await;
         Ok(result)
     }
@@ -656,8 +749,21 @@ impl Checkpoints {
     }
 }
 
+/// What [`Checkpoints::planned`] found.
+struct Planned {
+    /// The session's host workdir (whose settings apply).
+    settings: PathBuf,
+    /// The file operations a diff or restore uses.
+    files: Files,
+    /// The workdir they act in (`settings` locally, the backend's remotely).
+    workdir: PathBuf,
+    /// The per-path plan.
+    plan: Vec<PathPlan>,
+}
+
 /// Splits a plan into the writes a restore makes and the paths it skips.
 fn decide(
+    files: &Files,
     blobs: &Blobs,
     workdir: &Path,
     plan: &[PathPlan],
@@ -674,7 +780,7 @@ fn decide(
             skipped.push(skip(reason));
             continue;
         }
-        let Some(target) = paths::target(workdir, &pp.path) else {
+        let Some(target) = files.target(workdir, &pp.path) else {
             skipped.push(skip("not_restorable"));
             continue;
         };
@@ -682,11 +788,11 @@ fn decide(
             skipped.push(skip("missing_blob"));
             continue;
         };
-        if !force && pp.changed_since(&capture::Current::of(&target)) {
+        if !force && pp.changed_since(&files.current(&target)) {
             skipped.push(skip("changed_since"));
             continue;
         }
-        let mode = restore::mode_for(pp, &target);
+        let mode = files.mode_for(pp, &target);
         writes.push(Write1 {
             path: pp.path.clone(),
             target,

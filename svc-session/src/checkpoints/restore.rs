@@ -133,7 +133,21 @@ pub struct Write1 {
 /// stored first, so restoring that checkpoint puts them back (the blob directories are
 /// fsynced by the caller, once for the batch).
 pub fn undo_entry(blobs: &Blobs, w: &Write1) -> FileRow {
-    let now = Current::of(&w.target);
+    undo_entry_of(blobs, w, Current::of(&w.target))
+}
+
+/// [`undo_entry`] through `files` (a remote backend's entries carry no mode).
+pub fn undo_entry_in(files: &super::files::Files, blobs: &Blobs, w: &Write1) -> FileRow {
+    if files.is_local() {
+        return undo_entry(blobs, w);
+    }
+    let mut e = undo_entry_of(blobs, w, files.current(&w.target));
+    e.mode = None;
+    e
+}
+
+/// [`undo_entry`] given what is at the path now.
+fn undo_entry_of(blobs: &Blobs, w: &Write1, now: Current) -> FileRow {
     let status = match (&now, &w.bytes) {
         (Current::Absent, _) => CREATED,
         (_, None) => DELETED,

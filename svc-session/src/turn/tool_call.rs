@@ -458,16 +458,11 @@ impl Turns {
                 return self.denial(session, t, call, "file_owned_by_sibling", msg);
             }
         }
-        // Checkpoints capture files on the daemon host: a remote backend's are not theirs.
-        let writes = if backend.kind() == crate::backend::BackendKind::Local {
-            host_writes
-        } else {
-            crate::tools::Writes::Nothing
-        };
+        // A remote backend's files are captured through its own file operations (issue 32).
         let capture = self
             .tools
             .checkpoints()
-            .before_call(session, &t.turn_id, &t.text, writes)
+            .before_call_on(session, &t.turn_id, &t.text, host_writes, backend.clone())
             .await;
         let (progress, mut chunks) = mpsc::unbounded_channel();
         let ctx = ToolContext {
