@@ -960,3 +960,41 @@ async fn an_ssh_backend_is_checkpointed_and_restored_over_ssh() {
     remote_round_trip(&mut h, &sid, &cwd).await;
     h.app.sessions.get(&sid).unwrap().backend().close().await;
 }
+
+/// The same over a real docker backend (`backend.set{kind:"docker", config:{image,
+/// workdir}}`: the session's own container with a temp dir as its workdir; needs an engine
+/// at `DOCKER_HOST` with `SNOWPEA_TEST_DOCKER_IMAGE`, as `.ci/run` provides).
+#[tokio::test]
+async fn a_docker_backend_is_checkpointed_and_restored_in_the_container() {
+    let image = std::env::var("SNOWPEA_TEST_DOCKER_IMAGE")
+        .unwrap_or_else(|_| "snowpea-test:busybox".into());
+    let engine = match bollard::Docker::connect_with_defaults() {
+        Ok(d) => matches!(
+            tokio::time::timeout(std::time::Duration::from_secs(5), d.inspect_image(&image)).await,
+            Ok(Ok(_))
+        ),
+        Err(_) => false,
+    };
+    if !engine {
+        snowpea_common::test_deps::missing_docker(
+            "apt-get install docker.io; dockerd; docker import of a busybox rootfs (.ci/run does it)",
+        );
+        return;
+    }
+    let mut h = Harness::new(remote_script()).await;
+    let sid = h.create("auto").await;
+    let tmp = tempfile::tempdir().unwrap();
+    let wd = std::fs::canonicalize(tmp.path()).unwrap();
+    let config = json!({"image": image, "workdir": wd});
+    h.app
+        .backends
+        .set(pb::BackendSetParams {
+            session_id: sid.clone(),
+            kind: "docker".into(),
+            config: Some(snowpea_proto::wkt::to_struct(&config)),
+        })
+        .await
+        .unwrap();
+    remote_round_trip(&mut h, &sid, &wd).await;
+    h.app.sessions.get(&sid).unwrap().backend().close().await;
+}
