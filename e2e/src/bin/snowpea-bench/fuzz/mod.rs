@@ -91,6 +91,7 @@ pub async fn run(o: Opts) -> i32 {
         Ok(c) => Arc::new(c),
         Err(e) => {
             eprintln!("fuzz: cannot read the protocol: {e:#}");
+            stop(&suite);
             return 1;
         }
     };
@@ -110,6 +111,7 @@ pub async fn run(o: Opts) -> i32 {
     let watcher = Watcher::start(suite.clone(), o.abort_mb * 1024).await;
     if let Err(e) = warm_up(&suite, &catalog).await {
         eprintln!("fuzz: warm-up failed: {e:#}");
+        stop(&suite);
         return 1;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -230,10 +232,7 @@ pub async fn run(o: Opts) -> i32 {
         .map(|r| format!("restart: {r}"))
         .collect();
     let all: Vec<&String> = over.iter().chain(&restarts).chain(&failures).collect();
-    if let Ok(s) = Arc::try_unwrap(suite) {
-        let mut s = s;
-        s.stop();
-    }
+    stop(&suite);
     if all.is_empty() {
         println!("PASS: every request got exactly one well-formed answer, no restart, every peak within 2 × idle + 64 MB");
         0
@@ -244,6 +243,23 @@ pub async fn run(o: Opts) -> i32 {
         }
         1
     }
+}
+
+/// Stops the suite, kills what is left of it and removes its temp folders: the caller exits
+/// with `std::process::exit`, which runs no `Drop` (a sampling task may still hold the `Arc`).
+fn stop(suite: &Suite) {
+    let pids = suite.all_pids();
+    let _ = suite.snowpea(&["supervisor", "stop"]);
+    for p in pids {
+        if snowpea_e2e::pid_alive(p) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(p),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(suite.home());
+    let _ = std::fs::remove_dir_all(suite.workdir.path());
 }
 
 /// One call of a method of each service with empty params, and one short turn, so every
