@@ -3,11 +3,12 @@
 //! glibc's allocator keeps what a process freed in its arenas for later use instead of
 //! returning it to the system, so one large call (a long `session.resume`, a burst of big
 //! frames) leaves a service's RSS at its peak long after the call. Every process of the
-//! suite runs [`spawn_trimmer`]: every [`TRIM_INTERVAL`] it asks the allocator how much it
-//! holds free ([`free_bytes`]) and, when that grew by more than [`TRIM_SLACK`] since the
-//! last trim, hands it back with
+//! suite runs [`spawn_trimmer`]: every [`TRIM_INTERVAL`] it looks at its resident memory
+//! and at what the allocator holds free ([`free_bytes`]) and, when the first grew by more
+//! than [`TRIM_SLACK`] since the last trim and the second is above it, hands it back with
 //! `malloc_trim(0)` (which also releases free pages inside the arenas, not only at their
-//! top). A quiet process pays one `mallinfo2` call per interval. On other platforms (or
+//! top). A quiet process pays one `mallinfo2` call and one read of `/proc/self/statm` per
+//! interval. On other platforms (or
 //! another C library) both are no-ops.
 
 use std::time::Duration;
@@ -47,31 +48,37 @@ pub fn trim() -> bool {
     }
 }
 
-/// Trims the heap whenever the allocator's free bytes grew by more than [`TRIM_SLACK`]
-/// since the last trim (free pages inside an arena are released but still counted free,
-/// so the mark is what was free right after it). Runs until the runtime stops; needs a
+/// Resident memory of this process, in bytes (`/proc/self/statm`); `None` elsewhere.
+pub fn resident_bytes() -> Option<usize> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// Trims the heap when the process's resident memory grew by more than [`TRIM_SLACK`]
+/// since the last trim (or since start) and the allocator holds more than [`TRIM_SLACK`]
+/// free. The mark is resident memory, not the free count: pages a trim released stay
+/// counted free, so a second spike that reuses and frees them again would not raise the
+/// free count, while it does raise resident memory. Runs until the runtime stops; needs a
 /// tokio runtime. A process without [`free_bytes`] never trims.
 pub fn spawn_trimmer() -> tokio::task::JoinHandle<()> {
     tokio::spawn(async {
         let mut tick = tokio::time::interval(TRIM_INTERVAL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut mark = 0usize;
+        let mut mark = resident_bytes().unwrap_or(0);
         loop {
             tick.tick().await;
-            let Some(free) = free_bytes() else { return };
-            if free <= mark.saturating_add(TRIM_SLACK) {
-                mark = mark.min(free);
+            let (Some(free), Some(rss)) = (free_bytes(), resident_bytes()) else {
+                return;
+            };
+            if rss <= mark.saturating_add(TRIM_SLACK) || free <= TRIM_SLACK {
+                mark = mark.min(rss);
                 continue;
             }
             // malloc_trim walks every arena: off the async workers.
             let released = tokio::task::spawn_blocking(trim).await.unwrap_or(false);
-            mark = free_bytes().unwrap_or(0);
-            tracing::debug!(
-                released,
-                free_before = free,
-                free_after = mark,
-                "heap trimmed"
-            );
+            mark = resident_bytes().unwrap_or(rss);
+            tracing::debug!(released, rss_before = rss, rss_after = mark, "heap trimmed");
         }
     })
 }
@@ -80,11 +87,8 @@ pub fn spawn_trimmer() -> tokio::task::JoinHandle<()> {
 mod tests {
     use super::*;
 
-    /// Resident pages of this process, in bytes.
     fn rss() -> usize {
-        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-        let pages: usize = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-        pages * 4096
+        resident_bytes().unwrap()
     }
 
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -492,7 +492,7 @@ pub(crate) fn value_to_json(field: &FieldDescriptor, value: &Value, style: Style
                 };
                 out.insert(key, value_to_json(&vf, v, style));
             }
-            Json::Object(out)
+            Json::Object(sorted_keys(out))
         }
         Value::Bool(b) => Json::Bool(*b),
         Value::I32(i) => Json::from(*i),
@@ -525,6 +525,15 @@ fn double(f: f64, style: Style) -> Json {
     }
 }
 
+/// `m` with its keys in sorted order. Protobuf maps and `Struct`s are hash maps, and
+/// `serde_json` keeps insertion order in this workspace (`preserve_order`): without this
+/// the wire order of a map's keys would change from one call to the next.
+fn sorted_keys(m: Map<String, Json>) -> Map<String, Json> {
+    let mut fields: Vec<(String, Json)> = m.into_iter().collect();
+    fields.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    fields.into_iter().collect()
+}
+
 /// A JSON number, written as an integer when it is integral and exactly representable.
 pub fn number(f: f64) -> Json {
     if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
@@ -548,7 +557,7 @@ fn wkt_to_json(msg: &DynamicMessage) -> Json {
                     }
                 }
             }
-            Json::Object(out)
+            Json::Object(sorted_keys(out))
         }
         WKT_LIST => {
             let mut out = Vec::new();

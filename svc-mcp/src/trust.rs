@@ -44,9 +44,25 @@ pub fn store_path(home: &Home) -> PathBuf {
 
 /// sha256 (hex) of an entry object's canonical JSON (keys sorted at every level, compact).
 pub fn fingerprint(entry: &Json) -> String {
-    // `serde_json::Value` objects are sorted maps (no `preserve_order` in this workspace).
-    let canonical = serde_json::to_vec(&entry.to_value()).expect("JSON serializes");
+    // Keys sorted at every level: `serde_json` keeps insertion order in this workspace
+    // (`preserve_order`), and the fingerprint must not depend on how the entry was written.
+    let canonical = serde_json::to_vec(&sorted(entry.to_value())).expect("JSON serializes");
     sha256_hex(&canonical)
+}
+
+/// `v` with the keys of every object in sorted order.
+fn sorted(v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => {
+            let mut fields: Vec<(String, serde_json::Value)> = m.into_iter().collect();
+            fields.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            serde_json::Value::Object(fields.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        serde_json::Value::Array(a) => {
+            serde_json::Value::Array(a.into_iter().map(sorted).collect())
+        }
+        other => other,
+    }
 }
 
 /// sha256 of `bytes` as lowercase hex (ring's implementation, through rustls, which this

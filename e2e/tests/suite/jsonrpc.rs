@@ -73,6 +73,19 @@ async fn error_codes_map_to_the_protocol_table() {
         "{r}"
     );
 
+    // A string at the accepted limit reaches every service (each server decodes up to
+    // limits::GRPC_REQUEST): an answer about the session, never `internal`.
+    let at_limit = "a".repeat(snowpea_proto::limits::STRING_PARAM);
+    for method in ["command.list", "checkpoint.list"] {
+        let r = ws.call(method, json!({"sessionId": at_limit})).await;
+        let code = RawWs::code(&r);
+        assert!(
+            code == "not_found" || code == "invalid_params",
+            "{method} with a 4 MiB sessionId: {code} {}",
+            r["error"]["message"]
+        );
+    }
+
     let r = ws.call("session.create", json!({"mode": "plan"})).await;
     assert_eq!(r["error"]["code"], -32602, "{r}");
     assert_eq!(

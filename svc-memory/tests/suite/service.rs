@@ -19,5 +19,5 @@ async fn serves_health_and_declares_real_capabilities() {
     }
     let mut bus = ServiceBusClient::new(svc.channel());
     let caps = call(bus.capabilities(())).await.unwrap().capabilities;
-    assert_eq!(caps, vec!["siteMemory", "siteRecipes"]);
+    assert_eq!(caps, vec!["siteMemory", "siteRecipes", "siteFrameActions"]);
 }

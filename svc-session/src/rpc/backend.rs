@@ -25,6 +25,8 @@ impl BackendRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> BackendServiceServer<Self> {
         BackendServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

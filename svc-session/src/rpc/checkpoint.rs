@@ -27,6 +27,8 @@ impl CheckpointRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> CheckpointServiceServer<Self> {
         CheckpointServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

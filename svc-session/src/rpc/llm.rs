@@ -25,6 +25,8 @@ impl LlmRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> LlmServiceServer<Self> {
         LlmServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

@@ -23,6 +23,8 @@ impl LspRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> LspServiceServer<Self> {
         LspServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

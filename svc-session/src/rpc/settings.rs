@@ -28,11 +28,15 @@ impl SettingsRpc {
     /// The tonic server wrapper of `settings.*`.
     pub fn into_server(self) -> SettingsServiceServer<Self> {
         SettingsServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 
     /// The tonic server wrapper of the internal service.
     pub fn into_internal_server(self) -> SettingsInternalServiceServer<Self> {
         SettingsInternalServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

@@ -24,6 +24,8 @@ impl SetupRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> SetupServiceServer<Self> {
         SetupServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

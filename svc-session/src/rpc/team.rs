@@ -26,6 +26,8 @@ impl TeamRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> TeamServiceServer<Self> {
         TeamServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

@@ -25,6 +25,8 @@ impl WebRpc {
     /// The tonic server wrapper.
     pub fn into_server(self) -> WebServiceServer<Self> {
         WebServiceServer::new(self)
+            .max_decoding_message_size(snowpea_proto::limits::GRPC_REQUEST)
+            .max_encoding_message_size(snowpea_proto::limits::GRPC_RESPONSE)
     }
 }
 

@@ -273,9 +273,9 @@ async fn every_adapter_speaks_its_providers_api() {
         r#"ddg [("q", "rust lang")]"#,
         r#"searx [("q", "q1"), ("format", "json")]"#,
         r#"brave Some("bk") [("q", "q2"), ("count", "2")]"#,
-        r#"tavily Some("Bearer tk-env") {"max_results":3,"query":"q3"}"#,
+        r#"tavily Some("Bearer tk-env") {"query":"q3","max_results":3}"#,
         r#"exa Some("ek")"#,
-        r#"firecrawl Some("Bearer fk") {"limit":3,"query":"q5"}"#,
+        r#"firecrawl Some("Bearer fk") {"query":"q5","limit":3}"#,
     ] {
         assert!(seen.contains(want), "{want} not in\n{seen}");
     }
@@ -370,7 +370,7 @@ async fn keenable_parallel_and_grok_adapters() {
     for want in [
         r#"keenable_free None {"query":"rust"}"#,
         r#"keenable Some("keen_k") {"query":"rust"}"#,
-        r#"parallel Some("par-k") {"advanced_settings":{"max_results":5},"objective":"batteries","search_queries":["batteries"]}"#,
+        r#"parallel Some("par-k") {"objective":"batteries","search_queries":["batteries"],"advanced_settings":{"max_results":5}}"#,
         r#"grok Some("Bearer xai-k")"#,
         r#""model":"grok-test""#,
         r#""tools":[{"type":"web_search"}]"#,
