@@ -169,6 +169,7 @@ async fn main() {
             abort_mb: arg("--abort-mb", 4096) as u64,
             only: args_all("--only"),
             trigger: !std::env::args().any(|a| a == "--no-trigger"),
+            known_over: args_all("--known-over"),
         })
         .await;
         std::process::exit(code);

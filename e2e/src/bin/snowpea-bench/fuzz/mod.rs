@@ -60,6 +60,10 @@ pub struct Opts {
     pub only: Vec<String>,
     /// Whether to send the issue 40 svc-memory trigger every minute.
     pub trigger: bool,
+    /// Processes whose known growth is reported but does not fail the run (`--known-over
+    /// NAME`, repeatable): a growth that is tracked and not yet fixed, so that a short run
+    /// still fails on every other process and on every answer.
+    pub known_over: Vec<String>,
 }
 
 /// `--help` of the mode.
@@ -68,11 +72,14 @@ snowpea-bench fuzz: seeded random and malformed calls of every method, watching 
 
 Usage: snowpea-bench fuzz [--seconds 600] [--seed 1] [--connections 4] [--in-flight 32]
                           [--drain 60] [--settle 10] [--abort-mb 4096]
-                          [--only PREFIX]... [--no-trigger]
+                          [--only PREFIX]... [--no-trigger] [--known-over NAME]...
 
   --only PREFIX   fuzz only the methods whose name starts with PREFIX (repeatable; to find
                   which method makes a process grow)
   --no-trigger    leave out the issue 40 svc-memory trigger (sent every minute otherwise)
+  --known-over NAME
+                  a process (gateway, session, …) over its budget is reported as known,
+                  not failed (repeatable; for a growth that is tracked and not yet fixed)
 
 Starts the suite (binaries next to this one, or $SNOWPEA_BIN_DIR) on a temp home with the
 scripted provider, samples every process's RSS and PSS idle, during the fuzz and after it
@@ -212,9 +219,18 @@ pub async fn run(o: Opts) -> i32 {
         }
     }
     println!("\n{}", report::table(&figures));
+    for (n, f) in figures.iter().filter(|(_, f)| report::over_budget(f)) {
+        if o.known_over.iter().any(|k| k == n) {
+            println!(
+                "known, not failed: {n}: peak RSS {:.1} MB over the budget {:.0} MB",
+                f.peak.rss_kb as f64 / 1024.0,
+                report::budget_kb(f.idle.rss_kb) as f64 / 1024.0
+            );
+        }
+    }
     let mut over: Vec<String> = figures
         .iter()
-        .filter(|(_, f)| report::over_budget(f))
+        .filter(|(n, f)| report::over_budget(f) && !o.known_over.iter().any(|k| k == *n))
         .map(|(n, f)| {
             format!(
                 "{n}: peak RSS {:.1} MB over the budget {:.0} MB (idle {:.1} MB)",
