@@ -41,7 +41,10 @@ async fn a_message_of_millions_of_tiny_values_is_refused_with_bounded_memory() {
     let r = c.response_to(&json!("wide")).await;
     assert_eq!(r["error"]["code"], -32600, "{r}");
     assert!(
-        r["error"]["message"].as_str().unwrap().contains("JSON values"),
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("JSON values"),
         "{r}"
     );
 
