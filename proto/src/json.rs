@@ -528,7 +528,7 @@ fn double(f: f64, style: Style) -> Json {
 /// `m` with its keys in sorted order. Protobuf maps and `Struct`s are hash maps, and
 /// `serde_json` keeps insertion order in this workspace (`preserve_order`): without this
 /// the wire order of a map's keys would change from one call to the next.
-fn sorted_keys(m: Map<String, Json>) -> Map<String, Json> {
+pub(crate) fn sorted_keys(m: Map<String, Json>) -> Map<String, Json> {
     let mut fields: Vec<(String, Json)> = m.into_iter().collect();
     fields.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     fields.into_iter().collect()

@@ -47,16 +47,13 @@ pub fn from_value(v: &Value) -> Json {
 
 /// `google.protobuf.Struct` → JSON object.
 pub fn from_struct(s: &Struct) -> Json {
-    // Keys in sorted order: a `Struct` holds a hash map, and `serde_json` keeps insertion
-    // order (`preserve_order`), so the wire order must not depend on hashing.
-    let mut fields: Vec<(&String, &Value)> = s.fields.iter().collect();
-    fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    Json::Object(
-        fields
-            .into_iter()
+    // A `Struct` holds a hash map: the wire order must not depend on hashing.
+    Json::Object(crate::json::sorted_keys(
+        s.fields
+            .iter()
             .map(|(k, v)| (k.clone(), from_value(v)))
             .collect(),
-    )
+    ))
 }
 
 #[cfg(test)]
