@@ -19,6 +19,19 @@ pub const WS_MESSAGE: usize = 16 << 20;
 /// by path, not inline `data`.
 pub const STRING_PARAM: usize = 4 << 20;
 
+/// Most bytes of one connection's requests that the gateway holds at once, admitted and
+/// not yet answered (running or waiting in the connection's lane): a request that would
+/// pass it is refused `unavailable` with `details.reason: "busy"` (one message of up to
+/// [`WS_MESSAGE`] is always admitted when nothing else waits). Issue 40: 1,028 admitted
+/// requests of up to 16 MiB each could hold gigabytes of one connection's params.
+pub const CONNECTION_REQUEST_BYTES: usize = 4 * WS_MESSAGE;
+
+/// Most bytes of answers and notifications queued for one connection that its client has
+/// not read yet; past it the connection is closed as too slow (1008, "outbound queue
+/// full; reconnect and call session.resume"), as when the queue's frame count fills. One
+/// frame bigger than this (up to [`GRPC_RESPONSE`]) is queued when the queue is empty.
+pub const CONNECTION_OUTBOUND_BYTES: usize = 4 * WS_MESSAGE;
+
 /// Largest gRPC request message: the gateway refuses (`invalid_params`, naming the biggest
 /// field) a request that encodes larger, every service decodes up to it, and service →
 /// service clients encode up to it. Four times [`WS_MESSAGE`], so that what JSON → protobuf

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::ws::Utf8Bytes;
 use snowpea_common::context::CallContext;
+use snowpea_proto::limits::{CONNECTION_OUTBOUND_BYTES, CONNECTION_REQUEST_BYTES};
 use snowpea_proto::rpc::v1::ConnectionInfo;
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot, watch, OwnedSemaphorePermit, Semaphore};
@@ -102,6 +103,9 @@ pub struct Connection {
     close: watch::Sender<CloseState>,
     inner: Mutex<Inner>,
     overflowed: AtomicBool,
+    /// Bytes of frames queued and not yet written; shared with the writer, which
+    /// subtracts what it wrote (bounded by `CONNECTION_OUTBOUND_BYTES`).
+    outbound_bytes: Arc<AtomicUsize>,
     /// This connection's requests: at most `max_in_flight` run, the others wait for a slot
     /// in arrival order (the semaphore's queue is this connection's own).
     lane: Arc<Lane>,
@@ -115,12 +119,15 @@ struct Lane {
     admitted: AtomicUsize,
     /// Most requests admitted at once: running slots plus queue.
     max_admitted: usize,
+    /// Bytes of the admitted requests' messages.
+    bytes: AtomicUsize,
 }
 
 /// One admitted request's place in its connection's lane; released when dropped.
 #[derive(Debug)]
 pub struct Admitted {
     lane: Arc<Lane>,
+    bytes: usize,
 }
 
 impl Admitted {
@@ -134,6 +141,7 @@ impl Admitted {
 impl Drop for Admitted {
     fn drop(&mut self) {
         self.lane.admitted.fetch_sub(1, Ordering::AcqRel);
+        self.lane.bytes.fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 
@@ -152,23 +160,42 @@ impl Connection {
             close: watch::channel(CloseState::Open).0,
             inner: Mutex::new(Inner::default()),
             overflowed: AtomicBool::new(false),
+            outbound_bytes: Arc::new(AtomicUsize::new(0)),
             lane: Arc::new(Lane {
                 running: Arc::new(Semaphore::new(max_in_flight)),
                 admitted: AtomicUsize::new(0),
                 max_admitted: max_in_flight.saturating_add(max_queued),
+                bytes: AtomicUsize::new(0),
             }),
         }
     }
 
-    /// Admits one request (or batch) into this connection's lane; `None` when its own
-    /// queue is full (the request is then refused `busy`).
-    pub fn admit(&self) -> Option<Admitted> {
+    /// Admits one request (or batch) whose message is `bytes` long into this connection's
+    /// lane; `None` when its own queue is full or its admitted requests would hold more
+    /// than [`CONNECTION_REQUEST_BYTES`] (the request is then refused `busy`). A message
+    /// is always admitted when nothing else is.
+    pub fn admit(&self, bytes: usize) -> Option<Admitted> {
         let lane = &self.lane;
         if lane.admitted.fetch_add(1, Ordering::AcqRel) >= lane.max_admitted {
             lane.admitted.fetch_sub(1, Ordering::AcqRel);
             return None;
         }
-        Some(Admitted { lane: lane.clone() })
+        let before = lane.bytes.fetch_add(bytes, Ordering::AcqRel);
+        if before > 0 && before.saturating_add(bytes) > CONNECTION_REQUEST_BYTES {
+            lane.bytes.fetch_sub(bytes, Ordering::AcqRel);
+            lane.admitted.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(Admitted {
+            lane: lane.clone(),
+            bytes,
+        })
+    }
+
+    /// The byte count of frames queued for the writer; the writer subtracts each frame's
+    /// length once written (see [`Connection::send`]).
+    pub fn outbound_bytes(&self) -> Arc<AtomicUsize> {
+        self.outbound_bytes.clone()
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -176,20 +203,35 @@ impl Connection {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues a frame. A full queue closes the connection with [`QUEUE_FULL_REASON`]
-    /// and returns false; so does a connection that is already going away.
+    /// Queues a frame. A full queue — its frame count, or more than
+    /// [`CONNECTION_OUTBOUND_BYTES`] unread (one bigger frame goes into an empty queue) —
+    /// closes the connection with [`QUEUE_FULL_REASON`] and returns false; a connection
+    /// that is already going away returns false.
     pub fn send(&self, frame: Frame) -> bool {
+        let len = frame.text.len();
+        let before = self.outbound_bytes.fetch_add(len, Ordering::AcqRel);
+        if before > 0 && before.saturating_add(len) > CONNECTION_OUTBOUND_BYTES {
+            self.outbound_bytes.fetch_sub(len, Ordering::AcqRel);
+            self.overflow();
+            return false;
+        }
         match self.outbound.try_send(frame) {
             Ok(()) => true,
-            Err(TrySendError::Full(_)) => {
-                if !self.overflowed.swap(true, Ordering::Relaxed) {
-                    tracing::warn!(conn = %self.id, "client does not keep up; closing it");
+            Err(e) => {
+                self.outbound_bytes.fetch_sub(len, Ordering::AcqRel);
+                if matches!(e, TrySendError::Full(_)) {
+                    self.overflow();
                 }
-                self.close(CLOSE_POLICY, QUEUE_FULL_REASON);
                 false
             }
-            Err(TrySendError::Closed(_)) => false,
         }
+    }
+
+    fn overflow(&self) {
+        if !self.overflowed.swap(true, Ordering::Relaxed) {
+            tracing::warn!(conn = %self.id, "client does not keep up; closing it");
+        }
+        self.close(CLOSE_POLICY, QUEUE_FULL_REASON);
     }
 
     /// True once the queue overflowed.
@@ -278,3 +320,7 @@ impl Connection {
         self.inner().pending.remove(id)
     }
 }
+
+#[cfg(test)]
+#[path = "connection_tests.rs"]
+mod tests;

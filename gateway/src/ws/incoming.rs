@@ -15,6 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use snowpea_proto::error::{ErrorCode, RpcError};
+use snowpea_proto::limits::CONNECTION_REQUEST_BYTES;
 use tokio::sync::oneshot;
 
 use crate::dispatch::router::Handled;
@@ -35,7 +36,9 @@ pub async fn on_message(gw: &Arc<Gateway>, conn: &Arc<Connection>, bytes: &[u8])
             gw.requests.on_answer(conn, &id, outcome);
         }
         Incoming::Single(Item::Call(call)) => {
-            let Some(admitted) = admit(gw, conn, std::slice::from_ref(&call.id), false) else {
+            let Some(admitted) =
+                admit(gw, conn, std::slice::from_ref(&call.id), false, bytes.len())
+            else {
                 return;
             };
             let (gw, conn) = (gw.clone(), conn.clone());
@@ -60,7 +63,7 @@ pub async fn on_message(gw: &Arc<Gateway>, conn: &Arc<Connection>, bytes: &[u8])
                     _ => None,
                 })
                 .collect();
-            let Some(admitted) = admit(gw, conn, &ids, true) else {
+            let Some(admitted) = admit(gw, conn, &ids, true, bytes.len()) else {
                 return;
             };
             let (gw, conn) = (gw.clone(), conn.clone());
@@ -103,23 +106,31 @@ async fn batch_member(gw: &Arc<Gateway>, conn: &Arc<Connection>, item: Item) -> 
     }
 }
 
-/// Admits a request (or a `batch`; `ids` are its calls' ids) into the connection's lane,
-/// or answers each id `busy` when the connection's own queue is full.
-fn admit(gw: &Gateway, conn: &Connection, ids: &[Option<Value>], batch: bool) -> Option<Admitted> {
-    if let Some(admitted) = conn.admit() {
+/// Admits a request (or a `batch`; `ids` are its calls' ids) of `bytes` into the
+/// connection's lane, or answers each id `busy` when the connection's own queue is full
+/// (its count, or `CONNECTION_REQUEST_BYTES` of admitted messages).
+fn admit(
+    gw: &Gateway,
+    conn: &Connection,
+    ids: &[Option<Value>],
+    batch: bool,
+    bytes: usize,
+) -> Option<Admitted> {
+    if let Some(admitted) = conn.admit(bytes) {
         return Some(admitted);
     }
     let error = RpcError::new(
         ErrorCode::Unavailable,
         format!(
-            "busy: this connection already has {} requests running and {} waiting; wait for answers before sending more",
-            gw.limits.max_in_flight, gw.limits.max_queued
+            "busy: this connection already has as many requests running and waiting as it may ({} running, {} waiting, {} bytes in all); wait for answers before sending more",
+            gw.limits.max_in_flight, gw.limits.max_queued, CONNECTION_REQUEST_BYTES
         ),
     )
     .with_details(json!({
         "reason": "busy",
         "running": gw.limits.max_in_flight,
         "waiting": gw.limits.max_queued,
+        "bytes": CONNECTION_REQUEST_BYTES,
     }))
     .to_jsonrpc();
     let responses: Vec<Value> = ids

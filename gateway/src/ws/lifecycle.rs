@@ -44,7 +44,13 @@ pub async fn run(gw: Arc<Gateway>, socket: WebSocket, peer: PeerSocket) {
         bump(&gw.counters.connections);
 
         let (sink, stream) = socket.split();
-        let writer = tokio::spawn(outbound::write_loop(sink, rx, conn.close_receiver(), peer));
+        let writer = tokio::spawn(outbound::write_loop(
+            sink,
+            rx,
+            conn.close_receiver(),
+            peer,
+            conn.outbound_bytes(),
+        ));
         read_loop(&gw, &conn, stream).await;
 
         conn.stop();

@@ -5,6 +5,8 @@
 //! for it (`wire/socket.rs`), so the close frame reaches a client that stopped reading
 //! whenever it reads again; the wait for it is bounded, then the socket is dropped.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
@@ -20,12 +22,14 @@ const COALESCE: usize = 64;
 /// How long a close frame may take to go out.
 const CLOSE_DEADLINE: Duration = Duration::from_secs(5);
 
-/// Writes frames until the queue ends or the close switch flips.
+/// Writes frames until the queue ends or the close switch flips; subtracts each frame's
+/// length from `queued` (the connection's unread byte count) once it is written.
 pub async fn write_loop(
     mut sink: SplitSink<WebSocket, Message>,
     mut rx: mpsc::Receiver<Frame>,
     mut close: watch::Receiver<CloseState>,
     socket: PeerSocket,
+    queued: Arc<AtomicUsize>,
 ) {
     let mut sent: Vec<oneshot::Sender<()>> = Vec::new();
     let end = loop {
@@ -38,10 +42,10 @@ pub async fn write_loop(
             },
         };
         let write = async {
-            feed(&mut sink, frame, &mut sent).await?;
+            feed(&mut sink, frame, &mut sent, &queued).await?;
             for _ in 1..COALESCE {
                 match rx.try_recv() {
-                    Ok(f) => feed(&mut sink, f, &mut sent).await?,
+                    Ok(f) => feed(&mut sink, f, &mut sent, &queued).await?,
                     Err(_) => break,
                 }
             }
@@ -89,9 +93,12 @@ async fn feed(
     sink: &mut SplitSink<WebSocket, Message>,
     frame: Frame,
     sent: &mut Vec<oneshot::Sender<()>>,
+    queued: &AtomicUsize,
 ) -> Result<(), axum::Error> {
     if let Some(tx) = frame.sent {
         sent.push(tx);
     }
+    // Out of the queue and into the socket's buffer (bounded by the WebSocket writer).
+    queued.fetch_sub(frame.text.len(), Ordering::AcqRel);
     sink.feed(Message::Text(frame.text)).await
 }
