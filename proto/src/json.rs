@@ -46,18 +46,80 @@ pub fn to_message(
     json: &Json,
     path: &str,
 ) -> Result<DynamicMessage, ParamError> {
-    let msg = match json {
-        Json::Null => object_to_message(desc, &Map::new(), path)?,
-        Json::Object(map) => object_to_message(desc, map, path)?,
-        other => {
-            return Err(ParamError::new(
-                path,
-                format!("expected an object, got {}", type_name(other)),
-            ))
-        }
-    };
+    let msg = root_to_message(desc, json, path, None)?;
     check_encoded_size(&msg, path)?;
     Ok(msg)
+}
+
+/// A forwarded call's params, from one walk of the JSON (issue 34): the message and the
+/// paths sent as `null`, `{}` or `[]` (see [`CLEARED_FIELDS_KEY`]).
+#[derive(Debug)]
+pub struct Request {
+    /// The validated message (not yet checked against the encoded size limit: see
+    /// [`encode_request`]).
+    pub message: DynamicMessage,
+    /// JSON paths below the params of the schema fields sent as `null`, `{}` or `[]`,
+    /// descending into nested messages but not into lists, maps or free-form JSON
+    /// (`Record<string, unknown>` values), e.g. `patch.env`.
+    pub cleared: Vec<String>,
+}
+
+/// Validates `json` as [`to_message`] does and collects its cleared paths in the same walk;
+/// the encoded size is checked by [`encode_request`], which encodes the message once.
+pub fn to_request(
+    desc: &MessageDescriptor,
+    json: &Json,
+    path: &str,
+) -> Result<Request, ParamError> {
+    let mut cleared = Vec::new();
+    let mut collect = Cleared {
+        out: &mut cleared,
+        cut: path.len() + 1,
+    };
+    let message = root_to_message(desc, json, path, Some(&mut collect))?;
+    Ok(Request { message, cleared })
+}
+
+/// Encodes `msg` once — the bytes every attempt of a forwarded call sends — and refuses it
+/// when it is larger than [`crate::limits::GRPC_REQUEST`], naming its largest field below
+/// `path` as [`to_message`] does.
+pub fn encode_request(msg: &DynamicMessage, path: &str) -> Result<bytes::Bytes, ParamError> {
+    use prost::Message as _;
+    let bytes = msg.encode_to_vec();
+    if bytes.len() > crate::limits::GRPC_REQUEST {
+        return Err(too_big(msg, path));
+    }
+    Ok(bytes.into())
+}
+
+/// Where one walk records cleared fields: `out` gets each path with the first `cut` bytes
+/// (the root path and its dot, `params.`) left off.
+struct Cleared<'a> {
+    out: &'a mut Vec<String>,
+    cut: usize,
+}
+
+impl Cleared<'_> {
+    fn push(&mut self, path: &str) {
+        self.out
+            .push(path.get(self.cut..).unwrap_or_default().to_owned());
+    }
+}
+
+fn root_to_message(
+    desc: &MessageDescriptor,
+    json: &Json,
+    path: &str,
+    cleared: Option<&mut Cleared>,
+) -> Result<DynamicMessage, ParamError> {
+    match json {
+        Json::Null => object_to_message(desc, &Map::new(), path, cleared),
+        Json::Object(map) => object_to_message(desc, map, path, cleared),
+        other => Err(ParamError::new(
+            path,
+            format!("expected an object, got {}", type_name(other)),
+        )),
+    }
 }
 
 /// Refuses a message that encodes larger than [`crate::limits::GRPC_REQUEST`] (what every
@@ -65,10 +127,16 @@ pub fn to_message(
 /// its service or is refused here (issue 24 §2).
 fn check_encoded_size(msg: &DynamicMessage, path: &str) -> Result<(), ParamError> {
     use prost::Message as _;
-    let max = crate::limits::GRPC_REQUEST;
-    if msg.encoded_len() <= max {
+    if msg.encoded_len() <= crate::limits::GRPC_REQUEST {
         return Ok(());
     }
+    Err(too_big(msg, path))
+}
+
+/// The error for a message over [`crate::limits::GRPC_REQUEST`], naming its largest field.
+fn too_big(msg: &DynamicMessage, path: &str) -> ParamError {
+    use prost::Message as _;
+    let max = crate::limits::GRPC_REQUEST;
     let biggest = msg
         .fields()
         .map(|(field, value)| {
@@ -81,10 +149,7 @@ fn check_encoded_size(msg: &DynamicMessage, path: &str) -> Result<(), ParamError
         Some((_, name)) => format!("{path}.{name}"),
         None => path.to_owned(),
     };
-    Err(ParamError::new(
-        &field,
-        format!("at most {max} bytes once encoded"),
-    ))
+    ParamError::new(&field, format!("at most {max} bytes once encoded"))
 }
 
 fn type_name(v: &Json) -> &'static str {
@@ -102,6 +167,7 @@ fn object_to_message(
     desc: &MessageDescriptor,
     map: &Map<String, Json>,
     path: &str,
+    mut cleared: Option<&mut Cleared>,
 ) -> Result<DynamicMessage, ParamError> {
     match desc.full_name() {
         WKT_STRUCT | WKT_VALUE | WKT_LIST | WKT_EMPTY => {
@@ -119,6 +185,17 @@ fn object_to_message(
             return Err(ParamError::new(&sub, "unknown field"));
         };
         let sub = format!("{path}.{}", field.json_name());
+        if let Some(c) = cleared.as_deref_mut() {
+            let empty = match value {
+                Json::Null => true,
+                Json::Object(m) => m.is_empty(),
+                Json::Array(a) => a.is_empty(),
+                _ => false,
+            };
+            if empty {
+                c.push(&sub);
+            }
+        }
         if value.is_null() {
             // `T | null` and absent mean the same on the wire; a required field may not be null.
             if field_rules(&field).required && !field_rules(&field).nullable {
@@ -126,7 +203,7 @@ fn object_to_message(
             }
             continue;
         }
-        let v = field_value(&field, value, &sub)?;
+        let v = field_value(&field, value, &sub, cleared.as_deref_mut())?;
         msg.set_field(&field, v);
     }
     for field in desc.fields() {
@@ -145,7 +222,13 @@ fn object_to_message(
     Ok(msg)
 }
 
-fn field_value(field: &FieldDescriptor, value: &Json, path: &str) -> Result<Value, ParamError> {
+/// `cleared` follows only into a single nested message (not a list, map or free-form JSON).
+fn field_value(
+    field: &FieldDescriptor,
+    value: &Json,
+    path: &str,
+    cleared: Option<&mut Cleared>,
+) -> Result<Value, ParamError> {
     if field.is_map() {
         let Json::Object(obj) = value else {
             return Err(ParamError::new(
@@ -176,7 +259,7 @@ fn field_value(field: &FieldDescriptor, value: &Json, path: &str) -> Result<Valu
                 _ => MapKey::String(k.clone()),
             };
             let sub = format!("{path}.{k}");
-            out.insert(key, single_value(&value_field, v, &sub, &[])?);
+            out.insert(key, single_value(&value_field, v, &sub, &[], None)?);
         }
         return Ok(Value::Map(out));
     }
@@ -194,11 +277,11 @@ fn field_value(field: &FieldDescriptor, value: &Json, path: &str) -> Result<Valu
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
             let sub = format!("{path}[{i}]");
-            out.push(single_value(field, item, &sub, &rules.values)?);
+            out.push(single_value(field, item, &sub, &rules.values, None)?);
         }
         return Ok(Value::List(out));
     }
-    single_value(field, value, path, &rules.values)
+    single_value(field, value, path, &rules.values, cleared)
 }
 
 fn single_value(
@@ -206,6 +289,7 @@ fn single_value(
     value: &Json,
     path: &str,
     allowed: &[String],
+    cleared: Option<&mut Cleared>,
 ) -> Result<Value, ParamError> {
     let wrong =
         |want: &str| ParamError::new(path, format!("expected {want}, got {}", type_name(value)));
@@ -267,7 +351,7 @@ fn single_value(
                 let Json::Object(obj) = value else {
                     return Err(wrong("an object"));
                 };
-                Value::Message(object_to_message(&m, obj, path)?)
+                Value::Message(object_to_message(&m, obj, path, cleared)?)
             }
         },
     })
@@ -300,55 +384,6 @@ pub const CLEARED_FIELDS_KEY: &str = "snowpea-cleared-fields";
 /// Longest [`CLEARED_FIELDS_KEY`] value the gateway sends, in bytes (paths past it are
 /// left out; params this wide are not a real request).
 pub const MAX_CLEARED_FIELDS: usize = 2048;
-
-/// The schema fields of `json` (params of `desc`) sent as `null`, `{}` or `[]`, as JSON
-/// paths below the params (`patch.env`), descending into nested messages but not into
-/// free-form JSON (`Record<string, unknown>` values). Unknown keys are skipped (they are
-/// refused by [`to_message`]).
-pub fn cleared_paths(desc: &MessageDescriptor, json: &Json) -> Vec<String> {
-    fn walk(
-        desc: &MessageDescriptor,
-        map: &Map<String, Json>,
-        prefix: &str,
-        out: &mut Vec<String>,
-    ) {
-        for (key, value) in map {
-            let Some(field) = desc
-                .get_field_by_json_name(key)
-                .or_else(|| desc.get_field_by_name(key))
-            else {
-                continue;
-            };
-            let path = if prefix.is_empty() {
-                field.json_name().to_owned()
-            } else {
-                format!("{prefix}.{}", field.json_name())
-            };
-            let empty = match value {
-                Json::Null => true,
-                Json::Object(m) => m.is_empty(),
-                Json::Array(a) => a.is_empty(),
-                _ => false,
-            };
-            if empty {
-                out.push(path);
-            } else if let (Json::Object(m), Kind::Message(sub)) = (value, field.kind()) {
-                let free_form = matches!(
-                    sub.full_name(),
-                    WKT_STRUCT | WKT_VALUE | WKT_LIST | WKT_EMPTY
-                );
-                if !field.is_map() && !field.is_list() && !free_form {
-                    walk(&sub, m, &path, out);
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    if let Json::Object(map) = json {
-        walk(desc, map, "", &mut out);
-    }
-    out
-}
 
 /// Deepest free-form JSON (`Record<string, unknown>` fields: Struct, Value, ListValue) a
 /// params object may carry, counted in nested objects and arrays. Each JSON level costs

@@ -141,15 +141,18 @@ fn free_form_json_is_refused_past_the_depth_a_service_can_decode() {
 
 #[test]
 fn cleared_paths_name_the_fields_sent_empty_or_null() {
+    let cleared = |j: &Json| to_request(&desc(), j, "params").unwrap().cleared;
     let input = json!({
         "sessionId": "s", "mode": null, "tags": [], "env": {}, "items": [{"name": "a"}],
-        "meta": {"inner": null}, "bogus": null
+        "meta": {"inner": null}
     });
-    let mut paths = cleared_paths(&desc(), &input);
+    let mut paths = cleared(&input);
     paths.sort();
     assert_eq!(paths, vec!["env", "mode", "tags"]);
-    assert!(cleared_paths(&desc(), &json!({"sessionId": "s"})).is_empty());
-    assert!(cleared_paths(&desc(), &Json::Null).is_empty());
+    assert!(cleared(&json!({"sessionId": "s"})).is_empty());
+    // The same walk validates: an unknown field is refused, not skipped.
+    let e = to_request(&desc(), &json!({"sessionId": "s", "bogus": null}), "params").unwrap_err();
+    assert_eq!(e.field, "params.bogus");
 }
 
 #[test]
@@ -234,4 +237,42 @@ fn json_object_fields_unset_are_left_out_and_params_must_be_objects() {
     let e = to_message(&desc, &with, "params").unwrap_err();
     assert_eq!(e.field, "params.args");
     assert!(e.message.contains("expected an object"), "{}", e.message);
+}
+
+#[test]
+fn cleared_paths_descend_into_nested_messages_only() {
+    let desc = crate::descriptor_pool()
+        .get_message_by_name("snowpea.mcp.v1.McpUpdateParams")
+        .expect("mcp.update params");
+    let input = json!({
+        "name": "fs", "scope": null,
+        "patch": {"env": {}, "args": [], "url": null, "command": "x"}
+    });
+    let mut paths = to_request(&desc, &input, "params").unwrap().cleared;
+    paths.sort();
+    assert_eq!(paths, vec!["patch.args", "patch.env", "patch.url", "scope"]);
+    // An empty nested message is itself cleared; nothing is looked for inside it.
+    let paths = to_request(&desc, &json!({"name": "fs", "patch": {}}), "params")
+        .unwrap()
+        .cleared;
+    assert_eq!(paths, vec!["patch"]);
+}
+
+#[test]
+fn encode_request_is_the_message_encoded_once_and_refuses_past_the_limit() {
+    use prost::Message as _;
+    let req = to_request(
+        &desc(),
+        &json!({"sessionId": "s", "tags": ["a", "b"]}),
+        "params",
+    )
+    .unwrap();
+    let bytes = encode_request(&req.message, "params").unwrap();
+    assert_eq!(&bytes[..], &req.message.encode_to_vec()[..]);
+    // Past GRPC_REQUEST: each string within STRING_PARAM, the whole list over 64 MiB.
+    let s = "x".repeat(crate::limits::STRING_PARAM);
+    let many: Vec<&str> = (0..17).map(|_| s.as_str()).collect();
+    let big = to_request(&desc(), &json!({"sessionId": "s", "tags": many}), "params").unwrap();
+    let e = encode_request(&big.message, "params").unwrap_err();
+    assert_eq!(e.field, "params.tags");
 }

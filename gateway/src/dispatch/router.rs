@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 use snowpea_proto::error::{ErrorCode, RpcError};
-use snowpea_proto::json::{cleared_paths, to_message};
+use snowpea_proto::json::{encode_request, to_message, to_request};
 use tracing::Instrument;
 
 use super::hello;
@@ -150,13 +150,20 @@ impl Dispatcher {
         if matches!(route.target, Target::NotImplemented) {
             return Err(RpcError::not_implemented_yet());
         }
+        if let (Target::Service(svc), Some(peer)) = (&route.target, &peer) {
+            // One walk of the JSON gives the message and its cleared paths, one encode the
+            // bytes every attempt sends (issue 34); the JSON tree and the message (as big
+            // as the request, and more) are let go before the call waits (issue 40).
+            let request = to_request(&route.spec.input(), &params, "params")?;
+            drop(params);
+            let body = encode_request(&request.message, "params")?;
+            drop(request.message);
+            let metadata = forward::call_metadata(peer, &request.cleared, request_id);
+            return forward::call(&self.limits, svc, route, body, &metadata)
+                .await
+                .map(|v| (v, None));
+        }
         let msg = to_message(&route.spec.input(), &params, "params")?;
-        // What the forwarded call needs of the JSON params, so the tree (as big as the
-        // message, and more) is let go before the call waits on its service (issue 40).
-        let cleared = match route.target {
-            Target::Service(_) => cleared_paths(&route.spec.input(), &params),
-            _ => Vec::new(),
-        };
         drop(params);
         match (&route.target, peer) {
             (Target::System(SystemMethod::Hello), _) => {
@@ -188,13 +195,7 @@ impl Dispatcher {
             )
             .with_details(json!({ "service": owner }))),
             (Target::NotImplemented, _) => Err(RpcError::not_implemented_yet()),
-            (Target::Service(svc), Some(peer)) => {
-                let metadata = forward::call_metadata(&peer, &cleared, request_id);
-                forward::call(&self.limits, svc, route, msg, &metadata)
-                    .await
-                    .map(|v| (v, None))
-            }
-            (Target::Service(_), None) => Err(RpcError::unauthorized("not authenticated")),
+            (Target::Service(_), _) => Err(RpcError::unauthorized("not authenticated")),
         }
     }
 }

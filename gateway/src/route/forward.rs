@@ -1,15 +1,16 @@
 //! Forwarding one validated call to its service: a generic tonic unary call on the
-//! service's cached channel with [`DynamicCodec`], the connection's context as
+//! service's cached channel with [`EncodedCodec`] (the request encoded once, its bytes
+//! reused by every attempt), the connection's context as
 //! metadata, the answer converted back to protocol JSON. A service that is down is
 //! retried with a short backoff for `Limits::unavailable_wait` (a restart in progress),
 //! then answered `unavailable` (DESIGN.md §4).
 
 use std::time::{Duration, Instant};
 
-use prost_reflect::DynamicMessage;
+use bytes::Bytes;
 use serde_json::{json, Value};
 use snowpea_common::context::REQUEST_ID;
-use snowpea_proto::codec::DynamicCodec;
+use snowpea_proto::codec::EncodedCodec;
 use snowpea_proto::error::{ErrorCode, RpcError};
 use snowpea_proto::json::{to_json, CLEARED_FIELDS_KEY, MAX_CLEARED_FIELDS};
 use tonic::metadata::MetadataMap;
@@ -36,19 +37,20 @@ enum Failure {
     TimedOut,
 }
 
-/// Calls `route` on `svc` with `metadata` (see [`call_metadata`]) and returns the result
-/// as protocol JSON.
+/// Calls `route` on `svc` with the request `body` (encoded once by
+/// [`snowpea_proto::json::encode_request`]) and `metadata` (see [`call_metadata`]) and
+/// returns the result as protocol JSON.
 pub async fn call(
     limits: &Limits,
     svc: &Service,
     route: &Route,
-    msg: DynamicMessage,
+    body: Bytes,
     metadata: &MetadataMap,
 ) -> Result<Value, RpcError> {
     let deadline = Instant::now() + limits.unavailable_wait;
     let mut backoff = MIN_BACKOFF;
     loop {
-        match once(svc, route, msg.clone(), metadata, limits.call_timeout).await {
+        match once(svc, route, body.clone(), metadata, limits.call_timeout).await {
             Ok(v) => return Ok(v),
             Err(Failure::Down(why)) => {
                 let now = Instant::now();
@@ -109,7 +111,7 @@ pub fn call_metadata(peer: &Peer, cleared: &[String], request_id: &str) -> Metad
 async fn once(
     svc: &Service,
     route: &Route,
-    msg: DynamicMessage,
+    body: Bytes,
     metadata: &MetadataMap,
     timeout: Duration,
 ) -> Result<Value, Failure> {
@@ -122,8 +124,8 @@ async fn once(
         grpc.ready()
             .await
             .map_err(|e| Failure::Down(e.to_string()))?;
-        let request = tonic::Request::from_parts(metadata.clone(), Default::default(), msg);
-        let codec = DynamicCodec::new(route.spec.output());
+        let request = tonic::Request::from_parts(metadata.clone(), Default::default(), body);
+        let codec = EncodedCodec::new(route.spec.output());
         match grpc.unary(request, route.path.clone(), codec).await {
             Ok(resp) => Ok(to_json(resp.get_ref())),
             Err(status) if never_reached(&status) => {
