@@ -94,7 +94,25 @@ mod tests {
 
     #[tokio::test]
     async fn a_running_task_is_aborted_on_drop() {
-        let t = CheckedTask::spawn("forever", std::future::pending::<()>());
+        /// Flags when the task's future is dropped: an aborted task drops it.
+        struct Flag(std::sync::Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let dropped = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Flag(dropped.clone());
+        let t = CheckedTask::spawn("forever", async move {
+            let _flag = flag;
+            std::future::pending::<()>().await
+        });
+        tokio::task::yield_now().await;
+        assert!(
+            !dropped.load(std::sync::atomic::Ordering::SeqCst),
+            "still running"
+        );
         drop(t);
+        crate::assert_eventually!(dropped.load(std::sync::atomic::Ordering::SeqCst));
     }
 }

@@ -53,9 +53,12 @@ async fn wait_ready(c: &Client, name: &str) {
 #[tokio::test]
 async fn a_turn_calls_an_mcp_tool_with_approval_and_survives_svc_mcp_kill() {
     let Some(faulty) = faulty() else { return };
+    // The sleep tool creates this file when the call has reached the MCP server.
+    let marks = tempfile::tempdir().unwrap();
+    let marker = marks.path().join("sleeping");
     let script = json!({"steps": [
         {"match": "echo", "repeat": true, "tool_calls": [{"name": "mcp__f__echo", "arguments": {"text": "from mcp"}}]},
-        {"match": "sleep", "tool_calls": [{"name": "mcp__f__sleep", "arguments": {"seconds": 30}}]},
+        {"match": "sleep", "tool_calls": [{"name": "mcp__f__sleep", "arguments": {"seconds": 30, "marker": marker}}]},
         {"after_tool": "mcp__f__echo", "repeat": true, "text": "echoed"},
         {"after_tool": "mcp__f__sleep", "text": "slept"}
     ], "default": {"text": "ok"}});
@@ -145,7 +148,11 @@ async fn a_turn_calls_an_mcp_tool_with_approval_and_survives_svc_mcp_kill() {
     // kill -9 of svc-mcp mid-call: the call fails, the session and the turn go on.
     let mut events = client.events(&sid);
     let turn = client.prompt(&sid, "sleep please").await.unwrap();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    snowpea_testkit::assert_eventually!(
+        within = Duration::from_secs(30),
+        marker.exists(),
+        "the sleep call never reached the MCP server"
+    );
     let old = suite.kill9("mcp");
     let done = events
         .wait_for_turn_done(&turn, Duration::from_secs(60))

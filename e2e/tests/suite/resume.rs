@@ -44,7 +44,12 @@ async fn resume_after_a_dropped_connection_returns_exactly_the_missed_events() {
 
     // Connection B waits for the turn to finish, then resumes from what A saw.
     let client = suite.client().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let full = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "turn {turn} did not finish within 60 s"
+        );
         let evs = client.resume(&sid, 0).await.unwrap();
         if evs
             .iter()

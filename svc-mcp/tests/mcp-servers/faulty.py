@@ -29,7 +29,7 @@ if mode == "exit-start":
 
 TOOLS = [
     {"name": "echo", "description": "Echoes its text", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
-    {"name": "sleep", "description": "Sleeps", "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}}},
+    {"name": "sleep", "description": "Sleeps", "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}, "marker": {"type": "string"}}}},
     {"name": "crash", "description": "Exits mid-call", "inputSchema": {"type": "object"}},
     {"name": "spawn", "description": "Starts a stubborn grandchild", "inputSchema": {"type": "object"}},
 ]
@@ -83,6 +83,9 @@ for line in sys.stdin:
             sys.stderr.flush()
             os._exit(9)
         if name == "sleep":
+            if args.get("marker"):
+                # Tells a test the call is under way (instead of a fixed wait).
+                open(args["marker"], "w").close()
             time.sleep(float(args.get("seconds", 1)))
         if name == "spawn":
             subprocess.Popen([sys.executable, "-c",
