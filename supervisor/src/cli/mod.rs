@@ -1,5 +1,5 @@
 //! The `snowpea` command line (clap): `supervisor start|stop|status|restart|logs`, `run`
-//! `cmd` and `chat`. One file per subcommand; each returns the process exit code (see [`exit`]).
+//! `cmd`, `chat`, `acp` and `mcp serve`. One file per subcommand; each returns the process exit code (see [`exit`]).
 
 pub mod logs;
 pub mod restart;
@@ -85,6 +85,9 @@ pub enum Command {
     Gateway(crate::gateway_cmd::GatewayArgs),
     /// Agent Client Protocol agent on stdio for editors (Zed, JetBrains, Neovim; docs/ACP.md).
     Acp(snowpea_acp::AcpArgs),
+    /// Snowpea as an MCP server: `snowpea mcp serve` on stdio for MCP hosts (Claude Desktop,
+    /// Cursor, VS Code, codex; docs/MCP-SERVER.md).
+    Mcp(snowpea_mcp_serve::McpArgs),
 }
 
 /// `snowpea supervisor …`.
@@ -157,6 +160,31 @@ async fn acp(args: snowpea_acp::AcpArgs) -> i32 {
     snowpea_acp::run(home.root(), starter).await
 }
 
+/// `snowpea mcp serve` (issue 38): the MCP server front end of `front/mcp`, starting the suite
+/// the way `run`, `chat` and `acp` do ([`start::start_suite`]).
+async fn mcp(args: snowpea_mcp_serve::McpArgs) -> i32 {
+    let snowpea_mcp_serve::McpCommand::Serve(serve) = args.command;
+    let home = match snowpea_common::home::Home::resolve(serve.home.as_deref()) {
+        Ok(home) => home,
+        Err(e) => {
+            eprintln!("snowpea mcp serve: {e:#}");
+            return snowpea_mcp_serve::exit::USAGE;
+        }
+    };
+    let starter: snowpea_mcp_serve::SuiteStarter = std::sync::Arc::new(|root: &std::path::Path| {
+        let root = root.to_owned();
+        Box::pin(async move {
+            let home =
+                snowpea_common::home::Home::resolve(Some(&root)).map_err(|e| format!("{e:#}"))?;
+            start::start_suite(&home, None)
+                .await
+                .map(|_| ())
+                .map_err(|e| format!("{e:#}"))
+        })
+    });
+    snowpea_mcp_serve::run(home.root(), starter).await
+}
+
 /// Runs the parsed command and returns the exit code.
 pub async fn dispatch(cli: Cli) -> i32 {
     let result = match cli.command {
@@ -165,6 +193,7 @@ pub async fn dispatch(cli: Cli) -> i32 {
         Command::Chat(args) => return crate::chat::run(args).await,
         Command::Gateway(args) => return crate::gateway_cmd::gateway(args).await,
         Command::Acp(args) => return acp(args).await,
+        Command::Mcp(args) => return mcp(args).await,
         Command::Supervisor(SupervisorCommand::Start(a)) => start::start(a).await,
         Command::Supervisor(SupervisorCommand::Stop(a)) => stop::stop(a).await,
         Command::Supervisor(SupervisorCommand::Status(a)) => status::status(a).await,
