@@ -20,6 +20,9 @@
 //! (N calls, one every 100 ms) idle and while three other connections flood the gateway
 //! (issue 24 §1, docs/PERFORMANCE.md "Fairness"), see [`bench_fairness`].
 //!
+//! `--spawn N` instead measures `agent.spawn` → the parent's first `subagent.update` over N
+//! sequential spawns (docs/PERFORMANCE.md "Subagents"), see `spawn::bench_spawn`.
+//!
 //! `--compare` instead runs the suite side by side with a peer command and a Rust
 //! WebSocket echo floor (issue 14: cold start both ways, the hop with 1 and 8 clients,
 //! idle RSS and PSS per process), see [`compare`].
@@ -49,6 +52,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 #[path = "snowpea-bench/host_tools.rs"]
 mod host_tools;
+#[path = "snowpea-bench/spawn.rs"]
+mod spawn;
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -110,12 +115,15 @@ Usage: snowpea-bench [--calls N] [--chunks N] [--memories N]
        snowpea-bench --mcp N
        snowpea-bench --fairness N
        snowpea-bench --host-tools N
+       snowpea-bench --spawn N
 
   --calls N     round trips per measured method (default 2000)
   --chunks N    content chunks of the streamed turn (default 5000)
   --memories N  also measure recall over N stored memories (default 0: skipped)
   --mcp N       instead: N MCP tool calls through the suite vs the server directly
   --host-tools N instead: N host tool calls (a second SDK client's tool) through the suite
+  --spawn N     instead: N sequential agent.spawn calls, each timed to the parent's
+                first subagent.update for the child
   --fairness N  instead: N session.list calls of a well-behaved connection, idle and
                 while three connections flood (200 requests in flight each)
   --compare     instead: the suite side by side with --peer (if given and installed)
@@ -154,6 +162,7 @@ async fn main() {
     let mcp = arg("--mcp", 0);
     let fairness = arg("--fairness", 0);
     let host = arg("--host-tools", 0);
+    let spawns = arg("--spawn", 0);
     if std::env::var_os("SNOWPEA_BIN_DIR").is_none() {
         let exe = std::env::current_exe().unwrap();
         std::env::set_var("SNOWPEA_BIN_DIR", exe.parent().unwrap());
@@ -210,6 +219,10 @@ async fn main() {
     }
     if host > 0 {
         host_tools::bench_host_tools(host).await;
+        return;
+    }
+    if spawns > 0 {
+        spawn::bench_spawn(spawns.max(2)).await;
         return;
     }
     let text: String = (0..chunks).map(|i| format!("w{i} ")).collect();

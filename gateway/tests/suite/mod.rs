@@ -10,7 +10,6 @@ mod handshake;
 mod http;
 mod info;
 mod jsonrpc;
-mod latency;
 mod layers;
 mod lifecycle;
 mod sizes;
