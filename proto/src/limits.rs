@@ -80,6 +80,13 @@ pub const SEARCH_OCCURRENCES: u32 = 4_096;
 /// never cut.
 pub const TOKEN_ESTIMATE_RUN: usize = 256;
 
+/// Most prompts that wait behind a session's running turn (queued and to be steered in
+/// together: `session.prompt`, `session.steer`, `command.run`, `skill.create`); one more is
+/// refused `session_busy` naming the limit, and nothing of it is stored. Each waiting prompt
+/// holds its text (up to [`STRING_PARAM`]) in memory until its turn starts (issue 40: the
+/// queue had no bound, so a client could park gigabytes behind one long turn).
+pub const PROMPTS_WAITING: usize = 64;
+
 /// Most JSON values (every scalar, array, object and object key counts one) in one
 /// WebSocket message. The gateway counts them without building anything before it parses
 /// a message longer than this many bytes (a shorter one cannot hold more), and refuses a

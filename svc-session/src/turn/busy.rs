@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use snowpea_common::context::CallContext;
+use snowpea_proto::limits::PROMPTS_WAITING;
 use snowpea_proto::session::v1 as pb;
 
 use super::{QueuedTurn, TurnStart, Turns};
@@ -71,6 +72,18 @@ impl WhenBusy {
             _ => WhenBusy::Steer,
         }
     }
+}
+
+/// `session_busy` when [`PROMPTS_WAITING`] prompts already wait behind `session`'s running
+/// turn (checked before a prompt stores anything, so a refusal loses nothing).
+pub(crate) fn room_to_wait(session: &Session) -> Result<()> {
+    let waiting = session.turns().waiting();
+    if waiting >= PROMPTS_WAITING {
+        return Err(Error::SessionBusy(format!(
+            "{waiting} prompts already wait behind the running turn (at most {PROMPTS_WAITING}); wait for turn.dequeued or interrupt the turn"
+        )));
+    }
+    Ok(())
 }
 
 /// A notice as the model gets it: whitespace collapsed, cut to [`NOTICE_MAX_CHARS`].
@@ -204,6 +217,7 @@ impl Turns {
         if p.text.trim().is_empty() {
             return Err(Error::invalid("params.text", "must not be empty"));
         }
+        room_to_wait(&session)?;
         self.sessions.rebind_on_prompt(
             &session,
             ctx.connection_id.as_deref(),

@@ -482,3 +482,64 @@ async fn at_references_are_listed_in_message_user_and_reach_the_model() {
     h.until_done(&t, |_| None).await;
     assert!(last_user_texts(&h)[0].contains("two\nthree"));
 }
+
+#[tokio::test]
+async fn prompts_waiting_behind_a_turn_are_bounded_and_a_refusal_stores_nothing() {
+    use snowpea_proto::limits::PROMPTS_WAITING;
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "work", "tool_calls": [{"name": "shell", "arguments": {"command": "true"}}]}
+        ],
+        "default": {"text": "ok"}
+    }))
+    .await;
+    h.connect("c1", Some("cli")).await;
+    let sid = h.create("accept").await;
+    let t1 = h.prompt(&sid, "work please").await;
+    let rid = next_approval(&mut h).await;
+    for i in 0..PROMPTS_WAITING {
+        h.prompt_with(
+            &sid,
+            &format!("later {i}"),
+            if i % 2 == 0 { "queue" } else { "steer" },
+        )
+        .await;
+    }
+    let ctx = Harness::ctx("c1", Some("cli"));
+    let over = pb::SessionPromptParams {
+        session_id: sid.clone(),
+        text: "one too many".into(),
+        when_busy: Some("queue".into()),
+        ..Default::default()
+    };
+    let e = h.app.turns.prompt(&ctx, over).await.unwrap_err();
+    let rpc = e.into_rpc();
+    assert_eq!(rpc.code.wire(), "session_busy", "{rpc:?}");
+    assert!(
+        rpc.message.contains(&PROMPTS_WAITING.to_string()),
+        "{}",
+        rpc.message
+    );
+    let steer = pb::SessionSteerParams {
+        session_id: sid.clone(),
+        text: "steer too many".into(),
+        ..Default::default()
+    };
+    assert_eq!(
+        h.app
+            .turns
+            .steer(&ctx, steer)
+            .await
+            .unwrap_err()
+            .into_rpc()
+            .code
+            .wire(),
+        "session_busy"
+    );
+    // The refused prompts left no trace; the waiting ones all run once the turn goes on.
+    h.reply(&rid, allow()).await;
+    let ev = h.until_done(&t1, |_| None).await;
+    let all = serde_json::to_string(&ev).unwrap();
+    assert!(!all.contains("too many"), "a refused prompt was recorded");
+    assert_eq!(of_kind(&ev, "turn.queued").len(), PROMPTS_WAITING);
+}

@@ -63,7 +63,7 @@ impl Turns {
         } else {
             format!("/{name} {}", p.args.trim())
         };
-        let turn_id = self.start(&session, text, headless);
+        let turn_id = self.start(&session, text, headless)?;
         Ok(pb::CommandRunResult { turn_id })
     }
 
@@ -119,7 +119,7 @@ impl Turns {
         if p.force {
             text.push_str(" --force");
         }
-        let turn_id = self.start(&session, text, false);
+        let turn_id = self.start(&session, text, false)?;
         Ok(pb::SkillCreateResult {
             session_id: Some(session.id.clone()),
             turn_id: Some(turn_id),

@@ -286,6 +286,7 @@ impl Turns {
         if p.text.trim().is_empty() {
             return Err(Error::invalid("params.text", "must not be empty"));
         }
+        busy::room_to_wait(&session)?;
         let when_busy = match busy::WhenBusy::parse("params.whenBusy", p.when_busy.as_deref())? {
             Some(w) => w,
             None => busy::WhenBusy::from_settings(&self.settings_of(&session)),
@@ -329,13 +330,15 @@ impl Turns {
 
     /// Starts a turn of `text` (a slash command: `command.run`, `skill.create`) in
     /// `session` now, or queues it behind the running one; returns its id. `headless`
-    /// marks the headless command plane ([`QueuedTurn::headless`]).
+    /// marks the headless command plane ([`QueuedTurn::headless`]). `session_busy` when
+    /// [`snowpea_proto::limits::PROMPTS_WAITING`] prompts already wait.
     pub(crate) fn start(
         self: &Arc<Self>,
         session: &Arc<Session>,
         text: String,
         headless: bool,
-    ) -> String {
+    ) -> Result<String> {
+        busy::room_to_wait(session)?;
         let turn_id = snowpea_common::ids::new_id("t");
         session.update(|r| {
             r.last_prompt = Some(text.clone());
@@ -351,7 +354,7 @@ impl Turns {
             headless,
         );
         self.sessions.changed(session, "prompt");
-        turn_id
+        Ok(turn_id)
     }
 
     /// The effective settings of `session`'s workdir (`{}` with a warning when unreadable).
