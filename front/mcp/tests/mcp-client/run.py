@@ -70,7 +70,7 @@ async def call(session, name, args, progress=None):
 
 async def history(session, session_id):
     result = await call(session, "snowpea_session_history", {"sessionId": session_id})
-    check(not result.isError, f"history: {text_of(result)}")
+    check(not result.is_error, f"history: {text_of(result)}")
     return text_of(result)
 
 
@@ -82,16 +82,16 @@ async def main_host():
         async with host.session(read, write) as session:
             with anyio.fail_after(WAIT):
                 init = await session.initialize()
-            check(init.serverInfo.name == "snowpea", f"server name {init.serverInfo.name}")
+            check(init.server_info.name == "snowpea", f"server name {init.server_info.name}")
             check(init.capabilities.tools is not None, "tools capability")
-            check(init.capabilities.resources and init.capabilities.resources.listChanged, "resources.listChanged")
+            check(init.capabilities.resources and init.capabilities.resources.list_changed, "resources.list_changed")
             check(init.capabilities.prompts is not None, "prompts capability")
 
             tools = {t.name: t for t in (await session.list_tools()).tools}
             expected = {"snowpea_prompt", "snowpea_sessions", "snowpea_session_history",
                         "snowpea_memory_search", "snowpea_memory_write", "snowpea_schedule", "snowpea_jobs"}
             check(expected <= set(tools), f"tools {sorted(tools)}")
-            check(tools["snowpea_prompt"].inputSchema["required"] == ["text"], "snowpea_prompt schema")
+            check(tools["snowpea_prompt"].input_schema["required"] == ["text"], "snowpea_prompt schema")
             prompts = [p.name for p in (await session.list_prompts()).prompts]
             check("help" in prompts, f"prompts {prompts}")
             got = await session.get_prompt("help", {"args": ""})
@@ -106,11 +106,11 @@ async def main_host():
 
             result = await call(session, "snowpea_prompt", {"text": "write the file", "workdir": WORKDIR}, on_progress)
             text = text_of(result)
-            check(not result.isError, f"prompt failed: {text}")
+            check(not result.is_error, f"prompt failed: {text}")
             check("Wrote a.txt." in text, f"answer: {text}")
             check("tools run: write_file" in text, f"tools: {text}")
             check("files changed:" in text and "a.txt" in text, f"files: {text}")
-            sid = result.structuredContent["sessionId"]
+            sid = result.structured_content["sessionId"]
             check(any(m.startswith("tool call: write_file") for m in progress), f"progress {progress}")
             check(any(m.startswith("turn started") for m in progress), f"progress {progress}")
             with open(os.path.join(WORKDIR, "a.txt")) as f:
@@ -120,7 +120,7 @@ async def main_host():
             # A follow-up in the same session.
             result = await call(session, "snowpea_prompt", {"text": "what did you write", "sessionId": sid})
             check("I wrote a.txt earlier." in text_of(result), f"follow-up: {text_of(result)}")
-            check(result.structuredContent["sessionId"] == sid, "same session")
+            check(result.structured_content["sessionId"] == sid, "same session")
             transcript = await history(session, sid)
             check("user: write the file" in transcript and "user: what did you write" in transcript, transcript)
 
@@ -160,7 +160,7 @@ async def main_host():
 
             # Memory: write, then search.
             result = await call(session, "snowpea_memory_write", {"text": "The user prefers tabs over spaces", "tags": ["pref"]})
-            check(not result.isError and result.structuredContent["id"], f"memory write: {text_of(result)}")
+            check(not result.is_error and result.structured_content["id"], f"memory write: {text_of(result)}")
             result = await call(session, "snowpea_memory_search", {"query": "tabs"})
             check("prefers tabs" in text_of(result), f"memory search: {text_of(result)}")
 
@@ -175,11 +175,11 @@ async def main_host():
 
             # Bad arguments: a tool error naming the field.
             result = await call(session, "snowpea_prompt", {"text": 5})
-            check(result.isError and "text" in text_of(result), text_of(result))
+            check(result.is_error and "text" in text_of(result), text_of(result))
             result = await call(session, "snowpea_session_history", {})
-            check(result.isError and "sessionId" in text_of(result), text_of(result))
+            check(result.is_error and "sessionId" in text_of(result), text_of(result))
             result = await call(session, "snowpea_prompt", {"text": "x", "mode": "yolo"})
-            check(result.isError and "mode" in text_of(result), text_of(result))
+            check(result.is_error and "mode" in text_of(result), text_of(result))
             result = await call(session, "snowpea_sessions", {})
             check(sid in text_of(result), text_of(result))
 
