@@ -3,14 +3,16 @@
 //! `ask_user` tool).
 //!
 //! Approval rules (never a silent allow):
-//! * The host declared form **elicitation**: the request is put to it as an elicitation
+//! * The turn was started by a `snowpea_prompt` call of a host that declared form
+//!   **elicitation**: the request is put to it as an elicitation
 //!   (`decision`: `allow` once / `allow_session` / `deny`, and an optional `reason`). Accept
 //!   with `allow` → `{decision: allow, scope: once}`, `allow_session` →
 //!   `{decision: allow, scope: session}`, `deny` → `{decision: deny, reason}`; decline or
 //!   cancel → `deny`. A denial ends the turn as the native protocol does. While it waits,
 //!   another client may answer (`approval.respond`; its answer wins and the elicitation is
 //!   dropped); cancelling the `snowpea_prompt` call denies.
-//! * The host cannot elicit, or the elicitation itself failed (the host errored or did not
+//! * The host cannot elicit, the turn was not started through this server, or the
+//!   elicitation itself failed (the host errored or did not
 //!   answer within the request's `timeoutSec`): this process answers with an error, so the
 //!   daemon keeps the request pending — it follows the session's mode, any other connected
 //!   client (`snowpea chat`) can answer it with `approval.respond`, and without an answer the
@@ -81,20 +83,15 @@ fn wait_of(params: &Value) -> Duration {
         .map_or(DEFAULT_WAIT, |s| Duration::from_secs_f64(s.min(86_400.0)))
 }
 
-/// The host to ask about a session: the one running a `snowpea_prompt` turn in it, else the
-/// host of this process — when it can elicit.
+/// The host to ask about a session: the one whose `snowpea_prompt` call is running a turn
+/// in it, when it can elicit. A turn started elsewhere (a person typing in `snowpea chat` in
+/// a session this server created) is not put to the MCP host: that client answers it.
 fn host_for(
     state: &State,
     session_id: &str,
-) -> Option<(
-    Peer<RoleServer>,
-    Option<tokio_util::sync::CancellationToken>,
-)> {
-    let (peer, cancel) = match state.running_turn(session_id) {
-        Some(turn) => (turn.peer.clone(), Some(turn.cancel.clone())),
-        None => (state.peer()?, None),
-    };
-    can_elicit(&peer).then_some((peer, cancel))
+) -> Option<(Peer<RoleServer>, tokio_util::sync::CancellationToken)> {
+    let turn = state.running_turn(session_id)?;
+    can_elicit(&turn.peer).then(|| (turn.peer.clone(), turn.cancel.clone()))
 }
 
 /// How an elicitation ended.
@@ -114,7 +111,7 @@ enum Asked {
 async fn elicit(
     client: &Client,
     peer: &Peer<RoleServer>,
-    cancel: Option<tokio_util::sync::CancellationToken>,
+    cancel: tokio_util::sync::CancellationToken,
     request_id: &str,
     message: String,
     schema: Value,
@@ -142,19 +139,13 @@ async fn elicit(
             }
         }
     };
-    let cancelled = async {
-        match &cancel {
-            Some(token) => token.cancelled().await,
-            None => std::future::pending().await,
-        }
-    };
     tokio::select! {
         answer = peer.create_elicitation_with_timeout(params, Some(wait)) => match answer {
             Ok(result) => Asked::Answered(result.action, result.content),
             Err(e) => Asked::Failed(e.to_string()),
         },
         _ = resolved_elsewhere => Asked::ResolvedElsewhere,
-        _ = cancelled => Asked::Cancelled,
+        _ = cancel.cancelled() => Asked::Cancelled,
     }
 }
 

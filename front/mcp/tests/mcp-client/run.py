@@ -164,6 +164,15 @@ async def main_host():
             result = await call(session, "snowpea_memory_search", {"query": "tabs"})
             check("prefers tabs" in text_of(result), f"memory search: {text_of(result)}")
 
+            # A scheduled job, then the list of jobs.
+            result = await call(session, "snowpea_schedule", {"spec": "0 9 * * 1", "prompt": "weekly check", "workdir": WORKDIR})
+            check(not result.is_error and result.structured_content["jobId"], f"schedule: {text_of(result)}")
+            job_id = result.structured_content["jobId"]
+            result = await call(session, "snowpea_jobs", {})
+            check(job_id in text_of(result) and "weekly check" in text_of(result), f"jobs: {text_of(result)}")
+            result = await call(session, "snowpea_schedule", {"spec": "0 9 * * 1", "prompt": "x", "workdir": "relative/dir"})
+            check(result.is_error and "workdir" in text_of(result), text_of(result))
+
             # Resources: the session's transcript; the list changed when sessions appeared.
             uris = [str(r.uri) for r in (await session.list_resources()).resources]
             uri = f"snowpea://session/{sid}"
