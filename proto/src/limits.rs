@@ -24,7 +24,7 @@ pub const STRING_PARAM: usize = 4 << 20;
 /// pass it is refused `unavailable` with `details.reason: "busy"` (one message of up to
 /// [`WS_MESSAGE`] is always admitted when nothing else waits). Issue 40: 1,028 admitted
 /// requests of up to 16 MiB each could hold gigabytes of one connection's params.
-pub const CONNECTION_REQUEST_BYTES: usize = 4 * WS_MESSAGE;
+pub const CONNECTION_REQUEST_BYTES: usize = 2 * WS_MESSAGE;
 
 /// Most bytes of answers and notifications queued for one connection that its client has
 /// not read yet; past it the connection is closed as too slow (1008, "outbound queue
