@@ -21,6 +21,7 @@ use crate::upstream::presence::Presence;
 use crate::upstream::services::Services;
 use crate::upstream::subscribe::Subscriber;
 use crate::wire::counters::Counters;
+use crate::wire::large::LargeRequests;
 use crate::wire::limits::Limits;
 use crate::wire::registry::Registry;
 
@@ -47,6 +48,8 @@ pub struct Gateway {
     pub shutdown: CancellationToken,
     /// Tracks connection tasks so shutdown can wait for their close frames.
     pub tasks: TaskTracker,
+    /// The budget of large requests in process, across all connections (issue 40).
+    pub large: LargeRequests,
 }
 
 impl Gateway {
@@ -115,6 +118,7 @@ impl Gateway {
             presence,
             shutdown,
             tasks: TaskTracker::new(),
+            large: LargeRequests::default(),
         })
     }
 }

@@ -26,6 +26,20 @@ pub const STRING_PARAM: usize = 4 << 20;
 /// requests of up to 16 MiB each could hold gigabytes of one connection's params.
 pub const CONNECTION_REQUEST_BYTES: usize = 2 * WS_MESSAGE;
 
+/// A message this long or longer is a large request: the gateway processes at most
+/// [`GATEWAY_LARGE_REQUEST_BYTES`] of them at once, across all connections.
+pub const LARGE_MESSAGE: usize = 256 << 10;
+
+/// Most bytes of large requests ([`LARGE_MESSAGE`] and longer) the gateway holds at once
+/// across all connections, from their parse until their answer. A connection whose large
+/// message does not fit waits (its reader pauses, up to the gateway's `large_wait`, 10 s),
+/// then its calls are refused `unavailable` with `details.reason: "busy"`; answers to
+/// server→client requests are delivered whatever the wait. Issue 40: the gateway's memory
+/// is then its idle size, the frame buffers of its connections and at most this many bytes
+/// of large requests (each held about twice while converted), however many clients send
+/// them.
+pub const GATEWAY_LARGE_REQUEST_BYTES: usize = 2 * WS_MESSAGE;
+
 /// Most bytes of answers and notifications queued for one connection that its client has
 /// not read yet; past it the connection is closed as too slow (1008, "outbound queue
 /// full; reconnect and call session.resume"), as when the queue's frame count fills. One

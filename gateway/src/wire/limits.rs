@@ -22,6 +22,9 @@ pub struct Limits {
     /// Requests of one connection waiting for one of its running slots; one more is refused
     /// `unavailable` with `details.reason: "busy"`.
     pub max_queued: usize,
+    /// Longest a large message waits for room in the gateway-wide budget
+    /// (`GATEWAY_LARGE_REQUEST_BYTES`) before its calls are refused busy.
+    pub large_wait: Duration,
     /// The services were started together with this gateway (`--services-starting`,
     /// issue 14): for `unavailable_wait` after its start, `system.hello` waits for each
     /// service's first capabilities report.
@@ -49,6 +52,7 @@ impl Limits {
             ),
             max_in_flight: 4,
             max_queued: 1024,
+            large_wait: Duration::from_secs(10),
             services_starting: false,
         }
     }

@@ -6,6 +6,7 @@ pub mod connection;
 pub mod counters;
 pub mod json_budget;
 pub mod jsonrpc;
+pub mod large;
 pub mod limits;
 pub mod registry;
 pub mod socket;

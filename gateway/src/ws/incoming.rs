@@ -15,7 +15,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use snowpea_proto::error::{ErrorCode, RpcError};
-use snowpea_proto::limits::CONNECTION_REQUEST_BYTES;
+use snowpea_proto::limits::{CONNECTION_REQUEST_BYTES, GATEWAY_LARGE_REQUEST_BYTES, LARGE_MESSAGE};
 use tokio::sync::oneshot;
 
 use crate::dispatch::router::Handled;
@@ -24,9 +24,22 @@ use crate::gateway::Gateway;
 use crate::wire::connection::{Admitted, Connection, Frame};
 use crate::wire::counters::bump;
 use crate::wire::jsonrpc::{self, Incoming, Item};
+use crate::wire::large::Room;
 
-/// Handles one text (or binary) message.
+/// Handles one text (or binary) message. A large one first waits for room in the
+/// gateway-wide budget (`GATEWAY_LARGE_REQUEST_BYTES`; this connection's reader pauses
+/// meanwhile), held until it is answered.
 pub async fn on_message(gw: &Arc<Gateway>, conn: &Arc<Connection>, bytes: &[u8]) {
+    let room = gw.large.room(bytes.len(), gw.limits.large_wait).await;
+    let (held, room_full) = match room {
+        Room::Small => (None, false),
+        Room::Held(permit) => (Some(permit), false),
+        Room::Full => (None, true),
+    };
+    let lane = Admission {
+        bytes: bytes.len(),
+        room_full,
+    };
     match jsonrpc::parse(bytes) {
         Incoming::Rejected(response) | Incoming::Single(Item::Invalid(response)) => {
             tracing::debug!(code = %response["error"]["code"], "framing error");
@@ -36,8 +49,7 @@ pub async fn on_message(gw: &Arc<Gateway>, conn: &Arc<Connection>, bytes: &[u8])
             gw.requests.on_answer(conn, &id, outcome);
         }
         Incoming::Single(Item::Call(call)) => {
-            let Some(admitted) =
-                admit(gw, conn, std::slice::from_ref(&call.id), false, bytes.len())
+            let Some(admitted) = admit(gw, conn, std::slice::from_ref(&call.id), false, lane)
             else {
                 return;
             };
@@ -63,7 +75,7 @@ pub async fn on_message(gw: &Arc<Gateway>, conn: &Arc<Connection>, bytes: &[u8])
                     _ => None,
                 })
                 .collect();
-            let Some(admitted) = admit(gw, conn, &ids, true, bytes.len()) else {
+            let Some(admitted) = admit(gw, conn, &ids, true, lane) else {
                 return;
             };
             let (gw, conn) = (gw.clone(), conn.clone());
@@ -78,6 +90,7 @@ pub async fn on_message(gw: &Arc<Gateway>, conn: &Arc<Connection>, bytes: &[u8])
                     .await;
                 drop(permit);
                 drop(admitted);
+                drop(held);
                 let mut responses = Vec::new();
                 let mut after = Vec::new();
                 for h in results {
@@ -106,33 +119,47 @@ async fn batch_member(gw: &Arc<Gateway>, conn: &Arc<Connection>, item: Item) -> 
     }
 }
 
-/// Admits a request (or a `batch`; `ids` are its calls' ids) of `bytes` into the
-/// connection's lane, or answers each id `busy` when the connection's own queue is full
-/// (its count, or `CONNECTION_REQUEST_BYTES` of admitted messages).
+/// What [`admit`] needs to know of a message besides its ids.
+#[derive(Debug, Clone, Copy)]
+struct Admission {
+    /// Its length.
+    bytes: usize,
+    /// A large message that found no room in the gateway-wide budget.
+    room_full: bool,
+}
+
+/// Admits a request (or a `batch`; `ids` are its calls' ids) into the connection's lane,
+/// or answers each id `busy`: when the connection's own queue is full (its count, or
+/// `CONNECTION_REQUEST_BYTES` of admitted messages), or when a large message found no room
+/// in the gateway-wide budget.
 fn admit(
     gw: &Gateway,
     conn: &Connection,
     ids: &[Option<Value>],
     batch: bool,
-    bytes: usize,
+    lane: Admission,
 ) -> Option<Admitted> {
-    if let Some(admitted) = conn.admit(bytes) {
-        return Some(admitted);
-    }
-    let error = RpcError::new(
-        ErrorCode::Unavailable,
+    let message = if lane.room_full {
         format!(
-            "busy: this connection already has as many requests running and waiting as it may ({} running, {} waiting, {} bytes in all); wait for answers before sending more",
-            gw.limits.max_in_flight, gw.limits.max_queued, CONNECTION_REQUEST_BYTES
-        ),
-    )
-    .with_details(json!({
-        "reason": "busy",
-        "running": gw.limits.max_in_flight,
-        "waiting": gw.limits.max_queued,
-        "bytes": CONNECTION_REQUEST_BYTES,
-    }))
-    .to_jsonrpc();
+            "busy: the gateway is already handling {GATEWAY_LARGE_REQUEST_BYTES} bytes of large requests (of {LARGE_MESSAGE} bytes or more); try again shortly"
+        )
+    } else {
+        match conn.admit(lane.bytes) {
+            Some(admitted) => return Some(admitted),
+            None => format!(
+                "busy: this connection already has as many requests running and waiting as it may ({} running, {} waiting, {} bytes in all); wait for answers before sending more",
+                gw.limits.max_in_flight, gw.limits.max_queued, CONNECTION_REQUEST_BYTES
+            ),
+        }
+    };
+    let error = RpcError::new(ErrorCode::Unavailable, message)
+        .with_details(json!({
+            "reason": "busy",
+            "running": gw.limits.max_in_flight,
+            "waiting": gw.limits.max_queued,
+            "bytes": CONNECTION_REQUEST_BYTES,
+        }))
+        .to_jsonrpc();
     let responses: Vec<Value> = ids
         .iter()
         .flatten()
