@@ -28,7 +28,9 @@ Logs: to stderr (the supervisor appends it to DIR/logs/gateway.log). Filter with
 Environment knobs: SNOWPEA_UNAVAILABLE_WAIT_MS (how long a call waits for a
   restarting service, default 5000), SNOWPEA_CALL_TIMEOUT_MS (longest forwarded
   call, default 600000), SNOWPEA_GATEWAY_QUEUE (frames queued per connection,
-  default 8192).
+  default 8192), SNOWPEA_MAX_UNAUTHENTICATED (WebSockets waiting for system.hello,
+  default 256), SNOWPEA_HELLO_DEADLINE_MS (time for the HTTP request and for
+  system.hello, default 10000).
 
 Exit codes: 0 after SIGTERM/SIGINT or system.shutdown; 1 start-up failure
   (home, token, socket); 2 bad arguments.";

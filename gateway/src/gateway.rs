@@ -23,6 +23,7 @@ use crate::upstream::subscribe::Subscriber;
 use crate::wire::counters::Counters;
 use crate::wire::large::LargeRequests;
 use crate::wire::limits::Limits;
+use crate::wire::preauth::{self, PreAuth};
 use crate::wire::registry::Registry;
 
 /// Upstream events queued between the Subscribe loops and the callbacks consumer.
@@ -50,6 +51,8 @@ pub struct Gateway {
     pub tasks: TaskTracker,
     /// The budget of large requests in process, across all connections (issue 40).
     pub large: LargeRequests,
+    /// The budgets of clients before authentication (issue 37 §3).
+    pub pre_auth: PreAuth,
 }
 
 impl Gateway {
@@ -108,6 +111,11 @@ impl Gateway {
             daemon,
             token,
         );
+        let pre_auth = PreAuth::new(
+            preauth::connection_cap(limits.max_connections, preauth::raise_descriptor_limit()),
+            limits.max_unauthenticated,
+            limits.hello_deadline,
+        );
         Arc::new(Gateway {
             home,
             limits,
@@ -119,6 +127,7 @@ impl Gateway {
             shutdown,
             tasks: TaskTracker::new(),
             large: LargeRequests::default(),
+            pre_auth,
         })
     }
 }

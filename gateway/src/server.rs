@@ -15,6 +15,7 @@ use axum::routing::get;
 use axum::Router;
 
 use crate::gateway::Gateway;
+use crate::wire::counters::bump;
 use crate::wire::socket::{self, PeerSocket};
 use crate::ws::lifecycle;
 use crate::{http, origin};
@@ -51,13 +52,22 @@ async fn upgrade(
     if gw.shutdown.is_cancelled() {
         return (StatusCode::SERVICE_UNAVAILABLE, "daemon shutting down\n").into_response();
     }
+    // A place among the connections waiting for their hello, refused cheaply when full.
+    let waiting = match gw.pre_auth.try_enter() {
+        Ok(p) => p,
+        Err(reason) => {
+            bump(&gw.counters.unauthenticated_refused);
+            return (StatusCode::SERVICE_UNAVAILABLE, reason).into_response();
+        }
+    };
+    peer.mark_upgraded();
     let tracked = gw.tasks.token();
     ws.max_message_size(gw.limits.max_message)
         .max_frame_size(gw.limits.max_frame)
         .on_failed_upgrade(|e| tracing::debug!(error = %e, "WebSocket upgrade failed"))
         .on_upgrade(move |socket| async move {
             let _tracked = tracked;
-            lifecycle::run(gw, socket, peer).await;
+            lifecycle::run(gw, socket, peer, waiting).await;
         })
 }
 
@@ -79,7 +89,10 @@ pub async fn serve(gw: Arc<Gateway>, listener: tokio::net::TcpListener) -> anyho
     let stop = gw.shutdown.clone();
     let close_gw = gw.clone();
     // TCP_NODELAY, and TCP_NOTSENT_LOWAT to keep room for a close frame (`wire/socket.rs`).
-    let listener = socket::Tapped(listener);
+    let listener = socket::Tapped {
+        listener,
+        pre_auth: gw.pre_auth.clone(),
+    };
     let server = axum::serve(
         listener,
         app(gw.clone()).into_make_service_with_connect_info::<PeerSocket>(),

@@ -90,6 +90,9 @@ pub struct PendingCallback {
 #[derive(Debug, Default)]
 struct Inner {
     peer: Option<Arc<Peer>>,
+    /// Its place among the connections waiting for `system.hello` (issue 37 §3), given
+    /// back by the first successful hello or when the connection goes.
+    waiting_for_hello: Option<OwnedSemaphorePermit>,
     closed: bool,
     pending: HashMap<String, PendingCallback>,
 }
@@ -271,6 +274,15 @@ impl Connection {
         self.close.subscribe()
     }
 
+    /// Holds `place` (among the connections waiting for `system.hello`) until the first
+    /// successful hello ([`Connection::set_peer`]) or the end of the connection.
+    pub fn hold_until_hello(&self, place: OwnedSemaphorePermit) {
+        let mut inner = self.inner();
+        if inner.peer.is_none() && !inner.closed {
+            inner.waiting_for_hello = Some(place);
+        }
+    }
+
     /// The authenticated peer, if `system.hello` succeeded.
     pub fn peer(&self) -> Option<Arc<Peer>> {
         self.inner().peer.clone()
@@ -290,6 +302,9 @@ impl Connection {
         if inner.closed && peer.is_some() {
             return None;
         }
+        if peer.is_some() {
+            inner.waiting_for_hello = None;
+        }
         inner.peer = peer;
         Some(then(inner.peer.as_deref()))
     }
@@ -300,6 +315,7 @@ impl Connection {
     pub fn mark_closed<R>(&self, then: impl FnOnce(bool) -> R) -> (Vec<PendingCallback>, R) {
         let mut inner = self.inner();
         inner.closed = true;
+        inner.waiting_for_hello = None;
         let was_authenticated = inner.peer.take().is_some();
         let after = then(was_authenticated);
         (inner.pending.drain().map(|(_, p)| p).collect(), after)

@@ -22,6 +22,11 @@ pub struct Counters {
     pub queue_overflows: AtomicU64,
     /// Requests refused `busy` because their connection's own queue was full (issue 24 §1).
     pub busy: AtomicU64,
+    /// Upgrades refused because the connections waiting for `system.hello` were at their
+    /// cap (issue 37 §3).
+    pub unauthenticated_refused: AtomicU64,
+    /// Connections closed because they did not authenticate within the hello deadline.
+    pub hello_timeouts: AtomicU64,
 }
 
 /// Adds one to a counter.
@@ -42,6 +47,8 @@ impl Counters {
             ("serverRequests", g(&self.server_requests)),
             ("queueOverflows", g(&self.queue_overflows)),
             ("busy", g(&self.busy)),
+            ("unauthenticatedRefused", g(&self.unauthenticated_refused)),
+            ("helloTimeouts", g(&self.hello_timeouts)),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))

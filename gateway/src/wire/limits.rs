@@ -25,6 +25,15 @@ pub struct Limits {
     /// Longest a large message waits for room in the gateway-wide budget
     /// (`GATEWAY_LARGE_REQUEST_BYTES`) before its calls are refused busy.
     pub large_wait: Duration,
+    /// Accepted TCP connections open at once (issue 37 §3); past it the accept loop waits.
+    /// Kept below the descriptor limit at start (`wire/preauth.rs`).
+    pub max_connections: usize,
+    /// WebSocket connections without a successful `system.hello` at once; one more upgrade
+    /// is refused 503.
+    pub max_unauthenticated: usize,
+    /// How long an accepted socket has to send its HTTP request, and an upgraded WebSocket
+    /// to complete `system.hello`.
+    pub hello_deadline: Duration,
     /// The services were started together with this gateway (`--services-starting`,
     /// issue 14): for `unavailable_wait` after its start, `system.hello` waits for each
     /// service's first capabilities report.
@@ -32,8 +41,9 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// Defaults, with `SNOWPEA_UNAVAILABLE_WAIT_MS`, `SNOWPEA_CALL_TIMEOUT_MS` and
-    /// `SNOWPEA_GATEWAY_QUEUE` applied when set.
+    /// Defaults, with `SNOWPEA_UNAVAILABLE_WAIT_MS`, `SNOWPEA_CALL_TIMEOUT_MS`,
+    /// `SNOWPEA_GATEWAY_QUEUE`, `SNOWPEA_MAX_UNAUTHENTICATED` and
+    /// `SNOWPEA_HELLO_DEADLINE_MS` applied when set.
     pub fn from_env() -> Self {
         fn env_u64(name: &str) -> Option<u64> {
             std::env::var(name).ok()?.trim().parse().ok()
@@ -53,6 +63,13 @@ impl Limits {
             max_in_flight: 4,
             max_queued: 1024,
             large_wait: Duration::from_secs(10),
+            max_connections: 4096,
+            max_unauthenticated: env_u64("SNOWPEA_MAX_UNAUTHENTICATED")
+                .map(|n| n.clamp(1, 1 << 16) as usize)
+                .unwrap_or(256),
+            hello_deadline: Duration::from_millis(
+                env_u64("SNOWPEA_HELLO_DEADLINE_MS").unwrap_or(10_000),
+            ),
             services_starting: false,
         }
     }

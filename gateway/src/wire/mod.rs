@@ -8,5 +8,6 @@ pub mod json_budget;
 pub mod jsonrpc;
 pub mod large;
 pub mod limits;
+pub mod preauth;
 pub mod registry;
 pub mod socket;

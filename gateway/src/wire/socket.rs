@@ -13,10 +13,14 @@
 
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use axum::extract::connect_info::Connected;
 use axum::serve::{IncomingStream, Listener};
 use tokio::net::{TcpListener, TcpStream};
+
+use super::preauth::{Budgeted, PreAuth};
 
 /// Unsent bytes the kernel holds for a client before writes wait (128 KiB).
 pub const NOTSENT_LOWAT: u32 = 128 << 10;
@@ -40,16 +44,25 @@ pub fn keep_room(tcp: &TcpStream) {
 }
 
 /// The peer of an HTTP connection and its socket, as axum's connect info.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct PeerSocket {
     /// The client's address.
     pub addr: SocketAddr,
+    /// Set once the connection is upgraded: its socket's request deadline is off
+    /// ([`Budgeted`]).
+    upgraded: Arc<AtomicBool>,
     /// The accepted socket. Valid while the connection it was accepted for is served: a
     /// WebSocket's writer, which holds that socket, is the only user.
     fd: RawFd,
 }
 
 impl PeerSocket {
+    /// The request arrived and was upgraded: the socket's request deadline no longer
+    /// applies (the WebSocket's hello deadline does).
+    pub fn mark_upgraded(&self) {
+        self.upgraded.store(true, Ordering::Release);
+    }
+
     /// Lifts the low-water mark of [`keep_room`] so the close frame (and what is already
     /// handed to the socket) goes into the send buffer without the client reading.
     ///
@@ -64,23 +77,31 @@ impl PeerSocket {
     }
 }
 
-/// The gateway's listener: every accepted socket goes through [`tap`] first.
+/// The gateway's listener: it accepts only while the open-socket budget has room
+/// ([`PreAuth::open_socket`]), and every accepted socket goes through [`tap`] and gets its
+/// request deadline ([`Budgeted`]).
 #[derive(Debug)]
-pub struct Tapped(pub TcpListener);
+pub struct Tapped {
+    /// The bound listener.
+    pub listener: TcpListener,
+    /// The budgets before authentication.
+    pub pre_auth: PreAuth,
+}
 
 impl Listener for Tapped {
-    type Io = TcpStream;
+    type Io = Budgeted;
     type Addr = SocketAddr;
 
-    async fn accept(&mut self) -> (TcpStream, SocketAddr) {
+    async fn accept(&mut self) -> (Budgeted, SocketAddr) {
+        let open = self.pre_auth.open_socket().await;
         // axum's accept loop for TcpListener (it retries accept errors after a pause).
-        let (mut tcp, addr) = Listener::accept(&mut self.0).await;
+        let (mut tcp, addr) = Listener::accept(&mut self.listener).await;
         tap(&mut tcp);
-        (tcp, addr)
+        (Budgeted::new(tcp, open, self.pre_auth.deadline), addr)
     }
 
     fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.0.local_addr()
+        self.listener.local_addr()
     }
 }
 
@@ -88,7 +109,8 @@ impl Connected<IncomingStream<'_, Tapped>> for PeerSocket {
     fn connect_info(stream: IncomingStream<'_, Tapped>) -> Self {
         PeerSocket {
             addr: *stream.remote_addr(),
-            fd: stream.io().as_raw_fd(),
+            upgraded: stream.io().upgraded(),
+            fd: stream.io().tcp().as_raw_fd(),
         }
     }
 }

@@ -8,15 +8,16 @@ use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket};
 use futures::StreamExt;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio_tungstenite::tungstenite;
 use tracing::Instrument;
 
 use super::{incoming, outbound};
 use crate::gateway::Gateway;
 use crate::upstream::presence::Change;
-use crate::wire::connection::Connection;
+use crate::wire::connection::{Connection, CLOSE_POLICY};
 use crate::wire::counters::bump;
+use crate::wire::preauth::HELLO_DEADLINE_REASON;
 use crate::wire::socket::PeerSocket;
 
 /// WebSocket close code: message too big (RFC 6455 §7.4.1).
@@ -26,8 +27,14 @@ const CLOSE_PROTOCOL: u16 = 1002;
 /// WebSocket close code: invalid payload data (bad UTF-8).
 const CLOSE_INVALID_DATA: u16 = 1007;
 
-/// Serves one upgraded WebSocket until it ends.
-pub async fn run(gw: Arc<Gateway>, socket: WebSocket, peer: PeerSocket) {
+/// Serves one upgraded WebSocket until it ends. `waiting` is its place among the
+/// connections waiting for `system.hello` (issue 37 §3), given back once it authenticates.
+pub async fn run(
+    gw: Arc<Gateway>,
+    socket: WebSocket,
+    peer: PeerSocket,
+    waiting: OwnedSemaphorePermit,
+) {
     let id = snowpea_common::ids::new_id("c");
     let span = tracing::info_span!("conn", conn = %id);
     async move {
@@ -51,7 +58,7 @@ pub async fn run(gw: Arc<Gateway>, socket: WebSocket, peer: PeerSocket) {
             peer,
             conn.outbound_bytes(),
         ));
-        read_loop(&gw, &conn, stream).await;
+        read_loop(&gw, &conn, stream, waiting).await;
 
         conn.stop();
         let (pending, announced) = conn.mark_closed(|was_authenticated| {
@@ -87,12 +94,29 @@ async fn read_loop(
     gw: &Arc<Gateway>,
     conn: &Arc<Connection>,
     mut stream: futures::stream::SplitStream<WebSocket>,
+    waiting: OwnedSemaphorePermit,
 ) {
     let mut close = conn.close_receiver();
+    // Its place in the budget goes with the first successful hello (`Connection::set_peer`);
+    // without one by the deadline, the connection is closed.
+    conn.hold_until_hello(waiting);
+    let hello_by = tokio::time::sleep(gw.pre_auth.deadline);
+    tokio::pin!(hello_by);
+    let mut hello_due = true;
     loop {
         let msg = tokio::select! {
             biased;
             _ = close.changed() => return,
+            _ = &mut hello_by, if hello_due => {
+                hello_due = false;
+                if conn.peer().is_none() {
+                    bump(&gw.counters.hello_timeouts);
+                    tracing::debug!("no system.hello within the deadline; closing");
+                    conn.close(CLOSE_POLICY, HELLO_DEADLINE_REASON);
+                    return;
+                }
+                continue;
+            }
             m = stream.next() => m,
         };
         match msg {

@@ -12,5 +12,6 @@ mod info;
 mod jsonrpc;
 mod layers;
 mod lifecycle;
+mod preauth;
 mod sizes;
 mod wide;
