@@ -23,6 +23,10 @@
 //! `--spawn N` instead measures `agent.spawn` → the parent's first `subagent.update` over N
 //! sequential spawns (docs/PERFORMANCE.md "Subagents"), see `spawn::bench_spawn`.
 //!
+//! `--preauth-flood N` instead measures an authenticated client's `session.list` while N
+//! half-open sockets and N upgrades without hello are held (issue 37 §3), see
+//! `preauth::bench_preauth_flood`.
+//!
 //! `--compare` instead runs the suite side by side with a peer command and a Rust
 //! WebSocket echo floor (issue 14: cold start both ways, the hop with 1 and 8 clients,
 //! idle RSS and PSS per process), see [`compare`].
@@ -52,6 +56,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 #[path = "snowpea-bench/host_tools.rs"]
 mod host_tools;
+#[path = "snowpea-bench/preauth.rs"]
+mod preauth;
 #[path = "snowpea-bench/spawn.rs"]
 mod spawn;
 
@@ -116,6 +122,7 @@ Usage: snowpea-bench [--calls N] [--chunks N] [--memories N]
        snowpea-bench --fairness N
        snowpea-bench --host-tools N
        snowpea-bench --spawn N
+       snowpea-bench --preauth-flood N [--calls N]
 
   --calls N     round trips per measured method (default 2000)
   --chunks N    content chunks of the streamed turn (default 5000)
@@ -124,6 +131,8 @@ Usage: snowpea-bench [--calls N] [--chunks N] [--memories N]
   --host-tools N instead: N host tool calls (a second SDK client's tool) through the suite
   --spawn N     instead: N sequential agent.spawn calls, each timed to the parent's
                 first subagent.update for the child
+  --preauth-flood N instead: session.list (--calls, default 2000, one every 100 ms)
+                idle and while N half-open sockets and N upgrades without hello are held
   --fairness N  instead: N session.list calls of a well-behaved connection, idle and
                 while three connections flood (200 requests in flight each)
   --compare     instead: the suite side by side with --peer (if given and installed)
@@ -163,6 +172,7 @@ async fn main() {
     let fairness = arg("--fairness", 0);
     let host = arg("--host-tools", 0);
     let spawns = arg("--spawn", 0);
+    let preauth_flood = arg("--preauth-flood", 0);
     if std::env::var_os("SNOWPEA_BIN_DIR").is_none() {
         let exe = std::env::current_exe().unwrap();
         std::env::set_var("SNOWPEA_BIN_DIR", exe.parent().unwrap());
@@ -219,6 +229,10 @@ async fn main() {
     }
     if host > 0 {
         host_tools::bench_host_tools(host).await;
+        return;
+    }
+    if preauth_flood > 0 {
+        preauth::bench_preauth_flood(preauth_flood, calls.max(20)).await;
         return;
     }
     if spawns > 0 {
