@@ -10,8 +10,16 @@
 //!   `{decision: allow, scope: session}`, `deny` → `{decision: deny, reason}`; decline or
 //!   cancel → `deny`. A denial ends the turn as the native protocol does. While it waits,
 //!   another client may answer (`approval.respond`; its answer wins and the elicitation is
-//!   dropped); cancelling the `snowpea_prompt` call denies.
-//! * The host cannot elicit, the turn was not started through this server, or the
+//!   cancelled on the host, `notifications/cancelled`). Cancelling the `snowpea_prompt` call
+//!   interrupts the turn first (`session.interrupt`: the daemon resolves the request
+//!   `interrupted` and the turn ends `interrupted`) and does not answer it as a denial.
+//! * A host "declared elicitation" when its `initialize` had `capabilities.elicitation` with
+//!   form mode and the negotiated revision has elicitation (`2025-06-18` or later,
+//!   [`crate::server::can_elicit`]).
+//! * The elicitation request carries no `_meta.progressToken` ([`crate::server::StripMeta`]):
+//!   nothing reports progress on it.
+//! * The host cannot elicit, the turn was not started through this server (a call of this
+//!   server still queued behind another client's turn does not count), or the
 //!   elicitation itself failed (the host errored or did not
 //!   answer within the request's `timeoutSec`): this process answers with an error, so the
 //!   daemon keeps the request pending — it follows the session's mode, any other connected
@@ -24,13 +32,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction};
-use rmcp::{Peer, RoleServer};
+use rmcp::model::{
+    CancelledNotificationParam, ClientResult, ElicitRequest, ElicitRequestParams,
+    ElicitationAction, ServerRequest,
+};
+use rmcp::service::PeerRequestOptions;
 use serde_json::{json, Map, Value};
 use snowpea_sdk::{Client, RpcError};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::server::{can_elicit, State};
+use crate::server::{can_elicit, RunningTurn, State};
 use crate::transcript::clip;
 
 /// How long an elicitation waits when the request gives no `timeoutSec` (the daemon's own
@@ -39,6 +50,10 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
 
 /// Most questions of one `question.request` put in one elicitation.
 pub const MAX_QUESTIONS: usize = 16;
+
+/// How long a request waits for this server's call in its session to be seen running (its
+/// `turn.started` may still be on its way when the request comes).
+pub const STARTED_WAIT: Duration = Duration::from_secs(5);
 
 /// The error that leaves a request pending for other clients.
 fn leave_pending(why: &str) -> RpcError {
@@ -83,15 +98,23 @@ fn wait_of(params: &Value) -> Duration {
         .map_or(DEFAULT_WAIT, |s| Duration::from_secs_f64(s.min(86_400.0)))
 }
 
-/// The host to ask about a session: the one whose `snowpea_prompt` call is running a turn
-/// in it, when it can elicit. A turn started elsewhere (a person typing in `snowpea chat` in
-/// a session this server created) is not put to the MCP host: that client answers it.
-fn host_for(
-    state: &State,
-    session_id: &str,
-) -> Option<(Peer<RoleServer>, tokio_util::sync::CancellationToken)> {
-    let turn = state.running_turn(session_id)?;
-    can_elicit(&turn.peer).then(|| (turn.peer.clone(), turn.cancel.clone()))
+/// The `snowpea_prompt` call to ask about a session's request: the one whose turn runs
+/// there, when its host can elicit. A turn started elsewhere (a person typing in `snowpea
+/// chat` in a session this server created, with a call of this server queued behind it) is
+/// not put to the MCP host: that client answers it.
+async fn host_for(state: &State, session_id: &str) -> Option<Arc<RunningTurn>> {
+    let turns = state.turns_of(session_id);
+    let turn = match turns.iter().find(|t| t.is_started()) {
+        Some(turn) => turn.clone(),
+        None => {
+            let first = turns.first()?.clone();
+            if !first.wait_started(STARTED_WAIT).await {
+                return None;
+            }
+            first
+        }
+    };
+    can_elicit(&turn.peer).then_some(turn)
 }
 
 /// How an elicitation ended.
@@ -107,11 +130,10 @@ enum Asked {
 }
 
 /// Puts one elicitation to the host, racing another client's answer and the call's
-/// cancellation.
+/// cancellation; an elicitation that lost the race is cancelled on the host.
 async fn elicit(
     client: &Client,
-    peer: &Peer<RoleServer>,
-    cancel: tokio_util::sync::CancellationToken,
+    turn: &RunningTurn,
     request_id: &str,
     message: String,
     schema: Value,
@@ -139,14 +161,34 @@ async fn elicit(
             }
         }
     };
-    tokio::select! {
-        answer = peer.create_elicitation_with_timeout(params, Some(wait)) => match answer {
-            Ok(result) => Asked::Answered(result.action, result.content),
+    let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+    let handle = match turn
+        .peer
+        .send_cancellable_request(request, PeerRequestOptions::with_timeout(wait))
+        .await
+    {
+        Ok(handle) => handle,
+        Err(e) => return Asked::Failed(e.to_string()),
+    };
+    let id = handle.id.clone();
+    let outcome = tokio::select! {
+        answer = handle.await_response() => return match answer {
+            Ok(ClientResult::ElicitResult(result)) => Asked::Answered(result.action, result.content),
+            Ok(_) => Asked::Failed("the host answered something else than an elicitation result".into()),
             Err(e) => Asked::Failed(e.to_string()),
         },
         _ = resolved_elsewhere => Asked::ResolvedElsewhere,
-        _ = cancel.cancelled() => Asked::Cancelled,
+        _ = turn.cancel.cancelled() => Asked::Cancelled,
+    };
+    let reason = match outcome {
+        Asked::ResolvedElsewhere => "answered from another Snowpea client",
+        _ => "the snowpea_prompt call was cancelled",
+    };
+    let cancelled = CancelledNotificationParam::new(Some(id), Some(reason.into()));
+    if let Err(error) = turn.peer.notify_cancelled(cancelled).await {
+        tracing::debug!(%error, "cancelling the elicitation failed");
     }
+    outcome
 }
 
 /// The elicitation schema of an approval.
@@ -158,8 +200,11 @@ pub fn approval_schema() -> Value {
                 "type": "string",
                 "title": "Decision",
                 "description": "allow runs this call; allow_session also allows calls like it for the rest of the session; deny refuses it and ends the turn.",
-                "enum": ["allow", "allow_session", "deny"],
-                "enumNames": ["Allow once", "Allow for this session", "Deny"]
+                "oneOf": [
+                    { "const": "allow", "title": "Allow once" },
+                    { "const": "allow_session", "title": "Allow for this session" },
+                    { "const": "deny", "title": "Deny" }
+                ]
             },
             "reason": {
                 "type": "string",
@@ -209,7 +254,7 @@ pub async fn approval(
 ) -> Result<Value, RpcError> {
     let s = |k: &str| params.get(k).and_then(Value::as_str).unwrap_or_default();
     let session_id = s("sessionId");
-    let Some((peer, cancel)) = host_for(state, session_id) else {
+    let Some(turn) = host_for(state, session_id).await else {
         return Err(leave_pending(
             "the MCP host cannot answer approvals (no elicitation)",
         ));
@@ -220,22 +265,10 @@ pub async fn approval(
         .find_map(|k| args.get(*k).and_then(Value::as_str))
         .map(str::to_owned)
         .unwrap_or_else(|| args.to_string());
-    let mut message = format!(
-        "Snowpea wants to run {}: {}",
-        s("tool"),
-        clip(&detail, 1_000)
-    );
-    if !s("note").is_empty() {
-        message.push_str(&format!("\n{}", clip(s("note"), 500)));
-    }
-    if !s("risk").is_empty() {
-        message.push_str(&format!("\nRisk: {}", s("risk")));
-    }
-    message.push_str(&format!("\n(session {session_id}; deny ends the turn)"));
+    let message = approval_message(s("tool"), &detail, s("note"), s("risk"), session_id);
     match elicit(
         client,
-        &peer,
-        cancel,
+        &turn,
         s("requestId"),
         message,
         approval_schema(),
@@ -245,13 +278,39 @@ pub async fn approval(
     {
         Asked::Answered(action, content) => Ok(approval_answer(&action, content.as_ref())),
         Asked::Cancelled => {
-            Ok(json!({ "decision": "deny", "reason": "the MCP host cancelled the prompt" }))
+            // Interrupt first: the daemon then resolves the request `interrupted` and the
+            // turn ends `interrupted`, not `denied`; this answer (an error) changes nothing.
+            turn.interrupt(client).await;
+            Err(leave_pending(
+                "the MCP host cancelled the prompt; its turn is interrupted",
+            ))
         }
         Asked::ResolvedElsewhere => Err(leave_pending("answered by another client")),
         Asked::Failed(why) => Err(leave_pending(&format!(
             "the MCP host did not answer ({why})"
         ))),
     }
+}
+
+/// The elicitation message of an approval: the tool and what it acts on (once: the daemon's
+/// note usually quotes the command already), the note, the risk and the session.
+pub fn approval_message(tool: &str, detail: &str, note: &str, risk: &str, session: &str) -> String {
+    let note = clip(note.trim(), 1_000);
+    let detail = clip(detail, 1_000);
+    let mut message = if !note.is_empty() && note.contains(detail.trim_end_matches('…')) {
+        format!("Snowpea wants to run {tool}: {note}")
+    } else {
+        let mut m = format!("Snowpea wants to run {tool}: {detail}");
+        if !note.is_empty() {
+            m.push_str(&format!("\n{note}"));
+        }
+        m
+    };
+    if !risk.is_empty() {
+        message.push_str(&format!("\nRisk: {risk}"));
+    }
+    message.push_str(&format!("\n(session {session}; deny ends the turn)"));
+    message
 }
 
 /// The elicitation schema of a `question.request`'s questions (`q0`, `q1`, …) and the
@@ -299,7 +358,7 @@ pub async fn question(
         .get("sessionId")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let Some((peer, cancel)) = host_for(state, session_id) else {
+    let Some(turn) = host_for(state, session_id).await else {
         return Err(leave_pending(
             "the MCP host cannot answer questions (no elicitation)",
         ));
@@ -322,17 +381,7 @@ pub async fn question(
         .and_then(Value::as_str)
         .unwrap_or_default();
     let message = format!("The Snowpea agent asks (session {session_id}):");
-    match elicit(
-        client,
-        &peer,
-        cancel,
-        request_id,
-        message,
-        schema,
-        wait_of(&params),
-    )
-    .await
-    {
+    match elicit(client, &turn, request_id, message, schema, wait_of(&params)).await {
         Asked::Answered(ElicitationAction::Accept, content) => {
             let answers: Vec<Value> = labels
                 .iter()
@@ -352,7 +401,14 @@ pub async fn question(
                 .collect();
             Ok(json!({ "answers": answers }))
         }
-        Asked::Answered(..) | Asked::Cancelled => {
+        Asked::Cancelled => {
+            // As for approvals: interrupt the turn, do not answer for the person.
+            turn.interrupt(client).await;
+            Err(leave_pending(
+                "the MCP host cancelled the prompt; its turn is interrupted",
+            ))
+        }
+        Asked::Answered(..) => {
             let answers: Vec<Value> = labels
                 .iter()
                 .map(|_| json!({ "selected": [], "text": null }))
@@ -403,6 +459,58 @@ mod tests {
             approval_answer(&ElicitationAction::Cancel, None)["decision"],
             "deny"
         );
+    }
+
+    #[test]
+    fn the_approval_choices_use_titled_one_of() {
+        let schema = approval_schema();
+        let decision = &schema["properties"]["decision"];
+        assert!(decision.get("enumNames").is_none(), "{decision}");
+        assert_eq!(decision["oneOf"][1]["const"], "allow_session");
+        // rmcp reads it as a titled single-select and writes it back the same.
+        let parsed: rmcp::model::ElicitRequestParams = serde_json::from_value(json!({
+            "mode": "form", "message": "m", "requestedSchema": schema
+        }))
+        .unwrap();
+        let back = serde_json::to_value(&parsed).unwrap();
+        let decision = &back["requestedSchema"]["properties"]["decision"];
+        assert_eq!(
+            decision["oneOf"][2],
+            json!({"const": "deny", "title": "Deny"})
+        );
+        assert!(decision.get("enumNames").is_none(), "{decision}");
+    }
+
+    #[test]
+    fn the_command_is_named_once() {
+        let cmd = "echo hi > a.txt";
+        let with_note = approval_message("shell", cmd, &format!("run `{cmd}`"), "exec", "s1");
+        assert_eq!(with_note.matches(cmd).count(), 1, "{with_note}");
+        assert!(with_note
+            .starts_with("Snowpea wants to run shell: run `echo hi > a.txt`\nRisk: exec\n"));
+        let other = approval_message(
+            "write_file",
+            "/x/a.txt",
+            "outside the working directory",
+            "",
+            "s1",
+        );
+        assert_eq!(
+            other,
+            "Snowpea wants to run write_file: /x/a.txt\noutside the working directory\n(session s1; deny ends the turn)"
+        );
+        let bare = approval_message("shell", cmd, "", "", "s1");
+        assert_eq!(bare.matches(cmd).count(), 1);
+    }
+
+    #[test]
+    fn elicitations_carry_no_progress_token() {
+        let mut meta = rmcp::model::RequestMetaObject::new();
+        meta.set_progress_token(rmcp::model::ProgressToken(
+            rmcp::model::NumberOrString::Number(0),
+        ));
+        crate::server::strip_progress_token(&mut meta);
+        assert!(meta.get_progress_token().is_none());
     }
 
     #[test]

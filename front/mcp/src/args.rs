@@ -7,6 +7,9 @@ use serde_json::{Map, Value};
 /// Longest accepted string argument, in bytes (1 MiB: a long prompt with pasted context).
 pub const MAX_STRING_BYTES: usize = 1024 * 1024;
 
+/// Longest `snowpea_memory_write.text`, in bytes (the memory service's own bound, 64 KiB).
+pub const MAX_MEMORY_BYTES: usize = 64 * 1024;
+
 /// Most tags accepted by `snowpea_memory_write`.
 pub const MAX_TAGS: usize = 32;
 
@@ -78,6 +81,18 @@ impl<'a> Args<'a> {
             Some(s) if s.trim().is_empty() => Err(bad(field, "must not be empty")),
             Some(s) => Ok(s),
         }
+    }
+
+    /// A required, non-blank string of at most `max` bytes.
+    pub fn str_max(&self, field: &str, max: usize) -> Result<&'a str, ArgError> {
+        let s = self.str(field)?;
+        if s.len() > max {
+            return Err(bad(
+                field,
+                format!("is {} bytes, longer than {max} bytes", s.len()),
+            ));
+        }
+        Ok(s)
     }
 
     /// An optional non-negative integer.
@@ -158,6 +173,21 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// An optional absolute path used as a filter: canonicalized when it exists, else kept
+    /// as given (a directory that does not exist matches nothing; it is not an error).
+    pub fn opt_abs_path(&self, field: &str) -> Result<Option<std::path::PathBuf>, ArgError> {
+        let Some(raw) = self.opt_str(field)? else {
+            return Ok(None);
+        };
+        let path = std::path::Path::new(raw);
+        if !path.is_absolute() {
+            return Err(bad(field, format!("must be an absolute path, not {raw:?}")));
+        }
+        Ok(Some(
+            std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+        ))
+    }
+
     /// An optional absolute path to an existing directory, canonicalized.
     pub fn opt_dir(&self, field: &str) -> Result<Option<std::path::PathBuf>, ArgError> {
         let Some(raw) = self.opt_str(field)? else {
@@ -223,6 +253,26 @@ mod tests {
             .contains("plan, accept, auto"));
         assert!(a
             .opt_dir("workdir")
+            .unwrap_err()
+            .reason
+            .contains("absolute"));
+    }
+
+    #[test]
+    fn bounded_strings_and_filter_paths() {
+        let m = map(
+            json!({"text": "x".repeat(MAX_MEMORY_BYTES + 1), "workdir": "/nonexistent/dir", "rel": "a/b"}),
+        );
+        let a = Args::new(&m, &["text", "workdir", "rel"]).unwrap();
+        let e = a.str_max("text", MAX_MEMORY_BYTES).unwrap_err();
+        assert_eq!(e.field, "text");
+        assert!(e.reason.contains("longer than 65536 bytes"), "{e}");
+        assert_eq!(
+            a.opt_abs_path("workdir").unwrap(),
+            Some(std::path::PathBuf::from("/nonexistent/dir"))
+        );
+        assert!(a
+            .opt_abs_path("rel")
             .unwrap_err()
             .reason
             .contains("absolute"));

@@ -111,6 +111,10 @@ where
     T: rmcp::transport::IntoTransport<rmcp::RoleServer, E, A> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
+    use rmcp::transport::IntoTransport;
+    let transport = server::StripMeta(IntoTransport::<rmcp::RoleServer, E, A>::into_transport(
+        transport,
+    ));
     let running = server
         .serve(transport)
         .await

@@ -12,18 +12,23 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse,
-    ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerConfig,
+    CallToolRequestParams, CallToolResponse, GetMeta, GetPromptRequestParams, GetPromptResponse,
+    JsonRpcMessage, ListPromptsResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    RequestMetaObject, ServerConfig, ServerRequest,
 };
 use rmcp::service::{ElicitationMode, NotificationContext, RequestContext};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{json, Value};
 use snowpea_sdk::Client;
-use tokio::sync::OnceCell;
+use tokio::sync::{watch, OnceCell};
 use tokio_util::sync::CancellationToken;
 
 use crate::daemon::SuiteStarter;
@@ -37,14 +42,78 @@ conversation). Sessions are shared with the user's other Snowpea clients (snowpe
 who can watch and steer them. Tool calls that need approval are put to you as an \
 elicitation when this host supports it; a denial ends the turn.";
 
-/// A `snowpea_prompt` call in progress: who asked, and how to stop it.
+/// Longest wait for a `session.interrupt` another task already sent (shutdown, an approval
+/// of a cancelled call).
+pub const INTERRUPT_WAIT: Duration = Duration::from_secs(10);
+
+/// A `snowpea_prompt` call in progress: who asked, whether its turn runs yet, and how to stop
+/// it. A session can have several (a call queued behind another's turn).
 pub struct RunningTurn {
     /// The session it runs in.
     pub session_id: String,
     /// The host that called the tool (elicitations for this session go to it).
     pub peer: Peer<RoleServer>,
-    /// Cancelled when the host cancels the `tools/call` request.
+    /// Cancelled when the host cancels the `tools/call` request (or hangs up).
     pub cancel: CancellationToken,
+    /// True once the daemon runs this call's turn (not waiting behind another turn).
+    started: watch::Sender<bool>,
+    /// True once `session.interrupt` for this call was sent.
+    interrupt_sent: AtomicBool,
+    /// True once that `session.interrupt` was answered.
+    interrupted: watch::Sender<bool>,
+}
+
+impl RunningTurn {
+    /// A call that asked for a turn in `session_id`, not running yet.
+    pub fn new(session_id: &str, peer: Peer<RoleServer>, cancel: CancellationToken) -> Self {
+        RunningTurn {
+            session_id: session_id.to_owned(),
+            peer,
+            cancel,
+            started: watch::Sender::new(false),
+            interrupt_sent: AtomicBool::new(false),
+            interrupted: watch::Sender::new(false),
+        }
+    }
+
+    /// Marks the call's turn as running in the daemon.
+    pub fn mark_started(&self) {
+        self.started.send_replace(true);
+    }
+
+    /// True once the call's turn runs.
+    pub fn is_started(&self) -> bool {
+        *self.started.borrow()
+    }
+
+    /// Waits (at most `within`) until the call's turn runs; true when it does.
+    pub async fn wait_started(&self, within: Duration) -> bool {
+        let mut rx = self.started.subscribe();
+        let started = tokio::time::timeout(within, rx.wait_for(|s| *s)).await;
+        matches!(started, Ok(Ok(_)))
+    }
+
+    /// Interrupts the call's turn (`session.interrupt`), once: a second caller waits (at
+    /// most [`INTERRUPT_WAIT`]) for the first one's call to be answered. Only for a turn that
+    /// runs: interrupting a session whose running turn is another client's would stop that.
+    pub async fn interrupt(&self, client: &Client) {
+        if self.interrupt_sent.swap(true, Ordering::SeqCst) {
+            let mut rx = self.interrupted.subscribe();
+            let _ = tokio::time::timeout(INTERRUPT_WAIT, rx.wait_for(|d| *d)).await;
+            return;
+        }
+        match tokio::time::timeout(INTERRUPT_WAIT, client.interrupt(&self.session_id)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "session.interrupt failed"),
+            Err(_) => tracing::warn!("session.interrupt was not answered"),
+        }
+        self.interrupted.send_replace(true);
+    }
+
+    /// True once `session.interrupt` was sent for this call.
+    pub fn interrupt_sent(&self) -> bool {
+        self.interrupt_sent.load(Ordering::SeqCst)
+    }
 }
 
 /// What every handler shares.
@@ -55,7 +124,7 @@ pub struct State {
     client: OnceCell<Arc<Client>>,
     reader: OnceCell<Arc<Client>>,
     peer: OnceLock<Peer<RoleServer>>,
-    running: Mutex<HashMap<String, Arc<RunningTurn>>>,
+    running: Mutex<HashMap<String, Vec<Arc<RunningTurn>>>>,
     /// Sessions this process created or attached to (their approvals come here).
     pub own_sessions: Mutex<HashSet<String>>,
     /// The session the last `snowpea_prompt` ran in (the scope of `prompts/list`).
@@ -79,7 +148,8 @@ impl State {
                 let client = crate::daemon::connect(&self.home, &self.starter, "main").await?;
                 crate::approvals::register(self, &client);
                 let watcher = crate::resources::watch_sessions(self, &client);
-                lock(&self.tasks).push(watcher);
+                let connection = crate::daemon::watch_connection(&client);
+                lock(&self.tasks).extend([watcher, connection]);
                 Ok::<_, String>(client)
             })
             .await?;
@@ -105,32 +175,51 @@ impl State {
         let _ = self.peer.set(peer.clone());
     }
 
-    /// Registers a running `snowpea_prompt` turn (replacing an older one of the session).
+    /// Registers a `snowpea_prompt` call (after the others of its session).
     pub fn start_turn(&self, turn: Arc<RunningTurn>) {
-        lock(&self.running).insert(turn.session_id.clone(), turn);
+        lock(&self.running)
+            .entry(turn.session_id.clone())
+            .or_default()
+            .push(turn);
     }
 
-    /// Forgets a running turn (only if it is still the registered one).
+    /// Forgets a `snowpea_prompt` call.
     pub fn end_turn(&self, turn: &Arc<RunningTurn>) {
         let mut running = lock(&self.running);
-        if running
-            .get(&turn.session_id)
-            .is_some_and(|t| Arc::ptr_eq(t, turn))
-        {
-            running.remove(&turn.session_id);
+        if let Some(turns) = running.get_mut(&turn.session_id) {
+            turns.retain(|t| !Arc::ptr_eq(t, turn));
+            if turns.is_empty() {
+                running.remove(&turn.session_id);
+            }
         }
     }
 
-    /// The running turn of a session, if a `snowpea_prompt` call is waiting on one.
-    pub fn running_turn(&self, session_id: &str) -> Option<Arc<RunningTurn>> {
-        lock(&self.running).get(session_id).cloned()
+    /// The `snowpea_prompt` calls waiting on a session's turns, oldest first.
+    pub fn turns_of(&self, session_id: &str) -> Vec<Arc<RunningTurn>> {
+        lock(&self.running)
+            .get(session_id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Every `snowpea_prompt` call in progress.
+    pub fn all_turns(&self) -> Vec<Arc<RunningTurn>> {
+        lock(&self.running).values().flatten().cloned().collect()
     }
 }
 
-/// True when the host declared form elicitation (it can answer approvals).
+/// True when the host can answer approvals through elicitation: it declared the
+/// `elicitation` capability with form mode (an empty `elicitation: {}` means form) and the
+/// negotiated protocol revision has elicitation (`2025-06-18` or later). Otherwise the server
+/// behaves as for a host without elicitation.
 pub fn can_elicit(peer: &Peer<RoleServer>) -> bool {
-    peer.supported_elicitation_modes()
-        .contains(&ElicitationMode::Form)
+    let Some(info) = peer.peer_info() else {
+        return false;
+    };
+    info.protocol_version >= ProtocolVersion::V_2025_06_18
+        && peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form)
 }
 
 /// The MCP server (a cheap handle; clones share one [`State`]).
@@ -158,8 +247,11 @@ impl SnowpeaMcp {
         }
     }
 
-    /// On exit: interrupts the turns still running for the host, stops the watcher and
-    /// closes the daemon connection (the sessions themselves stay, for other clients).
+    /// On exit (the host closed stdin): interrupts the turns this server's `snowpea_prompt`
+    /// calls started that still run, stops the watchers and closes the daemon connections
+    /// (the sessions themselves stay, for other clients). A call still queued behind another
+    /// client's turn cannot be withdrawn alone (`session.interrupt` would stop that other
+    /// turn): it is left to run.
     pub async fn shutdown(&self) {
         for task in lock(&self.state.tasks).drain(..) {
             task.abort();
@@ -170,10 +262,18 @@ impl SnowpeaMcp {
         let Some(client) = self.state.client.get().cloned() else {
             return;
         };
-        let running: Vec<Arc<RunningTurn>> = lock(&self.state.running).values().cloned().collect();
-        for turn in running {
+        let turns = self.state.all_turns();
+        let running: Vec<&Arc<RunningTurn>> = turns.iter().filter(|t| t.is_started()).collect();
+        if !running.is_empty() {
+            crate::daemon::diag(&format!(
+                "the MCP host disconnected; interrupting {} running turn(s) it started",
+                running.len()
+            ));
+        }
+        for turn in &turns {
             turn.cancel.cancel();
         }
+        futures::future::join_all(running.iter().map(|t| t.interrupt(&client))).await;
         client.close().await;
     }
 }
@@ -214,9 +314,8 @@ impl ServerHandler for SnowpeaMcp {
         // start; a failure is reported by the first tool call that needs the daemon.
         let state = self.state.clone();
         tokio::spawn(async move {
-            if let Err(error) = state.client().await {
-                tracing::warn!(%error, "connecting to the daemon failed");
-            }
+            // A failure was said on stderr by `connect`; the next call tries again.
+            let _ = state.client().await;
         });
     }
 
@@ -279,4 +378,41 @@ impl ServerHandler for SnowpeaMcp {
             .await
             .map(GetPromptResponse::from)
     }
+}
+
+/// The stdio transport with one change to what this server sends: an elicitation request
+/// carries no `_meta.progressToken`. rmcp gives every outgoing request one from its own
+/// counter, but nothing ever reports progress on an elicitation, and a host may take the
+/// token for the tool call's own (only the host that calls a tool chooses its token).
+pub struct StripMeta<T>(pub T);
+
+impl<T: Transport<RoleServer>> Transport<RoleServer> for StripMeta<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        mut item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let JsonRpcMessage::Request(request) = &mut item {
+            if matches!(request.request, ServerRequest::ElicitRequest(_)) {
+                strip_progress_token(request.request.get_meta_mut());
+            }
+        }
+        self.0.send(item)
+    }
+
+    fn receive(
+        &mut self,
+    ) -> impl std::future::Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
+        self.0.receive()
+    }
+
+    fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
+        self.0.close()
+    }
+}
+
+/// Removes `progressToken` from a request's `_meta`.
+pub fn strip_progress_token(meta: &mut RequestMetaObject) {
+    meta.0 .0.remove("progressToken");
 }

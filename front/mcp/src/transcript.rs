@@ -20,8 +20,26 @@ use snowpea_sdk::SessionEvent;
 /// Most bytes of one tool's arguments or output quoted in a line (the rest is cut, `…`).
 pub const MAX_QUOTE_BYTES: usize = 2_000;
 
+/// Most bytes of one prompt, answer or error message quoted in a line (the rest is cut, with
+/// a note saying how much): one huge prompt must not push everything else out of the
+/// transcript.
+pub const MAX_MESSAGE_BYTES: usize = 32 * 1024;
+
 /// Most bytes of one transcript (older lines are dropped first, with a note).
 pub const MAX_TRANSCRIPT_BYTES: usize = 512 * 1024;
+
+/// `s` cut to at most `max` bytes on a char boundary; when cut, followed by
+/// `… [N more bytes cut]`.
+pub fn clip_noted(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} more bytes cut]", &s[..end], s.len() - end)
+}
 
 /// `s` cut to at most `max` bytes on a char boundary, with `…` when cut.
 pub fn clip(s: &str, max: usize) -> String {
@@ -43,14 +61,14 @@ fn str_of<'a>(payload: &'a Value, key: &str) -> &'a str {
 pub fn line(event: &SessionEvent) -> Option<String> {
     let p = &event.payload;
     let text = match event.kind.as_str() {
-        "message.user" => format!("user: {}", str_of(p, "text")),
+        "message.user" => format!("user: {}", clip_noted(str_of(p, "text"), MAX_MESSAGE_BYTES)),
         "message.done" => {
             let role = p.get("role").and_then(Value::as_str).unwrap_or("assistant");
             let body = str_of(p, "text");
             if role == "user" || body.is_empty() {
                 return None;
             }
-            format!("{role}: {body}")
+            format!("{role}: {}", clip_noted(body, MAX_MESSAGE_BYTES))
         }
         "tool.call" => {
             let args = p.get("args").map(Value::to_string).unwrap_or_default();
@@ -76,8 +94,12 @@ pub fn line(event: &SessionEvent) -> Option<String> {
                 clip(detail.trim_end(), MAX_QUOTE_BYTES)
             )
         }
-        "diff" => format!("changed {}", str_of(p, "path")),
-        "error" => format!("error {}: {}", str_of(p, "code"), str_of(p, "message")),
+        "diff" => format!("changed {}", clip(str_of(p, "path"), MAX_QUOTE_BYTES)),
+        "error" => format!(
+            "error {}: {}",
+            clip(str_of(p, "code"), 200),
+            clip_noted(str_of(p, "message"), MAX_QUOTE_BYTES)
+        ),
         "turn.done" => format!(
             "turn done ({})",
             p.get("reason")
@@ -91,9 +113,14 @@ pub fn line(event: &SessionEvent) -> Option<String> {
 }
 
 /// The transcript of `events` (in seq order), bounded by [`MAX_TRANSCRIPT_BYTES`]: when
-/// longer, the oldest lines are dropped and the first line says from which seq it starts.
+/// longer, the oldest lines are dropped and the first line says how many. Every line is
+/// bounded ([`MAX_MESSAGE_BYTES`], [`MAX_QUOTE_BYTES`]), so the newest line is always shown.
 pub fn render(events: &[SessionEvent]) -> String {
-    let lines: Vec<String> = events.iter().filter_map(line).collect();
+    let lines: Vec<String> = events
+        .iter()
+        .filter_map(line)
+        .map(|l| clip_noted(&l, MAX_MESSAGE_BYTES + 200))
+        .collect();
     let mut total = 0;
     let mut start = lines.len();
     while start > 0 && total + lines[start - 1].len() < MAX_TRANSCRIPT_BYTES {
@@ -156,6 +183,32 @@ mod tests {
             render(&events),
             "[2] user: hi\n[4] tool call shell {\"command\":\"ls\"}\n[5] tool result shell error: denied\n[6] assistant: Hello\n[7] turn done (denied)\n"
         );
+    }
+
+    #[test]
+    fn a_huge_prompt_is_cut_not_everything_dropped() {
+        let huge = "x".repeat(MAX_TRANSCRIPT_BYTES + 10);
+        let events = vec![
+            ev(1, "message.user", json!({"text": "first"})),
+            ev(2, "message.user", json!({"text": huge})),
+            ev(
+                3,
+                "message.done",
+                json!({"role": "assistant", "text": "é".repeat(40_000)}),
+            ),
+            ev(4, "turn.done", json!({"reason": "complete"})),
+        ];
+        let text = render(&events);
+        assert!(!text.contains("lines dropped"), "{}", &text[..200]);
+        assert!(
+            text.starts_with("[1] user: first\n[2] user: xxx"),
+            "{}",
+            &text[..200]
+        );
+        let cut = MAX_TRANSCRIPT_BYTES + 10 - MAX_MESSAGE_BYTES;
+        assert!(text.contains(&format!("x… [{cut} more bytes cut]\n[3] assistant: é")));
+        assert!(text.contains("more bytes cut]\n[4] turn done (complete)\n"));
+        assert!(text.len() < MAX_TRANSCRIPT_BYTES);
     }
 
     #[test]

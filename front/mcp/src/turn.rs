@@ -4,7 +4,10 @@
 //!
 //! An event belongs to the turn when its payload's `turnId` is the turn's, or when it has
 //! none and the last event that had one was of this turn (a session runs one turn at a time;
-//! events of a turn queued before ours carry that turn's id).
+//! events of a turn queued before ours carry that turn's id). `turn.queued` and
+//! `turn.dequeued` of our turn arrive while another turn still runs: they belong to ours but
+//! do not mean it runs, so they do not move the "current turn" (the running turn's later
+//! events without a `turnId` stay its own).
 
 use std::collections::BTreeSet;
 
@@ -35,8 +38,10 @@ pub struct ToolRun {
 pub struct TurnSummary {
     /// The native `turnId`.
     pub turn_id: String,
-    /// True once the turn's first event was seen.
+    /// True once the turn runs (an event of it other than `turn.queued`/`turn.dequeued`).
     started: bool,
+    /// True once `turn.queued` of this turn was seen (it waits behind another turn).
+    pub queued: bool,
     /// The `turnId` of the last event that carried one.
     current: Option<String>,
     /// The answer: assistant `message.done` texts joined (deltas while no `message.done` came).
@@ -66,6 +71,13 @@ impl TurnSummary {
 
     /// Takes one session event (in seq order); returns true when it belongs to the turn.
     pub fn add(&mut self, event: &SessionEvent) -> bool {
+        if matches!(event.kind.as_str(), "turn.queued" | "turn.dequeued") {
+            let mine = event.turn_id() == Some(self.turn_id.as_str());
+            if mine && event.kind == "turn.queued" {
+                self.queued = true;
+            }
+            return mine;
+        }
         if let Some(t) = event.turn_id() {
             self.current = Some(t.to_owned());
         }
@@ -140,6 +152,11 @@ impl TurnSummary {
             _ => {}
         }
         true
+    }
+
+    /// True once the turn runs (it is no longer waiting behind another turn).
+    pub fn running(&self) -> bool {
+        self.started
     }
 
     /// The whole answer so far (finished messages and the text streaming now).
@@ -304,6 +321,54 @@ mod tests {
         assert!(text.contains("tools run: write_file\n"));
         assert!(text.contains("files changed: a.txt\n"));
         assert!(text.ends_with("sessionId: s1\n"));
+    }
+
+    #[test]
+    fn a_queued_turn_waits_for_its_own_events() {
+        // Our turn t2 is queued while another client's t1 runs; t1's later events without a
+        // turnId are still t1's, and only t2's own turn.done ends the summary.
+        let mut t = TurnSummary::new("t2");
+        let events = [
+            ev(1, "turn.started", json!({"turnId": "t1"})),
+            ev(2, "turn.queued", json!({"turnId": "t2", "position": 1})),
+            ev(3, "message.delta", json!({"text": "not mine"})),
+            ev(4, "diff", json!({"path": "theirs.txt"})),
+            ev(
+                5,
+                "turn.done",
+                json!({"turnId": "t1", "reason": "complete"}),
+            ),
+            ev(
+                6,
+                "turn.dequeued",
+                json!({"turnId": "t2", "reason": "started"}),
+            ),
+            ev(7, "turn.started", json!({"turnId": "t2", "queued": true})),
+            ev(
+                8,
+                "message.done",
+                json!({"turnId": "t2", "role": "assistant", "text": "mine"}),
+            ),
+            ev(
+                9,
+                "turn.done",
+                json!({"turnId": "t2", "reason": "complete"}),
+            ),
+        ];
+        let mut mine = Vec::new();
+        for e in &events {
+            mine.push(t.add(e));
+            if e.seq == 5 {
+                assert!(!t.running() && !t.done, "t2 still waits");
+            }
+        }
+        assert_eq!(
+            mine,
+            [false, true, false, false, false, true, true, true, true]
+        );
+        assert!(t.queued && t.running() && t.done);
+        assert_eq!(t.text_so_far(), "mine");
+        assert!(t.files.is_empty(), "{:?}", t.files);
     }
 
     #[test]

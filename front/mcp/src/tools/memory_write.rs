@@ -1,6 +1,9 @@
 //! `snowpea_memory_write{text, tags?}` → `memory.write {text, tags}`: stores a memory the
 //! agent will recall in later turns (the `default` namespace).
 //!
+//! `text` is at most [`MAX_MEMORY_BYTES`] (64 KiB, the memory service's bound), checked here
+//! so a longer one is an argument error naming `text`.
+//!
 //! Text: `Stored memory <id>.` Structured: `{id}`.
 
 use std::sync::Arc;
@@ -8,7 +11,7 @@ use std::sync::Arc;
 use serde_json::{json, Map, Value};
 
 use super::{definition as def, native, ToolError, ToolOutput};
-use crate::args::{Args, MAX_TAGS};
+use crate::args::{Args, MAX_MEMORY_BYTES, MAX_TAGS};
 use crate::server::State;
 
 /// The tool's name.
@@ -27,7 +30,7 @@ pub fn definition() -> Value {
             "properties": {
                 "text": {
                     "type": "string",
-                    "description": "The fact to remember, as a self-contained sentence."
+                    "description": "The fact to remember, as a self-contained sentence. At most 64 KiB (65536 bytes)."
                 },
                 "tags": {
                     "type": "array",
@@ -46,7 +49,7 @@ pub fn definition() -> Value {
 /// Runs the tool.
 pub async fn call(state: &Arc<State>, args: &Map<String, Value>) -> Result<ToolOutput, ToolError> {
     let args = Args::new(args, &["text", "tags"])?;
-    let text = args.str("text")?;
+    let text = args.str_max("text", MAX_MEMORY_BYTES)?;
     let tags = args.opt_strings("tags", MAX_TAGS)?;
     let client = state.client().await.map_err(ToolError::Daemon)?;
     let result = client

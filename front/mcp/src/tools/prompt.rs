@@ -14,8 +14,13 @@
 //!   request carried a `progressToken`): each tool call and result, file changes, errors,
 //!   approvals waiting for an answer, and the answer text so far (at most every
 //!   [`TEXT_PROGRESS_EVERY`]).
+//! * `session.prompt` carries `whenBusy: "queue"`: on a session busy with another client's
+//!   turn the prompt waits as its own turn (progress `queued in session …`) and the answer is
+//!   that turn's ([`run_turn`]).
 //! * Cancelling the MCP request sends `session.interrupt` (the turn ends `interrupted`, as
-//!   natively; the host gets no answer to a cancelled request).
+//!   natively; the host gets no answer to a cancelled request); a call still queued behind
+//!   another client's turn interrupts its turn when it starts. When the host disconnects,
+//!   the turns still running are interrupted the same way ([`crate::server::SnowpeaMcp::shutdown`]).
 //!
 //! Answer: the final text, then `turn ended: <reason>`, `tools run: …`, `files changed: …`
 //! and `sessionId: …` lines ([`crate::turn::TurnSummary::render`]); structured:
@@ -75,7 +80,7 @@ pub fn definition() -> Value {
             "properties": {
                 "text": {
                     "type": "string",
-                    "description": "The prompt, as a user would type it (a leading / runs a Snowpea slash command)."
+                    "description": "The prompt, as a user would type it (a leading / runs a Snowpea slash command). At most 1 MiB (1048576 bytes)."
                 },
                 "workdir": {
                     "type": "string",
@@ -240,11 +245,11 @@ pub async fn call(
         token,
         count: AtomicU64::new(0),
     };
-    let turn = Arc::new(RunningTurn {
-        session_id: session_id.clone(),
-        peer: context.peer.clone(),
-        cancel: context.ct.clone(),
-    });
+    let turn = Arc::new(RunningTurn::new(
+        &session_id,
+        context.peer.clone(),
+        context.ct.clone(),
+    ));
     state.start_turn(turn.clone());
     let outcome = run_turn(&client, &session_id, &text, &progress, &turn).await;
     state.end_turn(&turn);
@@ -270,6 +275,11 @@ pub async fn call(
 }
 
 /// Sends the prompt and follows the turn to its end, reporting progress.
+///
+/// The prompt is sent with `whenBusy: "queue"`: when the session is busy with another
+/// client's turn it waits behind it as its own turn (with the daemon's default `agent.busy =
+/// steer` it would be folded into that turn, and this call's answer would be that turn's).
+/// Only this call's turn id's events count ([`TurnSummary`]), and its `turn.done` ends it.
 async fn run_turn(
     client: &Client,
     session_id: &str,
@@ -283,7 +293,7 @@ async fn run_turn(
     let result = client
         .call(
             "session.prompt",
-            json!({ "sessionId": session_id, "text": text }),
+            json!({ "sessionId": session_id, "text": text, "whenBusy": "queue" }),
         )
         .await
         .map_err(native("session.prompt"))?;
@@ -292,9 +302,6 @@ async fn run_turn(
         .and_then(Value::as_str)
         .ok_or_else(|| ToolError::Other("session.prompt answered no turnId".into()))?
         .to_owned();
-    progress
-        .send(format!("turn started in session {session_id}"))
-        .await;
 
     let mut summary = TurnSummary::new(&turn_id);
     let mut deadline = Instant::now() + TURN_WAIT;
@@ -308,8 +315,23 @@ async fn run_turn(
         tokio::select! {
             next = events.next(remaining) => match next {
                 Ok(event) => {
+                    let (was_queued, was_running) = (summary.queued, summary.running());
                     if !summary.add(&event) {
                         continue;
+                    }
+                    if summary.queued && !was_queued && !summary.running() {
+                        progress.send(format!(
+                            "queued in session {session_id}: another client's turn is running; this prompt runs as its own turn when that one ends"
+                        )).await;
+                    }
+                    if summary.running() && !was_running && !summary.done {
+                        turn.mark_started();
+                        progress.send(format!("turn started in session {session_id}")).await;
+                        if cancelled {
+                            // Cancelled while it waited: stop it now that it runs.
+                            turn.interrupt(client).await;
+                            deadline = Instant::now() + CANCEL_GRACE;
+                        }
                     }
                     if summary.done {
                         return Ok(summary);
@@ -358,10 +380,13 @@ async fn run_turn(
             },
             _ = turn.cancel.cancelled(), if !cancelled => {
                 cancelled = true;
-                deadline = Instant::now() + CANCEL_GRACE;
-                progress.send("cancelled: interrupting the turn".into()).await;
-                if let Err(error) = client.interrupt(session_id).await {
-                    tracing::warn!(%error, "session.interrupt failed");
+                if summary.running() {
+                    progress.send("cancelled: interrupting the turn".into()).await;
+                    turn.interrupt(client).await;
+                    deadline = Instant::now() + CANCEL_GRACE;
+                } else {
+                    // `session.interrupt` now would stop the other client's running turn.
+                    progress.send("cancelled: the turn is interrupted as soon as it starts".into()).await;
                 }
             }
         }

@@ -33,7 +33,7 @@ pub fn definition() -> Value {
             "properties": {
                 "workdir": {
                     "type": "string",
-                    "description": "Only sessions rooted in this absolute directory."
+                    "description": "Only sessions rooted in this absolute directory (one that does not exist matches none)."
                 },
                 "includeClosed": {
                     "type": "boolean",
@@ -89,7 +89,8 @@ pub fn rows(result: &Value) -> Vec<Value> {
 /// Runs the tool.
 pub async fn call(state: &Arc<State>, args: &Map<String, Value>) -> Result<ToolOutput, ToolError> {
     let args = Args::new(args, &["workdir", "includeClosed"])?;
-    let workdir = args.opt_dir("workdir")?;
+    // A filter, not a place to work: a directory that does not exist lists nothing.
+    let workdir = args.opt_abs_path("workdir")?;
     let include_closed = args.opt_bool("includeClosed")?.unwrap_or(false);
     let client = state.client().await.map_err(ToolError::Daemon)?;
     let mut params = json!({ "kinds": ["chat"], "includeClosed": include_closed });
