@@ -136,17 +136,12 @@ pub fn foreground_home(cli: &Cli) -> Option<snowpea_common::home::Home> {
     }
 }
 
-/// `snowpea acp` (issue 33): the ACP front end of `front/acp`, starting the suite the way
-/// `run` and `chat` do ([`start::start_suite`]).
-async fn acp(args: snowpea_acp::AcpArgs) -> i32 {
-    let home = match snowpea_common::home::Home::resolve(args.home.as_deref()) {
-        Ok(home) => home,
-        Err(e) => {
-            eprintln!("snowpea acp: {e:#}");
-            return snowpea_acp::exit::USAGE;
-        }
-    };
-    let starter: snowpea_acp::SuiteStarter = std::sync::Arc::new(|root: &std::path::Path| {
+/// The suite starter the stdio front ends call when no daemon answers: starts the suite in
+/// the home at the given root the way `run` and `chat` do ([`start::start_suite`]); the
+/// error is its message. (`snowpea_acp::SuiteStarter` and `snowpea_mcp_serve::SuiteStarter`
+/// are the same type.)
+fn suite_starter() -> snowpea_acp::SuiteStarter {
+    std::sync::Arc::new(|root: &std::path::Path| {
         let root = root.to_owned();
         Box::pin(async move {
             let home =
@@ -156,33 +151,42 @@ async fn acp(args: snowpea_acp::AcpArgs) -> i32 {
                 .map(|_| ())
                 .map_err(|e| format!("{e:#}"))
         })
-    });
-    snowpea_acp::run(home.root(), starter).await
+    })
 }
 
-/// `snowpea mcp serve` (issue 38): the MCP server front end of `front/mcp`, starting the suite
-/// the way `run`, `chat` and `acp` do ([`start::start_suite`]).
+/// The home of a stdio front end (`--home`, else the default), or the message on stderr and
+/// `usage` as the exit code.
+fn front_end_home(
+    command: &str,
+    home: Option<&std::path::Path>,
+    usage: i32,
+) -> Result<snowpea_common::home::Home, i32> {
+    snowpea_common::home::Home::resolve(home).map_err(|e| {
+        eprintln!("{command}: {e:#}");
+        usage
+    })
+}
+
+/// `snowpea acp` (issue 33): the ACP front end of `front/acp`.
+async fn acp(args: snowpea_acp::AcpArgs) -> i32 {
+    match front_end_home(
+        "snowpea acp",
+        args.home.as_deref(),
+        snowpea_acp::exit::USAGE,
+    ) {
+        Ok(home) => snowpea_acp::run(home.root(), suite_starter()).await,
+        Err(code) => code,
+    }
+}
+
+/// `snowpea mcp serve` (issue 38): the MCP server front end of `front/mcp`.
 async fn mcp(args: snowpea_mcp_serve::McpArgs) -> i32 {
     let snowpea_mcp_serve::McpCommand::Serve(serve) = args.command;
-    let home = match snowpea_common::home::Home::resolve(serve.home.as_deref()) {
-        Ok(home) => home,
-        Err(e) => {
-            eprintln!("snowpea mcp serve: {e:#}");
-            return snowpea_mcp_serve::exit::USAGE;
-        }
-    };
-    let starter: snowpea_mcp_serve::SuiteStarter = std::sync::Arc::new(|root: &std::path::Path| {
-        let root = root.to_owned();
-        Box::pin(async move {
-            let home =
-                snowpea_common::home::Home::resolve(Some(&root)).map_err(|e| format!("{e:#}"))?;
-            start::start_suite(&home, None)
-                .await
-                .map(|_| ())
-                .map_err(|e| format!("{e:#}"))
-        })
-    });
-    snowpea_mcp_serve::run(home.root(), starter).await
+    let usage = snowpea_mcp_serve::exit::USAGE;
+    match front_end_home("snowpea mcp serve", serve.home.as_deref(), usage) {
+        Ok(home) => snowpea_mcp_serve::run(home.root(), suite_starter()).await,
+        Err(code) => code,
+    }
 }
 
 /// Runs the parsed command and returns the exit code.
