@@ -16,7 +16,7 @@
 //! * A host "declared elicitation" when its `initialize` had `capabilities.elicitation` with
 //!   form mode and the negotiated revision has elicitation (`2025-06-18` or later,
 //!   [`crate::server::can_elicit`]).
-//! * The elicitation request carries no `_meta.progressToken` ([`crate::server::StripMeta`]):
+//! * The elicitation request carries no `_meta.progressToken` ([`crate::server::HostTransport`]):
 //!   nothing reports progress on it.
 //! * The host cannot elicit, the turn was not started through this server (a call of this
 //!   server still queued behind another client's turn does not count), or the
@@ -50,6 +50,10 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(300);
 
 /// Most questions of one `question.request` put in one elicitation.
 pub const MAX_QUESTIONS: usize = 16;
+
+/// Longest wait for a notification to the host to be handed to the transport (rmcp holds
+/// it while its connection is torn down).
+const NOTIFY_WAIT: Duration = Duration::from_secs(2);
 
 /// How long a request waits for this server's call in its session to be seen running (its
 /// `turn.started` may still be on its way when the request comes).
@@ -182,11 +186,17 @@ async fn elicit(
     };
     let reason = match outcome {
         Asked::ResolvedElsewhere => "answered from another Snowpea client",
-        _ => "the snowpea_prompt call was cancelled",
+        _ => {
+            // Interrupt first: the daemon then resolves the request `interrupted` and the
+            // turn ends `interrupted`, not `denied`.
+            turn.interrupt(client).await;
+            "the snowpea_prompt call was cancelled"
+        }
     };
     let cancelled = CancelledNotificationParam::new(Some(id), Some(reason.into()));
-    if let Err(error) = turn.peer.notify_cancelled(cancelled).await {
-        tracing::debug!(%error, "cancelling the elicitation failed");
+    let sent = tokio::time::timeout(NOTIFY_WAIT, turn.peer.notify_cancelled(cancelled)).await;
+    if !matches!(sent, Ok(Ok(()))) {
+        tracing::debug!("cancelling the elicitation on the host failed");
     }
     outcome
 }

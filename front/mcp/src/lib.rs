@@ -52,7 +52,8 @@ Cursor, VS Code, codex, another Snowpea; docs/MCP-SERVER.md). It starts the suit
 not running and reads the daemon token from the home; nothing but MCP is written to stdout,
 diagnostics go to stderr.
 
-Exit codes: 0 the host closed stdin, 1 the MCP connection failed, 2 usage error.";
+Exit codes: 0 the host closed stdin (or sent SIGTERM), 1 the MCP connection failed, 2 usage
+error. Turns this server started that still run when the host hangs up are interrupted.";
 
 /// Arguments of `snowpea mcp`.
 #[derive(Debug, Clone, Args)]
@@ -80,7 +81,7 @@ pub struct ServeArgs {
 
 /// Exit codes of `snowpea mcp serve`.
 pub mod exit {
-    /// The host closed the connection (stdin EOF).
+    /// The host closed the connection (stdin EOF), or SIGTERM.
     pub const OK: i32 = 0;
     /// The MCP connection failed (a transport or protocol error).
     pub const FAILURE: i32 = 1;
@@ -94,7 +95,15 @@ pub mod exit {
 /// running (called on the first request that needs the daemon, and again after a failure).
 pub async fn run(home: &Path, starter: SuiteStarter) -> i32 {
     let server = SnowpeaMcp::new(home.to_owned(), starter);
-    let result = serve(server.clone(), rmcp::transport::stdio()).await;
+    let result = tokio::select! {
+        result = serve(server.clone(), rmcp::transport::stdio()) => result,
+        // A host that stops a server sends SIGTERM when it does not exit after stdin closed:
+        // the running turns are still interrupted (below) before exiting.
+        () = terminated() => {
+            daemon::diag("terminated (SIGTERM); interrupting the running turns this server started");
+            Ok(())
+        }
+    };
     server.shutdown().await;
     match result {
         Ok(()) => exit::OK,
@@ -105,16 +114,41 @@ pub async fn run(home: &Path, starter: SuiteStarter) -> i32 {
     }
 }
 
-/// Serves MCP on `transport` until the host hangs up.
+/// Resolves on SIGTERM (never on other platforms, or when the handler cannot be set).
+async fn terminated() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut sigterm) = signal(SignalKind::terminate()) {
+            sigterm.recv().await;
+            return;
+        }
+    }
+    std::future::pending::<()>().await
+}
+
+/// Serves MCP on `transport` until the host hangs up; the moment its input ends, the turns
+/// this server started are interrupted ([`SnowpeaMcp::host_hung_up`]).
 pub async fn serve<T, E, A>(server: SnowpeaMcp, transport: T) -> Result<(), String>
 where
     T: rmcp::transport::IntoTransport<rmcp::RoleServer, E, A> + Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
     use rmcp::transport::IntoTransport;
-    let transport = server::StripMeta(IntoTransport::<rmcp::RoleServer, E, A>::into_transport(
-        transport,
-    ));
+    let hung_up = tokio_util::sync::CancellationToken::new();
+    let transport = server::HostTransport {
+        inner: IntoTransport::<rmcp::RoleServer, E, A>::into_transport(transport),
+        hung_up: hung_up.clone(),
+    };
+    let watcher = {
+        let server = server.clone();
+        let hung_up = hung_up.clone();
+        tokio::spawn(async move {
+            hung_up.cancelled().await;
+            server.host_hung_up();
+        })
+    };
+    let _stop_watcher = AbortOnDrop(watcher);
     let running = server
         .serve(transport)
         .await
@@ -124,6 +158,15 @@ where
         .await
         .map(|_| ())
         .map_err(|e| format!("the MCP connection failed: {e}"))
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The server as a cheap handle (it is an `Arc` inside).

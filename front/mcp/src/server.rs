@@ -129,6 +129,8 @@ pub struct State {
     pub own_sessions: Mutex<HashSet<String>>,
     /// The session the last `snowpea_prompt` ran in (the scope of `prompts/list`).
     pub last_session: Mutex<Option<String>>,
+    /// Cancelled when the host hung up (its input ended, or SIGTERM).
+    pub hung_up: CancellationToken,
     /// Background tasks (the notification watcher), stopped at shutdown.
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
@@ -242,8 +244,29 @@ impl SnowpeaMcp {
                 running: Mutex::new(HashMap::new()),
                 own_sessions: Mutex::new(HashSet::new()),
                 last_session: Mutex::new(None),
+                hung_up: CancellationToken::new(),
                 tasks: Mutex::new(Vec::new()),
             }),
+        }
+    }
+
+    /// The host closed stdin: every `snowpea_prompt` call in progress is cancelled, which
+    /// interrupts the turns that run ([`crate::tools::prompt`]); a call still queued behind
+    /// another client's turn is not withdrawn (see [`SnowpeaMcp::shutdown`]).
+    pub fn host_hung_up(&self) {
+        if self.state.hung_up.is_cancelled() {
+            return;
+        }
+        self.state.hung_up.cancel();
+        let turns = self.state.all_turns();
+        let running = turns.iter().filter(|t| t.is_started()).count();
+        if running > 0 {
+            crate::daemon::diag(&format!(
+                "the MCP host closed the connection; interrupting the {running} running turn(s) it started"
+            ));
+        }
+        for turn in turns {
+            turn.cancel.cancel();
         }
     }
 
@@ -262,14 +285,9 @@ impl SnowpeaMcp {
         let Some(client) = self.state.client.get().cloned() else {
             return;
         };
+        self.state.hung_up.cancel();
         let turns = self.state.all_turns();
         let running: Vec<&Arc<RunningTurn>> = turns.iter().filter(|t| t.is_started()).collect();
-        if !running.is_empty() {
-            crate::daemon::diag(&format!(
-                "the MCP host disconnected; interrupting {} running turn(s) it started",
-                running.len()
-            ));
-        }
         for turn in &turns {
             turn.cancel.cancel();
         }
@@ -380,13 +398,22 @@ impl ServerHandler for SnowpeaMcp {
     }
 }
 
-/// The stdio transport with one change to what this server sends: an elicitation request
-/// carries no `_meta.progressToken`. rmcp gives every outgoing request one from its own
-/// counter, but nothing ever reports progress on an elicitation, and a host may take the
-/// token for the tool call's own (only the host that calls a tool chooses its token).
-pub struct StripMeta<T>(pub T);
+/// The host's transport (stdio) as this server uses it:
+/// * an elicitation request it sends carries no `_meta.progressToken`: rmcp gives every
+///   outgoing request one from its own counter, but nothing ever reports progress on an
+///   elicitation, and a host may take the token for the tool call's own (only the host that
+///   calls a tool chooses its token);
+/// * the end of its input (the host closed stdin) cancels `hung_up` at once, so the turns
+///   this server started are interrupted before rmcp's drain of in-flight answers (and a
+///   host's SIGTERM a few seconds later) rather than after it.
+pub struct HostTransport<T> {
+    /// The transport underneath.
+    pub inner: T,
+    /// Cancelled when the host's input ends.
+    pub hung_up: CancellationToken,
+}
 
-impl<T: Transport<RoleServer>> Transport<RoleServer> for StripMeta<T> {
+impl<T: Transport<RoleServer>> Transport<RoleServer> for HostTransport<T> {
     type Error = T::Error;
 
     fn send(
@@ -398,17 +425,25 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for StripMeta<T> {
                 strip_progress_token(request.request.get_meta_mut());
             }
         }
-        self.0.send(item)
+        self.inner.send(item)
     }
 
     fn receive(
         &mut self,
     ) -> impl std::future::Future<Output = Option<RxJsonRpcMessage<RoleServer>>> + Send {
-        self.0.receive()
+        let hung_up = self.hung_up.clone();
+        let next = self.inner.receive();
+        async move {
+            let message = next.await;
+            if message.is_none() {
+                hung_up.cancel();
+            }
+            message
+        }
     }
 
     fn close(&mut self) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send {
-        self.0.close()
+        self.inner.close()
     }
 }
 

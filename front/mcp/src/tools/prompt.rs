@@ -108,18 +108,29 @@ struct Progress {
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
     count: AtomicU64,
+    /// Cancelled when the host hung up: nothing is sent any more (rmcp would hold the send
+    /// until its connection is torn down).
+    hung_up: tokio_util::sync::CancellationToken,
 }
+
+/// Longest wait for one progress notification to be handed to the transport.
+const PROGRESS_SEND_WAIT: Duration = Duration::from_secs(2);
 
 impl Progress {
     async fn send(&self, message: String) {
         let Some(token) = self.token.clone() else {
             return;
         };
+        if self.hung_up.is_cancelled() {
+            return;
+        }
         let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
         let mut param = ProgressNotificationParam::new(token, n as f64);
         param.message = Some(message);
-        if let Err(error) = self.peer.notify_progress(param).await {
-            tracing::debug!(%error, "progress notification failed");
+        match tokio::time::timeout(PROGRESS_SEND_WAIT, self.peer.notify_progress(param)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::debug!(%error, "progress notification failed"),
+            Err(_) => tracing::debug!("progress notification not sent in time"),
         }
     }
 }
@@ -244,6 +255,7 @@ pub async fn call(
         peer: context.peer.clone(),
         token,
         count: AtomicU64::new(0),
+        hung_up: state.hung_up.clone(),
     };
     let turn = Arc::new(RunningTurn::new(
         &session_id,
@@ -381,9 +393,9 @@ async fn run_turn(
             _ = turn.cancel.cancelled(), if !cancelled => {
                 cancelled = true;
                 if summary.running() {
-                    progress.send("cancelled: interrupting the turn".into()).await;
                     turn.interrupt(client).await;
                     deadline = Instant::now() + CANCEL_GRACE;
+                    progress.send("cancelled: the turn was interrupted".into()).await;
                 } else {
                     // `session.interrupt` now would stop the other client's running turn.
                     progress.send("cancelled: the turn is interrupted as soon as it starts".into()).await;

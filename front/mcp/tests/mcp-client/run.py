@@ -164,6 +164,30 @@ async def main_host():
             result = await call(session, "snowpea_memory_search", {"query": "tabs"})
             check("prefers tabs" in text_of(result), f"memory search: {text_of(result)}")
 
+            # A memory longer than 64 KiB is an argument error naming text, checked before the call.
+            result = await call(session, "snowpea_memory_write", {"text": "x" * (64 * 1024 + 1)})
+            check(result.is_error and "invalid argument text" in text_of(result)
+                  and "memory.write failed" not in text_of(result), f"long memory: {text_of(result)}")
+
+            # A prompt line longer than the transcript's bound is cut, not the whole transcript.
+            result = await call(session, "snowpea_prompt", {"text": "huge " + "x" * (600 * 1024), "workdir": WORKDIR})
+            check(not result.is_error, f"huge prompt: {text_of(result)[:300]}")
+            huge_sid = result.structured_content["sessionId"]
+            transcript = await history(session, huge_sid)
+            check("user: huge xxx" in transcript and "more bytes cut]" in transcript
+                  and "lines dropped" not in transcript and "turn done (complete)" in transcript,
+                  f"huge transcript: {transcript[:300]}")
+            with anyio.fail_after(WAIT):
+                read = await session.read_resource(f"snowpea://session/{huge_sid}")
+            check("more bytes cut]" in read.contents[0].text and "lines dropped" not in read.contents[0].text,
+                  read.contents[0].text[:300])
+
+            # A workdir filter naming no existing directory lists nothing (not an error).
+            result = await call(session, "snowpea_sessions", {"workdir": "/nonexistent"})
+            check(not result.is_error and result.structured_content["sessions"] == [], text_of(result))
+            result = await call(session, "snowpea_sessions", {"workdir": "relative/dir"})
+            check(result.is_error and "workdir" in text_of(result), text_of(result))
+
             # A scheduled job, then the list of jobs.
             result = await call(session, "snowpea_schedule", {"spec": "0 9 * * 1", "prompt": "weekly check", "workdir": WORKDIR})
             check(not result.is_error and result.structured_content["jobId"], f"schedule: {text_of(result)}")
