@@ -179,3 +179,28 @@ pub async fn call(
     }
     wire(result)
 }
+
+#[cfg(test)]
+mod tests {
+    /// docs/MCP-SERVER.md shows each tool's input schema exactly as `tools/list` sends it
+    /// (the first JSON block of the tool's section), descriptions included.
+    #[test]
+    fn the_docs_show_the_schemas_the_server_sends() {
+        let docs = include_str!("../../../../docs/MCP-SERVER.md");
+        for definition in super::definitions() {
+            let name = definition["name"].as_str().unwrap();
+            let section = docs
+                .split_once(&format!("### `{name}`"))
+                .unwrap_or_else(|| panic!("no section for {name}"))
+                .1;
+            let block = section
+                .split_once("```json\n")
+                .and_then(|(_, rest)| rest.split_once("```"))
+                .unwrap_or_else(|| panic!("no JSON block for {name}"))
+                .0;
+            let documented: serde_json::Value = serde_json::from_str(block)
+                .unwrap_or_else(|e| panic!("{name}'s documented schema: {e}"));
+            assert_eq!(documented, definition["inputSchema"], "{name}");
+        }
+    }
+}
