@@ -355,7 +355,9 @@ async fn rmcp_client_denies_by_elicitation_and_cancels_a_turn() {
     let done = turn_done(&native, &session_id, Some(&slow_turn)).await;
     assert_eq!(done.payload["reason"], "interrupted");
 
-    // Cancelling while an approval elicitation is open interrupts the turn (not a denial).
+    // Cancelling while an approval elicitation is open interrupts the turn (not a denial):
+    // the daemon resolves the approval `interrupted`, nobody answers it `deny`.
+    let mut resolved = native.subscribe();
     let handle = send_prompt(
         &client,
         json!({"text": "hang on approval", "sessionId": session_id}),
@@ -369,6 +371,17 @@ async fn rmcp_client_denies_by_elicitation_and_cancels_a_turn() {
     let done = turn_done(&native, &session_id, Some(&turn_id)).await;
     assert_eq!(done.payload["reason"], "interrupted", "{done:?}");
     assert!(!workdir.join("hung.txt").exists());
+    let resolution = within("approval.resolved", async {
+        loop {
+            match resolved.recv().await {
+                Ok(n) if n.method == "approval.resolved" => return n.params,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("notifications ended: {e}"),
+            }
+        }
+    })
+    .await;
+    assert_eq!(resolution["by"], "interrupted", "{resolution}");
     within("close", client.cancel()).await.unwrap();
 
     // A host on protocol 2025-03-26 (no elicitation in that revision) is never elicited,

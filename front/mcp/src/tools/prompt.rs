@@ -346,6 +346,11 @@ async fn run_turn(
                         }
                     }
                     if summary.done {
+                        // Approval news received before the turn ended is still reported
+                        // (the two channels are read in no fixed order).
+                        while let Ok(n) = notifications.try_recv() {
+                            approval_progress(&n, session_id, &mut pending, progress).await;
+                        }
                         return Ok(summary);
                     }
                     if let Some(line) = progress_line(&event) {
@@ -369,25 +374,8 @@ async fn run_turn(
                 Err(e) => return Err(native("session.event")(e)),
             },
             notification = notifications.recv(), if notifications_open => match notification {
-                Ok(n) if n.method == "approval.pending" => {
-                    let request = n.params.get("request").cloned().unwrap_or(Value::Null);
-                    if request.get("sessionId").and_then(Value::as_str) == Some(session_id) && pending.len() < 1024 {
-                        if let Some(id) = request.get("requestId").and_then(Value::as_str) {
-                            pending.insert(id.to_owned());
-                        }
-                        let tool = request.get("tool").and_then(Value::as_str).unwrap_or("a tool");
-                        progress.send(format!(
-                            "waiting for approval of {tool} (answered here when the host supports elicitation, else from another Snowpea client such as snowpea chat)"
-                        )).await;
-                    }
-                }
-                Ok(n) if n.method == "approval.resolved"
-                    && n.params.get("requestId").and_then(Value::as_str).is_some_and(|id| pending.remove(id)) => {
-                    let decision = n.params.get("decision").and_then(Value::as_str).unwrap_or("?");
-                    let by = n.params.get("by").and_then(Value::as_str).unwrap_or("?");
-                    progress.send(format!("approval answered: {decision} (by {by})")).await;
-                }
-                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Ok(n) => approval_progress(&n, session_id, &mut pending, progress).await,
+                Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => notifications_open = false,
             },
             _ = turn.cancel.cancelled(), if !cancelled => {
@@ -402,6 +390,48 @@ async fn run_turn(
                 }
             }
         }
+    }
+}
+
+/// Progress for approvals of the session: `approval.pending` (remembered in `pending`, at
+/// most 1024) and the `approval.resolved` of one of those.
+async fn approval_progress(
+    n: &snowpea_sdk::Notification,
+    session_id: &str,
+    pending: &mut std::collections::HashSet<String>,
+    progress: &Progress,
+) {
+    if n.method == "approval.pending" {
+        let request = n.params.get("request").cloned().unwrap_or(Value::Null);
+        if request.get("sessionId").and_then(Value::as_str) == Some(session_id)
+            && pending.len() < 1024
+        {
+            if let Some(id) = request.get("requestId").and_then(Value::as_str) {
+                pending.insert(id.to_owned());
+            }
+            let tool = request
+                .get("tool")
+                .and_then(Value::as_str)
+                .unwrap_or("a tool");
+            progress.send(format!(
+                "waiting for approval of {tool} (answered here when the host supports elicitation, else from another Snowpea client such as snowpea chat)"
+            )).await;
+        }
+    } else if n.method == "approval.resolved"
+        && n.params
+            .get("requestId")
+            .and_then(Value::as_str)
+            .is_some_and(|id| pending.remove(id))
+    {
+        let decision = n
+            .params
+            .get("decision")
+            .and_then(Value::as_str)
+            .unwrap_or("?");
+        let by = n.params.get("by").and_then(Value::as_str).unwrap_or("?");
+        progress
+            .send(format!("approval answered: {decision} (by {by})"))
+            .await;
     }
 }
 
