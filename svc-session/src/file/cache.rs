@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
+use tokio::sync::Semaphore;
+
 use super::index::Index;
 use super::list;
 use super::stamp::Stamp;
@@ -22,6 +24,12 @@ use crate::error::{Error, Result};
 
 /// Most workdirs whose listing is kept at once (the least recently used goes first).
 const CACHE_WORKDIRS: usize = 8;
+/// Most bytes of listings kept at once ([`Index::heap_bytes`]); past it the least recently
+/// used go first (the newest one is always kept).
+pub const CACHE_BYTES: usize = 96 << 20;
+/// Listings made at once: a listing holds its whole tree's paths twice while it is built,
+/// so concurrent calls for large trees queue here instead of each holding one (issue 40).
+const LISTINGS_AT_ONCE: usize = 1;
 /// A listing not used for this long is dropped.
 const IDLE_DROP: Duration = Duration::from_secs(600);
 /// Re-listings of one workdir are at least this many times its last listing's duration
@@ -75,10 +83,17 @@ struct Inner {
 }
 
 /// The cache (cheap to clone; clones share it).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Cache {
     timing: Timing,
     inner: Arc<Mutex<Inner>>,
+    listings: Arc<Semaphore>,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Cache::new(Timing::default())
+    }
 }
 
 /// What a check found.
@@ -97,7 +112,40 @@ impl Cache {
         Cache {
             timing,
             inner: Arc::default(),
+            listings: Arc::new(Semaphore::new(LISTINGS_AT_ONCE)),
         }
+    }
+
+    /// Runs a listing (or check) `f` on the blocking pool once a listing slot is free
+    /// ([`LISTINGS_AT_ONCE`]); the wait and the run share [`list::LIST_TIMEOUT`] plus a margin.
+    async fn listing<T: Send + 'static>(
+        &self,
+        workdir: &Path,
+        f: impl FnOnce(&Path) -> T + Send + 'static,
+    ) -> Result<T> {
+        let slot = tokio::time::timeout(
+            list::LIST_TIMEOUT + Duration::from_secs(5),
+            self.listings.clone().acquire_owned(),
+        )
+        .await
+        .map_err(|_| {
+            Error::Unavailable(format!(
+                "listing {}: other listings are still running; try again shortly",
+                workdir.display()
+            ))
+        })?;
+        let out = blocking(workdir, f).await;
+        drop(slot);
+        out
+    }
+
+    /// The cached listing of `workdir`, if any (marked used).
+    fn cached(&self, workdir: &Path, now: Instant) -> Option<(Arc<Listing>, Instant, Instant)> {
+        let mut inner = self.lock();
+        inner.entries.get_mut(workdir).map(|e| {
+            e.used_at = now;
+            (e.listing.clone(), e.checked_at, e.next_check)
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -108,17 +156,22 @@ impl Cache {
     /// than [`list::LIST_TIMEOUT`] (plus a margin).
     pub async fn get(&self, workdir: &Path) -> Result<Arc<Listing>> {
         let now = Instant::now();
-        let cached = {
-            let mut inner = self.lock();
-            inner.entries.get_mut(workdir).map(|e| {
-                e.used_at = now;
-                (e.listing.clone(), e.checked_at, e.next_check)
-            })
-        };
-        let Some((listing, checked_at, next_check)) = cached else {
-            let listing = Arc::new(blocking(workdir, list_now).await?);
-            self.store(workdir, listing.clone(), now);
-            return Ok(listing);
+        let Some((listing, checked_at, next_check)) = self.cached(workdir, now) else {
+            // A call that waited for the slot may find the listing another call made.
+            let listing = self
+                .listing(workdir, {
+                    let cache = self.clone();
+                    let dir = workdir.to_path_buf();
+                    move |w| match cache.cached(&dir, Instant::now()) {
+                        Some((listing, ..)) => (listing, false),
+                        None => (Arc::new(list_now(w)), true),
+                    }
+                })
+                .await?;
+            if listing.1 {
+                self.store(workdir, listing.0.clone(), now);
+            }
+            return Ok(listing.0);
         };
         if now < next_check {
             return Ok(listing);
@@ -129,7 +182,9 @@ impl Cache {
         }
         let timing = self.timing;
         let old = listing.clone();
-        let checked = blocking(workdir, move |w| check(w, &old, timing, true)).await?;
+        let checked = self
+            .listing(workdir, move |w| check(w, &old, timing, true))
+            .await?;
         Ok(self.apply(workdir, listing, checked))
     }
 
@@ -143,7 +198,10 @@ impl Cache {
         tokio::spawn(async move {
             let timing = cache.timing;
             let old = listing.clone();
-            match blocking(&dir, move |w| check(w, &old, timing, false)).await {
+            match cache
+                .listing(&dir, move |w| check(w, &old, timing, false))
+                .await
+            {
                 Ok(checked) => {
                     cache.apply(&dir, listing, checked);
                 }
@@ -203,11 +261,39 @@ impl Cache {
             next_check: now + self.timing.check_every,
             used_at,
         };
-        // The replaced listing is dropped after the lock is released.
+        // Replaced and evicted listings are dropped after the lock is released.
         let replaced = inner.entries.insert(workdir.to_path_buf(), entry);
+        let evicted = evict_past_budget(&mut inner.entries, workdir, CACHE_BYTES);
         drop(inner);
         drop(replaced);
+        drop(evicted);
     }
+}
+
+/// Removes the least recently used listings (never `keep`) until the rest hold at most
+/// `budget` bytes; returns them, to be dropped outside the lock.
+fn evict_past_budget(
+    entries: &mut HashMap<PathBuf, Entry>,
+    keep: &Path,
+    budget: usize,
+) -> Vec<Entry> {
+    let mut total: usize = entries.values().map(|e| e.listing.index.heap_bytes()).sum();
+    let mut evicted = Vec::new();
+    while total > budget {
+        let Some(oldest) = entries
+            .iter()
+            .filter(|(k, _)| k.as_path() != keep)
+            .min_by_key(|(_, e)| e.used_at)
+            .map(|(k, _)| k.clone())
+        else {
+            break;
+        };
+        if let Some(e) = entries.remove(&oldest) {
+            total -= e.listing.index.heap_bytes();
+            evicted.push(e);
+        }
+    }
+    evicted
 }
 
 /// Lists `workdir` and stamps the listing. Blocking.
@@ -256,6 +342,78 @@ async fn blocking<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn entry(listing: Listing, used_at: Instant) -> Entry {
+        Entry {
+            listing: Arc::new(listing),
+            checked_at: used_at,
+            next_check: used_at,
+            used_at,
+        }
+    }
+
+    fn listing_of(n: usize) -> Listing {
+        let entries = (0..n)
+            .map(|i| (format!("dir/file-{i:06}.rs"), false))
+            .collect();
+        let index = Index::new(entries, usize::MAX);
+        let dir = std::env::temp_dir();
+        let stamp = Stamp::take(&dir, &index, list::Source::Walk, SystemTime::now());
+        Listing {
+            index,
+            stamp,
+            listed_at: Instant::now(),
+            took: Duration::ZERO,
+        }
+    }
+
+    /// Listings past the byte budget go, least recently used first; the newest stays even
+    /// when it alone is over the budget.
+    #[test]
+    fn listings_past_the_byte_budget_are_evicted_oldest_first() {
+        let t0 = Instant::now();
+        let mut entries = HashMap::new();
+        for (i, name) in ["a", "b", "c"].iter().enumerate() {
+            entries.insert(
+                PathBuf::from(name),
+                entry(listing_of(1000), t0 + Duration::from_secs(i as u64)),
+            );
+        }
+        let one = entries[Path::new("a")].listing.index.heap_bytes();
+        assert!(one > 1000 * 30, "an index holds its paths: {one}");
+        let evicted = evict_past_budget(&mut entries, Path::new("c"), 2 * one);
+        assert_eq!(evicted.len(), 1);
+        assert!(!entries.contains_key(Path::new("a")), "the oldest went");
+        let evicted = evict_past_budget(&mut entries, Path::new("b"), one / 2);
+        assert_eq!(evicted.len(), 1);
+        assert_eq!(entries.len(), 1);
+        assert!(entries.contains_key(Path::new("b")), "the kept one stays");
+    }
+
+    /// Calls for a workdir not listed yet wait for one listing and share it.
+    #[tokio::test]
+    async fn concurrent_first_calls_share_one_listing() {
+        let t = tempfile::tempdir().unwrap();
+        for i in 0..50 {
+            std::fs::write(t.path().join(format!("f{i}.txt")), "x").unwrap();
+        }
+        let w = std::fs::canonicalize(t.path()).unwrap();
+        let cache = Cache::new(Timing::default());
+        let calls = (0..8).map(|_| {
+            let (cache, w) = (cache.clone(), w.clone());
+            tokio::spawn(async move { cache.get(&w).await.unwrap() })
+        });
+        let got: Vec<Arc<Listing>> = futures::future::join_all(calls)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert!(
+            got.iter().all(|l| Arc::ptr_eq(l, &got[0])),
+            "one listing for all"
+        );
+        assert_eq!(got[0].index.len(), 50);
+    }
 
     fn backdate(dir: &Path) {
         let old = SystemTime::now() - Duration::from_secs(3600);

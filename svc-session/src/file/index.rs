@@ -102,6 +102,14 @@ impl Index {
         }
     }
 
+    /// Bytes this index holds on the heap (its two path buffers and its items), for the
+    /// cache's budget.
+    pub fn heap_bytes(&self) -> usize {
+        self.text.capacity()
+            + self.lower.capacity()
+            + self.items.capacity() * std::mem::size_of::<Item>()
+    }
+
     /// Every candidate in path order.
     pub fn iter(&self) -> impl Iterator<Item = Candidate<'_>> + '_ {
         self.items
