@@ -108,6 +108,10 @@ fn wait_of(params: &Value) -> Duration {
 /// not put to the MCP host: that client answers it.
 async fn host_for(state: &State, session_id: &str) -> Option<Arc<RunningTurn>> {
     let turns = state.turns_of(session_id);
+    // One host connection: when it cannot elicit, there is nothing to wait for.
+    if !can_elicit(&turns.first()?.peer) {
+        return None;
+    }
     let turn = match turns.iter().find(|t| t.is_started()) {
         Some(turn) => turn.clone(),
         None => {
