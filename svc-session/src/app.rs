@@ -21,7 +21,6 @@ use crate::host_tools::{HostTools, Hosts};
 use crate::llm::Sampler;
 use crate::models::Models;
 use crate::permission::Allowlist;
-use crate::provider::Providers;
 use crate::question::Questions;
 use crate::runs::Runs;
 use crate::session::{Registry, Sessions};
@@ -34,9 +33,10 @@ use crate::tools::Tools;
 use crate::turn::{TurnLimits, Turns};
 use crate::usage::Usage;
 use crate::web::WebSearch;
+use snowpea_session_llm::provider::Providers;
 
 /// Environment lookup (injected so tests never change the process environment).
-pub type EnvFn = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+pub use snowpea_session_llm::EnvFn;
 
 /// Knobs of the service.
 #[derive(Clone)]

@@ -10,7 +10,7 @@ use snowpea_proto::session::v1 as pb;
 
 use super::named::PLATFORMS;
 use super::Agents;
-use crate::error::{Error, Result};
+use snowpea_session_error::{Error, Result};
 
 impl Agents {
     /// Resolves `platform`:`channel` (module doc). Errors: an unknown platform or an empty

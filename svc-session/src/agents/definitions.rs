@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::error::{Error, Result};
 use crate::permissions::Mode;
 use crate::skills::{Kind, Skills};
+use snowpea_session_error::{Error, Result};
 
 /// Longest agent name, characters.
 pub const MAX_NAME_CHARS: usize = 64;

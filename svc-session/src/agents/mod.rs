@@ -29,11 +29,11 @@ use tokio::sync::Semaphore;
 
 use crate::events::EventLog;
 use crate::models::Models;
-use crate::provider::Providers;
 use crate::session::{Session, Sessions};
 use crate::skills::Skills;
 use crate::store::Store;
 use crate::turn::Turns;
+use snowpea_session_llm::provider::Providers;
 
 pub mod channels;
 pub mod concurrency;
@@ -138,7 +138,7 @@ impl Agents {
     /// left `queued`/`running` end `error` with the reason in `subagent.done` on their
     /// parent, and their child sessions are closed; named agents get their session back
     /// (same id) when it was lost.
-    pub async fn restore(self: &Arc<Self>) -> crate::error::Result<()> {
+    pub async fn restore(self: &Arc<Self>) -> snowpea_session_error::Result<()> {
         let cut = self
             .store
             .read("agents.restore", crate::store::agents::unfinished_subagents)

@@ -30,10 +30,10 @@ use snowpea_proto::session::v1 as pb;
 
 use super::definitions::{self, Definition};
 use super::Agents;
-use crate::error::{Error, Result};
 use crate::session::SessionSetup;
 use crate::store::agents::{self as table, BindingRow, NamedAgentRow};
 use crate::store::sessions::KIND_AGENT;
+use snowpea_session_error::{Error, Result};
 
 /// Platforms a channel may name (the chat gateway's).
 pub const PLATFORMS: &[&str] = &["telegram", "discord", "slack"];

@@ -4,7 +4,7 @@
 //! * The definition (looked up from the session's workdir) applies from the next model call:
 //!   its prompt as the persona layer of the system prompt, its tool allowlist (a tool outside
 //!   it is not offered and a call to it fails `tool_inactive`), its model assignment (the
-//!   `agent` input of [`crate::models::routing::route`]) and its round budget (`max_turns`).
+//!   `agent` input of [`snowpea_session_llm::routing::route`]) and its round budget (`max_turns`).
 //!   `agent: null` clears all of that. The session row keeps the name (`session.list`
 //!   `agent`); `agent.changed` is emitted.
 //! * The definition's `permission` narrows the session's mode (never widens it: a
@@ -27,9 +27,9 @@ use snowpea_proto::session::v1 as pb;
 
 use super::definitions::{self, Definition};
 use super::Agents;
-use crate::error::{Error, Result};
 use crate::session::Session;
 use crate::tools::Tool;
+use snowpea_session_error::{Error, Result};
 
 /// The `approval.request` `guard` of a guarded turn.
 pub const GUARD_AGENT_SWITCH: &str = "agent-switch";
@@ -253,7 +253,7 @@ impl Agents {
         self: &Arc<Self>,
         ctx: &CallContext,
         p: pb::SessionCreateParams,
-    ) -> crate::error::Result<pb::SessionCreateResult> {
+    ) -> snowpea_session_error::Result<pb::SessionCreateResult> {
         let Some(name) = p
             .agent
             .as_deref()
@@ -271,7 +271,9 @@ impl Agents {
         })
         .await
         .map_err(|e| match e {
-            crate::error::Error::NotFound(why) => crate::error::Error::invalid("params.agent", why),
+            snowpea_session_error::Error::NotFound(why) => {
+                snowpea_session_error::Error::invalid("params.agent", why)
+            }
             other => other,
         })?;
         self.sessions

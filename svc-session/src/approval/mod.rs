@@ -38,12 +38,12 @@ use tokio_util::sync::CancellationToken;
 use snowpea_common::bus::BusHub;
 use snowpea_common::home::Home;
 
-use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::permission::Allowlist;
 use crate::session::ask_origin::{ask_origin, AskOptions, Ended, Reply};
 use crate::session::{Registry, Session};
 use crate::store;
+use snowpea_session_error::{Error, Result};
 
 pub mod ask;
 

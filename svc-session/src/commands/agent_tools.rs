@@ -16,10 +16,10 @@ use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
 use super::{Commands, Reply};
-use crate::provider::ToolSpec;
 use crate::session::Session;
 use crate::skills::Kind;
 use crate::tools::{Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+use snowpea_session_llm::provider::ToolSpec;
 
 /// Most skills named in `skill_view`'s description.
 const MAX_LISTED_SKILLS: usize = 100;

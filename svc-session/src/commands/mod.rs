@@ -26,7 +26,6 @@ use snowpea_proto::session::v1 as pb;
 
 use crate::checkpoints::Checkpoints;
 use crate::compaction::Compaction;
-use crate::error::Result;
 use crate::events::EventLog;
 use crate::models::Models;
 use crate::permission::Allowlist;
@@ -34,6 +33,7 @@ use crate::session::{Session, Sessions};
 use crate::settings::Settings;
 use crate::skills::{Kind, Skills};
 use crate::tools::Tools;
+use snowpea_session_error::Result;
 
 pub mod agent_tools;
 pub mod args;
@@ -168,7 +168,7 @@ impl Failure {
         }
     }
     /// From a component error.
-    pub fn from_error(e: crate::error::Error) -> Self {
+    pub fn from_error(e: snowpea_session_error::Error) -> Self {
         let rpc = e.into_rpc();
         let code: &'static str = rpc.code.wire();
         let stable = match code {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::index::Index;
 use super::list;
 use super::stamp::Stamp;
-use crate::error::{Error, Result};
+use snowpea_session_error::{Error, Result};
 
 /// Most workdirs whose listing is kept at once (the least recently used goes first).
 const CACHE_WORKDIRS: usize = 8;

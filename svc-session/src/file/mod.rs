@@ -12,8 +12,8 @@ use std::path::{Component, Path, PathBuf};
 
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::{Error, Result};
 use crate::session::{check_workdir, Registry};
+use snowpea_session_error::{Error, Result};
 
 pub mod cache;
 pub mod index;

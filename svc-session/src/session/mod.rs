@@ -21,13 +21,13 @@ use snowpea_proto::session::v1 as pb;
 use tokio::sync::watch;
 
 use crate::checkpoints::Checkpoints;
-use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::permissions::Mode;
-use crate::provider::Providers;
 use crate::question::Questions;
 use crate::store::{self, sessions::SessionRow, Store};
 use crate::turn::TurnState;
+use snowpea_session_error::{Error, Result};
+use snowpea_session_llm::provider::Providers;
 
 /// Longest session title `session.rename` accepts, in characters.
 pub const MAX_TITLE_CHARS: usize = 500;
@@ -541,14 +541,14 @@ impl Sessions {
                 .unwrap_or(Mode::Accept),
         };
         let mode = setup.definition_mode.map_or(mode, |m| mode.narrower(m));
-        let pin = crate::models::routing::check_create(
+        let pin = snowpea_session_llm::routing::check_create(
             &settings,
             nonempty(p.provider),
             nonempty(p.model),
             &|v| self.providers.is_configured(&settings, v),
         )?;
         let effort = match nonempty(p.effort) {
-            Some(e) => Some(crate::models::effort::parse(&e).ok_or_else(|| {
+            Some(e) => Some(snowpea_session_llm::effort::parse(&e).ok_or_else(|| {
                 Error::invalid(
                     "params.effort",
                     format!("must be low, medium, high, max or null, not {e:?}"),

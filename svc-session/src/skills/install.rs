@@ -16,7 +16,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use snowpea_session_error::{Error, Result};
 
 use super::loader;
 use super::search::Sources;

@@ -16,8 +16,8 @@ use snowpea_common::home::Home;
 use snowpea_proto::session::v1 as pb;
 use tokio::sync::broadcast;
 
-use crate::error::{Error, Result};
 use crate::session::Registry;
+use snowpea_session_error::{Error, Result};
 
 pub mod install;
 pub mod loader;

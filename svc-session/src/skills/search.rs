@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde_json::Value;
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::{Error, Result};
+use snowpea_session_error::{Error, Result};
 
 /// Longest wait for one marketplace or registry answer.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);

@@ -172,7 +172,7 @@ async fn create_write_and_read_follow_the_rules() {
         })
         .await
         .unwrap_err();
-    assert!(matches!(e, crate::error::Error::NotFound(_)));
+    assert!(matches!(e, snowpea_session_error::Error::NotFound(_)));
     sk.remove(pb::SkillRemoveParams {
         name: "glob-skill".into(),
     })

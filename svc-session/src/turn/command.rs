@@ -25,8 +25,8 @@ use snowpea_proto::session::v1 as pb;
 use super::agent::TurnOutcome;
 use super::{TurnEnd, TurnStart, Turns};
 use crate::commands::{AfterTurn, Failure, PromptTurn, Reply};
-use crate::error::{Error, Result};
 use crate::session::Session;
+use snowpea_session_error::{Error, Result};
 
 /// The `clientKind` of the headless command plane (`snowpea cmd`).
 pub const HEADLESS_CLIENT_KIND: &str = "cli";

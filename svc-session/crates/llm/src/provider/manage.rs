@@ -26,7 +26,7 @@ use super::component::Providers;
 use super::credentials::{Credential, CredentialMap};
 use super::presets::{self, Preset};
 use super::select::SettingsView;
-use crate::error::{Error, Result};
+use snowpea_session_error::{Error, Result};
 
 /// The mask `settings.get` shows for a secret; never accepted as a value.
 const MASK: &str = "***";

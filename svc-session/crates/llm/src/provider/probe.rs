@@ -16,7 +16,7 @@ use snowpea_proto::session::v1 as pb;
 
 use super::component::Providers;
 use super::{ChatMessage, ModelRequest, ProviderConfig, StreamEvent};
-use crate::error::Result;
+use snowpea_session_error::Result;
 
 /// The prompt of the test call.
 pub const TEST_PROMPT: &str = "Reply with the single word: ok";

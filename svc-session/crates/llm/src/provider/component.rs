@@ -17,8 +17,8 @@ use super::credentials::{CredentialMap, CredentialStore};
 use super::models::ModelCache;
 use super::select::{select_with, SettingsView};
 use super::{ProviderError, SharedProvider};
-use crate::app::EnvFn;
-use crate::error::{Error, Result};
+use crate::EnvFn;
+use snowpea_session_error::{Error, Result};
 
 /// Deadline of every provider-management HTTP call except `provider.test`'s completion
 /// (`provider.models`' listing, OAuth endpoints): 5 s.

@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{oauth_error, oauth_json, token_credential, Endpoints, Started, MAX_LOGIN_WAIT};
-use crate::error::{Error, Result};
 use crate::provider::component::Providers;
+use snowpea_session_error::{Error, Result};
 
 /// Poll interval when the server names none (RFC 8628 §3.2).
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(5);

@@ -406,34 +406,3 @@ async fn received_keeps_only_the_latest_requests() {
         format!("m{}", RECEIVED_KEEP + 2)
     );
 }
-
-/// Capability `llmTimings` (issue 32 item 8): the timings a server sends with a call reach
-/// the turn's `usage` event (`timings`), and a call without them has none.
-#[tokio::test]
-async fn a_turns_usage_event_carries_the_servers_timings() {
-    let mut h = crate::testkit::Harness::new(json!({
-        "steps": [
-            {"match": "timed", "text": "ok", "timings": {"prompt_n": 12, "prompt_ms": 48.25, "cache_n": 19, "predicted_n": 3, "predicted_ms": 61.5, "extra_ms": 1}}
-        ],
-        "default": {"text": "plain"}
-    }))
-    .await;
-    let sid = h.create("accept").await;
-    for (prompt, expected) in [
-        (
-            "timed",
-            json!({"prompt_n": 12.0, "prompt_ms": 48.25, "cache_n": 19.0, "predicted_n": 3.0, "predicted_ms": 61.5}),
-        ),
-        ("untimed", serde_json::Value::Null),
-    ] {
-        let tid = h.prompt(&sid, prompt).await;
-        let events = h.until_done(&tid, |_| None).await;
-        let usage = crate::testkit::of_kind(&events, "usage");
-        assert_eq!(usage.len(), 1, "{events:?}");
-        let timings = usage[0]["payload"]
-            .get("timings")
-            .cloned()
-            .unwrap_or_default();
-        assert_eq!(timings, expected, "{prompt}");
-    }
-}

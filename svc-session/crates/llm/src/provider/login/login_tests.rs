@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 use snowpea_proto::session::v1 as pb;
 
 use super::pkce::challenge;
-use crate::error::Error;
 use crate::provider::test_server::Harness;
+use snowpea_session_error::Error;
 
 #[derive(Default)]
 struct Auth {

@@ -141,7 +141,7 @@ fn thinking_budget(request: &ModelRequest) -> Option<u32> {
         _ => false,
     };
     allowed
-        .then(|| crate::models::effort::anthropic_thinking_budget(effort))
+        .then(|| crate::effort::anthropic_thinking_budget(effort))
         .flatten()
 }
 

@@ -3,8 +3,8 @@ use std::os::unix::fs::PermissionsExt;
 use serde_json::{json, Value};
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::Error;
 use crate::provider::test_server::Harness;
+use snowpea_session_error::Error;
 
 const KEY: &str = "sk-manage-SECRET-0123456789";
 

@@ -1,5 +1,5 @@
 //! Test-only HTTP server on 127.0.0.1:0 that replays recorded vendor wire streams
-//! (fixtures under `svc-session/tests/fixtures/providers/`), records what it received,
+//! (fixtures under `svc-session/crates/llm/tests/fixtures/providers/`), records what it received,
 //! and notices when a client drops a streaming response.
 
 use std::collections::VecDeque;

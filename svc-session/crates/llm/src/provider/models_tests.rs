@@ -222,6 +222,6 @@ async fn settings_models_win() {
         .await
         .unwrap_err();
     assert!(
-        matches!(bad, crate::error::Error::InvalidParams { ref field, .. } if field == "params.vendor")
+        matches!(bad, snowpea_session_error::Error::InvalidParams { ref field, .. } if field == "params.vendor")
     );
 }

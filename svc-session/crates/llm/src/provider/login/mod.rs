@@ -38,7 +38,7 @@ use snowpea_proto::session::v1 as pb;
 
 use super::component::Providers;
 use super::credentials::Credential;
-use crate::error::{Error, Result};
+use snowpea_session_error::{Error, Result};
 
 /// Longest a login may wait for the user (a server's `expires_in` is capped to this).
 pub const MAX_LOGIN_WAIT: Duration = Duration::from_secs(30 * 60);

@@ -14,9 +14,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use super::{oauth_error, oauth_json, token_credential, Endpoints, Exchange, Started, PKCE_WAIT};
-use crate::error::{Error, Result};
 use crate::provider::component::Providers;
 use crate::provider::credentials::Credential;
+use snowpea_session_error::{Error, Result};
 
 /// Longest request head read from the browser.
 const MAX_HEAD: usize = 16 * 1024;

@@ -238,7 +238,7 @@ pub struct ModelRequest {
     pub max_tokens: Option<u32>,
     /// Reasoning effort (`low`/`medium`/`high`/`max`, already clamped to what the model
     /// offers; `None` sends nothing): Anthropic's thinking budget, OpenAI's
-    /// `reasoning_effort` ([`crate::models::effort`]).
+    /// `reasoning_effort` ([`crate::effort`]).
     pub effort: Option<String>,
 }
 

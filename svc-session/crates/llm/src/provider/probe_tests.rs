@@ -115,7 +115,7 @@ async fn failures_are_results_not_errors() {
 
     let bad = h.providers.test(test("", None)).await.unwrap_err();
     assert!(
-        matches!(bad, crate::error::Error::InvalidParams { ref field, .. } if field == "params.provider")
+        matches!(bad, snowpea_session_error::Error::InvalidParams { ref field, .. } if field == "params.provider")
     );
 }
 

@@ -26,7 +26,7 @@ use super::component::{Providers, MANAGEMENT_TIMEOUT};
 use super::http::{error_message, redact};
 use super::presets::{self, Preset};
 use super::{ApiKind, ProviderConfig};
-use crate::error::Result;
+use snowpea_session_error::Result;
 
 /// How long a live listing is served from the cache without asking again.
 pub const CACHE_TTL: Duration = Duration::from_secs(600);

@@ -133,7 +133,7 @@ fn build_body(config: &ProviderConfig, request: &ModelRequest) -> Value {
     if let Some(e) = request
         .effort
         .as_deref()
-        .and_then(crate::models::effort::openai_reasoning_effort)
+        .and_then(crate::effort::openai_reasoning_effort)
     {
         body["reasoning_effort"] = json!(e);
     }

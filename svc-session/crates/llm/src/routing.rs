@@ -138,8 +138,8 @@ pub fn check_create(
     provider: Option<String>,
     model: Option<String>,
     is_vendor: &dyn Fn(&str) -> bool,
-) -> crate::error::Result<ModelRef> {
-    use crate::error::Error;
+) -> snowpea_session_error::Result<ModelRef> {
+    use snowpea_session_error::Error;
     if let Some(v) = &provider {
         if !is_vendor(v) {
             return Err(Error::invalid(
