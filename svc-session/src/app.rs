@@ -26,7 +26,6 @@ use crate::runs::Runs;
 use crate::session::{Registry, Sessions};
 use crate::settings::Settings;
 use crate::setup::Setup;
-use crate::skills::Skills;
 use crate::store::{self, Store};
 use crate::teams::{SubagentTaskRunner, Teams};
 use crate::tools::Tools;
@@ -34,6 +33,7 @@ use crate::turn::{TurnLimits, Turns};
 use crate::usage::Usage;
 use crate::web::WebSearch;
 use snowpea_session_llm::provider::Providers;
+use snowpea_session_skills::Skills;
 
 /// Environment lookup (injected so tests never change the process environment).
 pub use snowpea_session_llm::EnvFn;
@@ -237,7 +237,11 @@ impl App {
         let claude_home = (config.env)("HOME")
             .filter(|h| !h.is_empty())
             .map(|h| std::path::PathBuf::from(h).join(".claude"));
-        let skills = Arc::new(Skills::open(home.clone(), claude_home, registry.clone()));
+        let skills = Arc::new(Skills::open(
+            home.clone(),
+            claude_home,
+            Arc::new(registry.clone()),
+        ));
         let models = Arc::new(Models::new(
             home.clone(),
             events.clone(),

@@ -34,7 +34,6 @@ pub mod runs;
 pub mod session;
 pub mod settings;
 pub mod setup;
-pub mod skills;
 pub mod store;
 pub mod teams;
 pub mod tools;

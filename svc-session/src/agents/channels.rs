@@ -80,7 +80,7 @@ impl Agents {
                     let workdir = Some(std::path::PathBuf::from(p.workdir.trim()))
                         .filter(|w| w.is_absolute());
                     let name = agent.to_owned();
-                    match crate::skills::blocking(move || {
+                    match snowpea_session_skills::blocking(move || {
                         super::definitions::find(&skills, workdir.as_deref(), "agent", &name)
                     })
                     .await

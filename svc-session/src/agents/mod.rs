@@ -30,10 +30,10 @@ use tokio::sync::Semaphore;
 use crate::events::EventLog;
 use crate::models::Models;
 use crate::session::{Session, Sessions};
-use crate::skills::Skills;
 use crate::store::Store;
 use crate::turn::Turns;
 use snowpea_session_llm::provider::Providers;
+use snowpea_session_skills::Skills;
 
 pub mod channels;
 pub mod concurrency;

@@ -94,7 +94,7 @@ impl Agents {
         if let Some(name) = row.agent.clone().filter(|a| !a.is_empty()) {
             let skills = self.skills.clone();
             let wd = session.workdir();
-            let found = crate::skills::blocking(move || {
+            let found = snowpea_session_skills::blocking(move || {
                 definitions::find(&skills, Some(&wd), "agent", &name)
             })
             .await;
@@ -141,7 +141,7 @@ impl Agents {
             definitions::check_name("params.agent", name)?;
             let skills = self.skills.clone();
             let (n, wd) = (name.clone(), session.workdir());
-            let d = crate::skills::blocking(move || {
+            let d = snowpea_session_skills::blocking(move || {
                 definitions::find(&skills, Some(&wd), "params.agent", &n)
             })
             .await
@@ -266,7 +266,7 @@ impl Agents {
         let skills = self.skills.clone();
         let workdir = Some(std::path::PathBuf::from(&p.workdir)).filter(|w| w.is_absolute());
         let wanted = name.clone();
-        let d = crate::skills::blocking(move || {
+        let d = snowpea_session_skills::blocking(move || {
             super::definitions::find(&skills, workdir.as_deref(), "params.agent", &wanted)
         })
         .await

@@ -232,7 +232,7 @@ impl Agents {
             super::definitions::check_name("params.name", &name)?;
             let skills = self.skills.clone();
             let (n, wd) = (name.clone(), workdir.clone());
-            let d = crate::skills::blocking(move || {
+            let d = snowpea_session_skills::blocking(move || {
                 super::definitions::find(&skills, Some(&wd), "params.name", &n)
             })
             .await?;

@@ -146,7 +146,7 @@ impl Builtin for Export {
             let bytes = body.len();
             let target = path.clone();
             let root = workdir.clone();
-            crate::skills::blocking(move || {
+            snowpea_session_skills::blocking(move || {
                 if let Some(dir) = target.parent() {
                     std::fs::create_dir_all(dir).map_err(anyhow::Error::from)?;
                     // A symlinked folder must not lead the file out of the workdir.

@@ -26,6 +26,7 @@ use crate::permissions::Mode;
 use crate::question::Questions;
 use crate::store::{self, sessions::SessionRow, Store};
 use crate::turn::TurnState;
+use snowpea_session_core::workdir::check_workdir;
 use snowpea_session_error::{Error, Result};
 use snowpea_session_llm::provider::Providers;
 
@@ -236,32 +237,6 @@ impl Session {
     }
 }
 
-/// Validates `session.create{workdir}`: absolute, existing directory; returns it canonical.
-pub fn check_workdir(workdir: &str) -> Result<PathBuf> {
-    let field = "params.workdir";
-    if workdir.trim().is_empty() {
-        return Err(Error::invalid(field, "must not be empty"));
-    }
-    let path = Path::new(workdir);
-    if !path.is_absolute() {
-        return Err(Error::invalid(
-            field,
-            format!("must be an absolute path, got {workdir:?}"),
-        ));
-    }
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return Err(Error::invalid(
-                field,
-                format!("{workdir} is not a directory"),
-            ))
-        }
-        Err(e) => return Err(Error::invalid(field, format!("{workdir}: {e}"))),
-    }
-    std::fs::canonicalize(path).map_err(|e| Error::invalid(field, format!("{workdir}: {e}")))
-}
-
 fn parse_mode(field: &str, mode: &str) -> Result<Mode> {
     Mode::parse(mode)
         .ok_or_else(|| Error::invalid(field, format!("must be plan, accept or auto, not {mode:?}")))
@@ -278,6 +253,12 @@ fn nonempty(s: Option<String>) -> Option<String> {
 pub struct Registry {
     live: Arc<Mutex<HashMap<String, Arc<Session>>>>,
     store: Store,
+}
+
+impl snowpea_session_skills::OpenWorkdirs for Registry {
+    fn open_workdirs(&self) -> Vec<String> {
+        self.all().iter().map(|s| s.row().workdir).collect()
+    }
 }
 
 impl Registry {

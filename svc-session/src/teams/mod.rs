@@ -39,11 +39,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::EventLog;
 use crate::session::Sessions;
-use crate::skills::{Kind, Skills};
 use crate::store::teams::{self as table, TaskRow, TeamRow};
 use crate::store::Store;
 use snowpea_session_error::{Error, Result};
 use snowpea_session_llm::provider::Providers;
+use snowpea_session_skills::{Kind, Skills};
 
 pub mod guides;
 pub mod list;

@@ -77,7 +77,7 @@ impl Turns {
         p: pb::SkillCreateParams,
     ) -> Result<pb::SkillCreateResult> {
         self.commands.skills.check_draft(&p)?;
-        let workdir = crate::session::check_workdir(&p.workdir)?;
+        let workdir = snowpea_session_core::workdir::check_workdir(&p.workdir)?;
         let session = match p.session_id.as_deref().filter(|s| !s.is_empty()) {
             Some(id) => {
                 let s = self.sessions.get(id)?;

@@ -515,14 +515,14 @@ pub async fn install(
             mkdir_private(&staging.dir).map_err(anyhow::Error::from)?;
             let d = dir.clone();
             let s = staging.dir.clone();
-            crate::skills::blocking(move || copy_dir(&d, &s)).await?;
+            crate::blocking(move || copy_dir(&d, &s)).await?;
             (staging.dir.clone(), last_segment(&dir.to_string_lossy()))
         }
         Source::Archive(a) => {
             mkdir_private(&staging.dir).map_err(anyhow::Error::from)?;
             let a2 = a.clone();
             let s = staging.dir.clone();
-            crate::skills::blocking(move || unpack_archive(&a2, &s)).await?;
+            crate::blocking(move || unpack_archive(&a2, &s)).await?;
             // An archive holding one top folder is that folder.
             let entries: Vec<_> = std::fs::read_dir(&staging.dir)
                 .map_err(anyhow::Error::from)?
@@ -542,7 +542,7 @@ pub async fn install(
             let _ = std::fs::remove_dir_all(clone.join(".git"));
             // Nothing a clone holds may point outside it either.
             let c = clone.clone();
-            crate::skills::blocking(move || check_links(&c)).await?;
+            crate::blocking(move || check_links(&c)).await?;
             restrict_tree(&clone)?;
             match sub {
                 Some(p) => {

@@ -7,7 +7,7 @@
 //! (the command registry turns it into `commands.changed{commands, reason}`). No tables.
 //!
 //! `skill.create` with a `description` is a model turn and so starts in
-//! [`crate::turn::Turns::draft_skill`]; everything else is here.
+//! `Turns::draft_skill` (svc-session's `turn`); everything else is here.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
@@ -16,7 +16,6 @@ use snowpea_common::home::Home;
 use snowpea_proto::session::v1 as pb;
 use tokio::sync::broadcast;
 
-use crate::session::Registry;
 use snowpea_session_error::{Error, Result};
 
 pub mod install;
@@ -30,8 +29,9 @@ pub const MAX_WORKDIRS: usize = 50;
 /// Shortest and longest skill description, in characters.
 pub const DESCRIPTION_CHARS: (usize, usize) = (8, 500);
 
-/// Runs blocking file work on the blocking pool (bounded wait; see `common::db::blocking`).
-pub(crate) async fn blocking<T: Send + 'static>(
+/// Runs blocking file work of definitions (skills, agents, commands) on the blocking pool
+/// (bounded wait; see `common::db::blocking`).
+pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
     snowpea_common::db::blocking("skills.files", f).await?
@@ -83,11 +83,18 @@ fn write_skill_file(path: &Path, content: &str) -> Result<()> {
     Ok(())
 }
 
+/// The working folders of the open sessions, as `skill.list` reads them: implemented by
+/// the session registry above this crate and passed in by `App::open`.
+pub trait OpenWorkdirs: Send + Sync {
+    /// The workdir of every open session, one entry per session (duplicates allowed).
+    fn open_workdirs(&self) -> Vec<String>;
+}
+
 /// The skills component (see the module doc).
 pub struct Skills {
     home: Home,
     claude_home: Option<PathBuf>,
-    registry: Registry,
+    workdirs: Arc<dyn OpenWorkdirs>,
     global: RwLock<Vec<Entry>>,
     changed: broadcast::Sender<String>,
 }
@@ -100,11 +107,12 @@ impl std::fmt::Debug for Skills {
 
 impl Skills {
     /// Loads the global roots. `claude_home` is `~/.claude` (`None`: not searched).
-    pub fn open(home: Home, claude_home: Option<PathBuf>, registry: Registry) -> Self {
+    /// `workdirs` names the open sessions' folders (their project roots are listed too).
+    pub fn open(home: Home, claude_home: Option<PathBuf>, workdirs: Arc<dyn OpenWorkdirs>) -> Self {
         let s = Skills {
             home,
             claude_home,
-            registry,
+            workdirs,
             global: RwLock::new(Vec::new()),
             changed: broadcast::channel(16).0,
         };
@@ -195,8 +203,7 @@ impl Skills {
     /// `summary: "error: …"`.
     pub async fn list(&self) -> Result<pb::SkillListResult> {
         let mut workdirs: Vec<String> = Vec::new();
-        for s in self.registry.all() {
-            let w = s.row().workdir;
+        for w in self.workdirs.open_workdirs() {
             if !workdirs.contains(&w) {
                 workdirs.push(w);
             }
@@ -264,7 +271,7 @@ impl Skills {
     fn target(&self, scope: &str, workdir: &str, name: &str) -> Result<PathBuf> {
         match scope {
             "" | "project" => {
-                let wd = crate::session::check_workdir(workdir)?;
+                let wd = snowpea_session_core::workdir::check_workdir(workdir)?;
                 Ok(wd.join(".snowpea/skills").join(name).join("SKILL.md"))
             }
             "global" => Ok(self.home.root().join("skills").join(name).join("SKILL.md")),
