@@ -23,6 +23,7 @@ use crate::models::Models;
 use crate::permission::Allowlist;
 use crate::question::Questions;
 use crate::runs::Runs;
+use crate::session::turn_guards::TurnGuards;
 use crate::session::{Registry, Sessions};
 use crate::settings::Settings;
 use crate::setup::Setup;
@@ -195,12 +196,14 @@ impl App {
             store.clone(),
             registry.clone(),
         ));
+        let guards = Arc::new(TurnGuards::new(registry.clone()));
         let approvals = Arc::new(Approvals::new(
             home.clone(),
             events.clone(),
             hub.clone(),
             registry.clone(),
             allowlist.clone(),
+            guards.clone(),
         ));
         let backends = Backends::new(
             registry.clone(),
@@ -310,9 +313,9 @@ impl App {
             skills.clone(),
             models.clone(),
             providers.clone(),
+            guards,
         );
         commands.attach_agents(&agents);
-        approvals.attach_agents(&agents);
         let runs = Runs::new(
             sessions.clone(),
             turns.clone(),

@@ -29,6 +29,7 @@ use tokio::sync::Semaphore;
 
 use crate::events::EventLog;
 use crate::models::Models;
+use crate::session::turn_guards::TurnGuards;
 use crate::session::{Session, Sessions};
 use crate::store::Store;
 use crate::turn::Turns;
@@ -60,8 +61,6 @@ struct State {
     slots: HashMap<String, Arc<Semaphore>>,
     /// (parent session, file) → agent id of the child that wrote it first.
     owners: HashMap<(String, PathBuf), String>,
-    /// Sessions whose running turn `session.setAgent{guardTurn}` guards.
-    guards: HashMap<String, set_agent::Guard>,
 }
 
 /// The agents component (module doc).
@@ -74,6 +73,8 @@ pub struct Agents {
     skills: Arc<Skills>,
     models: Arc<Models>,
     providers: Providers,
+    /// The `session.setAgent{guardTurn}` guards (shared with approvals).
+    guards: Arc<TurnGuards>,
     state: Mutex<State>,
 }
 
@@ -96,6 +97,7 @@ impl Agents {
         skills: Arc<Skills>,
         models: Arc<Models>,
         providers: Providers,
+        guards: Arc<TurnGuards>,
     ) -> Arc<Self> {
         let agents = Arc::new(Agents {
             home,
@@ -106,6 +108,7 @@ impl Agents {
             skills,
             models,
             providers,
+            guards,
             state: Mutex::new(State::default()),
         });
         turns.attach_agents(&agents);

@@ -34,13 +34,6 @@ use snowpea_session_error::{Error, Result};
 /// The `approval.request` `guard` of a guarded turn.
 pub const GUARD_AGENT_SWITCH: &str = "agent-switch";
 
-/// A turn guard of one session.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Guard {
-    /// The turn of the person's prompt that ends the guard when it starts.
-    pub ends_with: Option<String>,
-}
-
 /// What a turn of a session gets from its agent definition and the delegation machinery.
 #[derive(Default)]
 pub struct TurnProfile {
@@ -180,9 +173,7 @@ impl Agents {
         }
         let guarded = p.guard_turn && session.turns().running.is_some();
         if guarded {
-            self.lock()
-                .guards
-                .insert(session.id.clone(), Guard::default());
+            self.guards.guard(&session.id);
         }
         tracing::info!(session_id = %session.id, agent = ?agent, guarded, "session agent set");
         Ok(pb::SessionSetAgentResult {
@@ -192,54 +183,19 @@ impl Agents {
         })
     }
 
-    /// True when a guard covers `session`: its own, or one of a session it was delegated
-    /// from.
+    /// True when a guard covers `session` ([`crate::session::turn_guards::TurnGuards::is_guarded`]).
     pub fn is_guarded(&self, session: &Session) -> bool {
-        let st = self.lock();
-        if st.guards.is_empty() {
-            return false;
-        }
-        if st.guards.contains_key(&session.id) {
-            return true;
-        }
-        drop(st);
-        let mut parent = session.row().parent_session_id;
-        let mut hops = 0;
-        while let Some(p) = parent {
-            if self.lock().guards.contains_key(&p) {
-                return true;
-            }
-            hops += 1;
-            if hops > 64 {
-                break;
-            }
-            parent = self
-                .sessions
-                .get(&p)
-                .ok()
-                .and_then(|s| s.row().parent_session_id);
-        }
-        false
+        self.guards.is_guarded(session)
     }
 
-    /// Hook of `session.prompt`: the person's own prompt `turn_id` will end the guard of
-    /// `session` when its turn starts ([`Agents::turn_starting`]).
+    /// Hook of `session.prompt` ([`crate::session::turn_guards::TurnGuards::person_prompted`]).
     pub fn person_prompted(&self, session_id: &str, turn_id: &str) {
-        if let Some(g) = self.lock().guards.get_mut(session_id) {
-            g.ends_with = Some(turn_id.to_owned());
-        }
+        self.guards.person_prompted(session_id, turn_id);
     }
 
-    /// Hook of the turn driver: turn `turn_id` of `session_id` starts.
+    /// Hook of the turn driver ([`crate::session::turn_guards::TurnGuards::turn_starting`]).
     pub fn turn_starting(&self, session_id: &str, turn_id: &str) {
-        let mut st = self.lock();
-        if st
-            .guards
-            .get(session_id)
-            .is_some_and(|g| g.ends_with.as_deref() == Some(turn_id))
-        {
-            st.guards.remove(session_id);
-        }
+        self.guards.turn_starting(session_id, turn_id);
     }
 }
 

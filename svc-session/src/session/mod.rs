@@ -39,6 +39,7 @@ pub mod delegation;
 pub mod origin;
 pub mod prefs;
 pub mod saved;
+pub mod turn_guards;
 
 /// Most concurrent subagents `session.create{maxConcurrent}` may ask for.
 pub const MAX_CONCURRENT: i64 = 64;
