@@ -526,7 +526,6 @@ async fn prompts_waiting_behind_a_turn_are_bounded_and_a_refusal_stores_nothing(
     let steer = pb::SessionSteerParams {
         session_id: sid.clone(),
         text: "steer too many".into(),
-        ..Default::default()
     };
     assert_eq!(
         h.app
