@@ -10,7 +10,7 @@
 //!   defaults to [`DEFAULT_MAX_TOKENS`];
 //! * history: assistant tool calls are `tool_use` content blocks; tool results are
 //!   `tool_result` blocks (`is_error` when failed; empty output is sent as
-//!   `(no output)`) in a user message. A result with images ([`super::ToolImage`], e.g.
+//!   `(no output)`) in a user message. A result with images ([`super::interface::ToolImage`], e.g.
 //!   from an MCP tool) has a content array instead of a string: the text block, then one
 //!   `{"type": "image", "source": {"type": "base64", "media_type", "data"}}` block per image
 //!   of a supported type (others are left out; the text still mentions them). Consecutive messages of the same role are merged
@@ -42,10 +42,11 @@ use std::sync::Arc;
 use eventsource_stream::Event;
 use serde_json::{json, Value};
 
+use super::config::ProviderConfig;
 use super::http::{model, parse_arguments, stream_sse, Remote, RetryPolicy, SseDecoder};
-use super::{
-    ChatMessage, EventStream, ModelRequest, Provider, ProviderConfig, ProviderError, Role,
-    StreamEvent, ThinkingBlock, ToolCall, Usage,
+use super::interface::{
+    ChatMessage, EventStream, ModelRequest, Provider, ProviderError, Role, StreamEvent,
+    ThinkingBlock, ToolCall, Usage,
 };
 
 /// `anthropic-version` header value.

@@ -13,10 +13,10 @@ use serde_json::Value;
 use snowpea_common::bus::BusHub;
 use snowpea_common::home::Home;
 
+use super::cache::ModelCache;
 use super::credentials::{CredentialMap, CredentialStore};
-use super::models::ModelCache;
+use super::interface::{ProviderError, SharedProvider};
 use super::select::{select_with, SettingsView};
-use super::{ProviderError, SharedProvider};
 use crate::EnvFn;
 use snowpea_session_error::{Error, Result};
 
@@ -76,7 +76,7 @@ impl Providers {
     }
 
     /// The provider for a session asking for `vendor` / `model` (see
-    /// [`super::select_provider`]) with the stored credentials; the error names where to
+    /// [`super::select::select_provider`]) with the stored credentials; the error names where to
     /// configure one.
     pub fn select(
         &self,
@@ -108,11 +108,11 @@ impl Providers {
     }
 
     /// True when `vendor` is one this daemon can use: a built-in or configured vendor
-    /// ([`super::is_configured_vendor`]) or one with stored credentials
+    /// ([`super::select::is_configured_vendor`]) or one with stored credentials
     /// (`session.create{provider}`, `session.setModel`).
     pub fn is_configured(&self, settings: &Value, vendor: &str) -> bool {
         let env = self.inner.env.clone();
-        super::is_configured_vendor(settings, vendor, &|k| env(k))
+        super::select::is_configured_vendor(settings, vendor, &|k| env(k))
             || self
                 .inner
                 .credentials

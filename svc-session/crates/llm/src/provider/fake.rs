@@ -27,7 +27,7 @@
 //!
 //! The step is chosen (and consumed) when [`Provider::stream`] is called, not when the
 //! stream is first polled. A step is used once unless `repeat` is true. Consumption state belongs to the provider
-//! instance (shared by every session that uses it; [`super::select_provider`] keeps one
+//! instance (shared by every session that uses it; [`super::select::select_provider`] keeps one
 //! instance per script path). With no matching step the `default` reply is used (it is
 //! never consumed); without a `default` the text is `(no scripted reply)`.
 //!
@@ -66,7 +66,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::http::{estimate_tokens, request_chars};
-use super::{
+use super::interface::{
     EventStream, ModelRequest, Provider, ProviderError, Role, StreamEvent, ToolCall, Usage,
 };
 
@@ -150,7 +150,7 @@ pub struct ScriptStep {
     #[serde(default, rename = "echoSystem", alias = "echo_system")]
     pub echo_system: bool,
     /// llama.cpp timings reported with the call's usage, as a llama.cpp server sends them
-    /// (`usage.timings`, capability `llmTimings`); only [`crate::provider::TIMINGS_KEYS`]
+    /// (`usage.timings`, capability `llmTimings`); only [`crate::provider::interface::TIMINGS_KEYS`]
     /// are kept.
     #[serde(default)]
     pub timings: Option<std::collections::BTreeMap<String, f64>>,
@@ -318,7 +318,7 @@ fn arguments_of(call: &ScriptToolCall) -> Result<Value, String> {
 
 /// The `describeImages` lines for the images of the trailing tool results of `request`.
 fn describe_images(request: &ModelRequest) -> String {
-    let mut tools: Vec<&super::ChatMessage> = request
+    let mut tools: Vec<&super::interface::ChatMessage> = request
         .messages
         .iter()
         .rev()
@@ -347,7 +347,7 @@ fn describe_images(request: &ModelRequest) -> String {
 
 /// The `echoToolResults` lines of `request`.
 fn echo_tool_results(request: &ModelRequest) -> String {
-    let mut tools: Vec<&super::ChatMessage> = request
+    let mut tools: Vec<&super::interface::ChatMessage> = request
         .messages
         .iter()
         .rev()
@@ -519,7 +519,7 @@ impl Provider for FakeProvider {
                 output_tokens: estimate_tokens(output_chars),
                 cached_tokens: 0,
                 timings: step.timings.clone().map(|mut t| {
-                    t.retain(|k, _| crate::provider::TIMINGS_KEYS.contains(&k.as_str()));
+                    t.retain(|k, _| crate::provider::interface::TIMINGS_KEYS.contains(&k.as_str()));
                     t
                 }),
             }));

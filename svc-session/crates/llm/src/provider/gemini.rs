@@ -35,12 +35,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 use eventsource_stream::Event;
 use serde_json::{json, Map, Value};
 
+use super::config::ProviderConfig;
 use super::http::{
     estimate_tokens, model, request_chars, stream_sse, Remote, RetryPolicy, SseDecoder,
 };
-use super::{
-    ChatMessage, EventStream, ModelRequest, Provider, ProviderConfig, ProviderError, Role,
-    StreamEvent, ToolCall, Usage,
+use super::interface::{
+    ChatMessage, EventStream, ModelRequest, Provider, ProviderError, Role, StreamEvent, ToolCall,
+    Usage,
 };
 
 /// Prefix of the ids generated for calls the API gave no id.

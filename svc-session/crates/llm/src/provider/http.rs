@@ -10,7 +10,8 @@ use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 
-use super::{EventStream, ProviderConfig, ProviderError, StreamEvent};
+use super::config::ProviderConfig;
+use super::interface::{EventStream, ProviderError, StreamEvent};
 
 /// Connect timeout of provider HTTP clients.
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -328,7 +329,10 @@ pub(crate) fn sse_events(
 }
 
 /// The model of a call: the request's, else the configured default.
-pub(crate) fn model<'a>(config: &'a ProviderConfig, request: &'a super::ModelRequest) -> &'a str {
+pub(crate) fn model<'a>(
+    config: &'a ProviderConfig,
+    request: &'a super::interface::ModelRequest,
+) -> &'a str {
     if request.model.is_empty() {
         config.model.as_str()
     } else {
@@ -342,12 +346,12 @@ pub(crate) fn estimate_tokens(chars: usize) -> u64 {
 }
 
 /// Character count of a request's input (system prompt, messages, tool calls, tools).
-pub(crate) fn request_chars(request: &super::ModelRequest) -> usize {
+pub(crate) fn request_chars(request: &super::interface::ModelRequest) -> usize {
     let mut n = request.system.chars().count();
     for m in &request.messages {
         n += m.content.chars().count();
         // Images are priced by pixels, not by their base64 length.
-        n += m.images.len() * 4 * super::ToolImage::ESTIMATED_TOKENS as usize;
+        n += m.images.len() * 4 * super::interface::ToolImage::ESTIMATED_TOKENS as usize;
         for c in &m.tool_calls {
             n += c.name.len() + c.arguments.to_string().len();
         }

@@ -24,7 +24,7 @@ use snowpea_proto::session::v1 as pb;
 
 use super::component::Providers;
 use super::credentials::{Credential, CredentialMap};
-use super::presets::{self, Preset};
+use super::presets::{self, vendor_name, Preset};
 use super::select::SettingsView;
 use snowpea_session_error::{Error, Result};
 
@@ -50,38 +50,6 @@ const SETTING_KEYS: &[&str] = &[
 const SECRET_KEYS: &[&str] = &["apiKey", "accessToken", "refreshToken"];
 /// Non-secret credential keys.
 const CREDENTIAL_KEYS: &[&str] = &["expiresAt", "authMethod"];
-
-/// Checks a vendor name (the parameter `field`, e.g. `params.vendor`): 1–64 characters of `a-z0-9._-` starting with a
-/// letter or digit (case-folded), not `default` or `fake`.
-pub(crate) fn vendor_name(raw: &str, field: &str) -> Result<String> {
-    let v = raw.trim().to_lowercase();
-    if v.is_empty() {
-        return Err(Error::invalid(field, "must not be empty"));
-    }
-    if v == "default" {
-        return Err(Error::invalid(
-            field,
-            "\"default\" is not a provider (it is the settings key naming the default one)",
-        ));
-    }
-    if v == "fake" {
-        return Err(Error::invalid(
-            field,
-            "\"fake\" is the scripted test provider (SNOWPEA_PROVIDER=fake:<script>); it is not configured",
-        ));
-    }
-    let ok = v.len() <= 64
-        && v.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && v.chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'));
-    if !ok {
-        return Err(Error::invalid(
-            field,
-            "must be 1-64 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit",
-        ));
-    }
-    Ok(v)
-}
 
 fn canonical_key(key: &str) -> Option<&'static str> {
     Some(match key {
@@ -249,7 +217,7 @@ fn check_value(vendor: &str, key: &str, value: &Value, field: &str) -> Result<Va
         }
         "api" => {
             let s = string()?;
-            if super::ApiKind::parse(&s).is_none() {
+            if super::config::ApiKind::parse(&s).is_none() {
                 return Err(Error::invalid(
                     field,
                     "must be \"openai\", \"anthropic\" or \"gemini\"",

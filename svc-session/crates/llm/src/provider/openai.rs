@@ -10,7 +10,7 @@
 //!   function: {name, arguments: "<json string>"}}]` (content `null` when empty); tool
 //!   results become `{role: "tool", tool_call_id, content}`; a failed result's content is
 //!   prefixed with `Error: ` (the format has no error flag);
-//! * images of tool results ([`super::ToolImage`], e.g. from an MCP tool): chat `tool`
+//! * images of tool results ([`super::interface::ToolImage`], e.g. from an MCP tool): chat `tool`
 //!   messages accept only text, so after the block of consecutive tool messages (which
 //!   must directly follow the assistant message that made the calls) one `user` message
 //!   carries them: per result with images a text part `Image(s) returned by tool call <id>
@@ -44,13 +44,14 @@ use std::sync::Arc;
 use eventsource_stream::Event;
 use serde_json::{json, Value};
 
+use super::config::ProviderConfig;
 use super::http::{
     estimate_tokens, model, parse_arguments, request_chars, stream_sse, Remote, RetryPolicy,
     SseDecoder,
 };
-use super::{
-    ChatMessage, EventStream, ModelRequest, Provider, ProviderConfig, ProviderError, Role,
-    StreamEvent, ToolCall, ToolImage, Usage,
+use super::interface::{
+    ChatMessage, EventStream, ModelRequest, Provider, ProviderError, Role, StreamEvent, ToolCall,
+    ToolImage, Usage,
 };
 
 /// An OpenAI-compatible provider. Cheap to clone.
@@ -343,7 +344,7 @@ impl ChunkState {
             });
         }
         if let Some(t) = chunk.get("timings").and_then(Value::as_object) {
-            let timings: BTreeMap<String, f64> = crate::provider::TIMINGS_KEYS
+            let timings: BTreeMap<String, f64> = crate::provider::interface::TIMINGS_KEYS
                 .iter()
                 .filter_map(|k| {
                     let v = t.get(*k)?.as_f64().filter(|v| v.is_finite())?;

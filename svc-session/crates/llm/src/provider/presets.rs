@@ -8,7 +8,8 @@
 //! names `ollama`, `lmstudio`, `vllm` and `llamacpp` stay selectable (hidden presets) so
 //! existing settings keep working.
 
-use super::ApiKind;
+use super::config::ApiKind;
+use snowpea_session_error::{Error, Result};
 
 /// One known vendor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -289,4 +290,36 @@ pub fn local_variant_names() -> String {
         .map(|v| v.name)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Checks a vendor name (the parameter `field`, e.g. `params.vendor`): 1–64 characters of `a-z0-9._-` starting with a
+/// letter or digit (case-folded), not `default` or `fake`.
+pub(crate) fn vendor_name(raw: &str, field: &str) -> Result<String> {
+    let v = raw.trim().to_lowercase();
+    if v.is_empty() {
+        return Err(Error::invalid(field, "must not be empty"));
+    }
+    if v == "default" {
+        return Err(Error::invalid(
+            field,
+            "\"default\" is not a provider (it is the settings key naming the default one)",
+        ));
+    }
+    if v == "fake" {
+        return Err(Error::invalid(
+            field,
+            "\"fake\" is the scripted test provider (SNOWPEA_PROVIDER=fake:<script>); it is not configured",
+        ));
+    }
+    let ok = v.len() <= 64
+        && v.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && v.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'));
+    if !ok {
+        return Err(Error::invalid(
+            field,
+            "must be 1-64 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit",
+        ));
+    }
+    Ok(v)
 }

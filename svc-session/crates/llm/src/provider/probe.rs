@@ -15,7 +15,8 @@ use serde_json::json;
 use snowpea_proto::session::v1 as pb;
 
 use super::component::Providers;
-use super::{ChatMessage, ModelRequest, ProviderConfig, StreamEvent};
+use super::config::ProviderConfig;
+use super::interface::{ChatMessage, ModelRequest, StreamEvent};
 use snowpea_session_error::Result;
 
 /// The prompt of the test call.
@@ -31,7 +32,7 @@ impl Providers {
     /// `provider.test` (see the module doc). `invalid_params` only for a malformed
     /// `params.provider`.
     pub async fn test(&self, p: pb::ProviderTestParams) -> Result<pb::ProviderTestResult> {
-        let vendor = super::manage::vendor_name(&p.provider, "params.provider")?;
+        let vendor = super::presets::vendor_name(&p.provider, "params.provider")?;
         let requested = p.model.as_deref().map(str::trim).filter(|m| !m.is_empty());
         let failed = |model: String, error: String, latency: u128| pb::ProviderTestResult {
             error: Some(error),

@@ -249,7 +249,7 @@ impl Providers {
         &self,
         p: pb::ProviderLoginWebParams,
     ) -> Result<pb::ProviderLoginWebResult> {
-        let vendor = super::manage::vendor_name(&p.vendor, "params.vendor")?;
+        let vendor = crate::provider::presets::vendor_name(&p.vendor, "params.vendor")?;
         let asked = p.method.trim();
         let method = match asked {
             "" | "web" => best_method(&vendor).ok_or_else(|| {
