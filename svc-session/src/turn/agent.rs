@@ -206,17 +206,30 @@ impl Turns {
         }
         let mut messages = match self.log.of_kinds(&session.id, history::KINDS).await {
             Ok(rows) => {
-                // Images attached to earlier prompts go again, newest first, within caps.
-                let images_of =
-                    |turn_id: &str| self.attachments.images_of_turn(&session.id, turn_id);
-                history::rebuild_with(
-                    rows,
-                    &images_of,
-                    history::Replay {
-                        max_images: crate::attachments::REPLAY_MAX_IMAGES,
-                        max_bytes: crate::attachments::REPLAY_MAX_BYTES,
-                    },
-                )
+                // Images attached to earlier prompts go again, newest first, within caps;
+                // they are read from disk, so on the blocking pool.
+                let store = self.attachments.clone();
+                let session_id = session.id.clone();
+                let rebuilt = tokio::task::spawn_blocking(move || {
+                    let images_of = |turn_id: &str| store.images_of_turn(&session_id, turn_id);
+                    history::rebuild_with(
+                        rows,
+                        &images_of,
+                        history::Replay {
+                            max_images: crate::attachments::REPLAY_MAX_IMAGES,
+                            max_bytes: crate::attachments::REPLAY_MAX_BYTES,
+                        },
+                    )
+                })
+                .await;
+                match rebuilt {
+                    Ok(messages) => messages,
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    Err(e) => {
+                        tracing::error!(error = %e, session_id = %session.id, "cannot read history");
+                        Vec::new()
+                    }
+                }
             }
             Err(e) => {
                 tracing::error!(error = %e, session_id = %session.id, "cannot read history");
