@@ -21,22 +21,23 @@ use crate::host_tools::{HostTools, Hosts};
 use crate::llm::Sampler;
 use crate::models::Models;
 use crate::permission::Allowlist;
-use crate::provider::Providers;
 use crate::question::Questions;
 use crate::runs::Runs;
+use crate::session::turn_guards::TurnGuards;
 use crate::session::{Registry, Sessions};
 use crate::settings::Settings;
 use crate::setup::Setup;
-use crate::skills::Skills;
 use crate::store::{self, Store};
 use crate::teams::{SubagentTaskRunner, Teams};
 use crate::tools::Tools;
 use crate::turn::{TurnLimits, Turns};
 use crate::usage::Usage;
 use crate::web::WebSearch;
+use snowpea_session_llm::provider::Providers;
+use snowpea_session_skills::Skills;
 
 /// Environment lookup (injected so tests never change the process environment).
-pub type EnvFn = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+pub use snowpea_session_llm::EnvFn;
 
 /// Knobs of the service.
 #[derive(Clone)]
@@ -195,12 +196,14 @@ impl App {
             store.clone(),
             registry.clone(),
         ));
+        let guards = Arc::new(TurnGuards::new(registry.clone()));
         let approvals = Arc::new(Approvals::new(
             home.clone(),
             events.clone(),
             hub.clone(),
             registry.clone(),
             allowlist.clone(),
+            guards.clone(),
         ));
         let backends = Backends::new(
             registry.clone(),
@@ -237,7 +240,11 @@ impl App {
         let claude_home = (config.env)("HOME")
             .filter(|h| !h.is_empty())
             .map(|h| std::path::PathBuf::from(h).join(".claude"));
-        let skills = Arc::new(Skills::open(home.clone(), claude_home, registry.clone()));
+        let skills = Arc::new(Skills::open(
+            home.clone(),
+            claude_home,
+            Arc::new(registry.clone()),
+        ));
         let models = Arc::new(Models::new(
             home.clone(),
             events.clone(),
@@ -306,9 +313,9 @@ impl App {
             skills.clone(),
             models.clone(),
             providers.clone(),
+            guards,
         );
         commands.attach_agents(&agents);
-        approvals.attach_agents(&agents);
         let runs = Runs::new(
             sessions.clone(),
             turns.clone(),

@@ -159,7 +159,7 @@ impl EventLog {
         &self,
         session_id: &str,
         after_seq: i64,
-    ) -> crate::error::Result<Vec<SessionEvent>> {
+    ) -> snowpea_session_error::Result<Vec<SessionEvent>> {
         let sid = session_id.to_owned();
         let rows = self
             .store
@@ -171,7 +171,7 @@ impl EventLog {
     }
 
     /// The last committed seq of `session_id` (0 before its first event).
-    pub async fn last_seq(&self, session_id: &str) -> crate::error::Result<i64> {
+    pub async fn last_seq(&self, session_id: &str) -> snowpea_session_error::Result<i64> {
         let sid = session_id.to_owned();
         self.store
             .read("events.last_seq", move |c| store::events::last_seq(c, &sid))
@@ -185,7 +185,7 @@ impl EventLog {
         &self,
         session_id: &str,
         kinds: &'static [&'static str],
-    ) -> crate::error::Result<Vec<(String, Value)>> {
+    ) -> snowpea_session_error::Result<Vec<(String, Value)>> {
         let sid = session_id.to_owned();
         let rows = self
             .store

@@ -145,7 +145,7 @@ async fn resume_after_reopening_the_database_returns_exactly_the_missed_events()
         })
         .await
         .unwrap_err();
-    assert!(matches!(err, crate::error::Error::NotFound(_)));
+    assert!(matches!(err, snowpea_session_error::Error::NotFound(_)));
 }
 
 #[tokio::test]

@@ -5,8 +5,8 @@
 use serde_json::json;
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::Error;
 use crate::testkit::Harness;
+use snowpea_session_error::Error;
 
 fn field_of(e: Error) -> String {
     match e {

@@ -12,10 +12,10 @@
 use snowpea_common::time::now_iso;
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::Result;
 use crate::events::EventLog;
 use crate::session::Registry;
 use crate::store::{self, Store};
+use snowpea_session_error::Result;
 
 /// Closes what a crash left open (see the module doc) and waits for the commit.
 pub(crate) async fn recover(store: &Store, log: &EventLog, sessions: &Registry) -> Result<()> {

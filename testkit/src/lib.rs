@@ -10,7 +10,9 @@
 //! * [`sshd::Sshd`]: a real OpenSSH server on loopback with temp keys (execution backends);
 //! * [`suite`]: the whole suite (`snowpea supervisor start`) on a temp home with connected
 //!   clients, for `snowpea-e2e`;
-//! * [`fake_chat`]: fake Telegram, Discord and Slack servers on 127.0.0.1 for svc-chat.
+//! * [`fake_chat`]: fake Telegram, Discord and Slack servers on 127.0.0.1 for svc-chat;
+//! * [`layers`]: the layer rule (no import cycle among a crate's files) every crate's
+//!   `src` is held to (`testkit/tests/layers.rs`).
 //!
 //! Binaries are never built from inside a test: `scripts/test.sh` builds them first
 //! (`cargo build --workspace --bins`), and a service crate's own tests get its binary from
@@ -19,6 +21,7 @@
 mod eventually;
 pub mod fake_chat;
 pub mod fake_lsp;
+pub mod layers;
 mod process;
 pub mod sshd;
 pub mod suite;

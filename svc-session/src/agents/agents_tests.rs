@@ -7,8 +7,8 @@ use serde_json::json;
 use snowpea_proto::session::v1 as pb;
 
 use super::spawn::ChildSpec;
-use crate::error::Error;
 use crate::testkit::Harness;
+use snowpea_session_error::Error;
 
 fn define(h: &Harness, name: &str, front: &str) {
     let dir = h.workdir.join(".snowpea/agents");
@@ -498,7 +498,7 @@ async fn check_target_knows_sessions_and_agents() {
         agent: agent.into(),
         workdir: wd.clone(),
     };
-    let found = |r: crate::error::Result<pb::CheckTargetReply>| r.unwrap().found;
+    let found = |r: snowpea_session_error::Result<pb::CheckTargetReply>| r.unwrap().found;
     assert!(found(h.app.agents.check_target(check(&sid, "")).await));
     assert!(found(h.app.agents.check_target(check("", "helper")).await));
     assert!(!found(h.app.agents.check_target(check("nope", "")).await));

@@ -10,7 +10,7 @@ use snowpea_proto::session::v1 as pb;
 
 use super::named::PLATFORMS;
 use super::Agents;
-use crate::error::{Error, Result};
+use snowpea_session_error::{Error, Result};
 
 impl Agents {
     /// Resolves `platform`:`channel` (module doc). Errors: an unknown platform or an empty
@@ -80,7 +80,7 @@ impl Agents {
                     let workdir = Some(std::path::PathBuf::from(p.workdir.trim()))
                         .filter(|w| w.is_absolute());
                     let name = agent.to_owned();
-                    match crate::skills::blocking(move || {
+                    match snowpea_session_skills::blocking(move || {
                         super::definitions::find(&skills, workdir.as_deref(), "agent", &name)
                     })
                     .await

@@ -18,9 +18,9 @@ use snowpea_proto::session::v1 as pb;
 
 use super::definitions::{self, Definition};
 use super::Agents;
-use crate::error::{Error, Result};
-use crate::provider::{ChatMessage, ModelRequest};
 use crate::session::Session;
+use snowpea_session_error::{Error, Result};
+use snowpea_session_llm::provider::{ChatMessage, ModelRequest};
 
 /// Longest `description`, characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 8_000;

@@ -1,7 +1,7 @@
 //! Agent definitions (issue 19 "Agent definitions"; upstream-behaviour §4): Markdown files
 //! with YAML frontmatter — `name`, `description`, `model` (default `inherit`), `tools` (`*`
 //! or a list), `permission`, `max_turns` — whose body is the agent's prompt. They are found
-//! by the skills loader ([`crate::skills::loader`]) under the same roots as skills:
+//! by the skills loader ([`snowpea_session_skills::loader`]) under the same roots as skills:
 //! `<workdir>/.snowpea/agents/`, `<workdir>/.claude/agents/`, `$SNOWPEA_HOME/agents/`,
 //! `~/.claude/agents/` and installed plugins (a later root wins a clash of names).
 
@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::error::{Error, Result};
 use crate::permissions::Mode;
-use crate::skills::{Kind, Skills};
+use snowpea_session_error::{Error, Result};
+use snowpea_session_skills::{Kind, Skills};
 
 /// Longest agent name, characters.
 pub const MAX_NAME_CHARS: usize = 64;
@@ -285,7 +285,7 @@ mod tests {
 
     #[test]
     fn frontmatter_fields_parse_and_bad_ones_name_the_field() {
-        let (front, body) = crate::skills::loader::parse(
+        let (front, body) = snowpea_session_skills::loader::parse(
             "---\nname: rev\ndescription: Reviews\nmodel: inherit\ntools: [read_file, grep]\nmax_turns: 5\n---\nYou review.\n",
         )
         .unwrap();
@@ -302,7 +302,7 @@ mod tests {
         assert_eq!(d.max_turns, Some(5));
         assert_eq!(d.prompt, "You review.");
         let back = render(&d);
-        let (front2, body2) = crate::skills::loader::parse(&back).unwrap();
+        let (front2, body2) = snowpea_session_skills::loader::parse(&back).unwrap();
         let d2 = from_parts(
             "rev",
             &front2.meta,
@@ -313,13 +313,15 @@ mod tests {
         .unwrap();
         assert_eq!(d, d2);
 
-        let (front, body) = crate::skills::loader::parse("---\ntools: 5\n---\nx").unwrap();
+        let (front, body) = snowpea_session_skills::loader::parse("---\ntools: 5\n---\nx").unwrap();
         let e = from_parts("a", &front.meta, &body, "/a".into(), "g".into()).unwrap_err();
         assert!(e.starts_with("frontmatter.tools"), "{e}");
-        let (front, body) = crate::skills::loader::parse("---\nmax_turns: 0\n---\nx").unwrap();
+        let (front, body) =
+            snowpea_session_skills::loader::parse("---\nmax_turns: 0\n---\nx").unwrap();
         let e = from_parts("a", &front.meta, &body, "/a".into(), "g".into()).unwrap_err();
         assert!(e.starts_with("frontmatter.max_turns"), "{e}");
-        let (front, body) = crate::skills::loader::parse("---\ntools: '*'\n---\nx").unwrap();
+        let (front, body) =
+            snowpea_session_skills::loader::parse("---\ntools: '*'\n---\nx").unwrap();
         let d = from_parts("a", &front.meta, &body, "/a".into(), "g".into()).unwrap();
         assert_eq!(d.tools, None);
     }

@@ -14,10 +14,10 @@ use serde_json::{json, Value};
 
 use super::spawn::ChildSpec;
 use super::Agents;
-use crate::error::Error;
-use crate::provider::ToolSpec;
 use crate::session::Session;
 use crate::tools::{Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+use snowpea_session_error::Error;
+use snowpea_session_llm::provider::ToolSpec;
 
 /// The tool's name.
 pub const NAME: &str = "delegate_task";

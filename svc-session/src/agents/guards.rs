@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::Agents;
-use crate::error::{Error, Result};
 use crate::session::Session;
+use snowpea_session_error::{Error, Result};
 
 /// `agents.maxDepth` when nothing sets it.
 pub const DEFAULT_MAX_DEPTH: usize = 2;

@@ -29,11 +29,12 @@ use tokio::sync::Semaphore;
 
 use crate::events::EventLog;
 use crate::models::Models;
-use crate::provider::Providers;
+use crate::session::turn_guards::TurnGuards;
 use crate::session::{Session, Sessions};
-use crate::skills::Skills;
 use crate::store::Store;
 use crate::turn::Turns;
+use snowpea_session_llm::provider::Providers;
+use snowpea_session_skills::Skills;
 
 pub mod channels;
 pub mod concurrency;
@@ -60,8 +61,6 @@ struct State {
     slots: HashMap<String, Arc<Semaphore>>,
     /// (parent session, file) → agent id of the child that wrote it first.
     owners: HashMap<(String, PathBuf), String>,
-    /// Sessions whose running turn `session.setAgent{guardTurn}` guards.
-    guards: HashMap<String, set_agent::Guard>,
 }
 
 /// The agents component (module doc).
@@ -74,6 +73,8 @@ pub struct Agents {
     skills: Arc<Skills>,
     models: Arc<Models>,
     providers: Providers,
+    /// The `session.setAgent{guardTurn}` guards (shared with approvals).
+    guards: Arc<TurnGuards>,
     state: Mutex<State>,
 }
 
@@ -96,6 +97,7 @@ impl Agents {
         skills: Arc<Skills>,
         models: Arc<Models>,
         providers: Providers,
+        guards: Arc<TurnGuards>,
     ) -> Arc<Self> {
         let agents = Arc::new(Agents {
             home,
@@ -106,6 +108,7 @@ impl Agents {
             skills,
             models,
             providers,
+            guards,
             state: Mutex::new(State::default()),
         });
         turns.attach_agents(&agents);
@@ -138,7 +141,7 @@ impl Agents {
     /// left `queued`/`running` end `error` with the reason in `subagent.done` on their
     /// parent, and their child sessions are closed; named agents get their session back
     /// (same id) when it was lost.
-    pub async fn restore(self: &Arc<Self>) -> crate::error::Result<()> {
+    pub async fn restore(self: &Arc<Self>) -> snowpea_session_error::Result<()> {
         let cut = self
             .store
             .read("agents.restore", crate::store::agents::unfinished_subagents)

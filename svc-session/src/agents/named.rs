@@ -30,10 +30,10 @@ use snowpea_proto::session::v1 as pb;
 
 use super::definitions::{self, Definition};
 use super::Agents;
-use crate::error::{Error, Result};
 use crate::session::SessionSetup;
 use crate::store::agents::{self as table, BindingRow, NamedAgentRow};
 use crate::store::sessions::KIND_AGENT;
+use snowpea_session_error::{Error, Result};
 
 /// Platforms a channel may name (the chat gateway's).
 pub const PLATFORMS: &[&str] = &["telegram", "discord", "slack"];
@@ -206,7 +206,7 @@ impl Agents {
         // The definition's `permission` narrows the session's starting mode.
         let skills = self.skills.clone();
         let (n, wd) = (name.to_owned(), workdir.to_path_buf());
-        let definition_mode = crate::skills::blocking(move || {
+        let definition_mode = snowpea_session_skills::blocking(move || {
             super::definitions::find(&skills, Some(&wd), "params.name", &n)
         })
         .await
@@ -388,7 +388,7 @@ impl Agents {
             }
         }
         let skills = self.skills.clone();
-        let defs = crate::skills::blocking(move || {
+        let defs = snowpea_session_skills::blocking(move || {
             let mut seen = std::collections::BTreeMap::new();
             for d in definitions::all(&skills, None).into_iter().flatten() {
                 seen.insert((d.name.clone(), d.path.clone()), d);

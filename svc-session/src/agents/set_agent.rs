@@ -4,7 +4,7 @@
 //! * The definition (looked up from the session's workdir) applies from the next model call:
 //!   its prompt as the persona layer of the system prompt, its tool allowlist (a tool outside
 //!   it is not offered and a call to it fails `tool_inactive`), its model assignment (the
-//!   `agent` input of [`crate::models::routing::route`]) and its round budget (`max_turns`).
+//!   `agent` input of [`snowpea_session_llm::routing::route`]) and its round budget (`max_turns`).
 //!   `agent: null` clears all of that. The session row keeps the name (`session.list`
 //!   `agent`); `agent.changed` is emitted.
 //! * The definition's `permission` narrows the session's mode (never widens it: a
@@ -27,19 +27,12 @@ use snowpea_proto::session::v1 as pb;
 
 use super::definitions::{self, Definition};
 use super::Agents;
-use crate::error::{Error, Result};
 use crate::session::Session;
 use crate::tools::Tool;
+use snowpea_session_error::{Error, Result};
 
 /// The `approval.request` `guard` of a guarded turn.
 pub const GUARD_AGENT_SWITCH: &str = "agent-switch";
-
-/// A turn guard of one session.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Guard {
-    /// The turn of the person's prompt that ends the guard when it starts.
-    pub ends_with: Option<String>,
-}
 
 /// What a turn of a session gets from its agent definition and the delegation machinery.
 #[derive(Default)]
@@ -94,7 +87,7 @@ impl Agents {
         if let Some(name) = row.agent.clone().filter(|a| !a.is_empty()) {
             let skills = self.skills.clone();
             let wd = session.workdir();
-            let found = crate::skills::blocking(move || {
+            let found = snowpea_session_skills::blocking(move || {
                 definitions::find(&skills, Some(&wd), "agent", &name)
             })
             .await;
@@ -141,7 +134,7 @@ impl Agents {
             definitions::check_name("params.agent", name)?;
             let skills = self.skills.clone();
             let (n, wd) = (name.clone(), session.workdir());
-            let d = crate::skills::blocking(move || {
+            let d = snowpea_session_skills::blocking(move || {
                 definitions::find(&skills, Some(&wd), "params.agent", &n)
             })
             .await
@@ -180,9 +173,7 @@ impl Agents {
         }
         let guarded = p.guard_turn && session.turns().running.is_some();
         if guarded {
-            self.lock()
-                .guards
-                .insert(session.id.clone(), Guard::default());
+            self.guards.guard(&session.id);
         }
         tracing::info!(session_id = %session.id, agent = ?agent, guarded, "session agent set");
         Ok(pb::SessionSetAgentResult {
@@ -192,54 +183,19 @@ impl Agents {
         })
     }
 
-    /// True when a guard covers `session`: its own, or one of a session it was delegated
-    /// from.
+    /// True when a guard covers `session` ([`crate::session::turn_guards::TurnGuards::is_guarded`]).
     pub fn is_guarded(&self, session: &Session) -> bool {
-        let st = self.lock();
-        if st.guards.is_empty() {
-            return false;
-        }
-        if st.guards.contains_key(&session.id) {
-            return true;
-        }
-        drop(st);
-        let mut parent = session.row().parent_session_id;
-        let mut hops = 0;
-        while let Some(p) = parent {
-            if self.lock().guards.contains_key(&p) {
-                return true;
-            }
-            hops += 1;
-            if hops > 64 {
-                break;
-            }
-            parent = self
-                .sessions
-                .get(&p)
-                .ok()
-                .and_then(|s| s.row().parent_session_id);
-        }
-        false
+        self.guards.is_guarded(session)
     }
 
-    /// Hook of `session.prompt`: the person's own prompt `turn_id` will end the guard of
-    /// `session` when its turn starts ([`Agents::turn_starting`]).
+    /// Hook of `session.prompt` ([`crate::session::turn_guards::TurnGuards::person_prompted`]).
     pub fn person_prompted(&self, session_id: &str, turn_id: &str) {
-        if let Some(g) = self.lock().guards.get_mut(session_id) {
-            g.ends_with = Some(turn_id.to_owned());
-        }
+        self.guards.person_prompted(session_id, turn_id);
     }
 
-    /// Hook of the turn driver: turn `turn_id` of `session_id` starts.
+    /// Hook of the turn driver ([`crate::session::turn_guards::TurnGuards::turn_starting`]).
     pub fn turn_starting(&self, session_id: &str, turn_id: &str) {
-        let mut st = self.lock();
-        if st
-            .guards
-            .get(session_id)
-            .is_some_and(|g| g.ends_with.as_deref() == Some(turn_id))
-        {
-            st.guards.remove(session_id);
-        }
+        self.guards.turn_starting(session_id, turn_id);
     }
 }
 
@@ -253,7 +209,7 @@ impl Agents {
         self: &Arc<Self>,
         ctx: &CallContext,
         p: pb::SessionCreateParams,
-    ) -> crate::error::Result<pb::SessionCreateResult> {
+    ) -> snowpea_session_error::Result<pb::SessionCreateResult> {
         let Some(name) = p
             .agent
             .as_deref()
@@ -266,12 +222,14 @@ impl Agents {
         let skills = self.skills.clone();
         let workdir = Some(std::path::PathBuf::from(&p.workdir)).filter(|w| w.is_absolute());
         let wanted = name.clone();
-        let d = crate::skills::blocking(move || {
+        let d = snowpea_session_skills::blocking(move || {
             super::definitions::find(&skills, workdir.as_deref(), "params.agent", &wanted)
         })
         .await
         .map_err(|e| match e {
-            crate::error::Error::NotFound(why) => crate::error::Error::invalid("params.agent", why),
+            snowpea_session_error::Error::NotFound(why) => {
+                snowpea_session_error::Error::invalid("params.agent", why)
+            }
             other => other,
         })?;
         self.sessions

@@ -27,10 +27,10 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::Agents;
-use crate::error::{Error, Result};
 use crate::session::{Session, SessionSetup};
 use crate::store::agents::SubagentRow;
 use crate::store::sessions::KIND_SUBAGENT;
+use snowpea_session_error::{Error, Result};
 
 /// How long a child may run when neither the spec nor `agents.timeoutSec` says.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -232,7 +232,7 @@ impl Agents {
             super::definitions::check_name("params.name", &name)?;
             let skills = self.skills.clone();
             let (n, wd) = (name.clone(), workdir.clone());
-            let d = crate::skills::blocking(move || {
+            let d = snowpea_session_skills::blocking(move || {
                 super::definitions::find(&skills, Some(&wd), "params.name", &n)
             })
             .await?;
@@ -322,7 +322,7 @@ impl Agents {
         r: &str,
     ) -> Result<()> {
         let settings = self.settings_of(workdir);
-        crate::models::routing::parse_ref(&settings, r, &|v| {
+        snowpea_session_llm::routing::parse_ref(&settings, r, &|v| {
             self.providers.is_configured(&settings, v)
         })
         .map(|_| ())

@@ -1,8 +1,8 @@
 use serde_json::{json, Value};
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::Error;
 use crate::testkit::{done_reason, of_kind, Harness, Item};
+use snowpea_session_error::Error;
 
 /// Two shell calls in a row, then a final text.
 fn two_shells() -> Value {
@@ -179,14 +179,14 @@ async fn a_persons_deny_ends_the_turn_and_the_reason_reaches_the_next_model_call
     let tid = h.prompt(&sid, "why not?").await;
     let ev = h.until_done(&tid, |_| None).await;
     assert_eq!(done_reason(&ev), "complete");
-    let seen = crate::provider::fake_provider(&h.script)
+    let seen = snowpea_session_llm::provider::fake_provider(&h.script)
         .unwrap()
         .received();
     let last = seen.last().expect("a model call");
     let refusal = last
         .messages
         .iter()
-        .find(|m| m.role == crate::provider::Role::Tool)
+        .find(|m| m.role == snowpea_session_llm::provider::Role::Tool)
         .expect("the refused call's result is in the history");
     assert!(refusal.is_error);
     assert!(refusal.content.contains("not today"), "{}", refusal.content);

@@ -32,11 +32,11 @@ use snowpea_proto::session::v1 as pb;
 use tokio_util::sync::CancellationToken;
 
 use super::{Approvals, Ask, Scope};
-use crate::error::{Error, Result};
 use crate::permission::Allowlist;
 use crate::permissions::{self, Verdict};
 use crate::session::Session;
 use crate::tools::ToolPlan;
+use snowpea_session_error::{Error, Result};
 
 /// Longest `approval.ask` `tool` name, characters (it becomes an allowlist pattern).
 pub const MAX_TOOL_CHARS: usize = 128;

@@ -38,12 +38,13 @@ use tokio_util::sync::CancellationToken;
 use snowpea_common::bus::BusHub;
 use snowpea_common::home::Home;
 
-use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::permission::Allowlist;
 use crate::session::ask_origin::{ask_origin, AskOptions, Ended, Reply};
+use crate::session::turn_guards::TurnGuards;
 use crate::session::{Registry, Session};
 use crate::store;
+use snowpea_session_error::{Error, Result};
 
 pub mod ask;
 
@@ -148,9 +149,8 @@ pub struct Approvals {
     sessions: Registry,
     allowlist: Arc<Allowlist>,
     pending: Mutex<HashMap<String, Pending>>,
-    /// The agents component, the one source of `session.setAgent{guardTurn}` guards
-    /// (attached after both exist, [`Approvals::attach_agents`]).
-    agents: std::sync::OnceLock<std::sync::Weak<crate::agents::Agents>>,
+    /// The `session.setAgent{guardTurn}` guards (set by the agents component).
+    guards: Arc<TurnGuards>,
 }
 
 impl std::fmt::Debug for Approvals {
@@ -162,13 +162,14 @@ impl std::fmt::Debug for Approvals {
 impl Approvals {
     /// The component: settings of `home`, writes through `log`, requests over `hub`,
     /// sessions looked up in `sessions`; `allowlist` is consulted before asking and keeps
-    /// the answers given for longer than one call.
+    /// the answers given for longer than one call; `guards` force an ask.
     pub fn new(
         home: Home,
         log: EventLog,
         hub: Arc<BusHub>,
         sessions: Registry,
         allowlist: Arc<Allowlist>,
+        guards: Arc<TurnGuards>,
     ) -> Self {
         Approvals {
             home,
@@ -177,22 +178,14 @@ impl Approvals {
             sessions,
             allowlist,
             pending: Mutex::new(HashMap::new()),
-            agents: std::sync::OnceLock::new(),
+            guards,
         }
     }
 
-    /// Gives the component the agents component whose guards `approval.ask` honours.
-    pub fn attach_agents(&self, agents: &Arc<crate::agents::Agents>) {
-        let _ = self.agents.set(Arc::downgrade(agents));
-    }
-
     /// True while `session.setAgent{guardTurn}` guards `session` or one it was delegated
-    /// from ([`crate::agents::Agents::is_guarded`]).
+    /// from ([`TurnGuards::is_guarded`]).
     pub(crate) fn is_guarded(&self, session: &Session) -> bool {
-        self.agents
-            .get()
-            .and_then(std::sync::Weak::upgrade)
-            .is_some_and(|a| a.is_guarded(session))
+        self.guards.is_guarded(session)
     }
 
     /// The allowlist (`permission.allowlist.*`) consulted before asking.

@@ -68,7 +68,7 @@ async fn images_text_pages_and_files_reach_the_model_and_are_stored() {
         ])
     );
     assert!(!user.to_string().contains(&png), "no bytes in the event");
-    let req = crate::provider::fake_provider(&h.script)
+    let req = snowpea_session_llm::provider::fake_provider(&h.script)
         .unwrap()
         .received()
         .pop()

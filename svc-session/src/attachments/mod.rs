@@ -27,8 +27,8 @@ use serde::{Deserialize, Serialize};
 use snowpea_common::home::Home;
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::{Error, Result};
-use crate::provider::ToolImage;
+use snowpea_session_error::{Error, Result};
+use snowpea_session_llm::provider::ToolImage;
 
 /// Most attachments of one prompt.
 pub const MAX_ATTACHMENTS: usize = 20;

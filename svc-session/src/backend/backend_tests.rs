@@ -530,7 +530,7 @@ async fn docker_attaches_to_an_existing_container_and_leaves_it_running() {
         ),
     ] {
         match within(LONG, "backend.set", set(config.clone())).await {
-            Err(crate::error::Error::InvalidParams { field: f, message }) => {
+            Err(snowpea_session_error::Error::InvalidParams { field: f, message }) => {
                 assert_eq!(f, field, "{config}: {message}")
             }
             other => panic!("{config}: expected invalid_params, got {other:?}"),
@@ -647,8 +647,8 @@ async fn backend_set_probes_an_ssh_host_and_keeps_the_backend_when_it_fails() {
         kind: "ssh".into(),
         config: Some(snowpea_proto::wkt::to_struct(&config)),
     };
-    let refused_on_host = |e: crate::error::Error| match e {
-        crate::error::Error::InvalidParams { field, message } => {
+    let refused_on_host = |e: snowpea_session_error::Error| match e {
+        snowpea_session_error::Error::InvalidParams { field, message } => {
             assert_eq!(field, "params.config.host", "{message}");
             message
         }
@@ -755,7 +755,7 @@ async fn docker_backend_set_refuses_an_unreachable_engine() {
         .await
         .unwrap_err();
         match e {
-            crate::error::Error::InvalidParams { field, message } => {
+            snowpea_session_error::Error::InvalidParams { field, message } => {
                 assert_eq!(field, "params.kind", "{message}");
                 assert!(message.contains("Docker Engine"), "{message}");
             }

@@ -9,9 +9,9 @@ use snowpea_proto::session::v1 as pb;
 
 use super::config::{self, BackendConfig};
 use super::{local, ssh, Backend};
-use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::session::Registry;
+use snowpea_session_error::{Error, Result};
 
 /// Chooses where each session's tools run.
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::BackendKind;
-use crate::error::{Error, Result};
+use snowpea_session_error::{Error, Result};
 
 /// Image of a docker backend when `config.image` is absent (the reference's default).
 pub const DEFAULT_DOCKER_IMAGE: &str = "python:3.11-slim";

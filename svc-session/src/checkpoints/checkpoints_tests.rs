@@ -7,9 +7,9 @@ use std::path::Path;
 use serde_json::{json, Value};
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::Error;
 use crate::testkit::{of_kind, Harness};
 use crate::tools::Writes;
+use snowpea_session_error::Error;
 
 fn write(path: &Path, text: &str, mode: u32) {
     if let Some(p) = path.parent() {

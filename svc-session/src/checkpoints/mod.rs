@@ -42,12 +42,12 @@ use snowpea_proto::rpc::v1::OkResult;
 use snowpea_proto::session::v1 as pb;
 
 use crate::backend::{Backend, BackendKind};
-use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::session::{Registry, Session};
 use crate::store::checkpoints::{self as sql, CheckpointRow, FileRow};
 use crate::store::Store;
 use crate::tools::Writes;
+use snowpea_session_error::{Error, Result};
 
 pub mod blobs;
 pub mod capture;

@@ -4,7 +4,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::error::{Error, Result};
+use snowpea_session_error::{Error, Result};
 
 /// Directory names whose contents are never captured (`excluded`).
 pub const EXCLUDED_DIRS: &[&str] = &[

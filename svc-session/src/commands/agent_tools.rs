@@ -16,10 +16,10 @@ use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
 use super::{Commands, Reply};
-use crate::provider::ToolSpec;
 use crate::session::Session;
-use crate::skills::Kind;
 use crate::tools::{Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+use snowpea_session_llm::provider::ToolSpec;
+use snowpea_session_skills::Kind;
 
 /// Most skills named in `skill_view`'s description.
 const MAX_LISTED_SKILLS: usize = 100;
@@ -33,7 +33,7 @@ impl Commands {
         ];
         let catalog = self.skills.clone();
         let workdir = session.workdir();
-        let skills: Vec<(String, String)> = crate::skills::blocking(move || {
+        let skills: Vec<(String, String)> = snowpea_session_skills::blocking(move || {
             Ok(catalog
                 .catalog(Some(&workdir))
                 .into_iter()

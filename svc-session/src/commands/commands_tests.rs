@@ -429,7 +429,7 @@ async fn compact_summarises_the_history_as_a_command_turn() {
     let d = &of_kind(&ev, "message.done")[0]["payload"]["data"];
     assert_eq!(d["summaryChars"], "SUMMARY: two chats.".len());
     assert!(d["after"].as_i64() < d["before"].as_i64(), "{d}");
-    let summariser = crate::provider::fake_provider(&h.script)
+    let summariser = snowpea_session_llm::provider::fake_provider(&h.script)
         .unwrap()
         .received();
     assert!(summariser
@@ -440,7 +440,7 @@ async fn compact_summarises_the_history_as_a_command_turn() {
     // The next turn starts from the summary.
     let t = h.prompt(&sid, "third question").await;
     h.until_done(&t, |_| None).await;
-    let last = crate::provider::fake_provider(&h.script)
+    let last = snowpea_session_llm::provider::fake_provider(&h.script)
         .unwrap()
         .received()
         .pop()

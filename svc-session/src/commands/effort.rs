@@ -8,7 +8,7 @@ use serde_json::json;
 use snowpea_proto::session::v1 as pb;
 
 use super::{Builtin, Call, Commands, Failure, Reply, Risk, Run};
-use crate::models::effort;
+use snowpea_session_llm::effort;
 
 /// `/effort`.
 pub struct Effort;

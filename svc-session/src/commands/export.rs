@@ -146,21 +146,21 @@ impl Builtin for Export {
             let bytes = body.len();
             let target = path.clone();
             let root = workdir.clone();
-            crate::skills::blocking(move || {
+            snowpea_session_skills::blocking(move || {
                 if let Some(dir) = target.parent() {
                     std::fs::create_dir_all(dir).map_err(anyhow::Error::from)?;
                     // A symlinked folder must not lead the file out of the workdir.
                     let real = std::fs::canonicalize(dir).map_err(anyhow::Error::from)?;
                     let root = std::fs::canonicalize(&root).map_err(anyhow::Error::from)?;
                     if !real.starts_with(&root) {
-                        return Err(crate::error::Error::invalid(
+                        return Err(snowpea_session_error::Error::invalid(
                             "params.args",
                             "--out leads outside the workdir through a symlink",
                         ));
                     }
                 }
                 if std::fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink()) {
-                    return Err(crate::error::Error::invalid(
+                    return Err(snowpea_session_error::Error::invalid(
                         "params.args",
                         "--out names a symlink",
                     ));

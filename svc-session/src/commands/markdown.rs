@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::{Args, Listed, PromptTurn, Reply, Risk, Target};
-use crate::skills::{Entry, Kind};
+use snowpea_session_skills::{Entry, Kind};
 
 /// The table row of a markdown command or skill. Source: the root's (`global`,
 /// `project`, `plugin:<name>`), or `skill` for a skill outside a plugin.
@@ -47,7 +47,7 @@ pub fn listed(e: Entry) -> Listed {
 
 /// The model turn of `/<name> args`.
 pub fn run(e: &Entry, args: &Args) -> Reply {
-    let mut text = crate::skills::loader::substitute(e.body.trim(), &args.text());
+    let mut text = snowpea_session_skills::loader::substitute(e.body.trim(), &args.text());
     if e.kind == Kind::Skill {
         text = format!("Use the skill \"{}\".\n\n{text}", e.name);
     }

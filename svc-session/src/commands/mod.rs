@@ -26,14 +26,14 @@ use snowpea_proto::session::v1 as pb;
 
 use crate::checkpoints::Checkpoints;
 use crate::compaction::Compaction;
-use crate::error::Result;
 use crate::events::EventLog;
 use crate::models::Models;
 use crate::permission::Allowlist;
 use crate::session::{Session, Sessions};
 use crate::settings::Settings;
-use crate::skills::{Kind, Skills};
 use crate::tools::Tools;
+use snowpea_session_error::Result;
+use snowpea_session_skills::{Kind, Skills};
 
 pub mod agent_tools;
 pub mod args;
@@ -168,7 +168,7 @@ impl Failure {
         }
     }
     /// From a component error.
-    pub fn from_error(e: crate::error::Error) -> Self {
+    pub fn from_error(e: snowpea_session_error::Error) -> Self {
         let rpc = e.into_rpc();
         let code: &'static str = rpc.code.wire();
         let stable = match code {
@@ -323,7 +323,7 @@ pub enum Target {
     /// A built-in (index into the registry).
     Builtin(usize),
     /// A markdown command or skill.
-    Markdown(Box<crate::skills::Entry>),
+    Markdown(Box<snowpea_session_skills::Entry>),
 }
 
 /// The components the session-changing built-ins act through (`/model`, `/effort`:
@@ -518,7 +518,8 @@ impl Commands {
         };
         let skills = self.skills.clone();
         let table =
-            crate::skills::blocking(move || Ok(table_of(&skills, workdir.as_deref()))).await?;
+            snowpea_session_skills::blocking(move || Ok(table_of(&skills, workdir.as_deref())))
+                .await?;
         Ok(pb::CommandListResult {
             commands: Self::to_pb(&table),
         })
@@ -570,7 +571,9 @@ impl Commands {
         let skills = self.skills.clone();
         let workdir = o.workdir;
         let table =
-            match crate::skills::blocking(move || Ok(table_of(&skills, Some(&workdir)))).await {
+            match snowpea_session_skills::blocking(move || Ok(table_of(&skills, Some(&workdir))))
+                .await
+            {
                 Ok(t) => t,
                 Err(e) => {
                     tracing::warn!(error = %e, "command table not read");
@@ -592,7 +595,7 @@ impl Commands {
         let name = name.trim_start_matches('/').to_owned();
         let skills = self.skills.clone();
         let workdir = session.workdir();
-        crate::skills::blocking(move || {
+        snowpea_session_skills::blocking(move || {
             Ok(table_of(&skills, Some(&workdir))
                 .into_iter()
                 .find(|c| c.name == name))

@@ -80,7 +80,7 @@ impl Builtin for SkillCmd {
                     let mut rows = Vec::new();
                     for e in entries
                         .iter()
-                        .filter(|e| e.kind == crate::skills::Kind::Skill)
+                        .filter(|e| e.kind == snowpea_session_skills::Kind::Skill)
                     {
                         let summary = e
                             .error

@@ -78,7 +78,7 @@ impl Builtin for Team {
                     {
                         Ok(s) => s,
                         // No team yet: still say whether delegation mode is on.
-                        Err(crate::error::Error::NotFound(_)) if id.is_empty() => {
+                        Err(snowpea_session_error::Error::NotFound(_)) if id.is_empty() => {
                             return Ok(Reply::done(
                                 format!("No team has run yet. {mode_line}"),
                                 json!({"delegation": delegation}),

@@ -5,11 +5,11 @@
 use serde_json::{json, Value};
 use snowpea_proto::session::v1 as pb;
 
-use crate::provider::Role;
 use crate::testkit::{kinds, of_kind, Harness, Item};
+use snowpea_session_llm::provider::Role;
 
-fn requests(h: &Harness) -> Vec<crate::provider::ModelRequest> {
-    crate::provider::fake_provider(&h.script)
+fn requests(h: &Harness) -> Vec<snowpea_session_llm::provider::ModelRequest> {
+    snowpea_session_llm::provider::fake_provider(&h.script)
         .unwrap()
         .received()
 }
@@ -134,7 +134,10 @@ async fn a_failing_provider_gets_the_fallback_summary_and_a_running_turn_is_refu
     // Busy: refused, nothing changes.
     let t = h.prompt(&sid, "slow").await;
     let err = h.app.turns.compact(compact(&sid, None)).await.unwrap_err();
-    assert!(matches!(err, crate::error::Error::SessionBusy(_)), "{err}");
+    assert!(
+        matches!(err, snowpea_session_error::Error::SessionBusy(_)),
+        "{err}"
+    );
     // The message a client shows is one readable sentence (no source-indentation run).
     assert!(!err.to_string().contains("  "), "{err}");
     h.app.turns.interrupt(&sid).unwrap();
@@ -200,7 +203,7 @@ async fn auto_compaction_is_off_at_zero_and_at_a_hundred() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: cargo test -p snowpea-svc-session --lib compaction::tests::measure -- --ignored --nocapture"]
 async fn measure_compaction_of_200_messages() {
-    use crate::provider::{ChatMessage, ToolCall};
+    use snowpea_session_llm::provider::{ChatMessage, ToolCall};
     let h = Harness::new(json!({"steps": [{"match": "conversation to summarise", "text": "A summary of the work so far, as notes.", "repeat": true}]})).await;
     let sid = h.create("accept").await;
     let session = h.app.sessions.get(&sid).unwrap();

@@ -28,8 +28,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::EventLog;
 use crate::models::Models;
-use crate::provider::{ChatMessage, ModelRequest, StreamEvent};
 use crate::session::{Session, Sessions};
+use snowpea_session_llm::provider::{ChatMessage, ModelRequest, StreamEvent};
 
 pub mod split;
 
@@ -121,10 +121,15 @@ impl std::fmt::Debug for Compaction {
     }
 }
 
-/// Estimated tokens of a history for `model` (see [`crate::turn::tokens`]), counted on the
+/// Estimated tokens of a history for `model` (see [`snowpea_session_llm::tokens`]), counted on the
 /// blocking pool.
 async fn estimate(messages: &[ChatMessage], model: &str) -> u64 {
-    crate::turn::tokens::estimate_blocking(messages.to_vec(), String::new(), model.to_owned()).await
+    snowpea_session_llm::tokens::estimate_blocking(
+        messages.to_vec(),
+        String::new(),
+        model.to_owned(),
+    )
+    .await
 }
 
 impl Compaction {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::provider::{ChatMessage, Role};
+use snowpea_session_llm::provider::{ChatMessage, Role};
 
 /// The index where the kept tail of `messages` starts: at most `keep` messages are kept, and
 /// the tail never starts on a tool result (it moves back to the assistant message whose calls
@@ -77,8 +77,8 @@ pub fn transcript_line(m: &ChatMessage) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::ToolCall;
     use serde_json::json;
+    use snowpea_session_llm::provider::ToolCall;
 
     #[test]
     fn the_tail_never_starts_on_a_tool_result() {

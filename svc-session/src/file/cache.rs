@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 use super::index::Index;
 use super::list;
 use super::stamp::Stamp;
-use crate::error::{Error, Result};
+use snowpea_session_error::{Error, Result};
 
 /// Most workdirs whose listing is kept at once (the least recently used goes first).
 const CACHE_WORKDIRS: usize = 8;

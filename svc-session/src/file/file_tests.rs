@@ -6,8 +6,8 @@ use std::path::Path;
 use serde_json::json;
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::Error;
 use crate::testkit::Harness;
+use snowpea_session_error::Error;
 
 fn touch(root: &Path, rel: &str, text: &str) {
     let p = root.join(rel);

@@ -12,8 +12,9 @@ use std::path::{Component, Path, PathBuf};
 
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::{Error, Result};
-use crate::session::{check_workdir, Registry};
+use crate::session::Registry;
+use snowpea_session_core::workdir::check_workdir;
+use snowpea_session_error::{Error, Result};
 
 pub mod cache;
 pub mod index;

@@ -38,9 +38,9 @@ use std::sync::{Arc, RwLock};
 use serde_json::{json, Value};
 
 use crate::session::Sessions;
-use crate::skills::Skills;
 use config::HookDef;
 use exec::Ran;
+use snowpea_session_skills::Skills;
 
 /// Most times Stop hooks may continue one turn.
 pub const MAX_STOP_CONTINUES: i64 = 3;

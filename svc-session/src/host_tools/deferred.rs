@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use super::invoke::TOOL_SEARCH;
 use super::HostTool;
-use crate::provider::ToolSpec;
 use crate::tools::{args, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+use snowpea_session_llm::provider::ToolSpec;
 
 /// Most tools one search loads.
 pub const MAX_RESULTS: usize = 8;

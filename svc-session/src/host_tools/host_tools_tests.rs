@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 use snowpea_proto::rpc::v1::BusClientRequest;
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::Error;
 use crate::testkit::{of_kind, Harness, Item};
+use snowpea_session_error::Error;
 
 fn tool(name: &str, permission: &str) -> pb::tool_register_params::Tool {
     pb::tool_register_params::Tool {
@@ -23,7 +23,7 @@ fn tool(name: &str, permission: &str) -> pb::tool_register_params::Tool {
 fn register(
     h: &Harness,
     tools: Vec<pb::tool_register_params::Tool>,
-) -> crate::error::Result<Vec<String>> {
+) -> snowpea_session_error::Result<Vec<String>> {
     h.app
         .host_tools
         .register(

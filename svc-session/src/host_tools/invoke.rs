@@ -31,8 +31,8 @@ use tokio::time::Instant;
 
 use super::registry::HostToolDef;
 use super::{HostTools, InFlight, HOST_RESULT, MAX_META_BYTES};
-use crate::provider::ToolSpec;
 use crate::tools::{args, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+use snowpea_session_llm::provider::ToolSpec;
 
 /// Name of the tool that loads deferred host tools ([`super::parallel`]'s sibling
 /// `turn/agent.rs` offers it when the host has deferred tools).

@@ -32,12 +32,12 @@ use snowpea_proto::session::v1 as pb;
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::approval::Approvals;
-use crate::error::{Error, Result};
 use crate::question::Questions;
 use crate::session::{Registry, Session};
 use crate::tools::Tools;
 pub use invoke::HostTool;
 pub use registry::{Host, HostToolDef, Hosts, Parallel};
+use snowpea_session_error::{Error, Result};
 
 /// The internal meta key a host tool's [`crate::tools::ToolOutput`] carries its result in
 /// (content blocks, images, host meta, sensitivity); `turn/tool_call.rs` takes it out
@@ -57,7 +57,7 @@ pub struct HostResult {
     /// a sensitive result.
     pub content: Vec<pb::ContentBlock>,
     /// Images for the model (vision input).
-    pub images: Vec<crate::provider::ToolImage>,
+    pub images: Vec<snowpea_session_llm::provider::ToolImage>,
     /// The host's `meta` when ≤ [`MAX_META_BYTES`].
     pub meta: Option<serde_json::Value>,
     /// `meta.sensitive`: output stored as `[redacted]`, no content kept.

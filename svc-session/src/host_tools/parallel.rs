@@ -10,7 +10,7 @@
 //! own. Batches run in the model's order, so a `"never"` call or a write never overlaps
 //! anything, and results reach the model in the order it asked.
 
-use crate::provider::ToolCall;
+use snowpea_session_llm::provider::ToolCall;
 
 /// The built-in file tools `batchedFileTools` runs side by side (all tagged `read`).
 pub const BATCHED_FILE_TOOLS: &[&str] = &["read_file", "list_dir", "glob", "grep"];

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::Value;
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::{Error, Result};
 use crate::tools::Permission;
+use snowpea_session_error::{Error, Result};
 
 /// Default of a tool's `timeoutMs`: how long `tool.invoke` may stay silent (120 s).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);

@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 use snowpea_proto::session::v1 as pb;
 
 use super::fast;
-use crate::error::Error;
 use crate::testkit::Harness;
+use snowpea_session_error::Error;
 
 fn params(sid: &str, input: &str) -> pb::LlmSampleParams {
     pb::LlmSampleParams {
@@ -60,7 +60,7 @@ async fn a_sample_answers_text_writes_only_a_usage_event_and_sends_no_tools() {
     let last = h.app.events.after(&sid, 0).await.unwrap().pop().unwrap();
     assert_eq!(last.payload["provider"], "fake");
 
-    let sent = crate::provider::fake_provider(&h.script)
+    let sent = snowpea_session_llm::provider::fake_provider(&h.script)
         .unwrap()
         .received();
     let req = sent.last().unwrap();
@@ -125,7 +125,7 @@ async fn schema_answers_are_validated_and_failures_are_invalid_output() {
     let v = snowpea_proto::wkt::from_value(ok.json.as_ref().unwrap());
     assert_eq!(v, json!({"title": "Hello", "score": 3}));
     assert!(ok.text.is_none());
-    let sent = crate::provider::fake_provider(&h.script)
+    let sent = snowpea_session_llm::provider::fake_provider(&h.script)
         .unwrap()
         .received();
     assert!(sent.last().unwrap().system.contains("JSON Schema"));
@@ -146,7 +146,7 @@ async fn schema_answers_are_validated_and_failures_are_invalid_output() {
         }
         e => panic!("{e:?}"),
     }
-    let sent = crate::provider::fake_provider(&h.script)
+    let sent = snowpea_session_llm::provider::fake_provider(&h.script)
         .unwrap()
         .received();
     let last = sent.last().unwrap();

@@ -22,10 +22,10 @@ use snowpea_common::context::CallContext;
 use snowpea_common::home::Home;
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::{Error, Result};
 use crate::events::EventLog;
-use crate::provider::{ChatMessage, ModelRequest, Providers, StreamEvent};
 use crate::session::Registry;
+use snowpea_session_error::{Error, Result};
+use snowpea_session_llm::provider::{ChatMessage, ModelRequest, Providers, StreamEvent};
 
 pub mod fast;
 pub mod prompt;
@@ -153,7 +153,7 @@ impl Sampler {
             }
             Ok(Ok(r)) => r,
         };
-        let usage = usage.unwrap_or_else(|| crate::provider::Usage {
+        let usage = usage.unwrap_or_else(|| snowpea_session_llm::provider::Usage {
             input_tokens: 0,
             output_tokens: (text.len() as u64).div_ceil(4),
             cached_tokens: 0,
@@ -228,8 +228,11 @@ impl Sampler {
 
 /// The answer text and usage of one call (tool calls are ignored: none were offered).
 pub(crate) async fn collect(
-    mut stream: crate::provider::EventStream,
-) -> std::result::Result<(String, Option<crate::provider::Usage>), crate::provider::ProviderError> {
+    mut stream: snowpea_session_llm::provider::EventStream,
+) -> std::result::Result<
+    (String, Option<snowpea_session_llm::provider::Usage>),
+    snowpea_session_llm::provider::ProviderError,
+> {
     let mut text = String::new();
     let mut usage = None;
     while let Some(item) = stream.next().await {

@@ -19,7 +19,7 @@ use snowpea_proto::session::v1 as pb;
 
 use super::catalog::{self, Catalog, ServerDef};
 use super::client::{self, Client};
-use crate::error::Result;
+use snowpea_session_error::Result;
 
 /// Idle time after which a server is stopped (reference: 600 s).
 pub const IDLE_STOP: Duration = Duration::from_secs(600);

@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use super::client::{path_of, uri_of};
 use super::Lsp;
 use crate::backend::BackendKind;
-use crate::provider::ToolSpec;
 use crate::tools::{args, paths, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+use snowpea_session_llm::provider::ToolSpec;
 
 /// Longest wait for one LSP request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);

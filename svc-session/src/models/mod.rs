@@ -14,14 +14,13 @@ use serde_json::Value;
 use snowpea_common::home::Home;
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::{Error, Result};
 use crate::events::EventLog;
-use crate::provider::{ProviderError, Providers, SharedProvider};
 use crate::session::{Session, Sessions};
 use crate::store::sessions::SessionRow;
+use snowpea_session_error::{Error, Result};
+use snowpea_session_llm::provider::{ProviderError, Providers, SharedProvider};
 
-pub mod effort;
-pub mod routing;
+use snowpea_session_llm::{effort, routing};
 
 use routing::{ModelRef, RouteInputs};
 

@@ -22,7 +22,7 @@ fn set_effort(sid: &str, effort: Option<&str>) -> pb::SessionSetEffortParams {
 
 /// The model and effort of the last model call.
 fn last_call(h: &Harness) -> (String, Option<String>) {
-    let r = crate::provider::fake_provider(&h.script)
+    let r = snowpea_session_llm::provider::fake_provider(&h.script)
         .unwrap()
         .received()
         .pop()

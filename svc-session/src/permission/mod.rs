@@ -26,13 +26,13 @@ use snowpea_common::home::Home;
 use snowpea_common::time::now_iso;
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::permissions::{Mode, Verdict};
 use crate::session::{Registry, Session};
 use crate::store::{self, Store};
 use crate::tools::{Permission, ToolPlan};
 use pattern::Pattern;
+use snowpea_session_error::{Error, Result};
 
 /// Where an entry is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

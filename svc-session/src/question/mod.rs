@@ -41,12 +41,12 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::session::ask_origin::{ask_origin, AskOptions, Ended, Reply};
 use crate::session::{Registry, Session};
 use crate::store::{self, Store};
 pub use shape::{Answer, Question};
+use snowpea_session_error::{Error, Result};
 
 /// Default of the `questions.timeoutSec` setting, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 600;

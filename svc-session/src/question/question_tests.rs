@@ -4,8 +4,8 @@ use snowpea_proto::rpc::v1::{client_reply, ClientReply};
 use snowpea_proto::session::v1 as pb;
 use tonic::Request;
 
-use crate::error::Error;
 use crate::testkit::{done_reason, of_kind, read, Harness, Item};
+use snowpea_session_error::Error;
 
 fn script() -> Value {
     json!({"steps": [
@@ -82,7 +82,7 @@ async fn the_origin_answers_and_the_model_gets_the_secret_that_events_mask() {
     );
     assert!(result["payload"]["meta"].get("redactedOutput").is_none());
     // The model got it in clear.
-    let seen = crate::provider::fake_provider(&h.script)
+    let seen = snowpea_session_llm::provider::fake_provider(&h.script)
         .unwrap()
         .received();
     let tool_msg = seen
@@ -90,7 +90,7 @@ async fn the_origin_answers_and_the_model_gets_the_secret_that_events_mask() {
         .unwrap()
         .messages
         .iter()
-        .find(|m| m.role == crate::provider::Role::Tool)
+        .find(|m| m.role == snowpea_session_llm::provider::Role::Tool)
         .unwrap();
     assert!(
         tool_msg.content.contains("s3cr3t-token"),

@@ -1,5 +1,5 @@
 //! `ProviderService`: `provider.list/configure/remove/models/test/loginWeb`, delegating to
-//! [`Providers`](crate::provider::Providers).
+//! [`Providers`](snowpea_session_llm::provider::Providers).
 
 use std::sync::Arc;
 

@@ -1,5 +1,5 @@
 //! `SkillService`: `skill.list/read/write/create/remove/reload/search/install`, delegating to
-//! [`Skills`](crate::skills::Skills); `skill.create` with a `description` (a drafting model
+//! [`Skills`](snowpea_session_skills::Skills); `skill.create` with a `description` (a drafting model
 //! turn) to [`Turns::draft_skill`](crate::turn::Turns::draft_skill).
 
 use std::sync::Arc;
@@ -100,3 +100,7 @@ impl SkillService for SkillRpc {
         ))
     }
 }
+
+#[cfg(test)]
+#[path = "skill_tests.rs"]
+mod tests;

@@ -31,11 +31,11 @@ use snowpea_proto::session::v1 as pb;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
-use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::session::{SessionSetup, Sessions};
 use crate::store::sessions::KIND_SCHEDULED;
 use crate::turn::Turns;
+use snowpea_session_error::{Error, Result};
 
 /// Longest an unattended turn may run before it is interrupted (the scheduler has its own,
 /// usually shorter, `scheduler.runTimeoutSec`).

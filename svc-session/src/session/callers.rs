@@ -29,8 +29,8 @@ use snowpea_common::context::CallContext;
 
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
 use crate::session::{Registry, Session};
+use snowpea_session_error::{Error, Result};
 
 /// `clientKind` of a browser surface.
 pub const BROWSER: &str = "browser";

@@ -11,7 +11,7 @@ use serde_json::Value;
 use snowpea_proto::session::v1 as pb;
 
 use super::{Session, Sessions};
-use crate::error::Result;
+use snowpea_session_error::Result;
 
 /// The setting a session without a pin follows.
 pub const DELEGATE_BY_DEFAULT_SETTING: &str = "agents.delegateByDefault";

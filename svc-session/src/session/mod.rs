@@ -21,13 +21,14 @@ use snowpea_proto::session::v1 as pb;
 use tokio::sync::watch;
 
 use crate::checkpoints::Checkpoints;
-use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::permissions::Mode;
-use crate::provider::Providers;
 use crate::question::Questions;
 use crate::store::{self, sessions::SessionRow, Store};
 use crate::turn::TurnState;
+use snowpea_session_core::workdir::check_workdir;
+use snowpea_session_error::{Error, Result};
+use snowpea_session_llm::provider::Providers;
 
 /// Longest session title `session.rename` accepts, in characters.
 pub const MAX_TITLE_CHARS: usize = 500;
@@ -38,6 +39,7 @@ pub mod delegation;
 pub mod origin;
 pub mod prefs;
 pub mod saved;
+pub mod turn_guards;
 
 /// Most concurrent subagents `session.create{maxConcurrent}` may ask for.
 pub const MAX_CONCURRENT: i64 = 64;
@@ -236,32 +238,6 @@ impl Session {
     }
 }
 
-/// Validates `session.create{workdir}`: absolute, existing directory; returns it canonical.
-pub fn check_workdir(workdir: &str) -> Result<PathBuf> {
-    let field = "params.workdir";
-    if workdir.trim().is_empty() {
-        return Err(Error::invalid(field, "must not be empty"));
-    }
-    let path = Path::new(workdir);
-    if !path.is_absolute() {
-        return Err(Error::invalid(
-            field,
-            format!("must be an absolute path, got {workdir:?}"),
-        ));
-    }
-    match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => {
-            return Err(Error::invalid(
-                field,
-                format!("{workdir} is not a directory"),
-            ))
-        }
-        Err(e) => return Err(Error::invalid(field, format!("{workdir}: {e}"))),
-    }
-    std::fs::canonicalize(path).map_err(|e| Error::invalid(field, format!("{workdir}: {e}")))
-}
-
 fn parse_mode(field: &str, mode: &str) -> Result<Mode> {
     Mode::parse(mode)
         .ok_or_else(|| Error::invalid(field, format!("must be plan, accept or auto, not {mode:?}")))
@@ -278,6 +254,12 @@ fn nonempty(s: Option<String>) -> Option<String> {
 pub struct Registry {
     live: Arc<Mutex<HashMap<String, Arc<Session>>>>,
     store: Store,
+}
+
+impl snowpea_session_skills::OpenWorkdirs for Registry {
+    fn open_workdirs(&self) -> Vec<String> {
+        self.all().iter().map(|s| s.row().workdir).collect()
+    }
 }
 
 impl Registry {
@@ -541,14 +523,14 @@ impl Sessions {
                 .unwrap_or(Mode::Accept),
         };
         let mode = setup.definition_mode.map_or(mode, |m| mode.narrower(m));
-        let pin = crate::models::routing::check_create(
+        let pin = snowpea_session_llm::routing::check_create(
             &settings,
             nonempty(p.provider),
             nonempty(p.model),
             &|v| self.providers.is_configured(&settings, v),
         )?;
         let effort = match nonempty(p.effort) {
-            Some(e) => Some(crate::models::effort::parse(&e).ok_or_else(|| {
+            Some(e) => Some(snowpea_session_llm::effort::parse(&e).ok_or_else(|| {
                 Error::invalid(
                     "params.effort",
                     format!("must be low, medium, high, max or null, not {e:?}"),

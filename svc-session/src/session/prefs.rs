@@ -7,8 +7,8 @@ use snowpea_common::time::now_iso;
 use snowpea_proto::session::v1 as pb;
 
 use super::{callers, Session, Sessions};
-use crate::error::{Error, Result};
 use crate::store::sessions::KIND_CHAT;
+use snowpea_session_error::{Error, Result};
 
 impl Sessions {
     /// `session.setActive`: marks the session as the one the user is looking at

@@ -26,8 +26,8 @@ use snowpea_common::time::now_iso;
 use snowpea_proto::session::v1 as pb;
 
 use super::Sessions;
-use crate::error::{Error, Result};
 use crate::store;
+use snowpea_session_error::{Error, Result};
 
 /// Most entries `session.artifacts` returns.
 pub const MAX_ARTIFACTS: usize = 500;

@@ -68,7 +68,7 @@ async fn delete_saved_closes_an_idle_session_and_leaves_nothing_behind() {
         .await
         .unwrap_err();
     assert!(
-        matches!(busy, crate::error::Error::SessionBusy(_)),
+        matches!(busy, snowpea_session_error::Error::SessionBusy(_)),
         "{busy}"
     );
     assert!(h.app.sessions.get(&other).is_ok(), "nothing of it was lost");
@@ -110,7 +110,7 @@ async fn delete_saved_closes_an_idle_session_and_leaves_nothing_behind() {
         })
         .await
         .unwrap_err();
-    assert!(matches!(missing, crate::error::Error::NotFound(_)));
+    assert!(matches!(missing, snowpea_session_error::Error::NotFound(_)));
     // By workdir: closed sessions and idle open ones go (an open one is closed first, so
     // its chat bindings go too; issue 32 item 10); a running one is left alone.
     h.app.sessions.close(&other).await.unwrap();

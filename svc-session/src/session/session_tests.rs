@@ -2,8 +2,8 @@ use serde_json::json;
 use snowpea_proto::session::v1 as pb;
 use snowpea_proto::session::v1::tool_service_server::ToolService;
 
-use crate::error::Error;
 use crate::testkit::{Harness, Item};
+use snowpea_session_error::Error;
 
 fn create(workdir: &str, mode: Option<&str>) -> pb::SessionCreateParams {
     pb::SessionCreateParams {

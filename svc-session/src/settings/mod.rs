@@ -37,7 +37,7 @@ use snowpea_proto::rpc::v1::SettingsChange;
 use snowpea_proto::session::v1 as pb;
 use snowpea_proto::wkt;
 
-use crate::error::{Error, Result};
+use snowpea_session_error::{Error, Result};
 
 /// Keys `settings.set` refuses (`invalid_params` naming the key): they make the daemon run
 /// a program (`system.update` runs `updates.command`) or choose where an upgrade comes

@@ -25,8 +25,8 @@ use snowpea_common::home::Home;
 use snowpea_proto::session::v1 as pb;
 
 use crate::app::EnvFn;
-use crate::error::{Error, Result};
 use crate::settings::{Scope, Settings};
+use snowpea_session_error::{Error, Result};
 
 /// The defaults `setup.applyDefaults` fills in: dotted key and value.
 pub fn profile_defaults() -> [(&'static str, Value); 3] {

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
 
-use crate::error::Result;
+use snowpea_session_error::Result;
 
 pub mod agents;
 pub mod allowlist;

@@ -7,7 +7,7 @@
 use snowpea_proto::session::v1 as pb;
 
 use super::{guides, table, Teams};
-use crate::error::Result;
+use snowpea_session_error::Result;
 
 impl Teams {
     /// The rows `agent.list` shows for the running teams (module doc).

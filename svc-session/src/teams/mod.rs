@@ -37,13 +37,13 @@ use snowpea_proto::rpc::v1::OkResult;
 use snowpea_proto::session::v1 as pb;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{Error, Result};
 use crate::events::EventLog;
-use crate::provider::Providers;
 use crate::session::Sessions;
-use crate::skills::{Kind, Skills};
 use crate::store::teams::{self as table, TaskRow, TeamRow};
 use crate::store::Store;
+use snowpea_session_error::{Error, Result};
+use snowpea_session_llm::provider::Providers;
+use snowpea_session_skills::{Kind, Skills};
 
 pub mod guides;
 pub mod list;

@@ -14,8 +14,8 @@ use snowpea_common::home::Home;
 use snowpea_proto::session::v1 as pb;
 
 use crate::events::EventLog;
-use crate::provider::{ChatMessage, ModelRequest, Providers};
 use crate::session::Session;
+use snowpea_session_llm::provider::{ChatMessage, ModelRequest, Providers};
 
 /// Most tasks a plan may hold.
 pub const MAX_TASKS: usize = 24;
@@ -259,7 +259,7 @@ pub async fn plan(
             Ok(Err(e)) => return Err(format!("the planner's model call failed: {e}")),
             Ok(Ok(r)) => r,
         };
-    let usage = usage.unwrap_or_else(|| crate::provider::Usage {
+    let usage = usage.unwrap_or_else(|| snowpea_session_llm::provider::Usage {
         input_tokens: 0,
         output_tokens: (text.len() as u64).div_ceil(4),
         cached_tokens: 0,

@@ -232,8 +232,8 @@ pub async fn remove(top: &Path, dir: &Path) {
     let removed = git(top, &["worktree", "remove", "--force", "--force", &d])
         .await
         .is_ok_and(|o| o.ok);
-    if !removed && dir.exists() {
-        let _ = std::fs::remove_dir_all(dir);
+    if !removed && tokio::fs::try_exists(dir).await.unwrap_or(false) {
+        let _ = tokio::fs::remove_dir_all(dir).await;
     }
     let _ = git(top, &["worktree", "prune"]).await;
 }
@@ -260,14 +260,18 @@ pub async fn cleanup(top: &Path, team_id: &str) {
         remove(top, Path::new(&wt)).await;
     }
     // Folders git no longer knows (a kill between `mkdir` and registration).
-    if let Ok(entries) = std::fs::read_dir(root(top)) {
-        let prefix = format!("{team_id}-");
-        for e in entries.flatten() {
-            if e.file_name().to_string_lossy().starts_with(&prefix) {
-                let _ = std::fs::remove_dir_all(e.path());
+    // On the blocking pool: a worktree is a whole checkout.
+    let (folder, prefix) = (root(top), format!("{team_id}-"));
+    let _ = tokio::task::spawn_blocking(move || {
+        if let Ok(entries) = std::fs::read_dir(folder) {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    let _ = std::fs::remove_dir_all(e.path());
+                }
             }
         }
-    }
+    })
+    .await;
     let _ = git(top, &["worktree", "prune"]).await;
     let pattern = format!("refs/heads/snowpea/team-{team_id}-*");
     if let Ok(o) = git(

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
-use crate::provider::ToolSpec;
 use crate::question::shape::{self, MAX_OPTIONS, MAX_QUESTIONS};
 use crate::question::Questions;
 use crate::session::Registry;
 use crate::tools::{Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+use snowpea_session_llm::provider::ToolSpec;
 
 /// Key of a tool result's `meta` holding the text stored in the `tool.result` event in
 /// place of the model's copy (removed from `meta` before it is stored).

@@ -13,10 +13,10 @@ use snowpea_proto::session::v1 as pb;
 use super::Tool;
 use crate::checkpoints::Checkpoints;
 use crate::clients::mcp::McpClient;
-use crate::error::Result;
 use crate::lsp::Lsp;
 use crate::question::Questions;
 use crate::session::Registry;
+use snowpea_session_error::Result;
 
 /// The tools of the process.
 pub struct Tools {

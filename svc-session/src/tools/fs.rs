@@ -14,7 +14,7 @@ use super::args::{self, floor_char_boundary};
 use super::paths::{self, ResolvedPath};
 use super::{run_blocking, FileDiff, Permission, Tool, ToolContext, ToolOutput, ToolPlan, Writes};
 use crate::backend::Backend;
-use crate::provider::ToolSpec;
+use snowpea_session_llm::provider::ToolSpec;
 
 /// Bytes looked at to decide whether a file is binary (a NUL byte in them means binary).
 const SNIFF_BYTES: usize = 8192;

@@ -9,8 +9,8 @@ use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
 use crate::clients::memory::{session_namespaces, MemoryClient};
-use crate::provider::ToolSpec;
 use crate::tools::{args, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+use snowpea_session_llm::provider::ToolSpec;
 
 /// Most results of one `search_memory` call.
 pub const MAX_SEARCH_RESULTS: u64 = 20;

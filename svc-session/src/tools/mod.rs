@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::provider::ToolSpec;
+use snowpea_session_llm::provider::ToolSpec;
 
 pub mod ask_user;
 pub mod catalog;

@@ -17,8 +17,8 @@ use snowpea_common::home::Home;
 use snowpea_proto::scheduler::v1::{ToolCancelRequest, ToolListRequest, ToolScheduleRequest};
 
 use crate::clients::scheduler::{SchedulerClient, CALL_TIMEOUT};
-use crate::provider::ToolSpec;
 use crate::tools::{Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+use snowpea_session_llm::provider::ToolSpec;
 
 /// The three tools, calling the scheduler of `home`.
 pub fn for_home(home: &Home) -> Vec<Arc<dyn Tool>> {

@@ -18,7 +18,7 @@ use super::args::{self, floor_char_boundary};
 use super::paths;
 use super::{run_blocking, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
 use crate::backend::Backend;
-use crate::provider::ToolSpec;
+use snowpea_session_llm::provider::ToolSpec;
 
 /// Most paths `glob` returns.
 pub const MAX_GLOB_RESULTS: usize = 1000;

@@ -25,7 +25,7 @@ use super::args;
 use super::paths;
 use super::{Permission, Tool, ToolContext, ToolOutput, ToolPlan};
 use crate::backend::ExecRequest;
-use crate::provider::ToolSpec;
+use snowpea_session_llm::provider::ToolSpec;
 
 /// Timeout when the call gives none, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: f64 = 120.0;

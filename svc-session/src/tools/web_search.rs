@@ -12,8 +12,8 @@ use futures::future::BoxFuture;
 use serde_json::{json, Value};
 
 use super::{args, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
-use crate::provider::ToolSpec;
 use crate::web::{Searched, WebSearch, MAX_NUM};
+use snowpea_session_llm::provider::ToolSpec;
 
 /// Results when the model gives no `num` (fewer than `web.search`'s default, to keep the
 /// context small).

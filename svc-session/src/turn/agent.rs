@@ -24,10 +24,10 @@ use serde_json::Value;
 use snowpea_proto::session::v1 as pb;
 
 use super::{history, refs, slash, system_prompt, TurnEnd, TurnStart, Turns};
-use crate::provider::{
+use crate::session::Session;
+use snowpea_session_llm::provider::{
     ChatMessage, ModelRequest, Provider, ProviderError, StreamEvent, ThinkingBlock, ToolCall,
 };
-use crate::session::Session;
 
 /// What one turn accumulated, for the closing events.
 #[derive(Debug, Default, Clone)]
@@ -206,17 +206,30 @@ impl Turns {
         }
         let mut messages = match self.log.of_kinds(&session.id, history::KINDS).await {
             Ok(rows) => {
-                // Images attached to earlier prompts go again, newest first, within caps.
-                let images_of =
-                    |turn_id: &str| self.attachments.images_of_turn(&session.id, turn_id);
-                history::rebuild_with(
-                    rows,
-                    &images_of,
-                    history::Replay {
-                        max_images: crate::attachments::REPLAY_MAX_IMAGES,
-                        max_bytes: crate::attachments::REPLAY_MAX_BYTES,
-                    },
-                )
+                // Images attached to earlier prompts go again, newest first, within caps;
+                // they are read from disk, so on the blocking pool.
+                let store = self.attachments.clone();
+                let session_id = session.id.clone();
+                let rebuilt = tokio::task::spawn_blocking(move || {
+                    let images_of = |turn_id: &str| store.images_of_turn(&session_id, turn_id);
+                    history::rebuild_with(
+                        rows,
+                        &images_of,
+                        history::Replay {
+                            max_images: crate::attachments::REPLAY_MAX_IMAGES,
+                            max_bytes: crate::attachments::REPLAY_MAX_BYTES,
+                        },
+                    )
+                })
+                .await;
+                match rebuilt {
+                    Ok(messages) => messages,
+                    Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                    Err(e) => {
+                        tracing::error!(error = %e, session_id = %session.id, "cannot read history");
+                        Vec::new()
+                    }
+                }
             }
             Err(e) => {
                 tracing::error!(error = %e, session_id = %session.id, "cannot read history");
@@ -285,7 +298,7 @@ impl Turns {
         let (used, estimated) = match acc.context_used {
             Some(reported) => reported,
             None => (
-                super::tokens::estimate_blocking(
+                snowpea_session_llm::tokens::estimate_blocking(
                     messages.clone(),
                     String::new(),
                     acc.model.clone().unwrap_or_default(),
@@ -410,7 +423,7 @@ impl Turns {
                     let block: Vec<String> =
                         context.iter().map(|c| format!("[system] {c}")).collect();
                     match messages.last_mut() {
-                        Some(m) if m.role == crate::provider::Role::User => {
+                        Some(m) if m.role == snowpea_session_llm::provider::Role::User => {
                             m.content.push_str("\n\n");
                             m.content.push_str(&block.join("\n"));
                         }
@@ -469,9 +482,9 @@ impl Turns {
             // says so); only images in this turn's own prompt are an error.
             let current = messages
                 .iter()
-                .rposition(|m| m.role == crate::provider::Role::User);
+                .rposition(|m| m.role == snowpea_session_llm::provider::Role::User);
             for (i, m) in messages.iter_mut().enumerate() {
-                if m.role == crate::provider::Role::User
+                if m.role == snowpea_session_llm::provider::Role::User
                     && Some(i) != current
                     && !m.images.is_empty()
                 {
@@ -488,7 +501,7 @@ impl Turns {
             && messages
                 .iter()
                 .rev()
-                .find(|m| m.role == crate::provider::Role::User)
+                .find(|m| m.role == snowpea_session_llm::provider::Role::User)
                 .is_some_and(|m| !m.images.is_empty())
         {
             self.error_event(
@@ -612,7 +625,7 @@ impl Turns {
             // Auto-compaction (issue 16) at the start of a model call, over the threshold of
             // a known window.
             if let (Some(threshold), Some(window)) = (auto_compact, acc.window) {
-                let used = super::tokens::estimate_blocking(
+                let used = snowpea_session_llm::tokens::estimate_blocking(
                     messages.clone(),
                     system.clone(),
                     model.clone(),
@@ -763,7 +776,7 @@ impl Turns {
         request: ModelRequest,
         acc: &mut TurnAccount,
     ) -> Call {
-        let input_estimate = super::tokens::estimate_blocking(
+        let input_estimate = snowpea_session_llm::tokens::estimate_blocking(
             request.messages.clone(),
             request.system.clone(),
             acc.model.clone().unwrap_or_else(|| request.model.clone()),

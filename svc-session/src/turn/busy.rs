@@ -30,9 +30,9 @@ use snowpea_proto::session::v1 as pb;
 
 use super::{QueuedTurn, TurnStart, Turns};
 use crate::attachments::Prepared;
-use crate::error::{Error, Result};
-use crate::provider::ChatMessage;
 use crate::session::Session;
+use snowpea_session_error::{Error, Result};
+use snowpea_session_llm::provider::ChatMessage;
 
 /// The setting choosing what a busy prompt does (`steer` or `queue`).
 pub const BUSY_SETTING: &str = "agent.busy";

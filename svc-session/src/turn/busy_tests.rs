@@ -23,17 +23,17 @@ fn allow() -> Value {
 
 /// The user messages of the last model request.
 fn last_user_texts(h: &Harness) -> Vec<String> {
-    let fake = crate::provider::fake_provider(&h.script).unwrap();
+    let fake = snowpea_session_llm::provider::fake_provider(&h.script).unwrap();
     let last = fake.received().pop().expect("a model call");
     last.messages
         .iter()
-        .filter(|m| m.role == crate::provider::Role::User)
+        .filter(|m| m.role == snowpea_session_llm::provider::Role::User)
         .map(|m| m.content.clone())
         .collect()
 }
 
 fn model_calls(h: &Harness) -> usize {
-    crate::provider::fake_provider(&h.script)
+    snowpea_session_llm::provider::fake_provider(&h.script)
         .unwrap()
         .received()
         .len()
@@ -387,7 +387,10 @@ async fn continue_starts_a_system_turn_once_per_window_and_honours_keys() {
         .continue_session(&browser, params("x", None))
         .await
         .unwrap_err();
-    assert!(matches!(err, crate::error::Error::Unauthorized(_)), "{err}");
+    assert!(
+        matches!(err, snowpea_session_error::Error::Unauthorized(_)),
+        "{err}"
+    );
 }
 
 /// Steer latency (docs/PERFORMANCE.md): from the `session.prompt` call of a steered prompt to

@@ -25,8 +25,8 @@ use snowpea_proto::session::v1 as pb;
 use super::agent::TurnOutcome;
 use super::{TurnEnd, TurnStart, Turns};
 use crate::commands::{AfterTurn, Failure, PromptTurn, Reply};
-use crate::error::{Error, Result};
 use crate::session::Session;
+use snowpea_session_error::{Error, Result};
 
 /// The `clientKind` of the headless command plane (`snowpea cmd`).
 pub const HEADLESS_CLIENT_KIND: &str = "cli";
@@ -77,7 +77,7 @@ impl Turns {
         p: pb::SkillCreateParams,
     ) -> Result<pb::SkillCreateResult> {
         self.commands.skills.check_draft(&p)?;
-        let workdir = crate::session::check_workdir(&p.workdir)?;
+        let workdir = snowpea_session_core::workdir::check_workdir(&p.workdir)?;
         let session = match p.session_id.as_deref().filter(|s| !s.is_empty()) {
             Some(id) => {
                 let s = self.sessions.get(id)?;

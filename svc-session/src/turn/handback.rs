@@ -23,9 +23,9 @@ use snowpea_common::context::CallContext;
 use snowpea_proto::session::v1 as pb;
 
 use super::{busy, TurnStart, Turns};
-use crate::error::{Error, Result};
 use crate::session::callers;
 use crate::store::sessions::KIND_CHAT;
+use snowpea_session_error::{Error, Result};
 
 /// One system start per session within this window.
 pub const WINDOW: Duration = Duration::from_secs(10);

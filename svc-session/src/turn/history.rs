@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use crate::provider::{ChatMessage, Role, ToolCall, ToolImage};
+use snowpea_session_llm::provider::{ChatMessage, Role, ToolCall, ToolImage};
 
 /// The event kinds the history is built from.
 pub const KINDS: &[&str] = &[

@@ -9,8 +9,8 @@ use snowpea_proto::session::v1 as pb;
 use super::agent::TurnAccount;
 use super::{TurnStart, Turns};
 use crate::hooks::{HookEvent, Input, Verdict, MAX_STOP_CONTINUES};
-use crate::provider::ToolCall;
 use crate::session::Session;
+use snowpea_session_llm::provider::ToolCall;
 
 impl Turns {
     async fn hooks_of(

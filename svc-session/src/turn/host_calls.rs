@@ -13,9 +13,9 @@ use super::{TurnStart, Turns};
 use crate::host_tools::deferred::ToolSearch;
 use crate::host_tools::parallel::{self, BATCHED_FILE_TOOLS};
 use crate::host_tools::Parallel;
-use crate::provider::{ToolCall, ToolSpec};
 use crate::session::Session;
 use crate::tools::Tool;
+use snowpea_session_llm::provider::{ToolCall, ToolSpec};
 
 /// What a turn knows of its host tools beyond [`TurnAccount::host_tools`].
 #[derive(Debug, Default)]

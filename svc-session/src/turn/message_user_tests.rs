@@ -27,14 +27,14 @@ fn put(path: &std::path::Path, text: &str) {
 
 /// The last model request's user messages.
 fn last_user_texts(h: &Harness) -> Vec<String> {
-    let last = crate::provider::fake_provider(&h.script)
+    let last = snowpea_session_llm::provider::fake_provider(&h.script)
         .unwrap()
         .received()
         .pop()
         .expect("a model call");
     last.messages
         .iter()
-        .filter(|m| m.role == crate::provider::Role::User)
+        .filter(|m| m.role == snowpea_session_llm::provider::Role::User)
         .map(|m| m.content.clone())
         .collect()
 }

@@ -22,12 +22,12 @@ use crate::approval::Approvals;
 use crate::attachments::{Attachments, Prepared};
 use crate::commands::Commands;
 use crate::compaction::{Compaction, CompactionCall};
-use crate::error::{Error, Result};
 use crate::events::EventLog;
 use crate::models::Models;
-use crate::provider::Providers;
 use crate::session::{Session, Sessions};
 use crate::tools::Tools;
+use snowpea_session_error::{Error, Result};
+use snowpea_session_llm::provider::Providers;
 
 pub mod agent;
 pub mod busy;
@@ -40,7 +40,6 @@ pub mod loop_guard;
 pub mod refs;
 pub mod slash;
 pub mod system_prompt;
-pub mod tokens;
 pub(crate) mod tool_call;
 pub mod tool_content;
 mod workflow;
@@ -280,7 +279,7 @@ impl Turns {
     pub async fn prompt(
         self: &Arc<Self>,
         ctx: &CallContext,
-        p: pb::SessionPromptParams,
+        mut p: pb::SessionPromptParams,
     ) -> Result<String> {
         let session = self.sessions.get(&p.session_id)?;
         if p.text.trim().is_empty() {
@@ -298,12 +297,19 @@ impl Turns {
         );
         self.sessions.mark_active_by_client(&session, ctx);
         let turn_id = snowpea_common::ids::new_id("t");
-        // Checked and stored before anything else happens: a refusal loses nothing.
-        let attachments = Arc::new(self.attachments.prepare(
-            &session.id,
-            &turn_id,
-            &p.attachments,
-        )?);
+        // Checked and stored before anything else happens: a refusal loses nothing. The
+        // files are written with fsync, so on the blocking pool, not on this worker.
+        let attachments = {
+            let store = self.attachments.clone();
+            let (session_id, id) = (session.id.clone(), turn_id.clone());
+            let list = std::mem::take(&mut p.attachments);
+            match tokio::task::spawn_blocking(move || store.prepare(&session_id, &id, &list)).await
+            {
+                Ok(prepared) => Arc::new(prepared?),
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(e) => return Err(Error::Internal(e.into())),
+            }
+        };
         session.update(|r| {
             r.last_prompt = Some(p.text.clone());
             r.last_activity_at = Some(now_iso());

@@ -8,14 +8,14 @@ use crate::testkit::{done_reason, kinds, of_kind, Harness};
 
 /// The user messages of every model call so far, oldest call first.
 fn user_texts_per_call(h: &Harness) -> Vec<Vec<String>> {
-    crate::provider::fake_provider(&h.script)
+    snowpea_session_llm::provider::fake_provider(&h.script)
         .unwrap()
         .received()
         .into_iter()
         .map(|r| {
             r.messages
                 .iter()
-                .filter(|m| m.role == crate::provider::Role::User)
+                .filter(|m| m.role == snowpea_session_llm::provider::Role::User)
                 .map(|m| m.content.clone())
                 .collect()
         })

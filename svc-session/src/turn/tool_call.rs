@@ -19,9 +19,9 @@ use super::agent::TurnAccount;
 use super::{TurnStart, Turns};
 use crate::approval::{Ask, Scope};
 use crate::permissions::{self, Verdict};
-use crate::provider::{ToolCall, ToolImage};
 use crate::session::Session;
 use crate::tools::{Tool, ToolContext, ToolOutput};
+use snowpea_session_llm::provider::{ToolCall, ToolImage};
 
 /// What the model gets back from one call.
 pub(crate) struct Outcome {

@@ -8,7 +8,7 @@ use serde_json::Value;
 use snowpea_proto::session::v1 as pb;
 
 use super::Turns;
-use crate::error::{Error, Result};
+use snowpea_session_error::{Error, Result};
 
 /// Tool results with images per session that `session.toolContent` serves.
 pub const KEPT_RESULTS: usize = 50;
@@ -110,7 +110,10 @@ mod tests {
         assert_eq!(r.content[1].media_type.as_deref(), Some("image/png"));
         for call in ["c2", "nope"] {
             let err = h.app.turns.tool_content(params(call)).await.unwrap_err();
-            assert!(matches!(err, crate::error::Error::NotFound(_)), "{err}");
+            assert!(
+                matches!(err, snowpea_session_error::Error::NotFound(_)),
+                "{err}"
+            );
         }
     }
 }

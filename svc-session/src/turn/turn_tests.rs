@@ -81,7 +81,7 @@ async fn history_is_rebuilt_from_stored_events_for_the_next_turn() {
             .map(|(k, p, _)| (k, serde_json::from_str(&p).unwrap())),
     );
     let roles: Vec<_> = msgs.iter().map(|m| m.role).collect();
-    use crate::provider::Role::*;
+    use snowpea_session_llm::provider::Role::*;
     assert_eq!(roles, [User, Assistant, Tool, Assistant, User, Assistant]);
     assert_eq!(msgs[3].content, "Listed.");
     assert_eq!(msgs[5].content, "one");
@@ -274,7 +274,7 @@ async fn close_ends_the_running_turn_and_drops_the_queue() {
     };
     assert!(matches!(
         h.app.turns.prompt(&Harness::ctx("c1", None), p).await,
-        Err(crate::error::Error::NotFound(_))
+        Err(snowpea_session_error::Error::NotFound(_))
     ));
 }
 
@@ -544,4 +544,35 @@ async fn an_mcp_call_while_its_server_is_still_starting_says_not_ready_not_unkno
     );
     assert_eq!(result["payload"]["meta"]["errorKind"], "not_ready");
     assert_eq!(done_reason(&ev), "complete");
+}
+
+/// Capability `llmTimings` (issue 32 item 8): the timings a server sends with a call reach
+/// the turn's `usage` event (`timings`), and a call without them has none.
+#[tokio::test]
+async fn a_turns_usage_event_carries_the_servers_timings() {
+    let mut h = Harness::new(json!({
+        "steps": [
+            {"match": "timed", "text": "ok", "timings": {"prompt_n": 12, "prompt_ms": 48.25, "cache_n": 19, "predicted_n": 3, "predicted_ms": 61.5, "extra_ms": 1}}
+        ],
+        "default": {"text": "plain"}
+    }))
+    .await;
+    let sid = h.create("accept").await;
+    for (prompt, expected) in [
+        (
+            "timed",
+            json!({"prompt_n": 12.0, "prompt_ms": 48.25, "cache_n": 19.0, "predicted_n": 3.0, "predicted_ms": 61.5}),
+        ),
+        ("untimed", serde_json::Value::Null),
+    ] {
+        let tid = h.prompt(&sid, prompt).await;
+        let events = h.until_done(&tid, |_| None).await;
+        let usage = of_kind(&events, "usage");
+        assert_eq!(usage.len(), 1, "{events:?}");
+        let timings = usage[0]["payload"]
+            .get("timings")
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(timings, expected, "{prompt}");
+    }
 }

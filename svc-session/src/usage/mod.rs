@@ -12,9 +12,9 @@ use jiff::civil::Date;
 use jiff::{Timestamp, ToSpan};
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::{Error, Result};
 use crate::store::usage::{self as index, Group, Window};
 use crate::store::Store;
+use snowpea_session_error::{Error, Result};
 
 /// `usage.summary` over the session database.
 #[derive(Debug, Clone)]

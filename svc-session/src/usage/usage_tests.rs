@@ -8,8 +8,8 @@ use serde_json::json;
 use snowpea_proto::session::v1 as pb;
 
 use super::Usage;
-use crate::error::Error;
 use crate::store::{self, events::EventRow, Store};
+use snowpea_session_error::Error;
 
 struct Db {
     _tmp: tempfile::TempDir,

@@ -19,7 +19,7 @@ use snowpea_common::context::CallContext;
 use snowpea_common::home::Home;
 use snowpea_proto::session::v1 as pb;
 
-use crate::error::{Error, Result};
+use snowpea_session_error::{Error, Result};
 
 pub mod chain;
 pub mod html;

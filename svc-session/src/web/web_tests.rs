@@ -15,7 +15,7 @@ use snowpea_common::home::Home;
 use snowpea_proto::session::v1 as pb;
 
 use super::WebSearch;
-use crate::error::Error;
+use snowpea_session_error::Error;
 
 type Seen = Arc<Mutex<Vec<String>>>;
 

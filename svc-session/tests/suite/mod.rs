@@ -1,3 +1,4 @@
 //! Suites run against the real binary.
 
 mod binary;
+mod method_homes;

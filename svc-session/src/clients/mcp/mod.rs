@@ -39,8 +39,8 @@ use snowpea_proto::mcp::v1::mcp_internal_service_client::McpInternalServiceClien
 use snowpea_proto::mcp::v1::{CallToolRequest, ListToolsRequest};
 use tonic::transport::Channel;
 
-use crate::provider::{ToolImage, ToolSpec};
 use crate::tools::{args, Permission, Tool, ToolContext, ToolOutput, ToolPlan};
+use snowpea_session_llm::provider::{ToolImage, ToolSpec};
 
 /// Deadline of one `ListTools` (svc-mcp down or stuck must not delay a turn).
 pub const LIST_TIMEOUT: Duration = Duration::from_secs(5);
