@@ -26,7 +26,7 @@ use snowpea_session_error::{Error, Result};
 const CACHE_WORKDIRS: usize = 8;
 /// Most bytes of listings kept at once ([`Index::heap_bytes`]); past it the least recently
 /// used go first (the newest one is always kept).
-pub const CACHE_BYTES: usize = 96 << 20;
+pub const CACHE_BYTES: usize = 32 << 20;
 /// Listings made at once: a listing holds its whole tree's paths twice while it is built,
 /// so concurrent calls for large trees queue here instead of each holding one (issue 40).
 const LISTINGS_AT_ONCE: usize = 1;
