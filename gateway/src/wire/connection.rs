@@ -93,6 +93,9 @@ struct Inner {
     /// Its place among the connections waiting for `system.hello` (issue 37 §3), given
     /// back by the first successful hello or when the connection goes.
     waiting_for_hello: Option<OwnedSemaphorePermit>,
+    /// A `system.hello` succeeded at least once (a later failed one leaves the connection
+    /// unauthenticated, but it is no longer subject to the hello deadline).
+    ever_authenticated: bool,
     closed: bool,
     pending: HashMap<String, PendingCallback>,
 }
@@ -283,6 +286,11 @@ impl Connection {
         }
     }
 
+    /// True once a `system.hello` has succeeded on this connection (whatever came after).
+    pub fn ever_authenticated(&self) -> bool {
+        self.inner().ever_authenticated
+    }
+
     /// The authenticated peer, if `system.hello` succeeded.
     pub fn peer(&self) -> Option<Arc<Peer>> {
         self.inner().peer.clone()
@@ -304,6 +312,7 @@ impl Connection {
         }
         if peer.is_some() {
             inner.waiting_for_hello = None;
+            inner.ever_authenticated = true;
         }
         inner.peer = peer;
         Some(then(inner.peer.as_deref()))

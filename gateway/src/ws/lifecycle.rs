@@ -109,7 +109,9 @@ async fn read_loop(
             _ = close.changed() => return,
             _ = &mut hello_by, if hello_due => {
                 hello_due = false;
-                if conn.peer().is_none() {
+                // Only a connection that never authenticated: a failed second hello leaves
+                // an earlier client unauthenticated, not subject to the deadline.
+                if !conn.ever_authenticated() {
                     bump(&gw.counters.hello_timeouts);
                     tracing::debug!("no system.hello within the deadline; closing");
                     conn.close(CLOSE_POLICY, HELLO_DEADLINE_REASON);

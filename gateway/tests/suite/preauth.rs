@@ -55,6 +55,16 @@ async fn unauthenticated_connections_are_capped_and_timed_and_the_authenticated_
     let mut first = idle.remove(0);
     first.hello(&home.token).await;
     let mut late = gw.connect().await;
+    // A failed second hello leaves it unauthenticated, but it did authenticate once: the
+    // deadline is not for it.
+    let refused = first
+        .err(
+            "system.hello",
+            json!({"token": "wrong", "clientVersion": "test",
+                   "protocolVersion": snowpea_proto::PROTOCOL_VERSION}),
+        )
+        .await;
+    assert_eq!(refused["data"]["code"], "unauthorized", "{refused}");
 
     // A raw socket that never sends its request holds no place for long either.
     let mut silent = tokio::net::TcpStream::connect(("127.0.0.1", gw.port))
@@ -75,7 +85,9 @@ async fn unauthenticated_connections_are_capped_and_timed_and_the_authenticated_
         .expect("the silent socket was not dropped")
         .unwrap_or(0);
     assert_eq!(n, 0, "the server closed the silent socket");
-    // ...and the one that said hello is still served, as is the first client.
+    // ...and the one that said hello (then failed one) is still open: it says hello again
+    // and is served, as is the first client.
+    first.hello(&home.token).await;
     first.ok("session.list", json!({})).await;
     authed.ok("session.list", json!({})).await;
     let info = authed.ok("system.info", json!({})).await;
