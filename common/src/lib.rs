@@ -8,6 +8,7 @@ pub mod calls;
 pub mod client;
 pub mod context;
 pub mod db;
+pub mod descriptors;
 pub mod fairness;
 pub mod heap;
 pub mod home;

@@ -112,7 +112,10 @@ impl Gateway {
             token,
         );
         let pre_auth = PreAuth::new(
-            preauth::connection_cap(limits.max_connections, preauth::raise_descriptor_limit()),
+            preauth::connection_cap(
+                limits.max_connections,
+                snowpea_common::descriptors::raise_to_hard_limit(),
+            ),
             limits.max_unauthenticated,
             limits.hello_deadline,
         );

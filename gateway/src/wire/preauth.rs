@@ -5,7 +5,8 @@
 //! * **Open sockets.** At most [`Limits::max_connections`] accepted TCP connections at once
 //!   (a permit travels with each socket, [`Budgeted`]); past it the accept loop waits and
 //!   new connections stay in the kernel's backlog, costing the gateway nothing. At start the
-//!   descriptor limit is raised to its hard maximum ([`raise_descriptor_limit`]) and the cap
+//!   descriptor limit is raised to its hard maximum
+//!   (`snowpea_common::descriptors::raise_to_hard_limit`) and the cap
 //!   kept below it, so the gateway itself always has descriptors left.
 //! * **The HTTP request.** A socket must send a complete request within
 //!   [`Limits::hello_deadline`] of its accept ([`Budgeted`]: its reads fail with
@@ -40,31 +41,6 @@ pub const HELLO_DEADLINE_REASON: &str =
 
 /// Descriptors the gateway keeps for itself below the limit (service sockets, files, logs).
 pub const RESERVED_DESCRIPTORS: u64 = 128;
-
-/// Raises this process's soft descriptor limit to its hard limit and returns the soft limit
-/// now in force (`None` where it cannot be read).
-pub fn raise_descriptor_limit() -> Option<u64> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return None;
-        }
-        if lim.rlim_cur < lim.rlim_max {
-            let raised = libc::rlimit {
-                rlim_cur: lim.rlim_max,
-                rlim_max: lim.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                lim.rlim_cur = lim.rlim_max;
-            }
-        }
-    }
-    Some(lim.rlim_cur)
-}
 
 /// The open-socket cap for a descriptor limit `nofile`: `wanted`, kept
 /// [`RESERVED_DESCRIPTORS`] below the limit (at least 16).
@@ -220,7 +196,6 @@ mod tests {
         assert_eq!(connection_cap(4096, Some(1 << 20)), 4096);
         assert_eq!(connection_cap(4096, Some(100)), 16);
         assert_eq!(connection_cap(4096, None), 4096);
-        assert!(raise_descriptor_limit().is_some_and(|n| n > 0));
     }
 
     #[test]

@@ -139,26 +139,32 @@ fn admit(
     batch: bool,
     lane: Admission,
 ) -> Option<Admitted> {
-    let message = if lane.room_full {
-        format!(
-            "busy: the gateway is already handling {GATEWAY_LARGE_REQUEST_BYTES} bytes of large requests (of {LARGE_MESSAGE} bytes or more); try again shortly"
+    let (message, details) = if lane.room_full {
+        (
+            format!(
+                "busy: the gateway is already handling {GATEWAY_LARGE_REQUEST_BYTES} bytes of large requests (of {LARGE_MESSAGE} bytes or more); try again shortly"
+            ),
+            json!({"reason": "busy", "largeBytes": GATEWAY_LARGE_REQUEST_BYTES}),
         )
     } else {
         match conn.admit(lane.bytes) {
             Some(admitted) => return Some(admitted),
-            None => format!(
-                "busy: this connection already has as many requests running and waiting as it may ({} running, {} waiting, {} bytes in all); wait for answers before sending more",
-                gw.limits.max_in_flight, gw.limits.max_queued, CONNECTION_REQUEST_BYTES
+            None => (
+                format!(
+                    "busy: this connection already has as many requests running and waiting as it may ({} running, {} waiting, {} bytes in all); wait for answers before sending more",
+                    gw.limits.max_in_flight, gw.limits.max_queued, CONNECTION_REQUEST_BYTES
+                ),
+                json!({
+                    "reason": "busy",
+                    "running": gw.limits.max_in_flight,
+                    "waiting": gw.limits.max_queued,
+                    "bytes": CONNECTION_REQUEST_BYTES,
+                }),
             ),
         }
     };
     let error = RpcError::new(ErrorCode::Unavailable, message)
-        .with_details(json!({
-            "reason": "busy",
-            "running": gw.limits.max_in_flight,
-            "waiting": gw.limits.max_queued,
-            "bytes": CONNECTION_REQUEST_BYTES,
-        }))
+        .with_details(details)
         .to_jsonrpc();
     let responses: Vec<Value> = ids
         .iter()

@@ -22,24 +22,10 @@ fn fds(pid: i32) -> usize {
         .unwrap_or(0)
 }
 
-/// Raises this process's own descriptor limit: it holds 2 × N sockets.
-fn raise_own_limit() {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        }
-    }
-}
-
 /// Runs the flood with `n` sockets of each kind and `calls` probes per phase.
 pub async fn bench_preauth_flood(n: usize, calls: usize) {
-    raise_own_limit();
+    // It holds 2 × n sockets.
+    snowpea_common::descriptors::raise_to_hard_limit();
     println!("load average at start: {}", super::loadavg());
     let suite = Suite::start_with(SuiteOptions::default()).await;
     let gateway = suite.status()["processes"]
